@@ -1,0 +1,139 @@
+# ddptop build. `make` builds build/ddptop, build/ddptop-agent and build/ddptop-train.
+# Sources are found by directory; a file named *_main.c is a program's entry point and stays
+# out of the module archives that the programs and the unit tests link against.
+
+BUILD     ?= build
+CC        ?= cc
+CUDA_HOME ?= /usr/local/cuda
+PKGS_TUI   = ncursesw libssh libcjson
+PKGS_AGENT = libcjson
+PKGS_RT    = openblas
+
+WARN   = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
+         -Wmissing-prototypes -Wvla -Wformat=2 -Wno-format-nonliteral -Wundef
+CFLAGS ?= -O2 -g
+# Kept apart from CFLAGS so that `make CFLAGS=...` (asan) keeps the warnings and includes.
+DDP_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Ilauncher -Iruntime -Itui
+LDLIBS_BASE = -lpthread -lm
+
+# CUDA and NCCL are optional: found under CUDA_HOME unless NO_CUDA=1.
+ifeq ($(NO_CUDA),)
+  ifneq ($(wildcard $(CUDA_HOME)/bin/nvcc),)
+    HAVE_CUDA = 1
+  endif
+endif
+ifeq ($(HAVE_CUDA),1)
+  NVCC       = $(CUDA_HOME)/bin/nvcc
+  NVCCFLAGS ?= -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+  CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart
+  RT_CFLAGS  = -DDDPTOP_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+endif
+
+pkg_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pkg_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+LAUNCHER_SRC = $(filter-out %_main.c,$(wildcard launcher/*.c))
+TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c))
+RUNTIME_SRC  = $(filter-out %_main.c,$(wildcard runtime/*.c))
+RUNTIME_CU   = $(if $(HAVE_CUDA),$(wildcard runtime/*.cu))
+TEST_SRC     = $(wildcard tests/test_*.c)
+
+LAUNCHER_OBJ = $(LAUNCHER_SRC:%.c=$(BUILD)/obj/%.o)
+TUI_OBJ      = $(TUI_SRC:%.c=$(BUILD)/obj/%.o)
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o) $(RUNTIME_CU:%.cu=$(BUILD)/obj/%.cu.o)
+TEST_BIN     = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+LIB_LAUNCHER = $(BUILD)/liblauncher.a
+LIB_TUI      = $(BUILD)/libtui.a
+LIB_RUNTIME  = $(BUILD)/libruntime.a
+
+# An archive with no members yet is left out of the link (ld refuses an empty one).
+LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(if $(LAUNCHER_OBJ),$(LIB_LAUNCHER)) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+
+PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
+
+.SECONDARY:
+.PHONY: all deps test test-unit test-gpu bench demo asan clean tests
+all: $(PROGS) tests
+
+$(BUILD)/obj/launcher/%.o: launcher/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,$(PKGS_TUI)) -c $< -o $@
+$(BUILD)/obj/tui/%.o: tui/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,$(PKGS_TUI)) -c $< -o $@
+$(BUILD)/obj/runtime/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) $(call pkg_cflags,$(PKGS_RT)) -c $< -o $@
+$(BUILD)/obj/runtime/%.cu.o: runtime/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Iruntime -c $< -o $@
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) -Itests $(call pkg_cflags,$(PKGS_TUI) $(PKGS_RT)) -c $< -o $@
+
+$(LIB_LAUNCHER): $(LAUNCHER_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_TUI): $(TUI_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_RUNTIME): $(RUNTIME_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIB_LAUNCHER)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
+$(BUILD)/ddptop-agent: $(BUILD)/obj/launcher/agent_main.o $(LIB_LAUNCHER)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
+$(BUILD)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
+
+# Every unit test links every module archive; the archives pull in only what a test uses.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
+tests: $(TEST_BIN)
+
+# Installs the Debian packages that are missing: apt-get as root, else prints the command.
+DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
+           openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	else echo "deps: missing packages; run as root:"; \
+	  echo "  sudo apt-get install -y$$missing"; exit 1; fi
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh
+
+# Only the tests whose name matches T (a shell glob), e.g. make test-unit T='test_hostfile*'.
+test-unit: all
+	@BUILD=$(BUILD) tests/run.sh $(T)
+
+test-gpu: all
+	@BUILD=$(BUILD) tests/run.sh 'gpu_*'
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/bench/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/demo.sh
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan \
+	  CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer' \
+	  LDFLAGS='-fsanitize=address,undefined' all
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

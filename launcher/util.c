@@ -1,0 +1,184 @@
+/* Shared helpers: see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void (*fatal_hook)(void);
+
+void util_set_fatal_hook(void (*hook)(void))
+{
+    fatal_hook = hook;
+}
+
+void util_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    if (fatal_hook) {
+        void (*hook)(void) = fatal_hook;
+        fatal_hook = NULL; /* a failure inside the hook must not recurse */
+        hook();
+    }
+    fputs("ddptop: fatal: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) util_fatal("out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) util_fatal("out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) util_fatal("out of memory (%zu bytes)", n);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    struct strbuf sb;
+    va_list ap;
+    strbuf_init(&sb);
+    va_start(ap, fmt);
+    strbuf_vaddf(&sb, fmt, ap);
+    va_end(ap);
+    if (!sb.buf) strbuf_adds(&sb, "");
+    return sb.buf;
+}
+
+static int64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+int64_t mono_ms(void) { return clock_ns(CLOCK_MONOTONIC) / 1000000; }
+int64_t wall_ns(void) { return clock_ns(CLOCK_REALTIME); }
+
+void strbuf_init(struct strbuf *sb)
+{
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+}
+
+void strbuf_done(struct strbuf *sb)
+{
+    free(sb->buf);
+    strbuf_init(sb);
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+    sb->len = 0;
+    if (sb->buf) sb->buf[0] = '\0';
+}
+
+static void strbuf_grow(struct strbuf *sb, size_t extra)
+{
+    if (sb->len + extra + 1 <= sb->cap) return;
+    size_t cap = sb->cap ? sb->cap : 64;
+    while (cap < sb->len + extra + 1) cap *= 2;
+    sb->buf = xrealloc(sb->buf, cap);
+    sb->cap = cap;
+}
+
+void strbuf_add(struct strbuf *sb, const void *data, size_t n)
+{
+    strbuf_grow(sb, n);
+    if (n) memcpy(sb->buf + sb->len, data, n);
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+}
+
+void strbuf_adds(struct strbuf *sb, const char *s)
+{
+    strbuf_add(sb, s, strlen(s));
+}
+
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return;
+    strbuf_grow(sb, (size_t)n);
+    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vaddf(sb, fmt, ap);
+    va_end(ap);
+}
+
+void strbuf_add_shell_quoted(struct strbuf *sb, const char *s)
+{
+    strbuf_add(sb, "'", 1);
+    for (; *s; s++) {
+        if (*s == '\'') strbuf_adds(sb, "'\\''");
+        else strbuf_add(sb, s, 1);
+    }
+    strbuf_add(sb, "'", 1);
+}
+
+void strbuf_consume(struct strbuf *sb, size_t n)
+{
+    if (n >= sb->len) {
+        strbuf_reset(sb);
+        return;
+    }
+    memmove(sb->buf, sb->buf + n, sb->len - n);
+    sb->len -= n;
+    sb->buf[sb->len] = '\0';
+}
+
+int fd_set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0) return -1;
+    return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+int fd_set_cloexec(int fd)
+{
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0) return -1;
+    return fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}

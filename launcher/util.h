@@ -1,0 +1,46 @@
+/* Small shared helpers for the launcher and the TUI: allocation that never returns NULL,
+ * clocks, a growable string buffer, fd flags and POSIX shell quoting. */
+#ifndef DDPTOP_UTIL_H
+#define DDPTOP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Out of memory is fatal: the hook (set by the TUI) restores the terminal, then we abort. */
+void util_set_fatal_hook(void (*hook)(void));
+void util_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic clock for every timeout and age; wall clock only for what a person reads. */
+int64_t mono_ns(void);
+int64_t mono_ms(void);
+int64_t wall_ns(void);
+
+struct strbuf {
+    char *buf;      /* always NUL-terminated once anything was added */
+    size_t len;
+    size_t cap;
+};
+void strbuf_init(struct strbuf *sb);
+void strbuf_done(struct strbuf *sb);
+void strbuf_reset(struct strbuf *sb);
+void strbuf_add(struct strbuf *sb, const void *data, size_t n);
+void strbuf_adds(struct strbuf *sb, const char *s);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+/* Appends s as one POSIX shell word in single quotes ('it'\''s'), safe for any bytes. */
+void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);
+/* Removes the first n bytes. */
+void strbuf_consume(struct strbuf *sb, size_t n);
+
+int fd_set_nonblock(int fd);
+int fd_set_cloexec(int fd);
+
+#endif
