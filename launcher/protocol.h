@@ -1,0 +1,18 @@
+/* The controller <-> ddptop-agent protocol: one JSON object per line, both ways, over the SSH
+ * exec channel's stdin/stdout (or a local child's pipes). Every message is documented in
+ * docs/protocol.md; bump PROTOCOL_VERSION when a message changes incompatibly. A field once
+ * shipped is never renamed. */
+#ifndef DDPTOP_PROTOCOL_H
+#define DDPTOP_PROTOCOL_H
+
+#define PROTOCOL_VERSION 1
+
+/* The agent's remote file name: one per version and machine architecture, so nodes sharing a
+ * home directory reuse the same copy and versions never overwrite each other. */
+#define AGENT_REMOTE_DIR "~/.cache/ddptop"
+#define AGENT_REMOTE_NAME_FMT "ddptop-agent-%s-p%d-%s" /* version, PROTOCOL_VERSION, arch */
+
+/* Longest line either side accepts; longer ones are a protocol error. */
+#define PROTOCOL_MAX_LINE (1024 * 1024)
+
+#endif
