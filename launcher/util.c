@@ -130,13 +130,20 @@ void strbuf_adds(struct strbuf *sb, const char *s)
 
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
 {
+    /* Format into the spare room first; grow and format again only when it did not fit. */
     va_list ap2;
+    strbuf_grow(sb, 64);
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap2);
     va_end(ap2);
-    if (n < 0) return;
-    strbuf_grow(sb, (size_t)n);
-    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    if (n < 0) {
+        sb->buf[sb->len] = '\0';
+        return;
+    }
+    if ((size_t)n >= sb->cap - sb->len) {
+        strbuf_grow(sb, (size_t)n);
+        vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap);
+    }
     sb->len += (size_t)n;
 }
 

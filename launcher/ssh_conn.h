@@ -1,0 +1,84 @@
+/* SSH transport to one node: a nonblocking state machine (resolve, TCP connect, SSH handshake,
+ * host key verification, public key authentication, agent deployment, agent exec channel) that
+ * the caller drives from its one poll() loop. Once ready, the connection carries the agent's
+ * JSON lines both ways (docs/protocol.md). Nothing here blocks the caller's loop; the only
+ * blocking work (SFTP upload of the agent) runs in a short-lived thread, see ssh_deploy.c. */
+#ifndef DDPTOP_SSH_CONN_H
+#define DDPTOP_SSH_CONN_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct host;
+
+/* Options shared by every command that reaches nodes over SSH (`check`, later `run`). */
+struct ssh_conn_opts {
+    const char *known_hosts;   /* NULL: ~/.ssh/known_hosts */
+    bool accept_new_hosts;     /* unknown host keys are added (OpenSSH's accept-new) */
+    const char *identity;      /* -i FILE, tried before the config's IdentityFile; NULL: none */
+    const char *ssh_config;    /* -F FILE; NULL: ~/.ssh/config then /etc/ssh/ssh_config */
+    const char *agent_dir;     /* remote dir of the agent; NULL: AGENT_REMOTE_DIR */
+    const char *agent_local;   /* our own ddptop-agent binary, uploaded when a node lacks it */
+    int timeout_s;             /* deadline of each stage (connect, deploy, ...) in seconds */
+    int verbose;               /* > 0: libssh warnings on stderr */
+};
+
+enum ssh_conn_state {
+    SSH_CONN_NEW,          /* ssh_conn_start not called yet */
+    SSH_CONN_RESOLVING,
+    SSH_CONN_CONNECTING,   /* TCP connect in progress */
+    SSH_CONN_HANDSHAKE,    /* banner, key exchange */
+    SSH_CONN_AUTH,
+    SSH_CONN_EXEC,         /* opening the exec channel (probe or agent) */
+    SSH_CONN_PROBING,      /* channel open: agent hello or probe answer expected */
+    SSH_CONN_UPLOADING,    /* SFTP thread owns the session */
+    SSH_CONN_READY,        /* agent running: lines flow */
+    SSH_CONN_CLOSED,       /* agent channel ended (see ssh_conn_error) */
+    SSH_CONN_FAILED,
+};
+
+struct ssh_conn;
+
+/* h must outlive the connection. */
+struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *o);
+void ssh_conn_free(struct ssh_conn *c);
+
+/* Reads the ssh config for the host and begins resolving/connecting. After it, the address
+ * and port are known (ssh_conn_address) even if connecting fails later. */
+void ssh_conn_start(struct ssh_conn *c);
+
+/* What to poll for: fills p (fd, events) and returns true, or returns false when the
+ * connection waits on nothing but time (resolving) or is finished. */
+bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p);
+/* Advances the machine; revents from poll (0 on a timer tick). Never blocks. */
+void ssh_conn_step(struct ssh_conn *c, short revents);
+/* Monotonic ms by which the current stage must finish (0: no deadline now). */
+int64_t ssh_conn_deadline_ms(const struct ssh_conn *c);
+
+enum ssh_conn_state ssh_conn_state(const struct ssh_conn *c);
+/* True from the first call until READY, FAILED or CLOSED: what --fanout bounds. */
+bool ssh_conn_connecting(const struct ssh_conn *c);
+/* A one-line error and a fix hint, set in FAILED and CLOSED. */
+const char *ssh_conn_error(const struct ssh_conn *c);
+const char *ssh_conn_hint(const struct ssh_conn *c);
+/* Where it connects: HostName after the ssh config (the address peers use), port, user. */
+const char *ssh_conn_address(const struct ssh_conn *c);
+int ssh_conn_port(const struct ssh_conn *c);
+const char *ssh_conn_user(const struct ssh_conn *c);
+/* True when this connection uploaded the agent (it was missing on the node). */
+bool ssh_conn_uploaded(const struct ssh_conn *c);
+
+/* Queues one line (a '\n' is added) for the agent's stdin. */
+void ssh_conn_send_line(struct ssh_conn *c, const char *line);
+/* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
+char *ssh_conn_next_line(struct ssh_conn *c);
+/* Ends the agent's stdin (it exits) and tears the session down. */
+void ssh_conn_close(struct ssh_conn *c);
+
+/* The remote sh command that execs the agent when present and matching our architecture,
+ * else prints "ddptop-probe ARCH absent DIR" (DIR expanded). Exposed for tests: every value
+ * from the user reaches the shell single-quoted. Returns a malloc'd string. */
+char *ssh_conn_probe_command(const char *agent_dir, const char *agent_name, const char *arch);
+
+#endif

@@ -1,0 +1,189 @@
+/* Unit tests for the check verdicts from hand-built agent facts: clock thresholds, GPU slots,
+ * env parity naming the odd host out, NCCL_SOCKET_IFNAME selection, tcp blame. */
+#include <stdlib.h>
+
+#include "check_eval.h"
+#include "tap.h"
+
+static struct clock_sample sample(double offset_ms, double rtt_ms)
+{
+    int64_t send = 1700000000000000000LL, rtt = (int64_t)(rtt_ms * 1e6);
+    return (struct clock_sample){.local_send_ns = send, .local_recv_ns = send + rtt,
+                                 .remote_ns = send + rtt / 2 + (int64_t)(offset_ms * 1e6), .rtt_ns = rtt};
+}
+
+static void test_clock_thresholds(void)
+{
+    struct check_result r = {0};
+    struct clock_sample s[2] = {sample(3000, 2.0), sample(3000.1, 0.4)};
+    check_eval_clock(&r, s, 2, 500);
+    CHECK_INT(r.status, CHECK_FAIL);
+    CHECK_NEAR(cJSON_GetObjectItem(r.fields, "offset_ms")->valuedouble, 3000.1, 0.001);
+    CHECK_NEAR(cJSON_GetObjectItem(r.fields, "error_ms")->valuedouble, 0.2, 0.001);
+    CHECK(r.hint != NULL);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(-60, 1);
+    check_eval_clock(&r, s, 1, 500); /* above a tenth of the limit: warn */
+    CHECK_INT(r.status, CHECK_WARN);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(10, 1);
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_PASS);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    check_eval_clock(&r, s, 0, 500);
+    CHECK_INT(r.status, CHECK_SKIP);
+    free(r.detail);
+    free(r.hint);
+}
+
+static void test_gpu(void)
+{
+    struct check_result r = {0};
+    cJSON *f = cJSON_Parse("{\"gpu\":{\"count\":4,\"model\":\"H100\",\"driver\":\"550\",\"cuda_driver\":\"12.4\","
+                           "\"source\":\"nvidia-smi\"}}");
+    check_eval_gpu(&r, f, 8);
+    CHECK_INT(r.status, CHECK_FAIL);
+    CHECK(strstr(r.detail, "slots=8") && strstr(r.detail, "4 GPUs"));
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    check_eval_gpu(&r, f, 4);
+    CHECK_INT(r.status, CHECK_PASS);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    cJSON_Delete(f);
+    f = cJSON_Parse("{\"gpu\":{\"count\":0,\"source\":\"none\"}}");
+    check_eval_gpu(&r, f, 8); /* no GPU: the CPU backend, whatever slots says */
+    CHECK_INT(r.status, CHECK_WARN);
+    CHECK(strstr(r.detail, "CPU backend") != NULL);
+    cJSON_Delete(f);
+    cJSON_Delete(r.fields);
+    free(r.detail);
+    free(r.hint);
+}
+
+static const char *facts_fmt =
+    "{\"os\":\"Debian 12\",\"kernel\":\"%s\",\"arch\":\"x86_64\",\"nccl\":\"%s\",\"cuda_runtime\":\"12.4\","
+    "\"nccl_env\":{%s},\"ifaces\":[{\"name\":\"lo\",\"up\":true,\"ipv4\":[\"127.0.0.1/8\"],\"mtu\":65536},"
+    "{\"name\":\"eth0\",\"up\":true,\"ipv4\":[\"10.0.0.%d/24\"],\"mtu\":%d}]}";
+
+static cJSON *facts(const char *kernel, const char *nccl, const char *env, int host, int mtu)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, facts_fmt, kernel, nccl, env, host, mtu);
+    cJSON *f = cJSON_Parse(buf);
+    CHECK(f != NULL);
+    return f;
+}
+
+static void test_env_parity(void)
+{
+    struct check_report r;
+    cJSON *f[4] = {facts("6.1", "2.19.4", "", 1, 1500), facts("6.1", "2.19.4", "", 2, 1500),
+                   facts("6.2", "2.18.1", "\"NCCL_DEBUG\":\"INFO\"", 3, 1500), NULL};
+    struct check_node_info n[4] = {{.name = "gpu1", .facts = f[0]}, {.name = "gpu2", .facts = f[1]},
+                                   {.name = "gpu3", .facts = f[2]}, {.name = "gpu4", .facts = NULL}};
+    check_report_init(&r, 4);
+    check_eval_env(&r, n, 4, false);
+    CHECK_INT(r.rows[0].checks[CHECK_ENV].status, CHECK_PASS);
+    CHECK_INT(r.rows[1].checks[CHECK_ENV].status, CHECK_PASS);
+    CHECK_INT(r.rows[2].checks[CHECK_ENV].status, CHECK_FAIL); /* NCCL differs: fail, kernel: warn */
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "gpu3") != NULL);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "2.18.1") != NULL);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "NCCL_DEBUG") != NULL);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "kernel") != NULL);
+    CHECK_INT(r.rows[3].checks[CHECK_ENV].status, CHECK_SKIP);
+    CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r.rows[2].checks[CHECK_ENV].fields, "differences")), 3);
+    check_report_done(&r);
+    /* only the kernel differs: a warning */
+    cJSON_Delete(f[2]);
+    f[2] = facts("6.2", "2.19.4", "", 3, 1500);
+    n[2].facts = f[2];
+    check_report_init(&r, 3);
+    check_eval_env(&r, n, 3, false);
+    CHECK_INT(r.rows[2].checks[CHECK_ENV].status, CHECK_WARN);
+    check_report_done(&r);
+    for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
+}
+
+static void test_nccl(void)
+{
+    struct check_report r;
+    cJSON *f[3] = {facts("6.1", "2.19", "", 1, 1500), facts("6.1", "2.19", "", 2, 1500),
+                   facts("6.1", "2.19", "", 3, 9000)};
+    struct check_node_info n[3] = {{.name = "gpu1", .facts = f[0], .ifname_spec = "eth"},
+                                   {.name = "gpu2", .facts = f[1], .ifname_spec = "eth"},
+                                   {.name = "gpu3", .facts = f[2], .ifname_spec = "=data0"}};
+    check_report_init(&r, 3);
+    check_eval_nccl(&r, n, 3);
+    CHECK_INT(r.rows[0].checks[CHECK_NCCL].status, CHECK_PASS);
+    CHECK_INT(r.rows[2].checks[CHECK_NCCL].status, CHECK_FAIL);
+    CHECK(strstr(r.rows[2].checks[CHECK_NCCL].detail, "data0") != NULL);
+    CHECK(r.rows[2].checks[CHECK_NCCL].hint && strstr(r.rows[2].checks[CHECK_NCCL].hint, "eth"));
+    check_report_done(&r);
+    /* same spec everywhere: gpu3's MTU is the odd one out */
+    n[2].ifname_spec = "eth";
+    check_report_init(&r, 3);
+    check_eval_nccl(&r, n, 3);
+    CHECK_INT(r.rows[0].checks[CHECK_NCCL].status, CHECK_PASS);
+    CHECK_INT(r.rows[2].checks[CHECK_NCCL].status, CHECK_WARN);
+    CHECK(strstr(r.rows[2].checks[CHECK_NCCL].detail, "MTU") != NULL);
+    check_report_done(&r);
+    /* only lo selected across real machines: warn; when every node is this machine: fine */
+    for (int i = 0; i < 3; i++) n[i].ifname_spec = "lo";
+    check_report_init(&r, 3);
+    check_eval_nccl(&r, n, 3);
+    CHECK_INT(r.rows[1].checks[CHECK_NCCL].status, CHECK_WARN);
+    check_report_done(&r);
+    for (int i = 0; i < 3; i++) n[i].loopback = true;
+    check_report_init(&r, 3);
+    check_eval_nccl(&r, n, 3);
+    CHECK_INT(r.rows[1].checks[CHECK_NCCL].status, CHECK_PASS);
+    check_report_done(&r);
+    for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
+}
+
+static void test_tcp_blame(void)
+{
+    /* gpu3 drops inbound traffic: everyone fails to reach it; gpu3 is blamed, the others warn */
+    struct check_report r;
+    struct check_node_info n[3] = {{.name = "gpu1"}, {.name = "gpu2"}, {.name = "gpu3"}};
+    bool tested[3] = {true, true, true};
+    const char *lerr[3] = {NULL, NULL, NULL};
+    struct check_tcp_result t[] = {
+        {.src = 0, .dst = 1, .port = 4001, .done = true, .ok = true},
+        {.src = 0, .dst = 2, .port = 4002, .done = true, .ok = false, .error = "timed out"},
+        {.src = 1, .dst = 0, .port = 4000, .done = true, .ok = true},
+        {.src = 1, .dst = 2, .port = 4002, .done = true, .ok = false, .error = "timed out"},
+        {.src = 2, .dst = 0, .port = 4000, .done = true, .ok = true},
+        {.src = 2, .dst = 1, .port = 4001, .done = true, .ok = true},
+        {.src = 0, .dst = 0, .port = 29500, .rendezvous = true, .done = true, .ok = true},
+        {.src = 1, .dst = 0, .port = 29500, .rendezvous = true, .done = true, .ok = true},
+        {.src = 2, .dst = 0, .port = 29500, .rendezvous = true, .done = true, .ok = true},
+    };
+    check_report_init(&r, 3);
+    check_eval_tcp(&r, n, 3, tested, lerr, NULL, 29500, t, sizeof t / sizeof *t);
+    CHECK_INT(r.rows[2].checks[CHECK_TCP].status, CHECK_FAIL);
+    CHECK(strstr(r.rows[2].checks[CHECK_TCP].detail, "gpu1 -> gpu3:4002: timed out") != NULL);
+    CHECK_INT(r.rows[0].checks[CHECK_TCP].status, CHECK_WARN);
+    CHECK_INT(r.rows[1].checks[CHECK_TCP].status, CHECK_WARN);
+    check_report_done(&r);
+    /* the rendezvous port is taken on the first node */
+    check_report_init(&r, 3);
+    check_eval_tcp(&r, n, 3, tested, lerr, "port 29500 is in use", 29500, t, 6);
+    CHECK_INT(r.rows[0].checks[CHECK_TCP].status, CHECK_FAIL);
+    CHECK(strstr(r.rows[0].checks[CHECK_TCP].detail, "29500") != NULL);
+    check_report_done(&r);
+}
+
+int main(void)
+{
+    RUN(test_clock_thresholds);
+    RUN(test_gpu);
+    RUN(test_env_parity);
+    RUN(test_nccl);
+    RUN(test_tcp_blame);
+    return tap_done();
+}
