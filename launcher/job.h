@@ -1,0 +1,188 @@
+/* The job model: everything the controller knows about a run, its nodes and its ranks. The
+ * controller and the protocol decoder write it; the hang detector reads and marks it; the
+ * views (tui/) and the headless printer only read it. Nothing here does I/O except the log
+ * files, which job_log_append writes through to disk so no line a rank printed is lost even
+ * when the screen cannot keep up; memory stays bounded by the per-rank rings. */
+#ifndef DDPTOP_JOB_H
+#define DDPTOP_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct host;
+
+enum job_state {
+    JOB_CHECKING,     /* preflight running */
+    JOB_CHECK_FAILED, /* preflight refused; waiting for the user (launch anyway / quit) */
+    JOB_LAUNCHING,    /* agents connecting, ranks being spawned */
+    JOB_RUNNING,
+    JOB_STALLED,      /* running, but at least one rank stalled */
+    JOB_FAILED,       /* a rank failed or a node was lost; the others are being/were stopped */
+    JOB_RESTARTING,   /* stopping the attempt before the next one */
+    JOB_STOPPING,     /* stopped by the user (K, q, Ctrl-C) */
+    JOB_STOPPED,
+    JOB_DONE,         /* every rank exited 0 */
+};
+
+enum rank_state {
+    RANK_PENDING,     /* not spawned yet in this attempt */
+    RANK_RUNNING,
+    RANK_STALLED,     /* alive, step not advancing for --hang-timeout */
+    RANK_EXITED,      /* exit code 0 */
+    RANK_FAILED,      /* non-zero exit or killed by a signal not sent by us */
+    RANK_STOPPED,     /* ended by us (job failure elsewhere, restart, user stop) */
+    RANK_LOST,        /* its node was lost: state unknown */
+};
+
+enum node_state {
+    NODE_CONNECTING,
+    NODE_READY,       /* agent up */
+    NODE_RUNNING,     /* ranks spawned */
+    NODE_LOST,        /* heartbeats stopped or the connection dropped */
+    NODE_FAILED,      /* could not connect / start the agent */
+    NODE_DONE,        /* its ranks ended and the agent was told to exit */
+};
+
+enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own notes */ };
+
+/* Flags of a log line. */
+#define LOG_LINE_PARTIAL 0x1   /* flushed without a newline (200 ms idle, or \r progress) */
+#define LOG_LINE_SPLIT   0x2   /* a piece of a line longer than 64 KiB; more follows */
+
+struct log_line {
+    uint64_t seq;             /* per rank, from 1, across attempts */
+    int64_t wall_ns;          /* when the controller received it (for people) */
+    uint8_t stream;           /* enum log_stream */
+    uint8_t flags;
+    int attempt;
+    uint32_t len;
+    char *text;               /* raw bytes as the rank wrote them (not NUL-safe: use len) */
+};
+
+/* The last lines of one rank kept in memory (the whole log is on disk). */
+struct log_ring {
+    struct log_line *lines;
+    size_t cap, head, count;  /* lines[(head + i) % cap] for i in [0, count) is oldest..newest */
+    size_t bytes, max_bytes;  /* text bytes held; oldest lines dropped above max_bytes */
+    uint64_t total;           /* lines ever appended */
+};
+
+struct metric_point {
+    long step;
+    double loss;              /* NAN when the line had no loss */
+    double step_ms;           /* NAN when unknown */
+};
+
+/* A rank's metric history: the newest points in a ring. */
+struct metric_series {
+    struct metric_point *pts;
+    size_t cap, head, count;
+};
+
+struct rank_info {
+    int rank, local_rank, node;
+    enum rank_state state;
+    int pid;                  /* 0: not running */
+    int exit_code;            /* valid when exited */
+    int term_signal;          /* 0 when not killed by a signal */
+    char proc_state;          /* /proc state R S D T Z, '?' unknown */
+    double cpu_pct;           /* from the agent's per-second status; < 0 unknown */
+    int64_t last_output_ms;   /* mono_ms() here when its last line arrived; 0 none yet */
+    int64_t step_changed_ms;  /* mono_ms() when its step last advanced (or it started) */
+    bool has_step, has_loss;
+    long step;
+    double loss, step_ms, tokens_per_s;   /* NAN when unknown */
+    bool straggler;           /* set by the detector */
+    struct metric_series series;
+    struct log_ring log;
+    FILE *log_file;           /* LOGDIR/RUN_ID/attempt-N/rank-R.log */
+    char *partial_text;       /* not used by the model; reserved for decoders */
+};
+
+struct node_info {
+    const struct host *host;  /* NULL for the local (embedded) node */
+    char *name;               /* hostfile name, or "localhost" */
+    enum node_state state;
+    int first_rank, n_ranks;
+    int64_t last_heartbeat_ms;
+    char *error;              /* why it failed or was lost; NULL */
+};
+
+enum job_event_kind {
+    EV_LAUNCH, EV_EXIT, EV_FAILURE, EV_ROOT_CAUSE, EV_STALL, EV_STRAGGLER, EV_NODE_LOST,
+    EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
+};
+
+struct job_event {
+    enum job_event_kind kind;
+    int64_t wall_ns;
+    int attempt;
+    int rank;                 /* -1: none */
+    int node;                 /* -1: none */
+    char *text;               /* one line for people */
+};
+
+/* What failed first, for the events, the screen and events.jsonl. */
+struct root_cause {
+    bool set;
+    int rank, node, attempt;
+    int exit_code, term_signal;
+    char *summary;            /* "rank 3 on gpu2 killed by SIGSEGV" */
+    char **last_lines;        /* up to 20 of its last output lines (raw bytes) */
+    size_t n_last_lines;
+    char *error_file;         /* TORCHELASTIC_ERROR_FILE contents (PyTorch @record), or NULL */
+};
+
+struct job {
+    enum job_state state;
+    char *run_id;
+    char *log_dir;            /* LOGDIR/RUN_ID */
+    int attempt;              /* 0-based; TORCHELASTIC_RESTART_COUNT */
+    int max_restarts;
+    int world_size;
+    int64_t started_ms;       /* mono_ms() at the start of the job */
+    int64_t attempt_started_ms;
+    struct node_info *nodes;
+    size_t n_nodes;
+    struct rank_info *ranks;  /* indexed by global rank */
+    size_t n_ranks;
+    struct job_event *events; /* ring of the newest events; all are in events.jsonl */
+    size_t ev_cap, ev_head, ev_count;
+    struct root_cause cause;
+    FILE *events_file;        /* LOGDIR/RUN_ID/events.jsonl */
+    uint64_t generation;      /* bumped on every change: views redraw when it moved */
+};
+
+/* A new job of the given shape; ranks are numbered node by node in hostfile order
+ * (node i's ranks follow node i-1's). log_root is --log-dir; the run's directory is
+ * log_root/run_id and is created here. Returns NULL with err filled on an I/O error. */
+struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
+                    const char *const *node_names, const struct host *const *hosts,
+                    const int *ranks_per_node, size_t n_nodes, char *err, size_t errlen);
+void job_free(struct job *j);
+
+/* Starts attempt j->attempt (opens attempt-N/rank-R.log files, resets per-attempt state). */
+int job_attempt_begin(struct job *j, char *err, size_t errlen);
+
+/* Appends one line of rank output (in memory and to its log file, flushed). */
+void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                    const char *text, size_t len);
+/* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
+void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
+                    double tokens_per_s);
+/* Adds an event (also written as one JSON line to events.jsonl with host and time). */
+void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Ring accessors: i-th oldest (0) .. newest (count-1). */
+const struct log_line *log_ring_at(const struct log_ring *r, size_t i);
+const struct metric_point *metric_series_at(const struct metric_series *s, size_t i);
+const struct job_event *job_event_at(const struct job *j, size_t i);
+
+const char *job_state_name(enum job_state s);     /* "RUNNING" */
+const char *rank_state_name(enum rank_state s);   /* "running" */
+const char *node_state_name(enum node_state s);
+
+#endif
