@@ -53,7 +53,7 @@ LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(if $(LAUNCHER_OBJ),$(LIB_LAUNCHER)) $(i
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-gpu bench demo asan clean tests
+.PHONY: bench-programs all deps test test-unit test-gpu bench demo asan clean tests
 all: $(PROGS) tests
 
 $(BUILD)/obj/launcher/%.o: launcher/%.c
@@ -84,8 +84,10 @@ $(LIB_RUNTIME): $(RUNTIME_OBJ)
 
 $(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIB_LAUNCHER)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
+# The agent is uploaded to nodes that may lack libcjson: ddptop uploads its own copy of the
+# library next to the agent, found there through RUNPATH $ORIGIN (docs/protocol.md).
 $(BUILD)/ddptop-agent: $(BUILD)/obj/launcher/agent_main.o $(LIB_LAUNCHER)
-	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
+	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
 $(BUILD)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
 
@@ -94,6 +96,16 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
 tests: $(TEST_BIN)
+
+# Benchmark programs (tests/bench/*.c) are built only by `make bench` (and bench-programs).
+BENCH_BIN = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
+$(BUILD)/obj/tests/bench/%.o: tests/bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) -Itests $(call pkg_cflags,$(PKGS_TUI) $(PKGS_RT)) -c $< -o $@
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
+bench-programs: $(BENCH_BIN)
 
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
@@ -121,7 +133,7 @@ test-gpu: all
 	@BUILD=$(BUILD) tests/run.sh 'gpu_*'
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all bench-programs
 	@BUILD=$(BUILD) tests/bench/run.sh
 
 demo: deps

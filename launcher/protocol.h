@@ -12,6 +12,10 @@
 #define AGENT_REMOTE_DIR "~/.cache/ddptop"
 #define AGENT_REMOTE_NAME_FMT "ddptop-agent-%s-p%d-%s" /* version, PROTOCOL_VERSION, arch */
 
+/* The shared library the agent needs beyond libc, uploaded beside it (the agent finds it
+ * through RUNPATH $ORIGIN), so a node needs nothing installed. */
+#define AGENT_BUNDLED_LIB "libcjson.so.1"
+
 /* Longest line either side accepts; longer ones are a protocol error. */
 #define PROTOCOL_MAX_LINE (1024 * 1024)
 

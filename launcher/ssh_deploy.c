@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <libssh/sftp.h>
+#include <cJSON.h>
+#include <dlfcn.h>
 
 #include "hostfile.h"
 #include "protocol.h"
@@ -59,7 +61,8 @@ char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char
     strbuf_add_shell_quoted(&script, name);
     strbuf_adds(&script, "; a=$(uname -m); if [ \"$a\" = ");
     strbuf_add_shell_quoted(&script, arch);
-    strbuf_adds(&script, " ]; then [ -x \"$d/$n\" ] && exec \"$d/$n\"; mkdir -p \"$d\"; fi; "
+    strbuf_adds(&script, " ]; then [ -x \"$d/$n\" ] && [ -r \"$d/" AGENT_BUNDLED_LIB "\" ] && "
+                         "exec \"$d/$n\"; mkdir -p \"$d\"; fi; "
                          "printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
     /* the login shell may not be POSIX (fish, csh): run the script with sh */
     strbuf_init(&cmd);
@@ -241,33 +244,28 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     }
 }
 
-static char *upload(struct ssh_conn *c)
+/* Copies local to remote_dir/name over sftp: a private temporary name, then a rename, so
+ * nodes sharing the directory never see a half-written file, and the loser of a race keeps
+ * the winner's identical copy. Returns NULL or a malloc'd error. */
+static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *local,
+                         const char *name, mode_t mode)
 {
-    char *name = agent_name(), *final = xasprintf("%s/%s", c->remote_dir, name);
+    char *final = xasprintf("%s/%s", c->remote_dir, name);
     char host[64] = "";
     char *tmp, *err = NULL;
     char buf[32768];
-    sftp_session sftp = NULL;
     sftp_file f = NULL;
     int in = -1;
     ssize_t n;
 
     gethostname(host, sizeof host - 1);
-    /* a private temporary name, then a rename: nodes sharing the directory never see a
-     * half-written agent, and the loser of a race keeps the winner's identical copy */
     tmp = xasprintf("%s/.%s.tmp-%s-%d-%p", c->remote_dir, name, host, (int)getpid(), (void *)c);
-    sftp = sftp_new(c->session);
-    if (!sftp || sftp_init(sftp) != SSH_OK) {
-        err = xasprintf("cannot start SFTP on %s (is the sftp subsystem enabled in sshd_config?): %s",
-                        c->h->name, ssh_get_error(c->session));
-        goto out;
-    }
-    in = open(c->o->agent_local, O_RDONLY | O_CLOEXEC);
+    in = open(local, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
-        err = xasprintf("cannot read %s: %s", c->o->agent_local, strerror(errno));
+        err = xasprintf("cannot read %s: %s", local, strerror(errno));
         goto out;
     }
-    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_EXCL, S_IRWXU);
+    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
     if (!f) {
         err = xasprintf("cannot create %s:%s: %s", c->h->name, tmp, ssh_get_error(c->session));
         goto out;
@@ -279,7 +277,7 @@ static char *upload(struct ssh_conn *c)
         }
     }
     if (n < 0) {
-        err = xasprintf("cannot read %s: %s", c->o->agent_local, strerror(errno));
+        err = xasprintf("cannot read %s: %s", local, strerror(errno));
         goto out;
     }
     sftp_close(f);
@@ -297,9 +295,36 @@ out:
         sftp_unlink(sftp, tmp);
     }
     if (in >= 0) close(in);
-    if (sftp) sftp_free(sftp);
     free(tmp);
     free(final);
+    return err;
+}
+
+/* The cJSON shared library as loaded into this process: the agent is linked against the same
+ * one and finds the uploaded copy beside itself (RUNPATH $ORIGIN), so a node needs no cJSON. */
+static const char *bundled_lib_path(void)
+{
+    Dl_info info;
+    if (dladdr((void *)cJSON_Version, &info) && info.dli_fname && info.dli_fname[0] == '/')
+        return info.dli_fname;
+    return NULL;
+}
+
+static char *upload(struct ssh_conn *c)
+{
+    char *name = agent_name(), *err = NULL;
+    const char *lib = bundled_lib_path();
+    sftp_session sftp = sftp_new(c->session);
+    if (!sftp || sftp_init(sftp) != SSH_OK) {
+        err = xasprintf("cannot start SFTP on %s (is the sftp subsystem enabled in sshd_config?): %s",
+                        c->h->name, ssh_get_error(c->session));
+    } else if (!lib) {
+        err = xasprintf("cannot find the local %s to upload beside the agent", AGENT_BUNDLED_LIB);
+    } else {
+        err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
+        if (!err) err = upload_file(c, sftp, c->o->agent_local, name, S_IRWXU);
+    }
+    if (sftp) sftp_free(sftp);
     free(name);
     return err;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ssh_conn.h"
+#include "protocol.h"
 #include "tap.h"
 #include "util.h"
 
@@ -79,7 +80,15 @@ static void test_present_agent_is_executed(void)
         fclose(f);
     }
     chmod(path, 0700);
+    /* without the bundled library beside it the agent could not start: upload again */
+    CHECK(strncmp(run(cmd), "ddptop-probe ", 13) == 0);
+    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB);
+    f = fopen(lib, "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
     CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
+    unlink(lib);
+    free(lib);
     free(cmd);
     /* another architecture: never run, reported instead */
     cmd = ssh_conn_probe_command(dir, "the-agent", "other-arch");
