@@ -50,6 +50,17 @@ enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own
 /* Flags of a log line. */
 #define LOG_LINE_PARTIAL 0x1   /* flushed without a newline (200 ms idle, or \r progress) */
 #define LOG_LINE_SPLIT   0x2   /* a piece of a line longer than 64 KiB; more follows */
+#define LOG_LINE_TRUNCATED 0x4 /* set by the model: only the first max_bytes are kept in memory
+                                  (the log file has the whole line) */
+
+/* Default bounds of the in-memory history per rank. job_new scales them down for large jobs
+ * (see job_set_log_limits and docs/logs.md); the log files on disk are never bounded. */
+#define JOB_LOG_MAX_LINES   10000
+#define JOB_LOG_MAX_BYTES   (4u * 1024 * 1024)
+#define JOB_SERIES_MAX      4096
+#define JOB_EVENTS_MAX      4096
+/* job_metric_add's step when the line carried none: the model infers it (docs/logs.md). */
+#define JOB_STEP_UNKNOWN    (-1L)
 
 struct log_line {
     uint64_t seq;             /* per rank, from 1, across attempts */
@@ -67,6 +78,7 @@ struct log_ring {
     size_t cap, head, count;  /* lines[(head + i) % cap] for i in [0, count) is oldest..newest */
     size_t bytes, max_bytes;  /* text bytes held; oldest lines dropped above max_bytes */
     uint64_t total;           /* lines ever appended */
+    size_t max_lines;         /* cap grows on demand up to this */
 };
 
 struct metric_point {
@@ -79,6 +91,7 @@ struct metric_point {
 struct metric_series {
     struct metric_point *pts;
     size_t cap, head, count;
+    size_t max;               /* cap grows on demand up to this */
 };
 
 struct rank_info {
@@ -99,6 +112,12 @@ struct rank_info {
     struct log_ring log;
     FILE *log_file;           /* LOGDIR/RUN_ID/attempt-N/rank-R.log */
     char *partial_text;       /* not used by the model; reserved for decoders */
+    /* Kept by the model and the hang detector (per attempt). */
+    long loss_lines;          /* metric lines seen this attempt (step inference) */
+    bool step_explicit;       /* a metric line with a step was seen this attempt */
+    long stalled_step;        /* the step when it was marked stalled */
+    bool stalled_has_step;
+    int64_t straggler_since_ms; /* when the straggler condition started holding; 0 none */
 };
 
 struct node_info {
@@ -113,6 +132,7 @@ struct node_info {
 enum job_event_kind {
     EV_LAUNCH, EV_EXIT, EV_FAILURE, EV_ROOT_CAUSE, EV_STALL, EV_STRAGGLER, EV_NODE_LOST,
     EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
+    EV_RESUME,                /* a stalled rank's step moved again */
 };
 
 struct job_event {
@@ -153,6 +173,8 @@ struct job {
     struct root_cause cause;
     FILE *events_file;        /* LOGDIR/RUN_ID/events.jsonl */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
+    size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
+    bool log_error_reported;  /* a log write failed (reported once as an event) */
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
@@ -166,7 +188,9 @@ void job_free(struct job *j);
 /* Starts attempt j->attempt (opens attempt-N/rank-R.log files, resets per-attempt state). */
 int job_attempt_begin(struct job *j, char *err, size_t errlen);
 
-/* Appends one line of rank output (in memory and to its log file, flushed). */
+/* Appends one line of rank output: to its log file (raw bytes, plus '\n' unless the line is
+ * LOG_LINE_PARTIAL or LOG_LINE_SPLIT; buffered until job_flush) and to its ring. LOG_SYSTEM
+ * lines go to the ring only. */
 void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
                     const char *text, size_t len);
 /* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
@@ -176,6 +200,31 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Bounds of each rank's in-memory log ring (lines and text bytes, oldest dropped) and metric
+ * series (points). Applies to existing rings at once. 0 keeps the current value. job_new
+ * picks min(default, job budget / ranks): the job's budget is 1M lines, 128 MiB of text and
+ * 1M points, with at least 500 lines, 64 KiB and 512 points per rank (docs/logs.md). */
+void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes);
+void job_set_series_limit(struct job *j, size_t max_points);
+
+/* Log files are written through stdio buffers: the controller calls job_flush on a timer
+ * (every second), and job_attempt_end when an attempt's ranks have all ended; job_free
+ * flushes and closes too. Events are flushed as they are written. */
+void job_flush(struct job *j);
+void job_attempt_end(struct job *j);
+
+/* A rank was spawned (RUNNING, pid, its stall clock starts now). */
+void job_rank_started(struct job *j, int rank, int pid);
+/* A rank ended: exit_code (when term_signal is 0) or term_signal; by_us when we had sent it a
+ * stop signal. Sets RANK_EXITED / RANK_FAILED / RANK_STOPPED, adds EV_EXIT or EV_FAILURE, and
+ * makes a failure the root cause when it is the attempt's first (root_cause.h). error_file is
+ * the TORCHELASTIC_ERROR_FILE contents or NULL. Returns true when it was a failure. */
+bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bool by_us,
+                     const char *error_file, size_t error_len);
+
+/* The host name of a rank or node, for messages ("?" when out of range). */
+const char *job_rank_host(const struct job *j, int rank);
+
 /* Ring accessors: i-th oldest (0) .. newest (count-1). */
 const struct log_line *log_ring_at(const struct log_ring *r, size_t i);
 const struct metric_point *metric_series_at(const struct metric_series *s, size_t i);
@@ -184,5 +233,6 @@ const struct job_event *job_event_at(const struct job *j, size_t i);
 const char *job_state_name(enum job_state s);     /* "RUNNING" */
 const char *rank_state_name(enum rank_state s);   /* "running" */
 const char *node_state_name(enum node_state s);
+const char *job_event_kind_name(enum job_event_kind k);   /* "root_cause" (events.jsonl) */
 
 #endif

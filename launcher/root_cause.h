@@ -1,0 +1,36 @@
+/* The root cause of a failed attempt: the first failure observed (a rank's non-zero exit or
+ * fatal signal, or a lost node), with the rank's last output lines and its
+ * TORCHELASTIC_ERROR_FILE (PyTorch's @record JSON made readable). First failure wins: later
+ * failures in the same attempt, the ranks we stopped included, never replace it. */
+#ifndef DDPTOP_ROOT_CAUSE_H
+#define DDPTOP_ROOT_CAUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "job.h"
+
+#define ROOT_CAUSE_LINES      20           /* last output lines kept */
+#define ROOT_CAUSE_LINE_MAX   4096         /* bytes kept of each of them */
+#define ROOT_CAUSE_ERROR_MAX  (64 * 1024)  /* bytes kept of the error file */
+
+/* Rank `rank` failed (exit_code when term_signal is 0). When the attempt has no root cause
+ * yet, records it (summary, last lines from the rank's ring for this attempt, error file),
+ * adds an EV_ROOT_CAUSE event (written to events.jsonl with those details) and returns true. */
+bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
+                     const char *error_file, size_t error_len);
+/* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
+bool root_cause_node(struct job *j, int node, const char *why);
+
+/* Frees the strings and unsets it (job_attempt_begin does this for the new attempt). */
+void root_cause_clear(struct root_cause *c);
+
+/* "SIGSEGV" for 11; "signal 77" (static buffer) for one without a name. */
+const char *root_cause_signal_name(int signo);
+
+/* PyTorch's error file ({"message":{"message":"...","extraInfo":{"py_callstack":"...",
+ * "timestamp":"..."}}}, or "message" as a plain string) as readable text: the message, the
+ * call stack, the time. Anything else is returned as it is. Caller frees. */
+char *root_cause_format_error_file(const char *text, size_t len);
+
+#endif

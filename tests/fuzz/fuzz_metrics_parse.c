@@ -1,0 +1,122 @@
+/* libFuzzer harness for the parsers that read rank output: the metrics line parser
+ * (launcher/metrics_parse.c, default regex and the runtime's JSON) and the error-file
+ * formatter (launcher/root_cause.c). Not built by `make`. With clang and libFuzzer:
+ *
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher \
+ *       -I/usr/include/cjson tests/fuzz/fuzz_metrics_parse.c launcher/metrics_parse.c \
+ *       launcher/root_cause.c launcher/job.c launcher/job_events.c launcher/util.c -lcjson \
+ *       -lm -o build/fuzz_metrics_parse && ./build/fuzz_metrics_parse -max_len=4096
+ *
+ * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds mutations of real log lines
+ * (any C compiler; pair it with -fsanitize=address,undefined), same sources:
+ *
+ *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN ... \
+ *       -o build/fuzz_metrics_smoke && ./build/fuzz_metrics_smoke 20000
+ *
+ * Besides "no crash, no leak, no read past the line" (the input is not NUL-terminated), it
+ * checks what the model relies on: a match has a step or a loss, a loss is never NaN (NaN
+ * means "no loss" in the model; non-finite losses are +inf), and the error file text is
+ * never empty for a non-empty file. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics_parse.h"
+#include "root_cause.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define EXPECT(cond) do { if (!(cond)) { \
+    fprintf(stderr, "fuzz_metrics_parse: invariant failed: %s\n", #cond); abort(); } } while (0)
+
+static struct metrics_parser *parser;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[256];
+    if (!parser) parser = metrics_parser_new(NULL, err, sizeof err);
+    EXPECT(parser);
+    /* An exact-size copy, so ASan sees any read past the end of the line. */
+    char *line = malloc(size ? size : 1);
+    if (!line) return 0;
+    memcpy(line, data, size);
+    struct metrics_sample m;
+    if (metrics_parse_line(parser, line, size, &m)) {
+        EXPECT(m.has_step || m.has_loss);
+        if (m.has_loss) EXPECT(!isnan(m.loss));
+    } else {
+        EXPECT(!m.has_step && !m.has_loss);
+    }
+    char *ef = root_cause_format_error_file(line, size);
+    EXPECT(ef != NULL);
+    if (size && line[0]) EXPECT(ef[0] != '\0');
+    free(ef);
+    free(line);
+    return 0;
+}
+
+#ifdef FUZZ_SMOKE_MAIN
+static const char *const seeds[] = {
+    "{\"event\":\"step\",\"v\":1,\"rank\":0,\"step\":10,\"loss\":2.31,\"step_ms\":12.5,"
+    "\"tokens_per_s\":5000}",
+    "{\"event\":\"step\",\"step\":1,\"loss\":null}",
+    "Epoch [1/5], Step [100/600], Loss: 0.2345",
+    "iter 100: loss 2.3456, time 123.45ms, mfu 45.67%",
+    "\x1b[31mstep:  10  \x1b[32mloss:  8.1234\x1b[39m",
+    "\rEpoch 0: 10%| loss=0.9\rEpoch 0: 11%| loss=nan\r",
+    "loss: tensor(2.3012, grad_fn=<NllLossBackward0>)",
+    "{'loss': 2.3456, 'epoch': 0.5}",
+    "{\"message\": {\"message\": \"RuntimeError: x\", \"extraInfo\": {\"py_callstack\": \"T\", "
+    "\"timestamp\": \"1700000000\"}}}",
+    "{\"message\": \"boom\"}",
+};
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+int main(int argc, char **argv)
+{
+    static const char alphabet[] = "{}[]\":,.eE+-0123456789 \t\r\\lossLOSSstepiternaf()=\x1b\0\xff";
+    long iterations = argc > 1 ? atol(argv[1]) : 5000;
+    uint8_t buf[1024];
+    for (long it = 0; it < iterations; it++) {
+        const char *seed = seeds[rng() % (sizeof seeds / sizeof seeds[0])];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        for (int k = (int)(rng() % 8); k >= 0; k--) {
+            size_t at = n ? rng() % n : 0;
+            switch (rng() % 4) {
+            case 0:
+                if (n) buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
+                break;
+            case 1:
+                if (n < sizeof buf - 1) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
+                    n++;
+                }
+                break;
+            case 2:
+                if (n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; }
+                break;
+            default:
+                n = at;                          /* cut the line short */
+                break;
+            }
+        }
+        LLVMFuzzerTestOneInput(buf, n);
+    }
+    metrics_parser_free(parser);
+    printf("fuzz_metrics_parse: %ld inputs, no failure\n", iterations);
+    return 0;
+}
+#endif
