@@ -16,6 +16,8 @@ struct store;
 struct store_server *store_server_start(const char *addr, int port, const char *token,
                                         char *err, size_t errlen);
 void store_server_stop(struct store_server *srv);
+/* The port it listens on (useful when started with port 0: an ephemeral port, for tests). */
+int store_server_port(const struct store_server *srv);
 
 /* Connects, retrying with backoff until timeout_s; the error names the endpoint. A wrong
  * token is refused by the server and reported as such (no retry). */
@@ -32,5 +34,12 @@ int store_add(struct store *st, const char *key, int64_t delta, int64_t *out);
 int store_wait(struct store *st, const char *const *keys, size_t n, double timeout_s);
 /* The last error, for messages. */
 const char *store_error(const struct store *st);
+
+/* Every one of world_size ranks calls it with the same name (a name used once per job);
+ * returns when all have arrived, or -1 after timeout_s. */
+int store_barrier(struct store *st, const char *name, int world_size, double timeout_s);
+/* The numeric local address of the connection to the store: the address this host uses to
+ * reach rank 0, which is where peers can reach us too (the CPU ring listens there). */
+int store_local_addr(const struct store *st, char *ip, size_t iplen);
 
 #endif
