@@ -1,0 +1,56 @@
+/* How the controller reaches one node's ddptop-agent: over SSH (ssh_conn.h) or, without a
+ * hostfile, as a local child process on two pipes. Both are driven the same way from the
+ * controller's one poll() loop: pollfd, step, then the lines that arrived. Nothing blocks. */
+#ifndef DDPTOP_TRANSPORT_H
+#define DDPTOP_TRANSPORT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ssh_conn.h"
+
+struct host;
+
+enum transport_state {
+    TRANSPORT_CONNECTING,  /* SSH stages, or the child not yet started */
+    TRANSPORT_READY,       /* lines flow */
+    TRANSPORT_CLOSED,      /* the agent's output ended (it exited, the link dropped) */
+    TRANSPORT_FAILED,      /* could not connect / start the agent */
+};
+
+struct transport;
+
+/* h and o must outlive the transport. */
+struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_opts *o);
+/* agent_path: the ddptop-agent binary; its stderr goes to stderr_path (appended; NULL:
+ * /dev/null), so nothing it says can reach the terminal the dashboard draws on. */
+struct transport *transport_local_new(const char *agent_path, const char *stderr_path);
+void transport_free(struct transport *t);
+
+/* Begins connecting (SSH) or forks and execs the agent (local). */
+void transport_start(struct transport *t);
+/* Up to max descriptors to poll (fd and events); returns how many were filled. */
+int transport_pollfds(struct transport *t, struct pollfd *p, int max);
+/* Advances it; revents of any of its fds (0 on a timer tick). Never blocks. */
+void transport_step(struct transport *t, short revents);
+/* Monotonic ms by which the current stage must end (0: none). */
+int64_t transport_deadline_ms(const struct transport *t);
+
+enum transport_state transport_state(const struct transport *t);
+/* True while connecting, for --fanout. */
+bool transport_connecting(const struct transport *t);
+/* Why it failed or closed (one line), and what to do (or NULL). */
+const char *transport_error(const struct transport *t);
+const char *transport_hint(const struct transport *t);
+/* The address peers use to reach the node: HostName after the ssh config, or 127.0.0.1. */
+const char *transport_address(const struct transport *t);
+
+/* Queues one line ('\n' added). */
+void transport_send_line(struct transport *t, const char *line);
+/* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
+char *transport_next_line(struct transport *t);
+/* Ends the agent's stdin so it exits (it stops its ranks first); the transport is CLOSED. */
+void transport_close(struct transport *t);
+
+#endif

@@ -1,0 +1,266 @@
+/* The headless line printer of `ddptop run` (headless.h). Output goes through a queue that is
+ * written only when poll() says stdout can take more, at most PIPE_BUF bytes at a time, so a
+ * pipe never blocks us (a write of PIPE_BUF bytes to a writable pipe does not block); a
+ * terminal or file takes it at once. */
+#include "headless.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_report.h"
+#include "job_stats.h"
+#include "sanitize.h"
+#include "util.h"
+
+struct headless {
+    int fd;
+    struct strbuf q;      /* bytes waiting for fd */
+    size_t q_off;         /* written so far */
+    size_t dropped;       /* lines not shown because the queue was full */
+    bool broken;          /* fd gave an error (closed pipe): stop writing */
+    struct strbuf line;   /* scratch */
+};
+
+struct headless *headless_new(int fd)
+{
+    struct headless *h = xcalloc(1, sizeof *h);
+    h->fd = fd;
+    return h;
+}
+
+static size_t queued(const struct headless *h)
+{
+    return h->q.len - h->q_off;
+}
+
+/* Writes what the fd takes now. wait: block until everything is out (the end). */
+static void flush_out(struct headless *h, bool wait)
+{
+    while (!h->broken && queued(h)) {
+        struct pollfd p = {.fd = h->fd, .events = POLLOUT};
+        size_t n = queued(h);
+        ssize_t w;
+        if (poll(&p, 1, wait ? 1000 : 0) <= 0) {
+            if (!wait) break;
+            continue;
+        }
+        if (p.revents & (POLLERR | POLLNVAL)) {
+            h->broken = true;
+            break;
+        }
+        if (!wait && n > PIPE_BUF) n = PIPE_BUF;
+        w = write(h->fd, h->q.buf + h->q_off, n);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (w <= 0) {
+            h->broken = true;
+            break;
+        }
+        h->q_off += (size_t)w;
+    }
+    if (h->q_off == h->q.len || h->broken) {
+        strbuf_reset(&h->q);
+        h->q_off = 0;
+    } else if (h->q_off > 1024 * 1024) {
+        strbuf_consume(&h->q, h->q_off);
+        h->q_off = 0;
+    }
+}
+
+/* Queues one finished line (h->line); drops it when the queue is over its bound. */
+static void emit(struct headless *h, bool droppable)
+{
+    if (droppable && queued(h) + h->line.len > HEADLESS_QUEUE_MAX) {
+        h->dropped++;
+        strbuf_reset(&h->line);
+        return;
+    }
+    if (h->dropped && queued(h) < HEADLESS_QUEUE_MAX / 2) {
+        strbuf_addf(&h->q, "[ddptop] %zu line%s not shown here (output too slow); the log files have them\n",
+                    h->dropped, h->dropped == 1 ? "" : "s");
+        h->dropped = 0;
+    }
+    strbuf_add(&h->q, h->line.buf ? h->line.buf : "", h->line.len);
+    strbuf_reset(&h->line);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void say(struct headless *h, const char *fmt, ...)
+{
+    struct strbuf tmp;
+    va_list ap;
+    strbuf_init(&tmp);
+    va_start(ap, fmt);
+    strbuf_vaddf(&tmp, fmt, ap);
+    va_end(ap);
+    strbuf_adds(&h->line, "[ddptop] ");
+    sanitize_append(&h->line, tmp.buf ? tmp.buf : "", tmp.len, 0);
+    strbuf_adds(&h->line, "\n");
+    strbuf_done(&tmp);
+    emit(h, false);
+}
+
+/* "[ddptop]   | text" for each line of a block (last lines, error file, stacks). */
+static void say_block(struct headless *h, const char *prefix, const char *text, size_t len)
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        strbuf_adds(&h->line, prefix);
+        sanitize_append(&h->line, p, n, 0);
+        strbuf_adds(&h->line, "\n");
+        emit(h, false);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+static const char *rank_host(const struct job *j, int rank)
+{
+    return job_rank_host(j, rank);
+}
+
+static void on_line(void *ctx, const struct job *j, int rank, const struct log_line *l)
+{
+    struct headless *h = ctx;
+    const char *host = rank_host(j, rank);
+    strbuf_addf(&h->line, "[r%d ", rank);
+    sanitize_append(&h->line, host, strlen(host), 0);
+    strbuf_adds(&h->line, l->stream == LOG_STDERR ? " err] " : l->stream == LOG_SYSTEM ? " ddptop] " : "] ");
+    sanitize_append(&h->line, l->text, l->len, 0);
+    if (l->flags & LOG_LINE_TRUNCATED) strbuf_adds(&h->line, " [...]");
+    strbuf_adds(&h->line, "\n");
+    emit(h, true);
+}
+
+static void print_root_cause(struct headless *h, const struct job *j)
+{
+    const struct root_cause *rc = &j->cause;
+    say(h, "root cause: %s", rc->summary ? rc->summary : "?");
+    if (rc->n_last_lines) {
+        say(h, "  its last %zu line%s of output (attempt %d):", rc->n_last_lines, rc->n_last_lines == 1 ? "" : "s",
+            rc->attempt);
+        for (size_t i = 0; i < rc->n_last_lines; i++)
+            say_block(h, "[ddptop]   | ", rc->last_lines[i], strlen(rc->last_lines[i]));
+    }
+    if (rc->error_file) {
+        say(h, "  its error file (TORCHELASTIC_ERROR_FILE):");
+        say_block(h, "[ddptop]   | ", rc->error_file, strlen(rc->error_file));
+    }
+    if (rc->rank >= 0) say(h, "  full log: %s/attempt-%d/rank-%d.log", j->log_dir, rc->attempt, rc->rank);
+}
+
+static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
+{
+    struct headless *h = ctx;
+    if (ev->kind == EV_ROOT_CAUSE && j->cause.set && j->cause.attempt == ev->attempt) print_root_cause(h, j);
+    else say(h, "%s", ev->text);
+    flush_out(h, false);
+}
+
+static int on_tick(void *ctx, const struct job *j)
+{
+    struct headless *h = ctx;
+    (void)j;
+    flush_out(h, false);
+    return queued(h) && !h->broken ? 20 : -1;
+}
+
+static void on_check(void *ctx, const struct check_report *r)
+{
+    struct headless *h = ctx;
+    struct strbuf out;
+    strbuf_init(&out);
+    check_report_table(r, &out, false);
+    check_report_details(r, &out, false);
+    say_block(h, "[ddptop] check: ", out.buf ? out.buf : "", out.len);
+    strbuf_done(&out);
+    flush_out(h, false);
+}
+
+static void on_stacks(void *ctx, const struct job *j, int rank, const char *text)
+{
+    struct headless *h = ctx;
+    char *prefix = xasprintf("[r%d %s stacks] ", rank, rank_host(j, rank));
+    char *safe = sanitize_str(prefix, strlen(prefix), 0);
+    say_block(h, safe, text, strlen(text));
+    free(prefix);
+    free(safe);
+}
+
+void headless_frontend(struct headless *h, struct frontend *fe)
+{
+    memset(fe, 0, sizeof *fe);
+    fe->ctx = h;
+    fe->on_tick = on_tick;
+    fe->on_line = on_line;
+    fe->on_event = on_event;
+    fe->on_check = on_check;
+    fe->on_stacks = on_stacks;
+}
+
+void headless_finish(struct headless *h, const struct job *j, int exit_code)
+{
+    struct job_stats st;
+    int64_t secs = (mono_ms() - j->started_ms) / 1000;
+    struct strbuf states;
+    strbuf_init(&states);
+    job_stats_compute(j, &st);
+    for (int s = RANK_PENDING; s <= RANK_LOST; s++)
+        if (st.by_state[s]) strbuf_addf(&states, "%s%zu %s", states.len ? ", " : "", st.by_state[s], rank_state_name(s));
+    if (j->state == JOB_CHECK_FAILED) {
+        say(h, "the preflight refused the launch (the table above says why; --no-check skips it); exit code %d",
+            exit_code);
+        strbuf_done(&states);
+        flush_out(h, true);
+        return;
+    }
+    say(h, "%s after %d attempt%s in %lldm%02llds: %d rank%s on %zu node%s (%s)", job_state_name(j->state), j->attempt + 1,
+        j->attempt ? "s" : "", (long long)(secs / 60), (long long)(secs % 60), j->world_size, j->world_size == 1 ? "" : "s",
+        j->n_nodes, j->n_nodes == 1 ? "" : "s", states.buf ? states.buf : "no ranks");
+    if (st.n_step) {
+        if (st.n_loss && isfinite(st.loss_mean))
+            say(h, "step min/median/max %ld/%ld/%ld, mean loss %.4g", st.step_min, st.step_median, st.step_max, st.loss_mean);
+        else
+            say(h, "step min/median/max %ld/%ld/%ld", st.step_min, st.step_median, st.step_max);
+    }
+    if (j->cause.set) say(h, "root cause: %s", j->cause.summary ? j->cause.summary : "?");
+    say(h, "logs: %s (events.jsonl, attempt-N/rank-R.log); exit code %d", j->log_dir, exit_code);
+    strbuf_done(&states);
+    flush_out(h, true);
+}
+
+void headless_free(struct headless *h)
+{
+    if (!h) return;
+    flush_out(h, true);
+    strbuf_done(&h->q);
+    strbuf_done(&h->line);
+    free(h);
+}
+
+int headless_run(const struct run_opts *o, const struct hostlist *hl)
+{
+    struct headless *h = headless_new(STDOUT_FILENO);
+    struct frontend fe;
+    struct controller *c;
+    char err[1024] = "";
+    int rc;
+    headless_frontend(h, &fe);
+    c = controller_new(o, hl, &fe, err, sizeof err);
+    if (!c) {
+        headless_free(h);
+        fprintf(stderr, "ddptop run: %s\n", err);
+        return 2;
+    }
+    rc = controller_run(c);
+    headless_finish(h, controller_job(c), rc);
+    controller_free(c);
+    headless_free(h);
+    return rc;
+}

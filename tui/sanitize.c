@@ -1,0 +1,133 @@
+/* The terminal sanitizer (rules in sanitize.h). A byte-at-a-time UTF-8 decoder that accepts
+ * exactly the well-formed sequences of Unicode's table 3-7, so overlong forms, surrogates and
+ * code points above U+10FFFF never reach the terminal; each control is rewritten as visible
+ * caret text. Escape sequences need no parser of their own: once ESC is "^[", what follows
+ * it is inert text. */
+#include "sanitize.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is not one.
+ * When it is not, *bad is the length of the maximal ill-formed piece to replace by one
+ * U+FFFD (Unicode's "maximal subpart" practice: a truncated sequence is one piece). */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp, size_t *bad)
+{
+    unsigned char b = s[0];
+    size_t need, i;
+    unsigned char lo = 0x80, hi = 0xbf;
+    uint32_t v;
+    if (b >= 0xc2 && b <= 0xdf) {
+        need = 2;
+        v = b & 0x1f;
+    } else if (b >= 0xe0 && b <= 0xef) {
+        need = 3;
+        v = b & 0x0f;
+        if (b == 0xe0) lo = 0xa0;        /* overlong */
+        else if (b == 0xed) hi = 0x9f;   /* surrogates */
+    } else if (b >= 0xf0 && b <= 0xf4) {
+        need = 4;
+        v = b & 0x07;
+        if (b == 0xf0) lo = 0x90;        /* overlong */
+        else if (b == 0xf4) hi = 0x8f;   /* above U+10FFFF */
+    } else {
+        *bad = 1;                        /* 0x80..0xc1 and 0xf5..0xff never start a sequence */
+        return 0;
+    }
+    for (i = 1; i < need; i++) {
+        unsigned char c = i < n ? s[i] : 0;
+        unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xbf;
+        if (i >= n || c < l || c > h) {
+            *bad = i;
+            return 0;
+        }
+        v = (v << 6) | (c & 0x3f);
+    }
+    *cp = v;
+    return need;
+}
+
+static void add_caret(struct strbuf *sb, unsigned c)
+{
+    char t[3] = {'^', (char)(c == 0x7f ? '?' : (char)(c + '@')), '\0'};
+    strbuf_add(sb, t, 2);
+}
+
+static bool is_format_control(uint32_t cp)
+{
+    return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
+           cp == 0x2029;
+}
+
+void sanitize_append(struct strbuf *sb, const char *in, size_t len, unsigned flags)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i = 0, col = 0, run = 0;
+    /* runs of plain printable ASCII are copied in one go: the common case */
+#define FLUSH_RUN() do { if (run) { strbuf_add(sb, s + i - run, run); run = 0; } } while (0)
+    if (!len) {
+        strbuf_add(sb, "", 0);
+        return;
+    }
+    while (i < len) {
+        unsigned char b = s[i];
+        if (b >= 0x20 && b < 0x7f) {
+            run++;
+            i++;
+            col++;
+            continue;
+        }
+        FLUSH_RUN();
+        if (b == '\t' && !(flags & SANITIZE_KEEP_TAB)) {
+            size_t to = (col / 8 + 1) * 8;
+            while (col < to) {
+                strbuf_add(sb, " ", 1);
+                col++;
+            }
+            i++;
+        } else if (b == '\t') {
+            strbuf_add(sb, "\t", 1);
+            col = (col / 8 + 1) * 8;
+            i++;
+        } else if (b < 0x20 || b == 0x7f) {
+            add_caret(sb, b);
+            col += 2;
+            i++;
+        } else {
+            uint32_t cp = 0;
+            size_t bad = 0, n = utf8_seq(s + i, len - i, &cp, &bad);
+            if (!n) {
+                strbuf_add(sb, replacement, 3);
+                i += bad;
+                col++;
+            } else if (cp >= 0x80 && cp <= 0x9f) {
+                strbuf_add(sb, "M-", 2);
+                add_caret(sb, cp - 0x80);
+                col += 4;
+                i += n;
+            } else if (is_format_control(cp)) {
+                strbuf_addf(sb, "<U+%04X>", (unsigned)cp);
+                col += 8;
+                i += n;
+            } else {
+                strbuf_add(sb, s + i, n);
+                col++;
+                i += n;
+            }
+        }
+    }
+    FLUSH_RUN();
+#undef FLUSH_RUN
+}
+
+char *sanitize_str(const char *in, size_t len, unsigned flags)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    sanitize_append(&sb, in, len, flags);
+    if (!sb.buf) return xstrdup("");
+    return sb.buf;
+}
