@@ -68,6 +68,15 @@ void agent_send_error(struct agent *ag, const cJSON *id, const char *fmt, ...)
 size_t agent_output_pending(const struct agent *ag);
 /* Stops reading requests; the loop flushes queued output (bounded wait) and returns status. */
 void agent_quit(struct agent *ag, int status);
+/* fn(ag, ctx) is called once, when the agent starts quitting for any reason (stdin EOF, stdout
+ * gone, {"op":"exit"}, agent_quit): the run handlers start stopping their ranks there. While
+ * quitting, the loop no longer polls watched fds but still calls their deadlines. */
+void agent_on_quit(struct agent *ag, void (*fn)(struct agent *ag, void *ctx), void *ctx);
+/* mono_ms() when bytes last arrived on stdin (agent_new's time before any): the run watchdog. */
+int64_t agent_last_input_ms(const struct agent *ag);
+/* Queues one preformatted JSON object (len bytes, no newline in it) as a line on stdout: for
+ * high-volume messages (rank output) that skip building a cJSON tree. */
+void agent_send_line(struct agent *ag, const char *json, size_t len);
 
 /* Helpers for handlers: a member that must be a number in [lo, hi] (def when absent; -1 after
  * sending an error when present but wrong), and a string member (NULL when absent or not one). */

@@ -30,6 +30,9 @@ struct agent {
     int out_broken;         /* stdout gone: answers are dropped */
     int quitting, status;
     int64_t quit_deadline;
+    void (*on_quit)(struct agent *ag, void *ctx);
+    void *on_quit_ctx;
+    int64_t last_input_ms;  /* mono_ms() of the last bytes read on stdin */
     struct agent_watch *watches;
     int nwatches;
 };
@@ -40,6 +43,7 @@ struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops)
     ag->in_fd = in_fd;
     ag->out_fd = out_fd;
     ag->ops = ops;
+    ag->last_input_ms = mono_ms();
     strbuf_init(&ag->in);
     strbuf_init(&ag->out);
     return ag;
@@ -155,6 +159,14 @@ void agent_send(struct agent *ag, cJSON *msg)
     free(line);
 }
 
+void agent_send_line(struct agent *ag, const char *json, size_t len)
+{
+    if (ag->out_broken) return;
+    strbuf_add(&ag->out, json, len);
+    strbuf_add(&ag->out, "\n", 1);
+    out_flush(ag);
+}
+
 cJSON *agent_reply_new(const char *ev, const cJSON *id)
 {
     cJSON *msg = cJSON_CreateObject();
@@ -183,6 +195,18 @@ void agent_quit(struct agent *ag, int status)
     ag->quitting = 1;
     ag->status = status;
     ag->quit_deadline = mono_ms() + AGENT_FLUSH_MS;
+    if (ag->on_quit) ag->on_quit(ag, ag->on_quit_ctx);
+}
+
+void agent_on_quit(struct agent *ag, void (*fn)(struct agent *ag, void *ctx), void *ctx)
+{
+    ag->on_quit = fn;
+    ag->on_quit_ctx = ctx;
+}
+
+int64_t agent_last_input_ms(const struct agent *ag)
+{
+    return ag->last_input_ms;
 }
 
 int agent_req_int(struct agent *ag, const cJSON *req, const cJSON *id, const char *name,
@@ -300,6 +324,7 @@ static void in_read(struct agent *ag)
         agent_quit(ag, 0);
         return;
     }
+    ag->last_input_ms = mono_ms();
     in_take(ag, buf, (size_t)n);
 }
 

@@ -9,6 +9,7 @@
 #include "agent.h"
 #include "agent_facts.h"
 #include "agent_net.h"
+#include "agent_run.h"
 #include "util.h"
 #include "version.h"
 
@@ -40,6 +41,11 @@ static const struct agent_op agent_ops[] = {
     { "listen", agent_net_listen_op },
     { "connect", agent_net_connect_op },
     { "unlisten", agent_net_unlisten_op },
+    { "spawn", agent_run_spawn_op },
+    { "signal", agent_run_signal_op },
+    { "stop", agent_run_stop_op },
+    { "stacks", agent_run_stacks_op },
+    { "ping", agent_run_ping_op },
     { "exit", op_exit },
     { NULL, NULL },
 };
@@ -59,7 +65,9 @@ int main(int argc, char **argv)
     /* A vanished controller shows up as EPIPE on write, handled in the loop, not as a signal. */
     signal(SIGPIPE, SIG_IGN);
     struct agent *ag = agent_new(STDIN_FILENO, STDOUT_FILENO, agent_ops);
+    agent_run_init(ag);
     int status = agent_run(ag);
+    agent_run_done(ag); /* no rank outlives the agent */
     agent_free(ag);
     return status;
 }

@@ -1,0 +1,192 @@
+/* Line assembly and text encodings for rank output: see agent_stream.h. */
+#include "agent_stream.h"
+
+#include <string.h>
+
+void stream_init(struct stream_buf *s)
+{
+    strbuf_init(&s->buf);
+    s->scanned = 0;
+    s->first_ms = 0;
+}
+
+void stream_done(struct stream_buf *s)
+{
+    strbuf_done(&s->buf);
+    s->scanned = 0;
+    s->first_ms = 0;
+}
+
+/* Where to cut a piece of an over-long line: at STREAM_PIECE_MAX, moved back (at most 3 bytes)
+ * so that a multi-byte character is not cut in two and each piece stays valid text. */
+static size_t piece_cut(const char *p)
+{
+    size_t cut = STREAM_PIECE_MAX;
+    while (cut > STREAM_PIECE_MAX - 3 && ((unsigned char)p[cut] & 0xC0) == 0x80) cut--;
+    return ((unsigned char)p[cut] & 0xC0) == 0x80 ? STREAM_PIECE_MAX : cut;
+}
+
+void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_ms,
+                 stream_piece_fn fn, void *ctx)
+{
+    if (!n) return;
+    if (s->buf.len == 0) s->first_ms = now_ms;
+    strbuf_add(&s->buf, data, n);
+    size_t start = 0;
+    for (;;) {
+        const char *base = s->buf.buf + start;
+        size_t avail = s->buf.len - start;
+        if (!avail) break;
+        /* A line of exactly STREAM_PIECE_MAX bytes is one piece: look one byte further for its
+         * newline before splitting. */
+        size_t lim = avail < STREAM_PIECE_MAX + 1 ? avail : STREAM_PIECE_MAX + 1;
+        size_t from = s->scanned < lim ? s->scanned : lim;
+        const char *nl = memchr(base + from, '\n', lim - from);
+        if (nl) {
+            fn(ctx, base, (size_t)(nl - base), 0);
+            start += (size_t)(nl - base) + 1;
+            s->scanned = 0;
+            continue;
+        }
+        if (avail > STREAM_PIECE_MAX) {
+            size_t cut = piece_cut(base);
+            fn(ctx, base, cut, STREAM_SPLIT);
+            start += cut;
+            s->scanned = 0;
+            continue;
+        }
+        s->scanned = avail;
+        break;
+    }
+    if (start) {
+        strbuf_consume(&s->buf, start);
+        /* What is left came with this read (or the line it ends was older): age it from now. */
+        s->first_ms = s->buf.len ? now_ms : 0;
+    }
+}
+
+void stream_flush(struct stream_buf *s, stream_piece_fn fn, void *ctx)
+{
+    if (!s->buf.len) return;
+    fn(ctx, s->buf.buf, s->buf.len, STREAM_PARTIAL);
+    strbuf_reset(&s->buf);
+    s->scanned = 0;
+    s->first_ms = 0;
+}
+
+int64_t stream_deadline(const struct stream_buf *s)
+{
+    return s->buf.len ? s->first_ms + STREAM_PARTIAL_MS : 0;
+}
+
+/* ---- text ---- */
+
+/* Length of the valid UTF-8 sequence (NUL excluded) at p, or 0 when there is none. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t len;
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;      /* overlong */
+        else if (c == 0xED) hi = 0x9F; /* UTF-16 surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;      /* overlong */
+        else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+int stream_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] >= 0x01 && p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+void stream_sanitize(struct strbuf *sb, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        strbuf_add(sb, s + run, i - run);
+        strbuf_add(sb, "?", 1);
+        run = ++i;
+    }
+    strbuf_add(sb, s + run, n - run);
+}
+
+void stream_json_string(struct strbuf *sb, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    strbuf_add(sb, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        strbuf_add(sb, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': strbuf_add(sb, "\\\"", 2); break;
+        case '\\': strbuf_add(sb, "\\\\", 2); break;
+        case '\n': strbuf_add(sb, "\\n", 2); break;
+        case '\r': strbuf_add(sb, "\\r", 2); break;
+        case '\t': strbuf_add(sb, "\\t", 2); break;
+        case '\b': strbuf_add(sb, "\\b", 2); break;
+        case '\f': strbuf_add(sb, "\\f", 2); break;
+        default: {
+            char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            strbuf_add(sb, u, sizeof u);
+        }
+        }
+    }
+    strbuf_add(sb, s + run, n - run);
+    strbuf_add(sb, "\"", 1);
+}
+
+void stream_base64(struct strbuf *sb, const void *data, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    char quad[4 * 1024];
+    size_t q = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        quad[q++] = tab[v >> 18];
+        quad[q++] = tab[(v >> 12) & 63];
+        quad[q++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        quad[q++] = i + 2 < n ? tab[v & 63] : '=';
+        if (q == sizeof quad) {
+            strbuf_add(sb, quad, q);
+            q = 0;
+        }
+    }
+    strbuf_add(sb, quad, q);
+}

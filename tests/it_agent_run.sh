@@ -1,0 +1,407 @@
+#!/usr/bin/env bash
+# it_agent_run: the run side of the real ddptop-agent, driven over stdin/stdout the way the
+# controller drives it: spawn ranks (environment, working directory, pids), their output as
+# out messages (order per stream, partial lines, 64 KiB pieces, bytes that are not text), exit
+# codes and signals, stop with SIGKILL after term_timeout_ms, signal, status heartbeats, the
+# error file, stacks (gdb and the /proc fallback), exec failures, and no orphans: stdin EOF,
+# SIGKILL and SIGTERM of the agent, and the request watchdog each leave no process of a rank's
+# group (grandchildren included) within 5 s. The driver is Python (standard library only).
+set -u
+. "$(dirname "$0")/lib/tap.sh"
+
+AGENT="$DDPTOP_BUILD/ddptop-agent"
+tmp=$(mktemp -d /tmp/ddptop-it-run.XXXXXX)
+cleanup() {
+    # The driver wrote every agent's pid and every rank's process group here.
+    if [ -f "$tmp/pgids" ]; then
+        while read -r g; do kill -9 -- "-$g" 2>/dev/null; done <"$tmp/pgids"
+    fi
+    if [ -f "$tmp/pids" ]; then
+        while read -r p; do kill -9 "$p" 2>/dev/null; done <"$tmp/pids"
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+touch "$tmp/pids" "$tmp/pgids"
+
+if [ ! -x "$AGENT" ]; then
+    tap_fail "agent binary exists" "missing $AGENT: run make first"
+    tap_done
+    exit 1
+fi
+
+# A PATH without gdb (or py-spy) for the /proc fallback of stacks.
+mkdir -p "$tmp/nogdb" "$tmp/work"
+for t in sh sleep; do ln -s "$(command -v $t)" "$tmp/nogdb/$t"; done
+
+cat >"$tmp/driver.py" <<'PY'
+import base64, json, os, select, signal, subprocess, sys, time
+
+AGENT, TMP = os.environ["AGENT"], os.environ["TMP"]
+n = failed = 0
+
+def check(name, cond, *info):
+    global n, failed
+    n += 1
+    print(f"ok {n} - {name}" if cond else f"not ok {n} - {name}")
+    if not cond:
+        failed += 1
+        for line in info:
+            for l in str(line)[:3000].splitlines():
+                print(f"#   {l}")
+    sys.stdout.flush()
+
+def note(path, v):
+    with open(os.path.join(TMP, path), "a") as f:
+        f.write(f"{v}\n")
+
+class Agent:
+    def __init__(self, env=None):
+        self.p = subprocess.Popen([AGENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  env=env or os.environ)
+        note("pids", self.p.pid)
+        self.buf = b""
+        self.msgs = []      # every message, in arrival order, with its arrival time
+        self.next_id = 1
+
+    def pump(self, timeout):
+        r, _, _ = select.select([self.p.stdout], [], [], max(0, timeout))
+        if not r:
+            return False
+        chunk = os.read(self.p.stdout.fileno(), 1 << 20)
+        if not chunk:
+            raise EOFError("agent closed its stdout")
+        self.buf += chunk
+        now = time.monotonic()
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            m = json.loads(line)
+            m["_t"] = now
+            self.msgs.append(m)
+            if m.get("ev") == "spawned":
+                for r in m.get("ranks", []):
+                    if "pid" in r and "error" not in r:
+                        note("pgids", r["pid"])
+        return True
+
+    def wait(self, pred, timeout=10.0):
+        """The first message matching pred (from all received so far), waiting for it."""
+        end = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for m in self.msgs[seen:]:
+                if pred(m):
+                    return m
+            seen = len(self.msgs)
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                self.pump(left)
+            except EOFError:
+                return None
+
+    def send(self, obj):
+        obj = dict(obj, id=self.next_id)
+        self.next_id += 1
+        self.p.stdin.write((json.dumps(obj) + "\n").encode())
+        self.p.stdin.flush()
+        return obj["id"]
+
+    def request(self, obj, timeout=10.0):
+        i = self.send(obj)
+        return self.wait(lambda m: m.get("id") == i, timeout) or {}
+
+    def outs(self, rank, s=None):
+        return [m for m in self.msgs if m.get("ev") == "out" and m.get("rank") == rank and
+                (s is None or m.get("s") == s)]
+
+    def exit_of(self, rank, timeout=10.0):
+        return self.wait(lambda m: m.get("ev") == "exit" and m.get("rank") == rank, timeout) or {}
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+
+def data(m):
+    return base64.b64decode(m["b64"]) if "b64" in m else m["t"].encode()
+
+def spawn(ag, argv, ranks, **kw):
+    req = dict({"op": "spawn", "argv": argv, "ranks": ranks}, **kw)
+    return ag.request(req)
+
+def group(pgid):
+    """Processes of process group pgid, zombies excluded (ps -o pgid)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,pgid=,stat="], capture_output=True, text=True).stdout
+    return [int(f[0]) for f in (l.split() for l in out.splitlines())
+            if len(f) == 3 and int(f[1]) == pgid and not f[2].startswith("Z")]
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+def ppid(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+def wait_gone(pids, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+base_env = dict(os.environ, AGENT_ONLY="from-agent", KEEP_ME="kept")
+ag = Agent(base_env)
+hello = ag.wait(lambda m: m.get("ev") == "hello", 5) or {}
+check("hello first", hello.get("ev") == "hello")
+
+# ---- spawn: environment, working directory, pids, order per stream ----
+script = ('echo "pid=$$ rank=$RANK local=$LOCAL_RANK ws=$WORLD_SIZE keep=$KEEP_ME '
+          'agent_only=${AGENT_ONLY-unset} pwd=$(pwd) ef=${TORCHELASTIC_ERROR_FILE:+set}"; '
+          'i=0; while [ $i -lt 200 ]; do echo "o$i"; echo "e$i" >&2; i=$((i+1)); done')
+ranks = [{"rank": r, "local_rank": r, "env": {"RANK": str(r), "LOCAL_RANK": str(r),
+          "WORLD_SIZE": "2", "AGENT_ONLY": None}} for r in (0, 1)]
+sp = spawn(ag, ["sh", "-c", script], ranks, attempt=0, workdir=TMP + "/work", watchdog_ms=0)
+pids = {r["rank"]: r.get("pid") for r in sp.get("ranks", [])}
+check("spawn answers each rank with its pid", sp.get("ev") == "spawned" and
+      all(isinstance(pids.get(r), int) and pids[r] > 0 for r in (0, 1)), sp)
+e0, e1 = ag.exit_of(0), ag.exit_of(1)
+for r in (0, 1):
+    out = [data(m).decode() for m in ag.outs(r, "o")]
+    err = [data(m).decode() for m in ag.outs(r, "e")]
+    want = (f"pid={pids.get(r)} rank={r} local={r} ws=2 keep=kept agent_only=unset "
+            f"pwd={TMP}/work ef=set")
+    check(f"rank {r}: the request's env (null removes), the agent's env, workdir and the error "
+          "file variable arrive; the reported pid is the rank's", out[:1] == [want], out[:1], want)
+    check(f"rank {r}: every stdout line arrives in order",
+          out[1:] == [f"o{i}" for i in range(200)], out[1:6], len(out))
+    check(f"rank {r}: every stderr line arrives in order, tagged e",
+          err == [f"e{i}" for i in range(200)], err[:5], len(err))
+check("exit code 0, no signal, not by us, after the rank's last line",
+      all(e.get("code") == 0 and e.get("signal") is None and e.get("by_us") is False for e in (e0, e1))
+      and max(m["_t"] for m in ag.outs(0)) <= e0.get("_t", 0), e0, e1)
+check("exit carries mono_ns as an integer and the attempt",
+      isinstance(e0.get("mono_ns"), int) and e0.get("attempt") == 0, e0)
+
+# ---- several ranks at once, each a case of its own ----
+t_spawn = time.monotonic()
+spawn(ag, ["sh", "-c", "printf abc; sleep 30"], [{"rank": 2}])
+t_partial = time.monotonic()
+py_long = ("import sys; s=''.join(chr(97+i%26) for i in range(204800)); "
+           "sys.stdout.write(s+'\\n'+'after\\n')")
+spawn(ag, ["python3", "-c", py_long], [{"rank": 3}])
+spawn(ag, ["sh", "-c", r"printf 'a\377b\n'; printf 'x\000y\n'; printf 'caf\303\251 \033[31mred\t10%%\r20%%\n'"],
+      [{"rank": 4}])
+spawn(ag, ["sh", "-c", "kill -SEGV $$"], [{"rank": 5}])
+spawn(ag, ["sh", "-c", 'printf \'{"message": "boom at step 3"}\' >"$TORCHELASTIC_ERROR_FILE"; exit 7'],
+      [{"rank": 6}])
+busy = ('echo \'{"event":"step","v":1,"rank":7,"step":42,"loss":2.5}\'; '
+        'i=0; while :; do i=$((i+1)); done')
+spawn(ag, ["sh", "-c", busy], [{"rank": 7}])
+sp8 = spawn(ag, ["sleep", "30"], [{"rank": 8}])
+bad = spawn(ag, ["no-such-command-xyz"], [{"rank": 9}])
+badwd = spawn(ag, ["true"], [{"rank": 10}], workdir=TMP + "/no/such/dir")
+
+p = ag.wait(lambda m: m.get("ev") == "out" and m.get("rank") == 2, 3) or {}
+took = p.get("_t", 99) - t_partial
+check("a partial line (no newline) arrives flagged p within 0.5 s",
+      p.get("t") == "abc" and p.get("f") == "p" and took < 0.6, p, took)
+
+e3 = ag.exit_of(3)
+o3 = ag.outs(3, "o")
+want = "".join(chr(97 + i % 26) for i in range(204800))
+check("a 200 KiB line arrives as 4 pieces, s on all but the last, that concatenate to the line",
+      [m.get("f") for m in o3[:4]] == ["s", "s", "s", ""] and
+      "".join(m.get("t", "") for m in o3[:4]) == want and [len(m.get("t", "")) for m in o3[:3]] == [65536] * 3,
+      [(m.get("f"), len(m.get("t", ""))) for m in o3])
+check("the line after the long one arrives whole", [m.get("t") for m in o3[4:]] == ["after"], o3[4:])
+
+ag.exit_of(4)
+o4 = ag.outs(4, "o")
+check("invalid UTF-8 arrives as b64 with the exact bytes",
+      len(o4) == 3 and "b64" in o4[0] and "t" not in o4[0] and data(o4[0]) == b"a\xffb", o4[:1])
+check("a NUL byte arrives as b64 with the exact bytes",
+      len(o4) > 1 and "b64" in o4[1] and data(o4[1]) == b"x\x00y", o4[1:2])
+check("valid UTF-8 with escapes, tabs and \\r stays text, byte for byte",
+      len(o4) > 2 and o4[2].get("t") == "caf\u00e9 \x1b[31mred\t10%\r20%", o4[2:])
+
+e5 = ag.exit_of(5)
+check("a rank killed by SIGSEGV: signal SIGSEGV, signo 11, code null, by_us false",
+      e5.get("signal") == "SIGSEGV" and e5.get("signo") == 11 and e5.get("code") is None and
+      e5.get("by_us") is False, e5)
+
+e6 = ag.exit_of(6)
+check("the rank's error file content comes with its exit (code 7)",
+      e6.get("code") == 7 and e6.get("error_file") == '{"message": "boom at step 3"}', e6)
+leftover = [f for f in os.listdir(os.environ.get("TMPDIR", "/tmp"))
+            if f.startswith(f"ddptop-{ag.p.pid}-a0-r6")]
+check("the agent removes the error file it chose", not leftover, leftover)
+
+check("exec failure: a per-rank error naming the command",
+      bad.get("ranks") == [{"rank": 9, "error": "cannot execute 'no-such-command-xyz': No such file or directory"}], bad)
+check("a workdir that does not exist: a per-rank error naming it",
+      badwd.get("ranks", [{}])[0].get("error") ==
+      f"cannot change to workdir '{TMP}/no/such/dir': No such file or directory", badwd)
+e = ag.request({"op": "spawn", "argv": [], "ranks": [{"rank": 11}]})
+check("spawn with an empty argv is an error", e.get("ev") == "error" and "argv" in e.get("error", ""), e)
+e = ag.request({"op": "spawn", "argv": ["true"], "ranks": [{"rank": 11, "env": {"A": 1}}]})
+check("an env value that is not a string is an error naming it",
+      e.get("ev") == "error" and "env.A" in e.get("error", ""), e)
+dup = spawn(ag, ["true"], [{"rank": 8}])
+check("spawning a rank that still runs is refused for that rank",
+      "error" in dup.get("ranks", [{}])[0], dup)
+
+# ---- status heartbeat ----
+t0 = time.monotonic()
+sts = []
+while len(sts) < 3 and time.monotonic() - t0 < 5:
+    m = ag.wait(lambda m: m.get("ev") == "status" and m not in sts and m["_t"] >= t0, 5)
+    if m:
+        sts.append(m)
+gaps = [b["_t"] - a["_t"] for a, b in zip(sts, sts[1:])]
+check("status arrives every second", len(sts) == 3 and all(0.6 < g < 1.5 for g in gaps), gaps)
+r7 = [x for x in (sts[-1].get("ranks", []) if sts else []) if x.get("rank") == 7]
+r7a = [x for x in (sts[0].get("ranks", []) if sts else []) if x.get("rank") == 7]
+r8 = [x for x in (sts[-1].get("ranks", []) if sts else []) if x.get("rank") == 8]
+check("status: a busy rank is alive, state R, cpu_s growing, step from its metrics line",
+      r7 and r7[0].get("alive") is True and r7[0].get("state") == "R" and r7a and
+      r7[0].get("cpu_s", 0) > r7a[0].get("cpu_s", 0) > 0 and r7[0].get("step") == 42 and isinstance(r7[0].get("last_out_ms"), (int, float)), r7a, r7)
+check("status: a sleeping rank is state S, with its pid and no step",
+      r8 and r8[0].get("state") == "S" and r8[0].get("pid") == sp8["ranks"][0]["pid"] and
+      "step" not in r8[0] and r8[0].get("last_out_ms") is None, r8)
+check("status: ranks already reported exited are not listed",
+      sts and not [x for x in sts[-1]["ranks"] if x.get("rank") in (0, 1, 5)], sts[-1:] )
+
+# ---- stacks ----
+s = ag.request({"op": "stacks", "rank": 8}, 30)
+check("stacks of a sleeping rank: gdb's backtrace", s.get("tool") == "gdb" and "#0" in s.get("text", "")
+      and s.get("rank") == 8, {k: (v[:600] if isinstance(v, str) else v) for k, v in s.items()})
+e = ag.request({"op": "stacks", "rank": 99})
+check("stacks of a rank that does not run: an error", e.get("ev") == "error", e)
+
+# ---- signal ----
+sig = ag.request({"op": "signal", "sig": "KILL", "ranks": [7]})
+e7 = ag.exit_of(7)
+check("signal KILL to one rank: ok, and it exits by SIGKILL, by_us true",
+      sig.get("ok") is True and sig.get("ranks") == [7] and e7.get("signal") == "SIGKILL" and
+      e7.get("by_us") is True, sig, e7)
+e = ag.request({"op": "signal", "sig": "BOGUS"})
+check("signal with an unknown sig is an error", e.get("ev") == "error", e)
+
+# ---- a keeper killed from outside: its rank dies with it and the exit says so ----
+sp14 = spawn(ag, ["sleep", "30"], [{"rank": 14}])
+pid14 = sp14.get("ranks", [{}])[0].get("pid")
+os.kill(ppid(pid14), signal.SIGKILL)
+e14 = ag.exit_of(14)
+check("a keeper SIGKILLed from outside: its rank dies too, and the exit has an error, code null",
+      e14.get("code") is None and "keeper" in e14.get("error", "") and wait_gone([pid14], 2), e14)
+
+# ---- stop: SIGTERM, SIGKILL after term_timeout_ms for a rank that ignores TERM ----
+ign = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+       "print('ready', flush=True); time.sleep(60)")
+spawn(ag, ["python3", "-c", ign], [{"rank": 12}])
+ready = ag.wait(lambda m: m.get("ev") == "out" and m.get("rank") == 12, 10)
+t0 = time.monotonic()
+sid = ag.send({"op": "stop", "term_timeout_ms": 800})
+stopped = ag.wait(lambda m: m.get("id") == sid, 10) or {}
+took = time.monotonic() - t0
+e2, e8, e12 = ag.exit_of(2, 1), ag.exit_of(8, 1), ag.exit_of(12, 1)
+check("stop: ranks exit by SIGTERM, by_us true",
+      all(e.get("signal") == "SIGTERM" and e.get("by_us") is True for e in (e2, e8)), e2, e8)
+check("stop: a rank that ignores SIGTERM is SIGKILLed after term_timeout_ms",
+      ready and e12.get("signal") == "SIGKILL" and e12.get("by_us") is True and 0.7 < took < 3, e12, took)
+check("stop: answered stopped after every exit event",
+      stopped.get("ev") == "stopped" and all(e.get("_t", 99) <= stopped.get("_t", 0) for e in (e2, e8, e12)),
+      stopped)
+# ---- back-pressure: a controller that does not read never makes the agent buffer everything ----
+N = 40000
+gen = ("import sys\nw = sys.stdout.write\n"
+       f"for i in range({N}): w('%07d ' % i + 'y' * 992 + '\\n')\n")
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0] / 1024
+rss0 = rss_mb(ag.p.pid)
+spawn(ag, [sys.executable, "-c", gen], [{"rank": 13}])
+time.sleep(3)   # 40 MB printed while nobody reads the agent's stdout
+grew = rss_mb(ag.p.pid) - rss0
+e13 = ag.exit_of(13, 60)
+o13 = [data(m) for m in ag.outs(13, "o")]
+check("back-pressure: 40 MB printed while the controller does not read; the agent's RSS grows "
+      "by less than 24 MB", grew < 24, grew)
+print(f"# agent RSS grew by {grew:.1f} MB while its output was paused")
+check("back-pressure: every line arrives, in order, once the controller reads again",
+      e13.get("code") == 0 and len(o13) == N and
+      all(l[:8] == b"%07d " % i and len(l) == 1000 for i, l in enumerate(o13)), len(o13), e13)
+
+st = ag.request({"op": "stop"})
+check("stop with no rank running: stopped at once", st.get("ev") == "stopped", st)
+pong = ag.request({"op": "ping"})
+check("ping: pong", pong.get("ev") == "pong", pong)
+ag.p.stdin.close()
+try:
+    rc = ag.p.wait(5)
+except subprocess.TimeoutExpired:
+    rc = "still running"
+check("stdin EOF with no ranks: exit status 0", rc == 0, rc)
+
+# ---- stacks without gdb: the /proc fallback ----
+ag2 = Agent(dict(base_env, PATH=TMP + "/nogdb"))
+sp = spawn(ag2, ["sleep", "30"], [{"rank": 0}])
+time.sleep(0.2)
+s = ag2.request({"op": "stacks", "rank": 0}, 30)
+check("stacks without gdb: the /proc view (state, wchan per thread)",
+      s.get("tool") == "proc" and "state S" in s.get("text", "") and "wchan" in s.get("text", ""),
+      s.get("text", "")[:800])
+
+# ---- no orphans ----
+def orphan_case(name, how, watchdog_ms=0, limit=5.0, want_rc=None):
+    a = ag2 if how == "eof" else Agent(base_env)
+    t_spawn = time.monotonic()
+    sp = spawn(a, ["sh", "-c", "sleep 1000 & sleep 1000"], [{"rank": 20}, {"rank": 21}],
+               watchdog_ms=watchdog_ms)
+    pids = [r.get("pid") for r in sp.get("ranks", [])]
+    end = time.monotonic() + 5
+    while time.monotonic() < end and not all(len(group(p)) == 3 for p in pids if p):
+        time.sleep(0.05)
+    members = {p: group(p) for p in pids if p}
+    keepers = [ppid(p) for p in pids if p]
+    check(f"{name}: each rank leads its own group, with its grandchild in it",
+          len(members) == 2 and all(len(g) == 3 and p in g for p, g in members.items()), members)
+    t0 = t_spawn if how == "watchdog" else time.monotonic()
+    if how == "eof":
+        a.p.stdin.close()
+    elif how == "kill":
+        a.p.kill()
+    elif how == "term":
+        a.p.send_signal(signal.SIGTERM)
+    everyone = [q for g in members.values() for q in g] + keepers
+    gone = wait_gone(everyone, limit)
+    took = time.monotonic() - t0
+    check(f"{name}: every process of the ranks' groups and their keepers is gone within {limit} s",
+          gone and not any(group(p) for p in pids if p),
+          took, {p: group(p) for p in pids if p}, [k for k in keepers if alive(k)])
+    try:
+        rc = a.p.wait(5)
+    except subprocess.TimeoutExpired:
+        rc = "still running"
+    if want_rc is not None:
+        check(f"{name}: the agent exits with status {want_rc}", rc == want_rc, rc)
+    return took
+
+orphan_case("stdin EOF", "eof", want_rc=0)
+orphan_case("agent SIGKILLed", "kill")
+orphan_case("agent SIGTERMed", "term", want_rc=128 + 15)
+took = orphan_case("watchdog_ms 1500, no request", "watchdog", watchdog_ms=1500, limit=3.0, want_rc=1)
+check("watchdog: the ranks die about 1.5 s after the last request", 1.3 < took < 2.6, took)
+
+print(f"1..{n}")
+sys.exit(1 if failed else 0)
+PY
+
+AGENT="$AGENT" TMP="$tmp" python3 "$tmp/driver.py"
