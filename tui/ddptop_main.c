@@ -1,39 +1,94 @@
 /* ddptop: entry point. Dispatches the subcommand; each one parses its own arguments and
- * returns the exit code (0 ok, 1 a check or job failed, 2 usage or configuration error). */
+ * returns the exit code (0 ok, 1 a check or job failed, 2 usage or configuration error,
+ * 3 the preflight refused a run). Without a subcommand, `ddptop [HOSTFILE] [-- CMD]` runs
+ * the job like `ddptop run` and shows it in the dashboard when stdin and stdout are a
+ * terminal and --headless is not given (else the headless line printer). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_cli.h"
+#include "dashboard.h"
+#include "headless.h"
+#include "run_cli.h"
 #include "version.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: ddptop check HOSTFILE [options] [-- CMD ARGS...]   preflight of a cluster\n"
+    fputs("usage: ddptop [HOSTFILE] [options] [--theme NAME] [-- CMD ARGS...]\n"
+          "                                 run a job (options as ddptop run) in the dashboard\n"
+          "       ddptop run [HOSTFILE] [options] [-- CMD ARGS...]    launch on every node, stream logs\n"
+          "       ddptop check HOSTFILE [options] [-- CMD ARGS...]    preflight of a cluster\n"
           "       ddptop check --slurm|--pbs [options] [-- CMD ARGS...]\n"
           "       ddptop --version\n"
-          "       ddptop --help | ddptop check --help\n",
+          "       ddptop --help | ddptop run --help | ddptop check --help\n",
           f);
+}
+
+/* --theme NAME (the dashboard's only option of its own), taken out of argv before the run
+ * options are parsed; only before "--", where the command's own arguments begin. */
+static const char *theme_opt;
+
+static int take_theme_option(int *argc, char **argv)
+{
+    int o = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc) argv[o++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--theme") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "ddptop: --theme needs a name (default, light, high-contrast, "
+                        "mono) or a path to a .theme file\n");
+                return -1;
+            }
+            theme_opt = argv[++i];
+            continue;
+        }
+        if (strncmp(argv[i], "--theme=", 8) == 0) {
+            theme_opt = argv[i] + 8;
+            continue;
+        }
+        argv[o++] = argv[i];
+    }
+    *argc = o;
+    argv[o] = NULL;
+    return 0;
+}
+
+/* The dashboard on a terminal, the line printer otherwise. Without a hostfile the embedded
+ * default runs 2 local ranks unless --nproc-per-node says otherwise. */
+static int run_chosen_frontend(const struct run_opts *o, const struct hostlist *hl)
+{
+    struct run_opts local = *o;
+    if (local.local && local.nproc_per_node == 0) local.nproc_per_node = 2;
+    if (local.headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
+        return headless_run(&local, hl);
+    return dashboard_run(&local, hl, theme_opt);
 }
 
 int main(int argc, char **argv)
 {
     /* a node that closes its connection must give an error, not kill us */
     signal(SIGPIPE, SIG_IGN);
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
         printf("ddptop %s\n", DDPTOP_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "check") == 0) return check_cli_main(argc - 2, argv + 2);
-    fprintf(stderr, "ddptop: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    if (argc >= 2 && strcmp(argv[1], "check") == 0) return check_cli_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) return run_cli_main(argc - 2, argv + 2, headless_run);
+    /* a word that is neither a subcommand nor an existing file is a typo, not a hostfile */
+    if (argc >= 2 && argv[1][0] != '-' && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
+        fprintf(stderr, "ddptop: '%s' is neither a command (run, check) nor a hostfile\n", argv[1]);
+        usage(stderr);
+        return 2;
+    }
+    if (take_theme_option(&argc, argv) != 0) return 2;
+    return run_cli_main(argc - 1, argv + 1, run_chosen_frontend);
 }

@@ -1,0 +1,531 @@
+/* The dashboard (dashboard.h): the terminal's life cycle (take it at the first frame, give it
+ * back on every way out), the frame loop (draw only when the model's generation moved, a key
+ * changed the UI or a one-second timer for ages is due; at most 10 frames a second; one
+ * window per pane, wnoutrefresh each, one doupdate), and the controller's hooks. Keys are in
+ * dashboard_keys.c, the panes in view_*.c. */
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "check_report.h"
+#include "dashboard.h"
+#include "dashboard_int.h"
+#include "headless.h"
+#include "keymap.h"
+#include "util.h"
+/* last: term.h defines macros named like common words (lines, columns) */
+#include <term.h>
+
+#define FRAME_MIN_MS   100     /* at most 10 frames a second */
+#define TIMER_MS       1000    /* ages and the elapsed time tick once a second */
+#define MERGED_CAP     16384   /* lines of the all-ranks view */
+
+/* For the crash handlers and the fatal hook, which cannot be given a context. */
+static volatile sig_atomic_t term_taken;
+static int saved_stderr = -1;      /* the real stderr while ours goes to capture_file */
+static FILE *capture_file;
+
+/* Gives the terminal back. Called from normal paths and from signal handlers: endwin is
+ * what htop calls there too; everything else here is async-signal-safe. */
+static void terminal_restore(void)
+{
+    if (!term_taken) return;
+    term_taken = 0;
+    endwin();
+    if (saved_stderr >= 0) dup2(saved_stderr, STDERR_FILENO);
+}
+
+static void crash_handler(int sig)
+{
+    terminal_restore();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_crash_handlers(void)
+{
+    static const int sigs[] = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL };
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = crash_handler;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+}
+
+/* What anything (libssh, the controller) writes to stderr while the screen is ours goes to
+ * a temporary file, shown after the terminal is back; written raw it would tear the screen. */
+static void stderr_capture_begin(void)
+{
+    fflush(stderr);
+    capture_file = tmpfile();
+    if (!capture_file) return;
+    saved_stderr = dup(STDERR_FILENO);
+    if (saved_stderr < 0 || dup2(fileno(capture_file), STDERR_FILENO) < 0) {
+        if (saved_stderr >= 0) close(saved_stderr);
+        saved_stderr = -1;
+        fclose(capture_file);
+        capture_file = NULL;
+    }
+}
+
+static void stderr_capture_end(void)
+{
+    fflush(stderr);
+    if (saved_stderr >= 0) {
+        dup2(saved_stderr, STDERR_FILENO);
+        close(saved_stderr);
+        saved_stderr = -1;
+    }
+    if (!capture_file) return;
+    rewind(capture_file);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, capture_file)) > 0) fwrite(buf, 1, n, stderr);
+    fclose(capture_file);
+    capture_file = NULL;
+}
+
+static bool no_color_env(void)
+{
+    const char *s = getenv("NO_COLOR");
+    return s && *s;
+}
+
+void dashboard_build_paint(struct dashboard *d)
+{
+    int colors = 0;
+    if (d->screen_on && has_colors() && !d->no_color) colors = COLORS;
+    struct theme_resolved res;
+    theme_resolve(&d->theme, colors, d->no_color || colors < 8, &res);
+    for (int r = 0; r < ROLE_COUNT; r++) {
+        const struct theme_style *st = &res.style[r];
+        attr_t a = A_NORMAL;
+        if (st->attrs & THEME_BOLD) a |= A_BOLD;
+        if (st->attrs & THEME_DIM) a |= A_DIM;
+        if (st->attrs & THEME_REVERSE) a |= A_REVERSE;
+        if (st->attrs & THEME_UNDERLINE) a |= A_UNDERLINE;
+#ifdef A_ITALIC
+        if (st->attrs & THEME_ITALIC) a |= A_ITALIC;
+#endif
+        if (!res.mono && colors >= 8 && r + 1 < COLOR_PAIRS) {
+            init_pair((short)(r + 1), st->fg, st->bg);
+            a |= COLOR_PAIR(r + 1);
+        }
+        d->paint.role[r] = a;
+    }
+    d->paint.ascii = !d->ui.utf8;
+}
+
+/* Takes the terminal: the first frame, not dashboard_new, so that errors before it stay on a
+ * normal terminal. */
+static int terminal_take(struct dashboard *d)
+{
+    if (d->screen_on) return 0;
+    const char *cs = nl_langinfo(CODESET);
+    d->ui.utf8 = cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
+    stderr_capture_begin();
+    d->screen = newterm(NULL, stdout, stdin);
+    if (!d->screen) {
+        stderr_capture_end();
+        return -1;
+    }
+    term_taken = 1;
+    d->screen_on = true;
+    install_crash_handlers();
+    util_set_fatal_hook(terminal_restore);
+    cbreak();
+    noecho();
+    nonl();
+    intrflush(stdscr, FALSE);
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    if (has_colors() && !d->no_color) {
+        start_color();
+        use_default_colors();
+    }
+    dashboard_build_paint(d);
+    d->rows = LINES;
+    d->cols = COLS;
+    d->have_lay = false;
+    return 0;
+}
+
+static void windows_free(struct dashboard *d)
+{
+    for (int i = 0; i < P_COUNT; i++) {
+        if (d->win[i]) delwin(d->win[i]);
+        d->win[i] = NULL;
+    }
+}
+
+static void terminal_give_back(struct dashboard *d)
+{
+    if (!d->screen_on) return;
+    windows_free(d);
+    terminal_restore();
+    d->screen_on = false;
+    delscreen(d->screen);
+    d->screen = NULL;
+    util_set_fatal_hook(NULL);
+    stderr_capture_end();
+}
+
+static const struct rect *pane_rect(const struct layout *l, enum pane p)
+{
+    switch (p) {
+    case P_HEADER: return &l->header;
+    case P_RANKS: return &l->ranks;
+    case P_CHART: return &l->chart;
+    case P_LOG: return &l->log;
+    case P_EVENTS: return &l->events;
+    case P_STATUS: return &l->status;
+    case P_HELP: return &l->help;
+    case P_CHECK: return &l->check;
+    case P_COUNT: break;
+    }
+    return &l->header;
+}
+
+/* The layout for the current size and toggles; windows are made again only when it moved. */
+static void layout_update(struct dashboard *d)
+{
+    const struct job *j = d->job;
+    struct layout_in in = {
+        .rows = d->rows, .cols = d->cols,
+        .show_help = d->ui.modal == KM_HELP,
+        .log_maximized = d->ui.log_max,
+        .grid_mode = d->ui.grid,
+        .show_check = d->ui.show_check,
+        .n_ranks = j ? (int)j->n_ranks : 0,
+        .help_lines = (int)d->ui.n_help + 2,
+        .check_lines = d->ui.n_check ? (int)d->ui.n_check + 1 : 0,
+    };
+    struct layout l;
+    layout_compute(&in, &l);
+    if (d->have_lay && memcmp(&l, &d->lay, sizeof l) == 0) return;
+    d->lay = l;
+    d->have_lay = true;
+    windows_free(d);
+    werase(stdscr);
+    wnoutrefresh(stdscr);
+    if (l.too_small) return;
+    for (int p = 0; p < P_COUNT; p++) {
+        const struct rect *r = pane_rect(&l, (enum pane)p);
+        if (rect_visible(r)) d->win[p] = newwin(r->h, r->w, r->y, r->x);
+    }
+    /* focus stays on a pane that is on screen */
+    if (d->ui.focus == KM_EVENTS && !d->win[P_EVENTS]) d->ui.focus = KM_RANKS;
+}
+
+int dashboard_log_rows(const struct dashboard *d)
+{
+    int h = d->have_lay ? d->lay.log.h - 1 : 10;
+    return h > 1 ? h : 1;
+}
+
+size_t dashboard_running_ranks(const struct job *j)
+{
+    size_t n = 0;
+    for (size_t i = 0; j && i < j->n_ranks; i++)
+        if (j->ranks[i].state == RANK_RUNNING || j->ranks[i].state == RANK_STALLED) n++;
+    return n;
+}
+
+void dashboard_notice(struct dashboard *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->ui.notice, sizeof d->ui.notice, fmt, ap);
+    va_end(ap);
+    d->ui.notice_until_ms = mono_ms() + 4000;
+}
+
+/* The terminal's size from the kernel: SIGWINCH reaches us through the controller's
+ * self-pipe (on_resize), and this also catches a resize that arrived some other way. */
+static void size_check(struct dashboard *d)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0) return;
+    if (ws.ws_row != LINES || ws.ws_col != COLS) resizeterm(ws.ws_row, ws.ws_col);
+    if (d->rows != LINES || d->cols != COLS) {
+        d->rows = LINES;
+        d->cols = COLS;
+        d->pending |= DK_RELAYOUT | DK_REDRAW;
+    }
+}
+
+static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
+{
+    struct ui_state *ui = &d->ui;
+    ui->now_ms = now;
+    ui->show_check = j->state == JOB_CHECKING || j->state == JOB_CHECK_FAILED;
+    layout_update(d);
+    if (d->pending & DK_REPAINT) clearok(curscr, TRUE);
+    d->pending = 0;
+    if (d->lay.too_small) {
+        werase(stdscr);
+        view_too_small(stdscr, d->rows, d->cols, &d->paint);
+        wnoutrefresh(stdscr);
+        doupdate();
+        return;
+    }
+    const struct paint *p = &d->paint;
+    const struct layout *l = &d->lay;
+    int cap = layout_rank_capacity(&l->ranks, ui->grid);
+    ranks_scroll_to_selection(ui, (int)j->n_ranks, cap, layout_grid_per_row(&l->ranks));
+    if (d->win[P_HEADER]) view_header_draw(d->win[P_HEADER], j, ui, p);
+    if (d->win[P_RANKS]) view_ranks_draw(d->win[P_RANKS], j, ui, p);
+    if (d->win[P_CHART]) {
+        chart_cache_update(&d->chart, j);
+        view_chart_draw(d->win[P_CHART], &d->chart, ui, p);
+    }
+    if (d->win[P_LOG]) view_log_draw(d->win[P_LOG], j, ui, p);
+    if (d->win[P_EVENTS]) view_events_draw(d->win[P_EVENTS], j, ui, p);
+    if (d->win[P_CHECK]) view_check_draw(d->win[P_CHECK], j, ui, p);
+    if (d->win[P_STATUS]) view_status_draw(d->win[P_STATUS], j, ui, p);
+    for (int i = 0; i < P_COUNT; i++)
+        if (d->win[i] && i != P_HELP) wnoutrefresh(d->win[i]);
+    if (d->win[P_HELP] && ui->modal == KM_HELP) {
+        view_help_draw(d->win[P_HELP], ui, p);
+        touchwin(d->win[P_HELP]);          /* on top of the panes drawn under it */
+        wnoutrefresh(d->win[P_HELP]);
+    }
+    doupdate();
+}
+
+/* ---- the controller's hooks ------------------------------------------------------------ */
+
+static int fe_input_fd(void *ctx)
+{
+    (void)ctx;
+    return STDIN_FILENO;
+}
+
+static void fe_on_input(void *ctx, struct controller *c)
+{
+    struct dashboard *d = ctx;
+    d->ctl = c;
+    d->job = controller_job(c);
+    if (!d->screen_on) {
+        /* input before the first frame: take the terminal now so keys are read in its mode */
+        if (terminal_take(d) != 0) return;
+    }
+    wint_t ch;
+    int rc, budget = 256;           /* a paste of thousands of keys must not starve the loop */
+    while (budget-- > 0 && (rc = wget_wch(stdscr, &ch)) != ERR) {
+        if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
+            size_check(d);
+            d->rows = LINES;
+            d->cols = COLS;
+            d->pending |= DK_RELAYOUT | DK_REDRAW;
+            continue;
+        }
+        d->pending |= dashboard_key(d, (int)ch, rc == KEY_CODE_YES);
+    }
+}
+
+static int fe_on_tick(void *ctx, const struct job *j)
+{
+    struct dashboard *d = ctx;
+    d->job = j;
+    int64_t now = mono_ms();
+    if (!d->screen_on && terminal_take(d) != 0) return -1;
+    if (now - d->last_size_check_ms >= 250) {
+        d->last_size_check_ms = now;
+        size_check(d);
+    }
+    bool want = d->pending || j->generation != d->drawn_gen || now >= d->next_timer_ms;
+    if (!want) return (int)(d->next_timer_ms - now);
+    if (now - d->last_frame_ms < FRAME_MIN_MS) return (int)(FRAME_MIN_MS - (now - d->last_frame_ms));
+    draw_frame(d, j, now);
+    d->drawn_gen = j->generation;
+    d->last_frame_ms = now;
+    d->next_timer_ms = now + TIMER_MS;
+    return TIMER_MS;
+}
+
+static void fe_on_line(void *ctx, const struct job *j, int rank, const struct log_line *line)
+{
+    struct dashboard *d = ctx;
+    struct ui_state *ui = &d->ui;
+    (void)j;
+    if (!ui->merged) {
+        ui->merged_cap = MERGED_CAP;
+        ui->merged = xcalloc(ui->merged_cap, sizeof *ui->merged);
+    }
+    ui->merged[ui->merged_total % ui->merged_cap] = (struct merged_ref){ rank, line->seq };
+    ui->merged_total++;
+}
+
+static void fe_on_event(void *ctx, const struct job *j, const struct job_event *ev)
+{
+    struct dashboard *d = ctx;
+    (void)j;
+    (void)ev;
+    d->pending |= DK_REDRAW;
+}
+
+static void fe_on_resize(void *ctx)
+{
+    struct dashboard *d = ctx;
+    if (!d->screen_on) return;
+    size_check(d);
+    d->pending |= DK_RELAYOUT | DK_REDRAW;
+}
+
+/* Text split into malloc'd lines (no trailing empty line). */
+static char **split_lines(const char *text, size_t *n_out)
+{
+    size_t n = 0, cap = 16;
+    char **v = xmalloc(cap * sizeof *v);
+    const char *s = text ? text : "";
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (n == cap) v = xrealloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = xstrndup(s, len);
+        s += len + (e ? 1 : 0);
+    }
+    *n_out = n;
+    return v;
+}
+
+static void free_lines(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+static void fe_on_check(void *ctx, const struct check_report *r)
+{
+    struct dashboard *d = ctx;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    check_report_table(r, &sb, false);
+    strbuf_adds(&sb, "\n");
+    check_report_details(r, &sb, false);
+    free_lines(d->ui.check_lines, d->ui.n_check);
+    d->ui.check_lines = split_lines(sb.buf, &d->ui.n_check);
+    d->ui.check_top = 0;
+    strbuf_done(&sb);
+    d->pending |= DK_REDRAW | DK_RELAYOUT;
+}
+
+static void fe_on_stacks(void *ctx, const struct job *j, int rank, const char *text)
+{
+    struct dashboard *d = ctx;
+    (void)j;
+    free_lines(d->ui.stacks, d->ui.n_stacks);
+    d->ui.stacks = split_lines(text && *text ? text : "(the agent sent no stack)",
+                               &d->ui.n_stacks);
+    d->ui.stacks_rank = rank;
+    d->ui.log_mode = LOGV_STACKS;
+    d->ui.follow = false;
+    d->ui.log_pos = (uint64_t)dashboard_log_rows(d);   /* from the first frame down */
+    d->ui.log_hscroll = 0;
+    d->ui.mark = 0;
+    d->pending |= DK_REDRAW;
+}
+
+/* ---- life cycle -------------------------------------------------------------------------- */
+
+struct dashboard *dashboard_new(const char *theme, char *err, size_t errlen)
+{
+    struct dashboard *d = xcalloc(1, sizeof *d);
+    theme_dirs_init(&d->dirs, NULL, NULL, NULL);
+    if (theme_load(&d->theme, theme ? theme : "default", &d->dirs, err, errlen) != 0) {
+        theme_dirs_done(&d->dirs);
+        free(d);
+        return NULL;
+    }
+    snprintf(d->ui.theme_name, sizeof d->ui.theme_name, "%s", d->theme.name);
+    setlocale(LC_ALL, "");
+    d->no_color = no_color_env();
+    d->ui.focus = KM_RANKS;
+    d->ui.modal = KM_COUNT;
+    d->ui.follow = true;
+    d->ui.log_mode = LOGV_RANK;
+    d->ui.help_lines = keymap_help_lines(&d->ui.n_help);
+    chart_cache_init(&d->chart);
+    return d;
+}
+
+void dashboard_free(struct dashboard *d)
+{
+    if (!d) return;
+    terminal_give_back(d);
+    chart_cache_done(&d->chart);
+    keymap_help_free(d->ui.help_lines, d->ui.n_help);
+    free_lines(d->ui.check_lines, d->ui.n_check);
+    free_lines(d->ui.stacks, d->ui.n_stacks);
+    free(d->ui.merged);
+    theme_dirs_done(&d->dirs);
+    free(d);
+}
+
+void dashboard_frontend(struct dashboard *d, struct frontend *fe)
+{
+    memset(fe, 0, sizeof *fe);
+    fe->ctx = d;
+    fe->input_fd = fe_input_fd;
+    fe->on_input = fe_on_input;
+    fe->on_tick = fe_on_tick;
+    fe->on_line = fe_on_line;
+    fe->on_event = fe_on_event;
+    fe->on_resize = fe_on_resize;
+    fe->on_check = fe_on_check;
+    fe->on_stacks = fe_on_stacks;
+}
+
+void dashboard_set_controller(struct dashboard *d, struct controller *c)
+{
+    d->ctl = c;
+    d->job = controller_job(c);
+}
+
+int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const char *theme)
+{
+    char err[512] = "";
+    /* a terminal curses cannot drive still gets the job, line by line */
+    int term_err = 0;
+    if (setupterm(NULL, STDOUT_FILENO, &term_err) != OK) {
+        const char *t = getenv("TERM");
+        fprintf(stderr, "ddptop: the terminal '%s' is unknown to terminfo; showing the job as "
+                "lines (set TERM, e.g. TERM=xterm-256color, for the dashboard)\n", t ? t : "");
+        return headless_run(o, hl);
+    }
+    del_curterm(cur_term);
+    struct dashboard *d = dashboard_new(theme, err, sizeof err);
+    if (!d) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    struct frontend fe;
+    dashboard_frontend(d, &fe);
+    struct controller *c = controller_new(o, hl, &fe, err, sizeof err);
+    if (!c) {
+        dashboard_free(d);
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    dashboard_set_controller(d, c);
+    int rc = controller_run(c);
+    dashboard_free(d);
+    const struct job *j = controller_job(c);
+    if (j)
+        fprintf(stderr, "ddptop: job %s after %d attempt%s (exit %d); logs in %s\n",
+                job_state_name(j->state), j->attempt + 1, j->attempt ? "s" : "", rc,
+                j->log_dir ? j->log_dir : "?");
+    controller_free(c);
+    return rc;
+}

@@ -1,0 +1,366 @@
+/* Keys of the dashboard: the key is looked up in the keymap table for the current mode (a
+ * question, the search being typed, help, the preflight, or the focused pane), and the action
+ * changes the UI state (selection, scrolling, search, follow, all ranks, grid, log scale,
+ * theme, help) or goes to the controller (restart, stop, stacks, quit, launch anyway), asking
+ * y/n first where keymap.h says so. Handlers return DK_* flags the frame loop acts on once. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "dashboard_int.h"
+#include "keymap.h"
+
+static enum km_mode current_mode(const struct dashboard *d)
+{
+    if (d->ui.modal != KM_COUNT) return d->ui.modal;
+    if (d->ui.show_check) return KM_CHECK;
+    return d->ui.focus;
+}
+
+/* The log's current bottom position (what is on the last row). */
+static uint64_t log_bottom(const struct dashboard *d, uint64_t first, uint64_t end)
+{
+    if (end <= first) return 0;
+    if (!d->ui.follow && d->ui.log_pos >= first && d->ui.log_pos < end) return d->ui.log_pos;
+    return end - 1;
+}
+
+/* Scrolls the log by delta rows (negative: towards older lines); reaching the newest line
+ * turns follow mode back on, as `less +F` users expect. */
+static void log_scroll(struct dashboard *d, long delta)
+{
+    struct ui_state *ui = &d->ui;
+    uint64_t first, end;
+    log_src_range(d->job, ui, &first, &end);
+    if (end <= first) return;
+    int rows = dashboard_log_rows(d);
+    uint64_t bottom = log_bottom(d, first, end);
+    /* the top row never goes above the oldest line */
+    uint64_t min_bottom = first + (uint64_t)rows - 1 < end - 1 ? first + (uint64_t)rows - 1 : end - 1;
+    int64_t nb = (int64_t)bottom + delta;
+    if (nb < (int64_t)min_bottom) nb = (int64_t)min_bottom;
+    if (nb >= (int64_t)end - 1 && ui->log_mode != LOGV_STACKS) {
+        ui->follow = true;
+        return;
+    }
+    if (nb > (int64_t)end - 1) nb = (int64_t)end - 1;
+    ui->follow = false;
+    ui->log_pos = (uint64_t)nb;
+}
+
+/* Shows position pos in the middle of the log pane and marks it. */
+static void log_jump(struct dashboard *d, uint64_t pos)
+{
+    uint64_t first, end;
+    log_src_range(d->job, &d->ui, &first, &end);
+    uint64_t half = (uint64_t)dashboard_log_rows(d) / 2;
+    uint64_t b = pos + half;
+    if (b > end - 1) b = end - 1;
+    d->ui.follow = false;
+    d->ui.log_pos = b;
+    d->ui.mark = pos;
+}
+
+static void log_find(struct dashboard *d, int dir, const char *needle)
+{
+    uint64_t first, end;
+    log_src_range(d->job, &d->ui, &first, &end);
+    uint64_t from = d->ui.mark >= first && d->ui.mark < end ? d->ui.mark : 0;
+    uint64_t pos = log_src_find(d->job, &d->ui, from, dir, needle);
+    if (pos) log_jump(d, pos);
+    else if (needle) dashboard_notice(d, "not found: %s", needle);
+    else dashboard_notice(d, "no error line (Traceback, error, NCCL WARN) in this log");
+}
+
+/* The log shows the selected rank from its newest line. */
+static void log_show_selected(struct ui_state *ui)
+{
+    if (ui->log_mode == LOGV_STACKS) ui->log_mode = LOGV_RANK;
+    if (ui->log_mode == LOGV_RANK) {
+        ui->follow = true;
+        ui->mark = 0;
+        ui->log_hscroll = 0;
+    }
+}
+
+static void select_rank(struct dashboard *d, long r)
+{
+    long n = d->job ? (long)d->job->n_ranks : 0;
+    if (r >= n) r = n - 1;
+    if (r < 0) r = 0;
+    if (r != d->ui.selected) {
+        d->ui.selected = (int)r;
+        log_show_selected(&d->ui);
+    }
+}
+
+static void focus_move(struct dashboard *d, int dir)
+{
+    static const enum km_mode order[] = { KM_RANKS, KM_LOG, KM_EVENTS };
+    int i = 0;
+    for (int k = 0; k < 3; k++) if (order[k] == d->ui.focus) i = k;
+    for (int tries = 0; tries < 3; tries++) {
+        i = (i + (dir > 0 ? 1 : 2)) % 3;
+        enum pane p = order[i] == KM_RANKS ? P_RANKS : order[i] == KM_LOG ? P_LOG : P_EVENTS;
+        if (d->win[p]) break;
+    }
+    d->ui.focus = order[i];
+}
+
+/* The rank the events pane points at: the root cause's, else the newest event's. */
+static int events_rank(const struct job *j)
+{
+    if (j->cause.set && j->cause.rank >= 0) return j->cause.rank;
+    for (size_t i = j->ev_count; i-- > 0;) {
+        const struct job_event *ev = job_event_at(j, i);
+        if (ev && ev->rank >= 0) return ev->rank;
+    }
+    return -1;
+}
+
+static void act(struct dashboard *d, enum action a, int rank)
+{
+    if (d->ctl) controller_act(d->ctl, a, rank);
+}
+
+/* Moving keys: what they move depends on the mode / focused pane. */
+static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
+{
+    struct ui_state *ui = &d->ui;
+    int page = dashboard_log_rows(d);
+    int rank_page = layout_rank_capacity(&d->lay.ranks, ui->grid);
+    int per_row = ui->grid ? layout_grid_per_row(&d->lay.ranks) : 1;
+    if (per_row < 1) per_row = 1;
+    if (rank_page < 1) rank_page = 1;
+    long n_ranks = d->job ? (long)d->job->n_ranks : 0;
+    switch (m) {
+    case KM_HELP: {
+        int *t = &ui->help_top;
+        int hp = d->lay.help.h > 3 ? d->lay.help.h - 2 : 1;
+        if (a == UI_UP) (*t)--;
+        else if (a == UI_DOWN) (*t)++;
+        else if (a == UI_PAGE_UP) *t -= hp;
+        else if (a == UI_PAGE_DOWN) *t += hp;
+        else if (a == UI_HOME) *t = 0;
+        else if (a == UI_END) *t = (int)ui->n_help;
+        if (*t > (int)ui->n_help - hp) *t = (int)ui->n_help - hp;
+        if (*t < 0) *t = 0;
+        return;
+    }
+    case KM_CHECK: {
+        int *t = &ui->check_top;
+        int cp = d->lay.check.h > 2 ? d->lay.check.h - 1 : 1;
+        if (a == UI_UP) (*t)--;
+        else if (a == UI_DOWN) (*t)++;
+        else if (a == UI_PAGE_UP) *t -= cp;
+        else if (a == UI_PAGE_DOWN) *t += cp;
+        else if (a == UI_HOME) *t = 0;
+        else if (a == UI_END) *t = (int)ui->n_check - cp;
+        if (*t > (int)ui->n_check - cp) *t = (int)ui->n_check - cp;
+        if (*t < 0) *t = 0;
+        return;
+    }
+    case KM_LOG:
+        switch (a) {
+        case UI_UP: log_scroll(d, -1); break;
+        case UI_DOWN: log_scroll(d, 1); break;
+        case UI_PAGE_UP: log_scroll(d, -(page > 1 ? page - 1 : 1)); break;
+        case UI_PAGE_DOWN: log_scroll(d, page > 1 ? page - 1 : 1); break;
+        case UI_HOME: log_scroll(d, -(1L << 40)); break;
+        case UI_END: ui->follow = true; ui->mark = 0; break;
+        case UI_LEFT: ui->log_hscroll = ui->log_hscroll > 8 ? ui->log_hscroll - 8 : 0; break;
+        case UI_RIGHT: ui->log_hscroll += 8; break;
+        default: break;
+        }
+        return;
+    case KM_EVENTS: {
+        long back = ui->events_back;
+        long max = d->job ? (long)d->job->ev_count : 0;
+        if (a == UI_UP) back++;
+        else if (a == UI_DOWN) back--;
+        else if (a == UI_PAGE_UP) back += page;
+        else if (a == UI_PAGE_DOWN) back -= page;
+        else if (a == UI_HOME) back = max;
+        else if (a == UI_END) back = 0;
+        if (back > max) back = max;
+        if (back < 0) back = 0;
+        ui->events_back = (int)back;
+        return;
+    }
+    default:
+        break;
+    }
+    /* ranks: table rows, or grid rows and cells */
+    long sel = ui->selected;
+    switch (a) {
+    case UI_UP: sel -= per_row; break;
+    case UI_DOWN: sel += per_row; break;
+    case UI_LEFT: if (ui->grid) sel--; break;
+    case UI_RIGHT: if (ui->grid) sel++; break;
+    case UI_PAGE_UP: sel -= (long)rank_page; break;
+    case UI_PAGE_DOWN: sel += (long)rank_page; break;
+    case UI_HOME: sel = 0; break;
+    case UI_END: sel = n_ranks - 1; break;
+    default: break;
+    }
+    if (sel < 0) sel = 0;
+    select_rank(d, sel);
+}
+
+static void search_input(struct ui_state *ui, int key)
+{
+    char mb[MB_LEN_MAX];
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t n = wcrtomb(mb, (wchar_t)key, &st);
+    if (n == (size_t)-1 || ui->input_len + n >= sizeof ui->input) return;
+    memcpy(ui->input + ui->input_len, mb, n);
+    ui->input_len += n;
+    ui->input[ui->input_len] = '\0';
+}
+
+static void search_delete(struct ui_state *ui)
+{
+    /* back over one whole UTF-8 character */
+    while (ui->input_len > 0) {
+        unsigned char c = (unsigned char)ui->input[--ui->input_len];
+        if ((c & 0xC0) != 0x80) break;
+    }
+    ui->input[ui->input_len] = '\0';
+}
+
+/* A question answered yes: do what it asked about. */
+static void confirmed(struct dashboard *d, enum ui_action a)
+{
+    enum action ca = ui_action_controller(a);
+    if (ca != ACT_NONE) act(d, ca, d->ui.selected);
+}
+
+unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
+{
+    struct ui_state *ui = &d->ui;
+    enum km_mode m = current_mode(d);
+    /* the table speaks wgetch codes: function keys above KEY_MIN, characters as themselves */
+    enum ui_action a = keymap_lookup(m, key);
+    (void)function_key;
+    const struct job *j = d->job;
+    if (!j) return 0;
+    switch (a) {
+    case UI_NONE: return 0;
+    case UI_UP: case UI_DOWN: case UI_LEFT: case UI_RIGHT: case UI_PAGE_UP: case UI_PAGE_DOWN:
+    case UI_HOME: case UI_END:
+        move_keys(d, m, a);
+        return DK_REDRAW;
+    case UI_OPEN:
+        if (m == KM_EVENTS) {
+            int r = events_rank(j);
+            if (r >= 0) select_rank(d, r);
+        }
+        ui->log_mode = LOGV_RANK;
+        log_show_selected(ui);
+        if (d->win[P_LOG]) ui->focus = KM_LOG;
+        return DK_REDRAW;
+    case UI_FOCUS_NEXT: focus_move(d, 1); return DK_REDRAW;
+    case UI_FOCUS_PREV: focus_move(d, -1); return DK_REDRAW;
+    case UI_RESTART: case UI_QUIT:
+        if (ui_action_needs_confirm(a, j->state, dashboard_running_ranks(j))) {
+            ui->modal = KM_CONFIRM;
+            ui->confirm = a;
+        } else {
+            confirmed(d, a);
+        }
+        return DK_REDRAW;
+    case UI_STOP:
+        act(d, ACT_STOP, -1);
+        dashboard_notice(d, "stopping every rank (r restarts)");
+        return DK_REDRAW;
+    case UI_STACKS:
+        act(d, ACT_STACKS, ui->selected);
+        dashboard_notice(d, "asking for the stacks of rank %d...", ui->selected);
+        return DK_REDRAW;
+    case UI_SEARCH:
+        ui->modal = KM_SEARCH;
+        ui->input_len = 0;
+        ui->input[0] = '\0';
+        return DK_REDRAW;
+    case UI_TEXT_INPUT: search_input(ui, key); return DK_REDRAW;
+    case UI_TEXT_DELETE: search_delete(ui); return DK_REDRAW;
+    case UI_TEXT_ACCEPT:
+        ui->modal = KM_COUNT;
+        snprintf(ui->search, sizeof ui->search, "%s", ui->input);
+        ui->mark = 0;
+        if (ui->search[0]) log_find(d, -1, ui->search);
+        return DK_REDRAW;
+    case UI_SEARCH_NEXT: case UI_SEARCH_PREV:
+        if (!ui->search[0]) dashboard_notice(d, "no search yet: / starts one");
+        else log_find(d, a == UI_SEARCH_NEXT ? -1 : 1, ui->search);
+        return DK_REDRAW;
+    case UI_NEXT_ERROR: log_find(d, -1, NULL); return DK_REDRAW;
+    case UI_FOLLOW:
+        if (ui->follow) {
+            uint64_t first, end;
+            log_src_range(j, ui, &first, &end);
+            ui->follow = false;
+            ui->log_pos = end > first ? end - 1 : 0;
+        } else {
+            ui->follow = true;
+            ui->mark = 0;
+        }
+        return DK_REDRAW;
+    case UI_ALL_RANKS:
+        ui->log_mode = ui->log_mode == LOGV_ALL ? LOGV_RANK : LOGV_ALL;
+        ui->follow = true;
+        ui->mark = 0;
+        return DK_REDRAW;
+    case UI_GRID: ui->grid = !ui->grid; ui->ranks_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_LOG_SCALE: ui->log_scale = !ui->log_scale; return DK_REDRAW;
+    case UI_MAXIMIZE: ui->log_max = !ui->log_max; return DK_REDRAW | DK_RELAYOUT;
+    case UI_NEXT_THEME: {
+        char name[64], err[256];
+        theme_next_name(&d->dirs, ui->theme_name, name, sizeof name);
+        struct theme t;
+        if (theme_load(&t, name, &d->dirs, err, sizeof err) != 0) {
+            dashboard_notice(d, "theme %s: %s", name, err);
+        } else {
+            d->theme = t;
+            snprintf(ui->theme_name, sizeof ui->theme_name, "%s", name);
+            dashboard_build_paint(d);
+            dashboard_notice(d, "theme: %s (t: next)", name);
+        }
+        return DK_REDRAW | DK_REPAINT;
+    }
+    case UI_HELP: ui->modal = KM_HELP; ui->help_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_CANCEL:
+        if (ui->modal != KM_COUNT) {
+            bool was_help = ui->modal == KM_HELP;
+            ui->modal = KM_COUNT;
+            return DK_REDRAW | (was_help ? DK_RELAYOUT : 0);
+        }
+        if (ui->log_max) {
+            ui->log_max = false;
+            return DK_REDRAW | DK_RELAYOUT;
+        }
+        if (ui->log_mode == LOGV_STACKS) {
+            ui->log_mode = LOGV_RANK;
+            log_show_selected(ui);
+        } else if (ui->search[0]) {
+            ui->search[0] = '\0';
+            ui->mark = 0;
+        }
+        return DK_REDRAW;
+    case UI_CONFIRM: {
+        enum ui_action q = ui->confirm;
+        ui->modal = KM_COUNT;
+        ui->confirm = UI_NONE;
+        confirmed(d, q);
+        return DK_REDRAW;
+    }
+    case UI_LAUNCH_ANYWAY:
+        if (j->state == JOB_CHECK_FAILED) act(d, ACT_LAUNCH_ANYWAY, -1);
+        return DK_REDRAW;
+    case UI_REDRAW: return DK_REDRAW | DK_REPAINT;
+    case UI_ACTION_COUNT: break;
+    }
+    return 0;
+}

@@ -1,0 +1,184 @@
+/* The events pane (launches, exits, the root cause of a failure, stalls and stragglers,
+ * lost nodes, restarts), newest at the bottom with the root cause pinned above them, and the
+ * preflight pane that takes the chart's and events' place while the job is CHECKING or the
+ * checks refused it (the report's table and details, coloured by status). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+#include "sanitize.h"
+#include "views.h"
+
+static enum theme_role event_role(enum job_event_kind k)
+{
+    switch (k) {
+    case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: return ROLE_FAIL;
+    case EV_STALL: return ROLE_STALLED;
+    case EV_STRAGGLER: return ROLE_STRAGGLER;
+    case EV_RESTART: case EV_STOP: return ROLE_WARN;
+    case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
+    case EV_EXIT: case EV_INFO: return ROLE_NORMAL;
+    }
+    return ROLE_NORMAL;
+}
+
+static const char *event_word(enum job_event_kind k)
+{
+    switch (k) {
+    case EV_LAUNCH: return "launch";
+    case EV_EXIT: return "exit";
+    case EV_FAILURE: return "failure";
+    case EV_ROOT_CAUSE: return "ROOT CAUSE";
+    case EV_STALL: return "stall";
+    case EV_STRAGGLER: return "straggler";
+    case EV_NODE_LOST: return "node lost";
+    case EV_RESTART: return "restart";
+    case EV_STOP: return "stop";
+    case EV_DONE: return "done";
+    case EV_INFO: return "info";
+    case EV_RESUME: return "resume";
+    }
+    return "event";
+}
+
+static void wall_hms(int64_t wall_ns, char *buf, size_t n)
+{
+    time_t t = (time_t)(wall_ns / 1000000000);
+    struct tm tm;
+    if (wall_ns <= 0 || !localtime_r(&t, &tm)) { snprintf(buf, n, "--:--:--"); return; }
+    strftime(buf, n, "%H:%M:%S", &tm);
+}
+
+/* The root cause: the summary, wrapped over up to 3 rows (it names rank, host and signal,
+ * which must not be cut off in a narrow pane), then the last line the rank printed (the rest
+ * is in its log). Returns the rows used. */
+static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p, int y,
+                           int rows)
+{
+    if (!j->cause.set || rows < 1) return 0;
+    int wd = getmaxx(w), used = 0;
+    attr_t a = p->role[ROLE_FAIL] | A_BOLD;
+    wmove(w, y, 0);
+    int x = view_put(w, p, "ROOT CAUSE: ", 12, wd, a);
+    char *s = sanitize_str(j->cause.summary ? j->cause.summary : "?",
+                           j->cause.summary ? strlen(j->cause.summary) : 1, 0);
+    size_t len = strlen(s), off = 0;
+    int max_rows = rows >= 6 ? 3 : rows >= 3 ? 2 : 1;
+    while (off < len && used < max_rows) {
+        size_t n = format_fit(s + off, len - off, wd - x, NULL);
+        if (n == 0) break;
+        /* break at a space when the rest does not fit */
+        if (off + n < len && used + 1 < max_rows) {
+            size_t k = n;
+            while (k > 0 && s[off + k - 1] != ' ') k--;
+            if (k > 0) n = k;
+        }
+        wmove(w, y + used, x);
+        view_put(w, p, s + off, n, wd - x, a);
+        off += n;
+        used++;
+        x = 2;
+    }
+    free(s);
+    if (rows - used < 3 || j->cause.n_last_lines == 0) return used;
+    const char *last = j->cause.last_lines[j->cause.n_last_lines - 1];
+    if (!last) return used;
+    wmove(w, y + used, 0);
+    x = view_put(w, p, "  last output: ", 15, wd, p->role[ROLE_DIM]);
+    view_put(w, p, last, strlen(last), wd - x, p->role[ROLE_FAIL]);
+    return used + 1;
+}
+
+void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                      const struct paint *p)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    char title[96];
+    snprintf(title, sizeof title, " Events %zu%s", j->ev_count,
+             ui->events_back ? "  [scrolled: End follows]" : "");
+    werase(w);
+    view_title(w, p, title, ui->focus == KM_EVENTS);
+    int y = 1 + draw_root_cause(w, j, p, 1, h - 1);
+    int rows = h - y;
+    if (rows <= 0) return;
+    size_t n = j->ev_count;
+    size_t back = (size_t)(ui->events_back > 0 ? ui->events_back : 0);
+    if (back > n) back = n;
+    size_t last = n - back;                  /* events [start, last) are shown */
+    size_t start = last > (size_t)rows ? last - (size_t)rows : 0;
+    for (size_t i = start; i < last; i++, y++) {
+        const struct job_event *ev = job_event_at(j, i);
+        if (!ev) continue;
+        char tm[16], head[64];
+        wall_hms(ev->wall_ns, tm, sizeof tm);
+        snprintf(head, sizeof head, "%s %-9s ", tm, event_word(ev->kind));
+        wmove(w, y, 0);
+        int x = view_put(w, p, head, strlen(head), wd, p->role[ROLE_DIM]);
+        const char *t = ev->text ? ev->text : "";
+        attr_t a = p->role[event_role(ev->kind)];
+        if (ev->kind == EV_ROOT_CAUSE) a |= A_BOLD;
+        view_put(w, p, t, strlen(t), wd - x, a);
+    }
+}
+
+/* The status words of the report's table, coloured where they appear. */
+static void draw_check_line(WINDOW *w, const struct paint *p, const char *s, int wd)
+{
+    static const struct { const char *word; enum theme_role role; } words[] = {
+        { "fail", ROLE_FAIL }, { "FAIL", ROLE_FAIL }, { "warn", ROLE_WARN },
+        { "WARN", ROLE_WARN }, { "pass", ROLE_OK }, { "PASS", ROLE_OK },
+        { "skip", ROLE_DIM }, { "fix:", ROLE_DIM },
+    };
+    int x = 0;
+    size_t len = strlen(s), i = 0;
+    while (i < len && x < wd) {
+        size_t best = len, bw = 0;
+        enum theme_role br = ROLE_NORMAL;
+        for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+            const char *hit = strstr(s + i, words[k].word);
+            if (hit && (size_t)(hit - s) < best) {
+                best = (size_t)(hit - s);
+                bw = strlen(words[k].word);
+                br = words[k].role;
+            }
+        }
+        if (best > i) x += view_put(w, p, s + i, best - i, wd - x, p->role[ROLE_NORMAL]);
+        if (best < len && x < wd) x += view_put(w, p, s + best, bw, wd - x, p->role[br] | A_BOLD);
+        i = best + bw;
+    }
+}
+
+void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                     const struct paint *p)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    char title[128];
+    if (j->state == JOB_CHECK_FAILED)
+        snprintf(title, sizeof title, " Preflight refused the launch: Enter launches anyway, q quits");
+    else if (ui->n_check)
+        snprintf(title, sizeof title, " Preflight results");
+    else
+        snprintf(title, sizeof title, " Preflight: checking %zu node%s (ssh, env, tcp)...",
+                 j->n_nodes, j->n_nodes == 1 ? "" : "s");
+    werase(w);
+    view_title(w, p, title, true);
+    if (!ui->n_check) {
+        /* the report comes complete; meanwhile, which nodes are asked */
+        for (size_t i = 0; i < j->n_nodes && (int)i + 1 < h; i++) {
+            wmove(w, 1 + (int)i, 1);
+            char line[160];
+            snprintf(line, sizeof line, "%-24s %s", j->nodes[i].name ? j->nodes[i].name : "?",
+                     "checking");
+            view_put(w, p, line, strlen(line), wd - 1, p->role[ROLE_DIM]);
+        }
+        return;
+    }
+    int top = ui->check_top;
+    if (top < 0) top = 0;
+    for (int y = 1; y < h && (size_t)(top + y - 1) < ui->n_check; y++) {
+        wmove(w, y, 0);
+        draw_check_line(w, p, ui->check_lines[top + y - 1], wd);
+    }
+}

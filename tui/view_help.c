@@ -1,0 +1,56 @@
+/* The help overlay, generated from the keymap table (keymap_help_lines) so that it lists
+ * every key the dashboard knows, and the notice shown instead of the panes when the terminal
+ * is smaller than the layout's minimum. */
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+#include "views.h"
+
+void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    attr_t a = p->role[ROLE_HELP];
+    werase(w);
+    wbkgdset(w, ' ' | a);
+    werase(w);
+    if (h >= 3 && wd >= 4) {
+        wattrset(w, a);
+        box(w, 0, 0);
+        wattrset(w, A_NORMAL);
+    }
+    const char *title = " Keys (Esc or q closes, Up/Down scroll) ";
+    wmove(w, 0, 2);
+    view_put(w, p, title, strlen(title), wd - 4, a | A_BOLD);
+    int rows = h - 2;
+    int top = ui->help_top;
+    if (top > (int)ui->n_help - rows) top = (int)ui->n_help - rows;
+    if (top < 0) top = 0;
+    for (int y = 0; y < rows && (size_t)(top + y) < ui->n_help; y++) {
+        const char *l = ui->help_lines[top + y];
+        /* section headings are the lines that do not start with a space */
+        attr_t la = l[0] != ' ' ? a | A_BOLD : a;
+        wmove(w, 1 + y, 2);
+        view_put(w, p, l, strlen(l), wd - 4, la);
+    }
+    wbkgdset(w, ' ');
+}
+
+void view_too_small(WINDOW *w, int rows, int cols, const struct paint *p)
+{
+    char l1[64], l2[64];
+    snprintf(l1, sizeof l1, "terminal too small");
+    snprintf(l2, sizeof l2, "%dx%d, need %dx%d", cols, rows, LAYOUT_MIN_COLS, LAYOUT_MIN_ROWS);
+    werase(w);
+    int y = rows / 2 - 1;
+    if (y < 0) y = 0;
+    const char *lines[] = { l1, l2, "q quits" };
+    for (int i = 0; i < 3 && y + i < rows; i++) {
+        int len = (int)strlen(lines[i]);
+        int x = (cols - len) / 2;
+        if (x < 0) x = 0;
+        wmove(w, y + i, x);
+        view_put(w, p, lines[i], strlen(lines[i]), cols - x, i == 0 ? p->role[ROLE_WARN] | A_BOLD
+                                                                     : p->role[ROLE_NORMAL]);
+    }
+}

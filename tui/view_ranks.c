@@ -1,0 +1,218 @@
+/* The ranks pane: a table with a row per rank (rank, host, local rank, pid, state glyph and
+ * word, step, loss, step time, age of the last output, CPU%) or, with `g`, a compact grid of
+ * one cell per rank coloured by state for jobs of thousands of ranks. Only the rows on screen
+ * are formatted, so a frame costs the same for 8 ranks and for 8,000. Columns that do not fit
+ * a narrow terminal are dropped, least useful first. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+#include "views.h"
+
+enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU, C_N };
+
+struct column {
+    const char *title;
+    int width;            /* cells, without the separating space */
+    int priority;         /* lower: kept longer when the pane is narrow */
+    bool right;           /* numbers are right aligned */
+};
+
+static const struct column columns[C_N] = {
+    [C_RANK]  = { "RANK", 5, 0, true },
+    [C_HOST]  = { "HOST", 9, 1, false },
+    [C_LR]    = { "LR", 2, 7, true },
+    [C_PID]   = { "PID", 7, 5, true },
+    [C_STATE] = { "STATE", 11, 2, false },
+    [C_STEP]  = { "STEP", 6, 3, true },
+    [C_LOSS]  = { "LOSS", 8, 4, true },
+    [C_STEPT] = { "STEP_T", 6, 6, true },
+    [C_AGE]   = { "AGE", 4, 8, true },
+    [C_CPU]   = { "CPU%", 5, 9, true },
+};
+
+/* Which columns fit in `width` cells, and how wide the host column gets (the slack). */
+static void choose_columns(int width, bool shown[C_N], int *host_w)
+{
+    int used = 0;
+    for (int i = 0; i < C_N; i++) shown[i] = false;
+    for (int prio = 0; prio < C_N; prio++) {
+        for (int i = 0; i < C_N; i++) {
+            if (columns[i].priority != prio) continue;
+            int need = columns[i].width + 1;
+            if (used + need <= width) { shown[i] = true; used += need; }
+        }
+    }
+    int slack = width - used;
+    *host_w = columns[C_HOST].width + (slack > 14 ? 14 : slack);
+}
+
+attr_t view_rank_attr(const struct rank_info *r, const struct paint *p)
+{
+    switch (r->state) {
+    case RANK_STALLED: return p->role[ROLE_STALLED];
+    case RANK_FAILED: case RANK_LOST: return p->role[ROLE_FAIL];
+    case RANK_PENDING: case RANK_STOPPED: return p->role[ROLE_DIM];
+    case RANK_EXITED: return p->role[ROLE_OK];
+    case RANK_RUNNING: return r->straggler ? p->role[ROLE_STRAGGLER] : p->role[ROLE_NORMAL];
+    }
+    return p->role[ROLE_NORMAL];
+}
+
+static const char *state_word(const struct rank_info *r)
+{
+    if (r->state == RANK_RUNNING && r->straggler) return "straggler";
+    return rank_state_name(r->state);
+}
+
+static void cell_text(const struct job *j, const struct rank_info *r, enum col_id c,
+                      const struct ui_state *ui, const struct paint *p, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    switch (c) {
+    case C_RANK: snprintf(buf, n, "%d", r->rank); break;
+    case C_HOST: {
+        const char *h = (size_t)r->node < j->n_nodes && j->nodes[r->node].name
+                            ? j->nodes[r->node].name : "?";
+        snprintf(buf, n, "%s", h);
+        break;
+    }
+    case C_LR: snprintf(buf, n, "%d", r->local_rank); break;
+    case C_PID: if (r->pid > 0) snprintf(buf, n, "%d", r->pid); else snprintf(buf, n, "-"); break;
+    case C_STATE:
+        snprintf(buf, n, "%s %s", format_rank_glyph(r->state, p->ascii), state_word(r));
+        break;
+    case C_STEP:
+        if (r->has_step) format_step(buf, n, r->step); else snprintf(buf, n, "-");
+        break;
+    case C_LOSS: format_loss(buf, n, r->has_loss ? r->loss : NAN); break;
+    case C_STEPT: format_step_ms(buf, n, r->step_ms); break;
+    case C_AGE:
+        if (r->last_output_ms > 0) format_age(buf, n, ui->now_ms - r->last_output_ms);
+        else snprintf(buf, n, "-");
+        break;
+    case C_CPU: format_pct(buf, n, r->cpu_pct); break;
+    case C_N: break;
+    }
+}
+
+static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                       const struct paint *p)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    bool shown[C_N];
+    int host_w;
+    choose_columns(wd, shown, &host_w);
+    char buf[128], cell[96];
+
+    /* column header */
+    wmove(w, 1, 0);
+    int x = 0;
+    for (int c = 0; c < C_N; c++) {
+        if (!shown[c]) continue;
+        int cw = c == C_HOST ? host_w : columns[c].width;
+        format_pad(buf, sizeof buf, columns[c].title, cw, columns[c].right, p->ascii);
+        x += view_put(w, p, buf, strlen(buf), wd - x, p->role[ROLE_DIM] | A_BOLD);
+        if (x < wd) x += view_put(w, p, " ", 1, wd - x, p->role[ROLE_DIM]);
+    }
+
+    int cap = h - 2;
+    for (int row = 0; row < cap; row++) {
+        int ri = ui->ranks_top + row;
+        if (ri < 0 || (size_t)ri >= j->n_ranks) break;
+        const struct rank_info *r = &j->ranks[ri];
+        bool sel = ri == ui->selected;
+        attr_t ra = view_rank_attr(r, p);
+        attr_t rowa = sel ? p->role[ROLE_SELECTION] : ra;
+        wmove(w, 2 + row, 0);
+        if (sel) {
+            wattrset(w, rowa);
+            for (int i = 0; i < wd; i++) mvwaddch(w, 2 + row, i, ' ');
+            wattrset(w, A_NORMAL);
+            wmove(w, 2 + row, 0);
+        }
+        x = 0;
+        for (int c = 0; c < C_N; c++) {
+            if (!shown[c]) continue;
+            int cw = c == C_HOST ? host_w : columns[c].width;
+            cell_text(j, r, (enum col_id)c, ui, p, cell, sizeof cell);
+            format_pad(buf, sizeof buf, cell, cw, columns[c].right, p->ascii);
+            attr_t a = rowa;
+            /* the state stays in its colour on the selected row too */
+            if (c == C_STATE && sel) a = ra | A_REVERSE;
+            x += view_put(w, p, buf, strlen(buf), wd - x, a);
+            if (x < wd) x += view_put(w, p, " ", 1, wd - x, rowa);
+        }
+    }
+}
+
+static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                      const struct paint *p)
+{
+    int h = getmaxy(w);
+    struct rect rr = { 0, 0, h, getmaxx(w) };
+    int per_row = layout_grid_per_row(&rr);
+    if (per_row < 1) per_row = 1;
+    for (int row = 0; row < h - 1; row++) {
+        for (int k = 0; k < per_row; k++) {
+            long ri = (long)(ui->ranks_top + row) * per_row + k;
+            if (ri >= (long)j->n_ranks) return;
+            const struct rank_info *r = &j->ranks[ri];
+            attr_t a = view_rank_attr(r, p);
+            if (ri == ui->selected) a = p->role[ROLE_SELECTION];
+            wmove(w, 1 + row, k * LAYOUT_GRID_CELL_W);
+            const char *g = format_rank_glyph(r->state, p->ascii);
+            if (r->state == RANK_RUNNING && r->straggler) g = p->ascii ? "s" : "\u25d1";
+            view_put(w, p, g, strlen(g), LAYOUT_GRID_CELL_W, a);
+        }
+    }
+}
+
+void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                     const struct paint *p)
+{
+    size_t count[RANK_LOST + 1] = { 0 };
+    size_t stragglers = 0;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        if ((unsigned)j->ranks[i].state <= RANK_LOST) count[j->ranks[i].state]++;
+        if (j->ranks[i].straggler) stragglers++;
+    }
+    char title[256];
+    int n = snprintf(title, sizeof title, " Ranks %zu%s", j->n_ranks, ui->grid ? " (grid)" : "");
+    static const enum rank_state order[] = { RANK_RUNNING, RANK_STALLED, RANK_FAILED,
+                                             RANK_LOST, RANK_EXITED, RANK_STOPPED, RANK_PENDING };
+    for (size_t i = 0; i < sizeof order / sizeof *order && n < (int)sizeof title - 40; i++)
+        if (count[order[i]])
+            n += snprintf(title + n, sizeof title - (size_t)n, "  %zu %s", count[order[i]],
+                          rank_state_name(order[i]));
+    if (stragglers && n < (int)sizeof title - 40)
+        snprintf(title + n, sizeof title - (size_t)n, "  %zu straggler%s", stragglers,
+                 stragglers == 1 ? "" : "s");
+    werase(w);
+    view_title(w, p, title, ui->focus == KM_RANKS);
+    if (ui->grid) draw_grid(w, j, ui, p);
+    else draw_table(w, j, ui, p);
+}
+
+void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row)
+{
+    if (n_ranks <= 0) { ui->selected = 0; ui->ranks_top = 0; return; }
+    if (ui->selected < 0) ui->selected = 0;
+    if (ui->selected >= n_ranks) ui->selected = n_ranks - 1;
+    int rows_total = n_ranks, sel_row = ui->selected, rows_cap = capacity;
+    if (ui->grid) {
+        if (per_row < 1) per_row = 1;
+        rows_total = (n_ranks + per_row - 1) / per_row;
+        sel_row = ui->selected / per_row;
+        rows_cap = capacity / per_row;
+    }
+    if (rows_cap < 1) rows_cap = 1;
+    /* one line at a time: the view moves only as far as needed to keep the selection in */
+    if (sel_row < ui->ranks_top) ui->ranks_top = sel_row;
+    if (sel_row >= ui->ranks_top + rows_cap) ui->ranks_top = sel_row - rows_cap + 1;
+    int max_top = rows_total - rows_cap;
+    if (max_top < 0) max_top = 0;
+    if (ui->ranks_top > max_top) ui->ranks_top = max_top;
+    if (ui->ranks_top < 0) ui->ranks_top = 0;
+}

@@ -1,0 +1,160 @@
+/* The dashboard's views: what each pane draws, as functions of (model, UI state, window).
+ * No view reads the clock, a file or the network, and no view changes the model: the
+ * dashboard (dashboard.c) owns the UI state, keeps scroll positions consistent, turns keys
+ * into changes of that state and calls the views once per frame. Shared here: the UI state,
+ * the paint (theme roles resolved to curses attributes), the log pane's line positions (which
+ * the search keys use too) and the chart's per-step aggregate across ranks. */
+#ifndef DDPTOP_VIEWS_H
+#define DDPTOP_VIEWS_H
+
+#include <curses.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+#include "keymap.h"
+#include "layout.h"
+#include "theme.h"
+
+/* Theme roles as curses attributes (colour pair | bold ...), for one terminal. */
+struct paint {
+    attr_t role[ROLE_COUNT];
+    bool ascii;               /* no UTF-8 locale: ASCII glyphs, no braille, '?' for the rest */
+};
+
+enum log_mode {
+    LOGV_RANK,                /* the selected rank's log ring */
+    LOGV_ALL,                 /* every rank's lines merged by arrival */
+    LOGV_STACKS,              /* the stacks captured for a rank (s) */
+};
+
+/* One line of the merged log: which rank and which of its lines. */
+struct merged_ref {
+    int rank;
+    uint64_t seq;
+};
+
+struct ui_state {
+    int64_t now_ms;           /* the frame's mono_ms(): every age on screen agrees */
+    enum km_mode focus;       /* KM_RANKS, KM_LOG or KM_EVENTS */
+    enum km_mode modal;       /* KM_SEARCH, KM_CONFIRM, KM_HELP, or KM_COUNT for none */
+    int selected;             /* the selected rank */
+    int ranks_top;            /* table: first rank shown; grid: first grid row shown */
+    bool grid, log_scale, log_max;
+    bool show_check;          /* preflight results on screen */
+    bool utf8;
+
+    /* log pane: positions are seq numbers (rank mode), merged counters (all mode) or
+     * line numbers from 1 (stacks); 0 means none */
+    enum log_mode log_mode;
+    bool follow;              /* the newest line stays at the bottom */
+    uint64_t log_pos;         /* !follow: the position drawn on the bottom row */
+    int log_hscroll;          /* columns scrolled sideways */
+    char search[128];         /* the active search ("" none), matched case-insensitively */
+    uint64_t mark;            /* the line the last search or error jump found (0 none) */
+
+    /* merged log of all ranks, filled from on_line */
+    struct merged_ref *merged;
+    size_t merged_cap;
+    uint64_t merged_total;    /* entries ever added; entry k (1-based) is merged[(k-1) % cap] */
+
+    /* stacks (s) */
+    int stacks_rank;
+    char **stacks;            /* lines, raw bytes from the agent (sanitized when drawn) */
+    size_t n_stacks;
+
+    int events_back;          /* events pane scrolled back this many from the newest */
+    char **check_lines;       /* the preflight report (table and details) as lines */
+    size_t n_check;
+    int check_top;
+    char **help_lines;        /* generated from the keymap table */
+    size_t n_help;
+    int help_top;
+
+    enum ui_action confirm;   /* the action a y/n question is about */
+    char input[128];          /* the search being typed */
+    size_t input_len;
+    char notice[160];         /* a short message in the status line */
+    int64_t notice_until_ms;
+    char theme_name[64];
+};
+
+/* The chart's data: mean, min and max loss across ranks per logged step, kept incrementally
+ * from the ranks' metric series (each frame reads only the points that are new) and
+ * bounded: past CHART_MAX_POINTS neighbouring steps are merged pairwise. */
+#define CHART_MAX_POINTS 2048
+struct chart_point {
+    double step, sum, lo, hi;
+    int n;
+};
+struct chart_cache {
+    struct chart_point *pts;
+    size_t n, cap;
+    int attempt;              /* the attempt the points came from */
+    bool trim_pending;        /* a new attempt began: its first points replace later steps */
+    void *seen;               /* per rank: the newest point already counted (view_chart.c) */
+    size_t n_ranks;
+    double *x, *mean, *lo, *hi;    /* scratch for chart_compute */
+    uint8_t *line, *band;
+    size_t scratch_cells;
+};
+
+/* Text with attributes: sanitized, cut to max_cols display columns, '?' for non-ASCII when
+ * p->ascii. Returns the columns drawn. (view_header.c) */
+int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
+             attr_t attr);
+/* A pane's title row: the text, the rest of the row in the same role. */
+void view_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
+
+/* The header (1 or 2 rows) and the status line (keys, questions, the search being typed). */
+void view_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                      const struct paint *p);
+void view_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                      const struct paint *p);
+
+/* The ranks table (or grid). The first shown is ui->ranks_top, kept valid by the dashboard
+ * with ranks_scroll_to_selection. */
+void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                     const struct paint *p);
+/* Moves ranks_top so that the selection stays visible with `capacity` ranks on screen
+ * (grid: per_row cells per row), scrolling one line at a time. */
+void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row);
+/* The attribute of a rank by state (stalled, straggler, failed ...). */
+attr_t view_rank_attr(const struct rank_info *r, const struct paint *p);
+
+/* The loss chart. */
+void chart_cache_init(struct chart_cache *c);
+void chart_cache_done(struct chart_cache *c);
+/* Reads the points added to the ranks' series since the last call. */
+void chart_cache_update(struct chart_cache *c, const struct job *j);
+void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
+                     const struct paint *p);
+
+/* The log pane's lines as one sequence of positions [*first, *end). */
+void log_src_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
+                   uint64_t *end);
+/* The text of position pos; NULL when it is gone from the ring. *rank (may be NULL) gets the
+ * rank of the line (-1 for stacks), *stream the log stream. */
+const char *log_src_text(const struct job *j, const struct ui_state *ui, uint64_t pos,
+                         size_t *len, int *rank, int *stream);
+/* From position `from` (exclusive) towards older lines (dir < 0) or newer (dir > 0),
+ * wrapping around once: the first line containing needle, or with needle NULL the first
+ * error line. 0 when there is none. */
+uint64_t log_src_find(const struct job *j, const struct ui_state *ui, uint64_t from, int dir,
+                      const char *needle);
+bool log_is_error_line(const char *s, size_t len);
+void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                   const struct paint *p);
+
+/* Events and the root cause; the preflight pane. */
+void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                      const struct paint *p);
+void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                     const struct paint *p);
+
+/* The help overlay (every key from the keymap table) and the too-small notice. */
+void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p);
+void view_too_small(WINDOW *w, int rows, int cols, const struct paint *p);
+
+#endif
