@@ -25,7 +25,7 @@ endif
 ifeq ($(HAVE_CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
   NVCCFLAGS ?= -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-  CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart
+  CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
   RT_CFLAGS  = -DDDPTOP_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 endif
 
@@ -53,7 +53,7 @@ LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(if $(LAUNCHER_OBJ),$(LIB_LAUNCHER)) $(i
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
 .SECONDARY:
-.PHONY: bench-programs all deps test test-unit test-gpu bench demo asan clean tests
+.PHONY: bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
 $(BUILD)/obj/launcher/%.o: launcher/%.c
@@ -67,7 +67,7 @@ $(BUILD)/obj/runtime/%.o: runtime/%.c
 	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) $(call pkg_cflags,$(PKGS_RT)) -c $< -o $@
 $(BUILD)/obj/runtime/%.cu.o: runtime/%.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -Iruntime -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -Iruntime -c $< -o $@
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) -Itests $(call pkg_cflags,$(PKGS_TUI) $(PKGS_RT)) -c $< -o $@
@@ -105,7 +105,15 @@ $(BUILD)/obj/tests/bench/%.o: tests/bench/%.c
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
-bench-programs: $(BENCH_BIN)
+# CUDA benchmark programs (tests/bench/*.cu), only in a CUDA build.
+BENCH_CU_BIN = $(if $(HAVE_CUDA),$(patsubst tests/bench/%.cu,$(BUILD)/bench/%,$(wildcard tests/bench/*.cu)))
+$(BUILD)/obj/tests/bench/%.cu.o: tests/bench/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -Iruntime -Itests -c $< -o $@
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.cu.o $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
+bench-programs: $(BENCH_BIN) $(BENCH_CU_BIN)
 
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
@@ -129,12 +137,17 @@ test: deps
 test-unit: all
 	@BUILD=$(BUILD) tests/run.sh $(T)
 
+# tests/test_gpu_*.c and tests/gpu_*.sh: they skip, saying why, when no GPU is visible.
 test-gpu: all
-	@BUILD=$(BUILD) tests/run.sh 'gpu_*'
+	@BUILD=$(BUILD) tests/run.sh '*gpu_*'
 
 bench: deps
 	@$(MAKE) --no-print-directory all bench-programs
 	@BUILD=$(BUILD) tests/bench/run.sh
+
+# The GPU figures only (tests/bench/gpu.sh); "no GPU: skipped" without one.
+bench-gpu: all bench-programs
+	@BUILD=$(BUILD) bash tests/bench/gpu.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -22,6 +22,7 @@
 #include "optim.h"
 #include "snapshot.h"
 #include "store.h"
+#include "train_cuda.h"
 
 #define EMBED_DEFAULT 32
 #define COMM_TIMEOUT_DEFAULT 300.0   /* s a collective waits for a silent peer */
@@ -42,6 +43,8 @@ void train_opts_default(struct train_opts *o)
     o->log_every = 10;
     o->bucket_mb = 25.0;
     o->rdzv_timeout = 300.0;
+    o->device_cuda = TRAIN_DEVICE_AUTO;
+    o->precision = 1;   /* tf32 */
 }
 
 int train_parse_fault(const char *s, struct train_fault *f)
@@ -94,6 +97,8 @@ struct run {
     struct data_sampler sampler;
     struct model *model;
     struct optim opt;
+    struct train_cuda *gpu; /* NULL: training on the CPU */
+    float *grad_base;       /* the gradients buckets slice: model->grads, or the GPU's */
     uint64_t rng_state;     /* reserved for stochastic layers; saved and restored */
     long step;              /* optimizer steps completed */
     long resumed_from;      /* -1: fresh */
@@ -130,7 +135,7 @@ static void start_bucket(struct run *r)
 {
     struct bucket *b = &r->buckets[r->next_bucket++];
     double t0 = mono_ms();
-    if (comm_allreduce_avg_start(r->comm, r->model->grads + b->off, b->n))
+    if (comm_allreduce_avg_start(r->comm, r->grad_base + b->off, b->n))
         rt_fatal(__FILE__, __LINE__, "gradient all-reduce failed to start: %s", r->comm->err);
     r->wait_ms += mono_ms() - t0;
 }
@@ -235,9 +240,13 @@ static void train_connect(struct run *r)
             exit(2);
         }
     }
-    r->comm = comm_ring_new(e, r->st, comm_timeout, err, sizeof err);
+    if (r->gpu)
+        r->comm = train_cuda_comm_new(r->gpu, e, r->st, comm_timeout, err, sizeof err);
+    else
+        r->comm = comm_ring_new(e, r->st, comm_timeout, err, sizeof err);
     if (!r->comm) {
-        rt_log("setting up the CPU ring all-reduce failed: %s", err);
+        rt_log("setting up the %s failed: %s", r->gpu ? "NCCL communicator" :
+               "CPU ring all-reduce", err);
         exit(1);
     }
 }
@@ -345,6 +354,7 @@ static void train_save(struct run *r)
         .beta2 = r->opt.beta2, .eps = r->opt.eps, .weight_decay = r->opt.weight_decay,
     };
     char err[1024];
+    if (r->gpu) train_cuda_download(r->gpu, &r->opt);   /* one portable format */
     if (snapshot_save(o->snapshot, &meta, r->model->params, r->opt.m, r->opt.v, err,
                       sizeof err)) {
         rt_log("warning: %s; training goes on without this snapshot", err);
@@ -433,6 +443,12 @@ int train_run(const struct train_opts *o)
         rt_log("%s", bad);
         return 2;
     }
+    int use_cuda = train_cuda_choose(o->device_cuda, &r->env, err, sizeof err);
+    if (use_cuda < 0) {
+        rt_log("%s", err);
+        return 2;
+    }
+    if (*err) rt_log("%s", err);
     if (o->data) {
         if (data_load_file(&r->corpus, o->data, err, sizeof err)) {
             rt_log("%s", err);
@@ -451,15 +467,26 @@ int train_run(const struct train_opts *o)
     model_init_params(r->model, o->seed);
     optim_init(&r->opt, r->model->n_params, o->lr);
     r->rng_state = o->seed ^ 0x747261696e726e67ULL;
+    r->grad_base = r->model->grads;
+    if (use_cuda) {   /* before train_connect: NCCL needs the device selected */
+        r->gpu = train_cuda_new(r->model, r->env.local_rank, o->precision);
+        r->grad_base = train_cuda_grads(r->gpu);
+    }
     plan_buckets(r);
     train_connect(r);
     if (o->snapshot) train_resume(r);
     train_agree_step(r);
+    if (r->gpu) {
+        train_cuda_upload(r->gpu, &r->opt);   /* init or resumed state, from the host */
+        char what[400];
+        train_cuda_describe(r->gpu, what, sizeof what);
+        if (r->env.rank == 0) rt_log("training on %s", what);
+    }
     if (r->env.rank == 0 && r->comm)
         rt_log("world of %d, %zu parameters, gradients in %d all-reduce bucket(s), overlap %s",
                r->env.world_size, r->model->n_params, r->n_buckets,
                o->no_overlap ? "off" : "on");
-    metrics_start(r->model->n_params, r->resumed_from, "cpu");
+    metrics_start(r->model->n_params, r->resumed_from, r->gpu ? "cuda" : "cpu");
 
     int B = o->batch, W = r->env.world_size;
     uint8_t *tokens = malloc((size_t)B * o->cfg.context), *targets = malloc((size_t)B);
@@ -473,12 +500,23 @@ int train_run(const struct train_opts *o)
         r->wait_ms = 0;
         r->next_bucket = 0;
         data_sampler_next(&r->sampler, tokens, targets, NULL);
-        float loss = model_forward(r->model, tokens, targets, B);
-        RT_CHECK(isfinite(loss), "loss is %f at step %ld: training diverged; lower --lr", loss,
-                 r->step + 1);
-        model_backward(r->model, on_grads_ready, r);
-        sync_grads(r);
-        optim_step(&r->opt, r->model);
+        float loss;
+        if (r->gpu) {   /* the same step queued on the GPU; the loss is known at its end */
+            train_cuda_forward(r->gpu, tokens, targets, B);
+            train_cuda_backward(r->gpu, on_grads_ready, r);
+            sync_grads(r);
+            train_cuda_optim_step(r->gpu, &r->opt);
+            loss = train_cuda_loss(r->gpu);
+            RT_CHECK(isfinite(loss), "loss is %f at step %ld: training diverged; lower --lr",
+                     loss, r->step + 1);
+        } else {
+            loss = model_forward(r->model, tokens, targets, B);
+            RT_CHECK(isfinite(loss), "loss is %f at step %ld: training diverged; lower --lr",
+                     loss, r->step + 1);
+            model_backward(r->model, on_grads_ready, r);
+            sync_grads(r);
+            optim_step(&r->opt, r->model);
+        }
         r->step++;
         sum_loss += loss;
         sum_step += mono_ms() - t0;
@@ -496,10 +534,12 @@ int train_run(const struct train_opts *o)
             ((o->snapshot_every > 0 && r->step % o->snapshot_every == 0) || r->step == o->steps))
             train_save(r);
     }
+    if (r->gpu) train_cuda_download(r->gpu, NULL);   /* the checksum is of the host copy */
     uint64_t sum = hash_floats_le(HASH_FNV1A64_INIT, r->model->params, r->model->n_params);
     metrics_done(r->step, sum);
     dump_params(r);
     train_finish(r);
+    train_cuda_free(r->gpu);
     free(tokens);
     free(targets);
     free(r->buckets);

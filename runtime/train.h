@@ -25,11 +25,12 @@ struct train_opts {
     const char *snapshot;       /* NULL: no snapshots */
     long snapshot_every;        /* 0: only at the end */
     long log_every;
-    int device_cuda;
+    int device_cuda;            /* -1 auto (cuda when this rank can have a GPU), 0 cpu, 1 cuda */
     double bucket_mb;
     struct train_fault fault;
     double rdzv_timeout;
     int no_overlap;
+    int precision;              /* GPU matrix products: 0 fp32, 1 tf32 (default), 2 bf16 */
 };
 
 /* The defaults, which train the built-in corpus below a loss of 2.5 in well under a minute. */

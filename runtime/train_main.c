@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "train.h"
+#include "train_cuda.h"
 
 static const char usage_text[] =
     "usage: ddptop-train [--data FILE] [--steps N] [--batch-size B] [--lr LR] [--seed S]\n"
     "                    [--hidden H] [--layers L] [--context C] [--snapshot PATH]\n"
     "                    [--snapshot-every K] [--log-every K] [--device cpu|cuda]\n"
     "                    [--bucket-mb M] [--fault KIND@STEP[:RANK]] [--rdzv-timeout SEC]\n"
-    "                    [--no-overlap] [--help]\n"
+    "                    [--no-overlap] [--precision fp32|tf32|bf16] [--help]\n"
     "\n"
     "Trains a byte-level language model with data parallelism across the ranks that the\n"
     "torchrun environment describes (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -33,12 +34,15 @@ static const char usage_text[] =
     "                       previous one) every K steps and at the end, on local rank 0\n"
     "  --snapshot-every K   steps between snapshots, 0: at the end only (default 50)\n"
     "  --log-every K        steps between metrics lines (default 10; the last step always)\n"
-    "  --device cpu|cuda    compute device (default cpu; cuda needs a CUDA build)\n"
+    "  --device cpu|cuda    compute device (default: cuda when this build has CUDA and every\n"
+    "                       rank on the node can have a GPU of its own, else cpu)\n"
     "  --bucket-mb M        gradient all-reduce bucket size in MiB (default 25)\n"
     "  --fault KIND@STEP[:RANK]  inject a fault before STEP: crash (SIGSEGV), hang, exit\n"
     "                       (status 3); without RANK on every rank\n"
     "  --rdzv-timeout SEC   how long to retry the rendezvous store (default 300)\n"
     "  --no-overlap         start gradient all-reduces only after the whole backward pass\n"
+    "  --precision P        GPU matrix products: fp32, tf32 (default) or bf16 (fp32 master\n"
+    "                       weights); the CPU always computes in fp32\n"
     "  --help               this text\n";
 
 static void usage_error(const char *fmt, const char *arg)
@@ -80,7 +84,7 @@ int main(int argc, char **argv)
 {
     enum { O_DATA = 256, O_STEPS, O_BATCH, O_LR, O_SEED, O_HIDDEN, O_LAYERS, O_CONTEXT,
            O_SNAPSHOT, O_SNAP_EVERY, O_LOG_EVERY, O_DEVICE, O_BUCKET, O_FAULT, O_RDZV,
-           O_NO_OVERLAP, O_HELP };
+           O_NO_OVERLAP, O_PRECISION, O_HELP };
     static const struct option longopts[] = {
         { "data", required_argument, NULL, O_DATA },
         { "steps", required_argument, NULL, O_STEPS },
@@ -98,6 +102,7 @@ int main(int argc, char **argv)
         { "fault", required_argument, NULL, O_FAULT },
         { "rdzv-timeout", required_argument, NULL, O_RDZV },
         { "no-overlap", no_argument, NULL, O_NO_OVERLAP },
+        { "precision", required_argument, NULL, O_PRECISION },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -126,8 +131,8 @@ int main(int argc, char **argv)
             break;
         case O_LOG_EVERY: o.log_every = parse_long("--log-every", optarg, 1, 1000000000L); break;
         case O_DEVICE:
-            if (!strcmp(optarg, "cpu")) o.device_cuda = 0;
-            else if (!strcmp(optarg, "cuda")) o.device_cuda = 1;
+            if (!strcmp(optarg, "cpu")) o.device_cuda = TRAIN_DEVICE_CPU;
+            else if (!strcmp(optarg, "cuda")) o.device_cuda = TRAIN_DEVICE_CUDA;
             else usage_error("--device: '%s' is neither cpu nor cuda", optarg);
             break;
         case O_BUCKET: o.bucket_mb = parse_double("--bucket-mb", optarg, 0, 1 << 20); break;
@@ -138,22 +143,17 @@ int main(int argc, char **argv)
             break;
         case O_RDZV: o.rdzv_timeout = parse_double("--rdzv-timeout", optarg, 0, 1e7); break;
         case O_NO_OVERLAP: o.no_overlap = 1; break;
+        case O_PRECISION:
+            o.precision = train_cuda_precision_parse(optarg);
+            if (o.precision < 0)
+                usage_error("--precision: '%s' is not fp32, tf32 or bf16", optarg);
+            break;
         case O_HELP: fputs(usage_text, stdout); return 0;
         case ':': usage_error("%s needs a value", argv[optind - 1]); break;
         default: usage_error("unknown option '%s'", argv[optind - 1]); break;
         }
     }
     if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
-    if (o.device_cuda) {
-#ifdef DDPTOP_HAVE_CUDA
-        fprintf(stderr, "ddptop-train: --device cuda: the CUDA backend is not implemented in "
-                "this version yet; use --device cpu\n");
-#else
-        fprintf(stderr, "ddptop-train: --device cuda: this ddptop-train was built without "
-                "CUDA (no nvcc under CUDA_HOME at build time); use --device cpu or rebuild "
-                "with CUDA\n");
-#endif
-        return 2;
-    }
+    /* --device cuda without a usable GPU is refused in train_run, which knows the rank */
     return train_run(&o);
 }

@@ -7,6 +7,9 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 ulimit -c 0   # the crash fault must not leave core files around
+# This is the CPU runtime's test: on a machine with a GPU the default device would be cuda
+# (tests/gpu_train.sh covers that), and the exact comparisons below are the CPU's.
+export CUDA_VISIBLE_DEVICES=
 
 TRAIN=${DDPTOP_BUILD:-$PWD/build}/ddptop-train
 PY=/usr/bin/python3

@@ -9,6 +9,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 TRAIN=${DDPTOP_BUILD:-$PWD/build}/ddptop-train
+export CUDA_VISIBLE_DEVICES=   # the CPU figures; tests/bench/gpu.sh measures the GPU
 STEPS=${BENCH_STEPS:-120}
 REPEAT=${BENCH_REPEAT:-3}
 WARMUP=20

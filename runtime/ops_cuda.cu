@@ -1,0 +1,502 @@
+/* CUDA kernels behind ops_cuda.h: the model's math on the GPU, one function per ops.h kernel.
+ * Matrix products go through cuBLAS (cublasGemmEx: fp32, TF32 or bf16 operands with fp32
+ * accumulation); the rest are plain kernels written for clarity first. No kernel uses
+ * floating-point atomics: every sum has a fixed order, so a run repeats itself bit for bit.
+ * Speed-ups that keep that property (16-byte vector accesses, a sort-free parallel embedding
+ * backward, a bf16 shadow of the weights) are listed in docs/gpu.md. */
+#include "ops_cuda.h"
+
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_check.h"
+
+#define THREADS 256
+#define MAX_BLOCKS 65536   /* grid-stride loops cover the rest */
+
+static struct {
+    int ready, device;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    enum ops_precision prec;
+    char name[256];
+    __nv_bfloat16 *bf_a, *bf_b;   /* bf16 copies of a product's operands (BF16 mode) */
+    size_t bf_a_cap, bf_b_cap;    /* elements */
+    double *row_loss;             /* per-row losses of softmax_xent_forward */
+    size_t row_loss_cap;
+} g;
+
+static unsigned blocks_for(size_t n)
+{
+    size_t b = (n + THREADS - 1) / THREADS;
+    if (b < 1) b = 1;
+    return (unsigned)(b > MAX_BLOCKS ? MAX_BLOCKS : b);
+}
+
+/* Grows a scratch buffer (only in the first steps: then every size has been seen). The old
+ * one may still be read by queued kernels: wait for them first. */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    if (p) {
+        cudaCheck(cudaStreamSynchronize(g.stream));
+        cudaCheck(cudaFree(p));
+    }
+    cudaCheck(cudaMalloc(&p, need * elem));
+    *cap = need;
+    return p;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+int ops_cuda_device_count(char *why, size_t whylen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, whylen, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        cudaGetLastError();   /* not sticky: clear it */
+        return 0;
+    }
+    if (n <= 0) {
+        snprintf(why, whylen, "cudaGetDeviceCount: 0 devices");
+        return 0;
+    }
+    if (whylen) why[0] = '\0';
+    return n;
+}
+
+void ops_cuda_init(int local_rank, enum ops_precision prec)
+{
+    if (g.ready) {   /* once per process; a second call only changes the precision */
+        g.prec = prec;
+        return;
+    }
+    char why[256];
+    int n = ops_cuda_device_count(why, sizeof why);
+    RT_CHECK(n > 0, "no CUDA device visible (%s)", why);
+    g.device = (local_rank < 0 ? 0 : local_rank) % n;
+    cudaCheck(cudaSetDevice(g.device));
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, g.device));
+    snprintf(g.name, sizeof g.name, "%s", prop.name);
+    RT_CHECK(prop.major >= 9, "GPU %d (%s) has compute capability %d.%d, but this build has "
+             "code for sm_90 (H100/H200) only: rebuild with NVCCFLAGS='-O2 -gencode "
+             "arch=compute_%d%d,code=sm_%d%d'", g.device, prop.name, prop.major, prop.minor,
+             prop.major, prop.minor, prop.major, prop.minor);
+    cudaCheck(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+    cublasCheck(cublasCreate(&g.blas));
+    cublasCheck(cublasSetStream(g.blas, g.stream));
+    g.prec = prec;
+    g.ready = 1;
+}
+
+void ops_cuda_done(void)
+{
+    if (!g.ready) return;
+    cudaCheck(cudaStreamSynchronize(g.stream));
+    cublasDestroy(g.blas);
+    cudaStreamDestroy(g.stream);
+    cudaFree(g.bf_a);
+    cudaFree(g.bf_b);
+    cudaFree(g.row_loss);
+    memset(&g, 0, sizeof g);
+}
+
+int ops_cuda_device(void) { return g.device; }
+const char *ops_cuda_device_name(void) { return g.name; }
+enum ops_precision ops_cuda_precision(void) { return g.prec; }
+void ops_cuda_set_precision(enum ops_precision prec) { g.prec = prec; }
+void *ops_cuda_stream(void) { return (void *)g.stream; }
+
+void *ops_cuda_alloc(size_t bytes)
+{
+    void *p = NULL;
+    cudaCheck(cudaMalloc(&p, bytes ? bytes : 1));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, g.stream));
+    cudaCheck(cudaStreamSynchronize(g.stream));
+    return p;
+}
+
+void ops_cuda_free(void *p)
+{
+    if (p) cudaCheck(cudaFree(p));
+}
+
+void *ops_cuda_alloc_host(size_t bytes)
+{
+    void *p = NULL;
+    cudaCheck(cudaMallocHost(&p, bytes ? bytes : 1));
+    memset(p, 0, bytes ? bytes : 1);
+    return p;
+}
+
+void ops_cuda_free_host(void *p)
+{
+    if (p) cudaCheck(cudaFreeHost(p));
+}
+
+void ops_cuda_upload_async(void *dst, const void *src, size_t bytes)
+{
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
+}
+
+void ops_cuda_upload(void *dst, const void *src, size_t bytes)
+{
+    ops_cuda_upload_async(dst, src, bytes);
+    cudaCheck(cudaStreamSynchronize(g.stream));
+}
+
+void ops_cuda_download_async(void *dst, const void *src, size_t bytes)
+{
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g.stream));
+}
+
+void ops_cuda_download(void *dst, const void *src, size_t bytes)
+{
+    ops_cuda_download_async(dst, src, bytes);
+    cudaCheck(cudaStreamSynchronize(g.stream));
+}
+
+void ops_cuda_sync(void)
+{
+    cudaCheck(cudaStreamSynchronize(g.stream));
+}
+
+double ops_cuda_time_ms(void (*fn)(void *ctx), void *ctx, int reps)
+{
+    cudaEvent_t t0, t1;
+    cudaCheck(cudaEventCreate(&t0));
+    cudaCheck(cudaEventCreate(&t1));
+    fn(ctx);   /* warm-up: lazy allocations, cuBLAS heuristics */
+    cudaCheck(cudaEventRecord(t0, g.stream));
+    for (int i = 0; i < reps; i++)
+        fn(ctx);
+    cudaCheck(cudaEventRecord(t1, g.stream));
+    cudaCheck(cudaEventSynchronize(t1));
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, t0, t1));
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    return reps > 0 ? ms / reps : 0.0;
+}
+
+/* ---- elementwise and small kernels ------------------------------------------------------- */
+
+#define GRID_STRIDE(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (size_t)gridDim.x * blockDim.x)
+
+__global__ static void k_zero(float *x, size_t n)
+{
+    GRID_STRIDE(i, n) x[i] = 0.0f;
+}
+
+__global__ static void k_embed_forward(float *out, const uint8_t *tok, const float *wte, int B,
+                                       int C, int E)
+{
+    size_t n = (size_t)B * C * E;
+    GRID_STRIDE(i, n) {
+        size_t b = i / ((size_t)C * E), rem = i % ((size_t)C * E);
+        size_t c = rem / E, e = rem % E;
+        out[i] = wte[((size_t)c * 256 + tok[b * C + c]) * E + e];
+    }
+}
+
+/* One thread per (position c, feature e): it owns column e of table c, so it can add the batch
+ * in order b = 0, 1, ... without atomics: the CPU's order, hence the CPU's sums exactly. */
+__global__ static void k_embed_backward(float *dwte, const float *dout, const uint8_t *tok,
+                                        int B, int C, int E)
+{
+    size_t n = (size_t)C * E;
+    GRID_STRIDE(j, n) {
+        size_t c = j / E, e = j % E;
+        for (int b = 0; b < B; b++) {
+            size_t v = tok[(size_t)b * C + c];
+            dwte[(c * 256 + v) * E + e] += dout[(size_t)b * C * E + j];
+        }
+    }
+}
+
+__global__ static void k_bias_broadcast(float *out, const float *bias, int B, int OC)
+{
+    size_t n = (size_t)B * OC;
+    GRID_STRIDE(i, n) out[i] = bias[i % OC];
+}
+
+/* dbias[o] = sum over rows of dout[b][o]: block (32, 8) per 32 columns; each thread sums every
+ * 8th row, then the 8 partial sums are added in a fixed order. */
+__global__ static void k_colsum(float *dbias, const float *dout, int B, int OC)
+{
+    __shared__ float part[8][33];
+    int o = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (o < OC)
+        for (int b = threadIdx.y; b < B; b += 8)
+            s += dout[(size_t)b * OC + o];
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < OC) {
+        float t = 0.0f;
+        for (int k = 0; k < 8; k++)
+            t += part[k][threadIdx.x];
+        dbias[o] = t;
+    }
+}
+
+#define GELU_SCALE 0.7978845608028654f   /* sqrt(2/pi) */
+
+__global__ static void k_gelu_forward(float *out, const float *inp, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        float x = inp[i];
+        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+
+__global__ static void k_gelu_backward(float *dinp, const float *inp, const float *dout,
+                                       size_t n)
+{
+    GRID_STRIDE(i, n) {
+        float x = inp[i];
+        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        float th = tanhf(u);
+        float sech2 = 1.0f - th * th;
+        float local = 0.5f * (1.0f + th)
+                    + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = local * dout[i];
+    }
+}
+
+/* Block-wide reductions for blockDim.x == THREADS (a multiple of 32): warp shuffles, then the
+ * warps' results in warp order. Fixed order, so deterministic. Every thread gets the result. */
+__device__ static float block_max(float x)
+{
+    __shared__ float w[THREADS / 32];
+    __shared__ float res;
+    for (int off = 16; off > 0; off >>= 1)
+        x = fmaxf(x, __shfl_down_sync(0xffffffffu, x, off));
+    if ((threadIdx.x & 31) == 0) w[threadIdx.x >> 5] = x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float m = w[0];
+        for (int k = 1; k < THREADS / 32; k++) m = fmaxf(m, w[k]);
+        res = m;
+    }
+    __syncthreads();
+    return res;
+}
+
+__device__ static double block_sum(double x)
+{
+    __shared__ double w[THREADS / 32];
+    __shared__ double res;
+    for (int off = 16; off > 0; off >>= 1)
+        x += __shfl_down_sync(0xffffffffu, x, off);
+    if ((threadIdx.x & 31) == 0) w[threadIdx.x >> 5] = x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (int k = 0; k < THREADS / 32; k++) s += w[k];
+        res = s;
+    }
+    __syncthreads();
+    return res;
+}
+
+/* One block per row; the sum of exponentials in double as on the CPU. */
+__global__ static void k_softmax_xent_forward(float *probs, double *row_loss,
+                                              const float *logits, const uint8_t *targets, int V)
+{
+    int b = blockIdx.x;
+    const float *z = logits + (size_t)b * V;
+    float *p = probs + (size_t)b * V;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        mx = fmaxf(mx, z[j]);
+    mx = block_max(mx);
+    double sum = 0.0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float e = expf(z[j] - mx);
+        p[j] = e;
+        sum += e;
+    }
+    sum = block_sum(sum);
+    float inv = (float)(1.0 / sum);
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        p[j] *= inv;
+    if (threadIdx.x == 0)
+        row_loss[b] = log(sum) - (double)(z[targets[b]] - mx);
+}
+
+/* The mean over rows, one block, fixed order: the loss the trainer copies once per step. */
+__global__ static void k_mean_loss(float *loss, const double *row_loss, int B)
+{
+    double s = 0.0;
+    for (int i = threadIdx.x; i < B; i += blockDim.x)
+        s += row_loss[i];
+    s = block_sum(s);
+    if (threadIdx.x == 0) *loss = (float)(s / B);
+}
+
+__global__ static void k_softmax_xent_backward(float *dlogits, const float *probs,
+                                               const uint8_t *targets, int B, int V)
+{
+    float inv_b = 1.0f / (float)B;
+    size_t n = (size_t)B * V;
+    GRID_STRIDE(i, n) {
+        size_t b = i / V, j = i % V;
+        float d = __fmul_rn(probs[i], inv_b);   /* no fused multiply-add: the CPU's rounding */
+        if (j == targets[b]) d = __fsub_rn(d, inv_b);
+        dlogits[i] = d;
+    }
+}
+
+__global__ static void k_adamw(float *p, const float *g_, float *m, float *v, size_t n, float lr,
+                               float beta1, float beta2, float eps, float wd, float bc1,
+                               float bc2)
+{
+    GRID_STRIDE(i, n) {
+        float gi = g_[i];
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = mi / bc1;
+        float vhat = vi / bc2;
+        float pi = p[i];
+        pi -= lr * wd * pi;
+        pi -= lr * mhat / (sqrtf(vhat) + eps);
+        p[i] = pi;
+    }
+}
+
+__global__ static void k_to_bf16(__nv_bfloat16 *out, const float *in, size_t n)
+{
+    GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+/* ---- the ops.h functions ----------------------------------------------------------------- */
+
+void ops_cuda_zero(float *x, size_t n)
+{
+    if (!n) return;
+    k_zero<<<blocks_for(n), THREADS, 0, g.stream>>>(x, n);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_embed_forward(float *out, const uint8_t *tok, const float *wte, int B, int C,
+                            int E)
+{
+    size_t n = (size_t)B * C * E;
+    k_embed_forward<<<blocks_for(n), THREADS, 0, g.stream>>>(out, tok, wte, B, C, E);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_embed_backward(float *dwte, const float *dout, const uint8_t *tok, int B, int C,
+                             int E)
+{
+    size_t n = (size_t)C * E;
+    k_embed_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dwte, dout, tok, B, C, E);
+    cudaCheckLaunch();
+}
+
+/* C = op(A) * op(B) + beta * C in cuBLAS's column-major terms; a_n and b_n are the element
+ * counts of A and B (for the bf16 copies). */
+static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                 const float *A, int lda, size_t a_n, const float *B, int ldb, size_t b_n,
+                 float beta, float *C, int ldc)
+{
+    const float alpha = 1.0f;
+    if (g.prec == OPS_PREC_BF16) {
+        g.bf_a = (__nv_bfloat16 *)grow(g.bf_a, &g.bf_a_cap, a_n, sizeof(__nv_bfloat16));
+        g.bf_b = (__nv_bfloat16 *)grow(g.bf_b, &g.bf_b_cap, b_n, sizeof(__nv_bfloat16));
+        k_to_bf16<<<blocks_for(a_n), THREADS, 0, g.stream>>>(g.bf_a, A, a_n);
+        cudaCheckLaunch();
+        k_to_bf16<<<blocks_for(b_n), THREADS, 0, g.stream>>>(g.bf_b, B, b_n);
+        cudaCheckLaunch();
+        cublasCheck(cublasGemmEx(g.blas, ta, tb, m, n, k, &alpha, g.bf_a, CUDA_R_16BF, lda,
+                                 g.bf_b, CUDA_R_16BF, ldb, &beta, C, CUDA_R_32F, ldc,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    cublasComputeType_t ct = g.prec == OPS_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                     : CUBLAS_COMPUTE_32F;
+    cublasCheck(cublasGemmEx(g.blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F,
+                             ldb, &beta, C, CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT));
+}
+
+/* Row-major X[R][C] is column-major X^T (leading dimension C), so with ops.h's names:
+ *   out = inp W^T   ->  out^T [OC x B]  = W inp^T     : gemm(T, N, OC, B, IC, w, inp)
+ *   dW = dout^T inp ->  dW^T  [IC x OC] = inp^T dout  : gemm(N, T, IC, OC, B, inp, dout)
+ *   dinp = dout W   ->  dinp^T[IC x B]  = W^T dout^T  : gemm(N, N, IC, B, OC, w, dout) */
+void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const float *bias,
+                             int B, int IC, int OC)
+{
+    size_t n = (size_t)B * OC;
+    k_bias_broadcast<<<blocks_for(n), THREADS, 0, g.stream>>>(out, bias, B, OC);
+    cudaCheckLaunch();
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, IC, (size_t)OC * IC, inp, IC, (size_t)B * IC,
+         1.0f, out, OC);
+}
+
+void ops_cuda_linear_backward(float *dinp, float *dw, float *dbias, const float *dout,
+                              const float *inp, const float *w, int B, int IC, int OC)
+{
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, IC, (size_t)B * IC, dout, OC,
+         (size_t)B * OC, 0.0f, dw, IC);
+    dim3 block(32, 8);
+    k_colsum<<<(OC + 31) / 32, block, 0, g.stream>>>(dbias, dout, B, OC);
+    cudaCheckLaunch();
+    if (dinp)
+        gemm(CUBLAS_OP_N, CUBLAS_OP_N, IC, B, OC, w, IC, (size_t)OC * IC, dout, OC,
+             (size_t)B * OC, 0.0f, dinp, IC);
+}
+
+void ops_cuda_gelu_forward(float *out, const float *inp, size_t n)
+{
+    if (!n) return;
+    k_gelu_forward<<<blocks_for(n), THREADS, 0, g.stream>>>(out, inp, n);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+{
+    if (!n) return;
+    k_gelu_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dinp, inp, dout, n);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_softmax_xent_forward(float *probs, float *loss, const float *logits,
+                                   const uint8_t *targets, int B, int V)
+{
+    g.row_loss = (double *)grow(g.row_loss, &g.row_loss_cap, (size_t)B, sizeof(double));
+    k_softmax_xent_forward<<<B, THREADS, 0, g.stream>>>(probs, g.row_loss, logits, targets, V);
+    cudaCheckLaunch();
+    k_mean_loss<<<1, THREADS, 0, g.stream>>>(loss, g.row_loss, B);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_softmax_xent_backward(float *dlogits, const float *probs, const uint8_t *targets,
+                                    int B, int V)
+{
+    size_t n = (size_t)B * V;
+    k_softmax_xent_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dlogits, probs, targets,
+                                                                      B, V);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                    float beta1, float beta2, float eps, float wd, long t)
+{
+    if (!n) return;
+    /* on the host with the host's powf, exactly as ops_adamw */
+    float bc1 = 1.0f - powf(beta1, (float)t);
+    float bc2 = 1.0f - powf(beta2, (float)t);
+    k_adamw<<<blocks_for(n), THREADS, 0, g.stream>>>(p, grad, m, v, n, lr, beta1, beta2, eps,
+                                                      wd, bc1, bc2);
+    cudaCheckLaunch();
+}

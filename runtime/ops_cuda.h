@@ -1,0 +1,93 @@
+/* The CUDA backend of the model's math: the same kernels as ops.h, one function each, on device
+ * pointers, all queued on one compute stream (ops_cuda_stream) in call order. Plain C types only,
+ * so C files use it without CUDA's headers; the implementation is ops_cuda.cu (built only when
+ * CUDA is found, DDPTOP_HAVE_CUDA). Any CUDA or cuBLAS failure prints
+ * "ddptop-train rank R: file:line: ..." and exits 1 (rt_fatal): a rank that cannot compute
+ * says why and stops, and the launcher reports it.
+ *
+ * Results match ops_cpu.c within the tolerances of docs/gpu.md, not bit for bit (other
+ * summation orders, fused multiply-add, TF32/bf16 matrix products). Every kernel is
+ * deterministic (no floating-point atomics), so a GPU run repeats itself bit for bit on the same
+ * GPU model and library versions, which exact resume relies on. */
+#ifndef DDPTOP_OPS_CUDA_H
+#define DDPTOP_OPS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How matrix products are computed; everything else is fp32 in every mode.
+ *   FP32: fp32 inputs and products (closest to the CPU, slowest).
+ *   TF32: fp32 storage, tensor cores round the inputs to TF32 (10-bit mantissa); the default.
+ *   BF16: operands converted to bf16 for each product, fp32 accumulation and fp32 results;
+ *         parameters, gradients and AdamW state stay fp32 (the master weights). */
+enum ops_precision { OPS_PREC_FP32, OPS_PREC_TF32, OPS_PREC_BF16 };
+
+/* Visible devices (CUDA_VISIBLE_DEVICES applies). 0 when none, with why filled in, e.g.
+ * "cudaGetDeviceCount: no CUDA-capable device is detected". Never exits. */
+int ops_cuda_device_count(char *why, size_t whylen);
+
+/* Selects device local_rank modulo the visible count, creates the compute stream and the
+ * cuBLAS handle. Call once per process before anything below. */
+void ops_cuda_init(int local_rank, enum ops_precision prec);
+void ops_cuda_done(void);
+int ops_cuda_device(void);
+/* "NVIDIA H100 80GB HBM3" etc. */
+const char *ops_cuda_device_name(void);
+enum ops_precision ops_cuda_precision(void);
+void ops_cuda_set_precision(enum ops_precision prec);
+/* The compute stream, a cudaStream_t; the NCCL backend orders its work after it. */
+void *ops_cuda_stream(void);
+
+/* Device memory, zero-filled. */
+void *ops_cuda_alloc(size_t bytes);
+void ops_cuda_free(void *p);
+/* Host memory that copies can use asynchronously (page-locked). */
+void *ops_cuda_alloc_host(size_t bytes);
+void ops_cuda_free_host(void *p);
+/* Copies ordered on the compute stream. upload/download return when the copy is done;
+ * upload_async returns at once (src must stay untouched until the stream passes it). */
+void ops_cuda_upload(void *dst_dev, const void *src_host, size_t bytes);
+void ops_cuda_upload_async(void *dst_dev, const void *src_host, size_t bytes);
+void ops_cuda_download(void *dst_host, const void *src_dev, size_t bytes);
+void ops_cuda_download_async(void *dst_host, const void *src_dev, size_t bytes);
+/* Waits for everything queued on the compute stream. */
+void ops_cuda_sync(void);
+
+/* ---- the kernels: ops.h's contract, on device pointers, queued on the compute stream ---- */
+
+void ops_cuda_zero(float *x, size_t n);
+void ops_cuda_embed_forward(float *out, const uint8_t *tok, const float *wte, int B, int C,
+                            int E);
+/* Accumulates like ops_embed_backward, in the same order per element (deterministic). */
+void ops_cuda_embed_backward(float *dwte, const float *dout, const uint8_t *tok, int B, int C,
+                             int E);
+void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const float *bias,
+                             int B, int IC, int OC);
+void ops_cuda_linear_backward(float *dinp, float *dw, float *dbias, const float *dout,
+                              const float *inp, const float *w, int B, int IC, int OC);
+void ops_cuda_gelu_forward(float *out, const float *inp, size_t n);
+void ops_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+/* As ops_softmax_xent_forward, but the mean loss is written to the device float *loss (no
+ * copy to the host, no wait): the trainer copies it once per step. */
+void ops_cuda_softmax_xent_forward(float *probs, float *loss, const float *logits,
+                                   const uint8_t *targets, int B, int V);
+void ops_cuda_softmax_xent_backward(float *dlogits, const float *probs, const uint8_t *targets,
+                                    int B, int V);
+/* bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are computed on the host exactly as ops_adamw does. */
+void ops_cuda_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                    float beta1, float beta2, float eps, float wd, long t);
+
+/* ---- timing, for tests and benchmarks ---- */
+
+/* Milliseconds the compute stream takes for fn(ctx) queued reps times (after one warm-up). */
+double ops_cuda_time_ms(void (*fn)(void *ctx), void *ctx, int reps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

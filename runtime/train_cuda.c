@@ -1,0 +1,306 @@
+/* The GPU side of the trainer (see train_cuda.h): device mirror of struct model, the forward
+ * and backward passes of model.c on device pointers, AdamW per tensor as optim.c does it, and
+ * the choice of device. forward/backward follow model.c line for line, so the two stay easy
+ * to compare; a change to the model is made in both. */
+#include "train_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+static const char *const precision_names[] = { "fp32", "tf32", "bf16" };
+
+int train_cuda_precision_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, precision_names[i])) return i;
+    return -1;
+}
+
+const char *train_cuda_precision_name(int precision)
+{
+    return precision >= 0 && precision < 3 ? precision_names[precision] : "?";
+}
+
+#ifndef DDPTOP_HAVE_CUDA
+
+/* Built without CUDA: the CPU is the only device; nothing below train_cuda_choose is reached. */
+int train_cuda_choose(int want, const struct dist_env *env, char *msg, size_t msglen)
+{
+    (void)env;
+    if (msglen) msg[0] = '\0';
+    if (want != TRAIN_DEVICE_CUDA) return 0;
+    snprintf(msg, msglen, "--device cuda: this ddptop-train was built without CUDA (no nvcc "
+             "under CUDA_HOME at build time, or NO_CUDA=1); use --device cpu or rebuild with "
+             "CUDA");
+    return -1;
+}
+
+#define NO_CUDA_BUILD() rt_fatal(__FILE__, __LINE__, "built without CUDA")
+struct train_cuda *train_cuda_new(struct model *m, int local_rank, int precision)
+{
+    (void)m, (void)local_rank, (void)precision;
+    NO_CUDA_BUILD();
+}
+void train_cuda_free(struct train_cuda *g) { (void)g; }
+void train_cuda_describe(const struct train_cuda *g, char *buf, size_t len)
+{
+    (void)g;
+    snprintf(buf, len, "no GPU");
+}
+float *train_cuda_grads(struct train_cuda *g) { (void)g; NO_CUDA_BUILD(); }
+struct comm *train_cuda_comm_new(struct train_cuda *g, const struct dist_env *env,
+                                 struct store *st, double timeout_s, char *err, size_t errlen)
+{
+    (void)g, (void)env, (void)st, (void)timeout_s, (void)err, (void)errlen;
+    NO_CUDA_BUILD();
+}
+void train_cuda_upload(struct train_cuda *g, const struct optim *o)
+{
+    (void)g, (void)o;
+    NO_CUDA_BUILD();
+}
+void train_cuda_download(struct train_cuda *g, struct optim *o)
+{
+    (void)g, (void)o;
+    NO_CUDA_BUILD();
+}
+void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8_t *targets,
+                        int B)
+{
+    (void)g, (void)tokens, (void)targets, (void)B;
+    NO_CUDA_BUILD();
+}
+void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *ctx)
+{
+    (void)g, (void)ready, (void)ctx;
+    NO_CUDA_BUILD();
+}
+void train_cuda_optim_step(struct train_cuda *g, struct optim *o)
+{
+    (void)g, (void)o;
+    NO_CUDA_BUILD();
+}
+float train_cuda_loss(struct train_cuda *g) { (void)g; NO_CUDA_BUILD(); }
+
+#else /* DDPTOP_HAVE_CUDA */
+
+#include "comm_nccl.h"
+#include "ops_cuda.h"
+
+int train_cuda_choose(int want, const struct dist_env *env, char *msg, size_t msglen)
+{
+    if (msglen) msg[0] = '\0';
+    if (want == TRAIN_DEVICE_CPU) return 0;
+    char why[256];
+    int n = ops_cuda_device_count(why, sizeof why);
+    if (n == 0) {
+        if (want == TRAIN_DEVICE_AUTO) return 0;
+        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+        snprintf(msg, msglen, "--device cuda: no CUDA device visible (%s; CUDA_VISIBLE_DEVICES"
+                 "=%s): use --device cpu, or check the GPU and its driver with nvidia-smi", why,
+                 cvd ? cvd : "unset");
+        return -1;
+    }
+    /* NCCL does not support two ranks of one communicator on the same GPU (it may hang). */
+    if (env->world_size > 1 && env->local_world_size > n) {
+        if (want == TRAIN_DEVICE_CUDA) {
+            snprintf(msg, msglen, "--device cuda: LOCAL_WORLD_SIZE=%d ranks on this node but "
+                     "%d GPU(s) visible: NCCL needs a GPU for every rank; start at most %d "
+                     "rank(s) per node (slots= in the hostfile) or use --device cpu",
+                     env->local_world_size, n, n);
+            return -1;
+        }
+        if (env->local_rank == 0)
+            snprintf(msg, msglen, "%d rank(s) on this node but %d GPU(s) visible: training on "
+                     "the CPU (NCCL needs a GPU for every rank; --device cpu says so without "
+                     "this note)", env->local_world_size, n);
+        return 0;
+    }
+    return 1;
+}
+
+struct train_cuda {
+    struct model *m;
+    float *params, *grads;      /* n_params each, one allocation each, m's layout */
+    float *adam_m, *adam_v;     /* AdamW moments, same layout */
+    float *acts;                /* activations and backward scratch, m->acts's layout */
+    size_t n_acts;
+    uint8_t *tok, *tgt;         /* device copies of the batch */
+    uint8_t *tok_host, *tgt_host;   /* page-locked staging, so the copies are asynchronous */
+    float *loss_dev, *loss_host;
+    int batch;
+};
+
+/* The device address of a host tensor of m: same allocation, same offset. */
+static float *dev(const struct train_cuda *g, const float *host)
+{
+    const struct model *m = g->m;
+    uintptr_t h = (uintptr_t)host;
+    uintptr_t p = (uintptr_t)m->params, gr = (uintptr_t)m->grads, a = (uintptr_t)m->acts;
+    if (h >= p && h < p + m->n_params * sizeof(float)) return g->params + (host - m->params);
+    if (h >= gr && h < gr + m->n_params * sizeof(float)) return g->grads + (host - m->grads);
+    if (h >= a && h < a + g->n_acts * sizeof(float)) return g->acts + (host - m->acts);
+    rt_fatal(__FILE__, __LINE__, "internal error: a model pointer outside its allocations");
+}
+
+struct train_cuda *train_cuda_new(struct model *m, int local_rank, int precision)
+{
+    ops_cuda_init(local_rank, (enum ops_precision)precision);
+    struct train_cuda *g = calloc(1, sizeof *g);
+    RT_CHECK(g != NULL, "out of memory");
+    g->m = m;
+    const struct model_config *c = &m->cfg;
+    size_t B = (size_t)m->max_batch, IN = (size_t)c->context * c->embed, H = (size_t)c->hidden;
+    size_t L = (size_t)c->layers, wide = IN > H ? IN : H;
+    /* model_new's carving of m->acts; checked against its last pointer */
+    g->n_acts = B * IN + 2 * L * B * H + 3 * B * MODEL_VOCAB + 2 * B * wide;
+    RT_CHECK((size_t)(m->dbuf_b + B * wide - m->acts) == g->n_acts,
+             "internal error: activation layout of model.c changed; update train_cuda.c");
+    size_t nb = m->n_params * sizeof(float);
+    g->params = ops_cuda_alloc(nb);
+    g->grads = ops_cuda_alloc(nb);
+    g->adam_m = ops_cuda_alloc(nb);
+    g->adam_v = ops_cuda_alloc(nb);
+    g->acts = ops_cuda_alloc(g->n_acts * sizeof(float));
+    g->tok = ops_cuda_alloc(B * c->context);
+    g->tgt = ops_cuda_alloc(B);
+    g->tok_host = ops_cuda_alloc_host(B * c->context);
+    g->tgt_host = ops_cuda_alloc_host(B);
+    g->loss_dev = ops_cuda_alloc(sizeof(float));
+    g->loss_host = ops_cuda_alloc_host(sizeof(float));
+    return g;
+}
+
+void train_cuda_free(struct train_cuda *g)
+{
+    if (!g) return;
+    ops_cuda_sync();
+    ops_cuda_free(g->params);
+    ops_cuda_free(g->grads);
+    ops_cuda_free(g->adam_m);
+    ops_cuda_free(g->adam_v);
+    ops_cuda_free(g->acts);
+    ops_cuda_free(g->tok);
+    ops_cuda_free(g->tgt);
+    ops_cuda_free_host(g->tok_host);
+    ops_cuda_free_host(g->tgt_host);
+    ops_cuda_free(g->loss_dev);
+    ops_cuda_free_host(g->loss_host);
+    free(g);
+    ops_cuda_done();
+}
+
+void train_cuda_describe(const struct train_cuda *g, char *buf, size_t len)
+{
+    (void)g;
+    snprintf(buf, len, "GPU %d (%s), %s matrix products", ops_cuda_device(),
+             ops_cuda_device_name(), train_cuda_precision_name((int)ops_cuda_precision()));
+}
+
+float *train_cuda_grads(struct train_cuda *g)
+{
+    return g->grads;
+}
+
+struct comm *train_cuda_comm_new(struct train_cuda *g, const struct dist_env *env,
+                                 struct store *st, double timeout_s, char *err, size_t errlen)
+{
+    (void)g;
+    return comm_nccl_new(env, st, timeout_s, ops_cuda_stream(), err, errlen);
+}
+
+void train_cuda_upload(struct train_cuda *g, const struct optim *o)
+{
+    size_t nb = g->m->n_params * sizeof(float);
+    ops_cuda_upload(g->params, g->m->params, nb);
+    ops_cuda_upload(g->adam_m, o->m, nb);
+    ops_cuda_upload(g->adam_v, o->v, nb);
+}
+
+void train_cuda_download(struct train_cuda *g, struct optim *o)
+{
+    size_t nb = g->m->n_params * sizeof(float);
+    ops_cuda_download(g->m->params, g->params, nb);
+    if (!o) return;
+    ops_cuda_download(o->m, g->adam_m, nb);
+    ops_cuda_download(o->v, g->adam_v, nb);
+}
+
+void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8_t *targets,
+                        int B)
+{
+    struct model *m = g->m;
+    const struct model_config *c = &m->cfg;
+    int L = c->layers, H = c->hidden;
+    RT_CHECK(B >= 1 && B <= m->max_batch, "batch %d outside 1..%d", B, m->max_batch);
+    /* The staging buffers must be free: the last step's copies done. In the trainer
+     * train_cuda_loss already waited, so this costs nothing there. */
+    ops_cuda_sync();
+    memcpy(g->tok_host, tokens, (size_t)B * c->context);
+    memcpy(g->tgt_host, targets, (size_t)B);
+    ops_cuda_upload_async(g->tok, g->tok_host, (size_t)B * c->context);
+    ops_cuda_upload_async(g->tgt, g->tgt_host, (size_t)B);
+    g->batch = B;
+    ops_cuda_embed_forward(dev(g, m->x0), g->tok, dev(g, m->wte), B, c->context, c->embed);
+    const float *in = dev(g, m->x0);
+    for (int l = 0; l < L; l++) {
+        ops_cuda_linear_forward(dev(g, m->pre[l]), in, dev(g, m->lin[l].w), dev(g, m->lin[l].b),
+                                B, m->lin[l].ic, H);
+        ops_cuda_gelu_forward(dev(g, m->act[l]), dev(g, m->pre[l]), (size_t)B * H);
+        in = dev(g, m->act[l]);
+    }
+    ops_cuda_linear_forward(dev(g, m->logits), in, dev(g, m->lin[L].w), dev(g, m->lin[L].b), B,
+                            H, MODEL_VOCAB);
+    ops_cuda_softmax_xent_forward(dev(g, m->probs), g->loss_dev, dev(g, m->logits), g->tgt, B,
+                                  MODEL_VOCAB);
+}
+
+void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *ctx)
+{
+    struct model *m = g->m;
+    const struct model_config *c = &m->cfg;
+    int L = c->layers, H = c->hidden, B = g->batch;
+    float *dact = dev(g, m->dbuf_a), *dpre = dev(g, m->dbuf_b);
+    ops_cuda_softmax_xent_backward(dev(g, m->dlogits), dev(g, m->probs), g->tgt, B,
+                                   MODEL_VOCAB);
+    ops_cuda_linear_backward(dact, dev(g, m->lin[L].dw), dev(g, m->lin[L].db),
+                             dev(g, m->dlogits), dev(g, m->act[L - 1]), dev(g, m->lin[L].w), B,
+                             H, MODEL_VOCAB);
+    /* queued, not done: the NCCL backend orders its all-reduce after this point */
+    if (ready) ready(ctx, (size_t)(m->lin[L].db + m->lin[L].oc - m->grads));
+    for (int l = L - 1; l >= 0; l--) {
+        struct model_linear *lin = &m->lin[l];
+        ops_cuda_gelu_backward(dpre, dev(g, m->pre[l]), dact, (size_t)B * H);
+        ops_cuda_linear_backward(dact, dev(g, lin->dw), dev(g, lin->db), dpre,
+                                 l ? dev(g, m->act[l - 1]) : dev(g, m->x0), dev(g, lin->w), B,
+                                 lin->ic, H);
+        if (ready) ready(ctx, (size_t)(lin->db + lin->oc - m->grads));
+    }
+    size_t n_wte = (size_t)c->context * MODEL_VOCAB * c->embed;
+    ops_cuda_zero(dev(g, m->dwte), n_wte);
+    ops_cuda_embed_backward(dev(g, m->dwte), dact, g->tok, B, c->context, c->embed);
+    if (ready) ready(ctx, m->n_params);
+}
+
+void train_cuda_optim_step(struct train_cuda *g, struct optim *o)
+{
+    struct model *m = g->m;
+    o->t++;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const struct model_tensor *t = &m->tensors[i];
+        ops_cuda_adamw(g->params + t->off, g->grads + t->off, g->adam_m + t->off,
+                       g->adam_v + t->off, t->n, o->lr, o->beta1, o->beta2, o->eps,
+                       t->decay ? o->weight_decay : 0.0f, o->t);
+    }
+}
+
+float train_cuda_loss(struct train_cuda *g)
+{
+    ops_cuda_download(g->loss_host, g->loss_dev, sizeof(float));
+    return *g->loss_host;
+}
+
+#endif /* DDPTOP_HAVE_CUDA */

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# GPU figures (make bench-gpu; make bench runs it too): the matrix products through ops_cuda
+# against cuBLAS alone, the memory-bound kernels as a fraction of HBM peak, ddptop-train's
+# tokens/s on GPU (and CPU for scale), and with 2 or more GPUs the step time with overlapped
+# against serialized gradient communication and the bucketed all-reduce against one plain
+# ncclAllReduce of the same bytes. The figures go into docs/performance.md, section
+# "ddptop-train (GPU)", with the device and the date. Without a GPU it prints
+# "no GPU: skipped (...)" and succeeds.
+# Env: BENCH_STEPS (200) steps per training run, BENCH_GPUS (all visible) ranks for the
+# multi-GPU parts, DDPTOP_HBM_PEAK_TBS to override the HBM peak.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+DDPTOP_BUILD=${DDPTOP_BUILD:-$PWD/$BUILD}
+TRAIN=$DDPTOP_BUILD/ddptop-train
+BIN=$DDPTOP_BUILD/bench/bench_gpu
+STEPS=${BENCH_STEPS:-200}
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/bench_gpu.XXXXXX)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+
+if [ ! -x "$BIN" ]; then
+    echo "no GPU: skipped (no CUDA in this build: $BIN not built; make bench-programs with CUDA)"
+    exit 0
+fi
+probe=$("$BIN" probe 2>&1 | head -1)
+case $probe in "no GPU: skipped"*) echo "$probe"; exit 0 ;; esac
+[ -x "$TRAIN" ] || { echo "bench/gpu: $TRAIN not built" >&2; exit 1; }
+
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+
+echo "== kernels (tf32), then the matrix products in bf16"
+"$BIN" kernels tf32 || exit 1
+"$BIN" kernels bf16 | grep '^gemm' || exit 1
+
+# tokens LABEL ARGS...: mean tokens/s and step time after the first 20 steps of one rank.
+tokens() {
+    local label=$1; shift
+    if ! "$TRAIN" --steps "$STEPS" --log-every 10 "$@" >"$T/t.out" 2>"$T/t.err"; then
+        echo "bench/gpu: ddptop-train $* failed:" >&2; cat "$T/t.err" >&2; return 1
+    fi
+    $PY - "$T/t.out" "$label" <<'PYEOF'
+import json, sys
+rows = [o for o in map(json.loads, open(sys.argv[1])) if o["event"] == "step" and o["step"] > 20]
+n = len(rows)
+print("tokens/s %-44s %12.0f tokens/s  %8.3f ms/step" % (sys.argv[2],
+      sum(r["tokens_per_s"] for r in rows) / n, sum(r["step_ms"] for r in rows) / n))
+PYEOF
+}
+BIG="--hidden 4096 --layers 4 --batch-size 4096"
+echo "== ddptop-train, one rank (a token is one predicted byte)"
+tokens "cpu, default model"                --device cpu || exit 1
+tokens "cuda tf32, default model"          --device cuda --precision tf32 || exit 1
+tokens "cuda tf32, default model, batch 4096" --device cuda --precision tf32 --batch-size 4096 || exit 1
+tokens "cuda tf32, $BIG"                   --device cuda --precision tf32 $BIG || exit 1
+tokens "cuda bf16, $BIG"                   --device cuda --precision bf16 $BIG || exit 1
+tokens "cuda fp32, $BIG"                   --device cuda --precision fp32 $BIG || exit 1
+
+n_gpus=${BENCH_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+if [ -n "${CUDA_VISIBLE_DEVICES+x}" ] && [ -z "${BENCH_GPUS:-}" ]; then
+    n_gpus=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+fi
+if [ "$n_gpus" -lt 2 ]; then
+    echo "== overlap and all-reduce: need 2 GPUs, $n_gpus visible: skipped"
+    exit 0
+fi
+free_port() {
+    $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# world W CMD...: W local ranks, one per GPU; rank i's output in $T/w.i.out
+world() {
+    local w=$1; shift
+    local port pids=() rc=0
+    port=$(free_port)
+    for ((i = 0; i < w; i++)); do
+        RANK=$i WORLD_SIZE=$w LOCAL_RANK=$i LOCAL_WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 \
+            MASTER_PORT=$port "$@" >"$T/w.$i.out" 2>"$T/w.$i.err" &
+        pids+=($!); PIDS+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    [ $rc = 0 ] || { echo "bench/gpu: $* with $w ranks failed:" >&2; cat "$T"/w.*.err >&2; }
+    return $rc
+}
+step_row() {
+    $PY - "$T/w.0.out" "$1" <<'PYEOF'
+import json, sys
+rows = [o for o in map(json.loads, open(sys.argv[1])) if o["event"] == "step" and o["step"] > 20]
+n = len(rows)
+f = lambda k: sum(r[k] for r in rows) / n
+print("step %-52s %8.3f ms/step  wait %7.3f ms  comm %7.3f ms  %12.0f tokens/s" % (
+      sys.argv[2], f("step_ms"), f("wait_ms"), f("comm_ms"), f("tokens_per_s")))
+PYEOF
+}
+echo "== $n_gpus ranks, one GPU each (NCCL): overlapped against serialized communication"
+for model in "" "$BIG"; do
+    for mb in 1 25; do
+        for ov in "" --no-overlap; do
+            world "$n_gpus" "$TRAIN" --device cuda --steps "$STEPS" --log-every 10 \
+                --bucket-mb $mb $ov $model || exit 1
+            step_row "${model:-default model} bucket ${mb} MiB ${ov:---overlap}"
+        done
+    done
+done
+echo "== $n_gpus ranks: bucketed all-reduce (as the trainer) against one ncclAllReduce"
+for size in "4 1" "64 1" "256 25" "1024 25"; do
+    world "$n_gpus" "$BIN" allreduce $size || exit 1
+    cat "$T/w.0.out"
+done

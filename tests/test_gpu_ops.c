@@ -1,0 +1,455 @@
+/* The CUDA backend against the CPU: every ops_cuda kernel on random inputs next to its ops_cpu
+ * twin, a whole forward + backward + AdamW step of the model through train_cuda, repeatability
+ * (same inputs, same bits), and the NCCL backend with a world of one plus its timeout path.
+ * Without a visible GPU (or in a build without CUDA) every test is reported as skipped, with
+ * the reason.
+ *
+ * Tolerances (docs/gpu.md explains them), per element:
+ *   copies, the embedding backward (same order of additions) and the softmax backward
+ *   (same two roundings): exact.
+ *   matrix products, with S = sum_k |a_k b_k| (+ |bias|) computed on the host and K the inner
+ *   dimension: fp32 2*K*2^-24*S (both sides within K*u*S of the exact value), TF32 adds
+ *   2^-8*S (inputs cut to 10 mantissa bits, 2^-10 each, twice, x2 margin), bf16 adds 2^-6*S.
+ *   column sums: 2*B*2^-24*sum|x|.
+ *   GELU forward 1e-6*(1+|x|); backward 2e-6*(1+|x|^3)*|dout| (tanhf is within 2 ulp on
+ *   both sides; the cancellation in 1 - tanh^2 is scaled by x^3).
+ *   softmax probabilities 2e-6 relative; the mean loss 1e-5 relative.
+ *   AdamW after 3 steps: 2e-6*(1+|p|) on p; m 2e-6 relative + 5e-7 (b1*m + (1-b1)*g may
+ *   cancel, leaving the rounding of terms up to 0.27); v 2e-6 relative (no cancellation). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const char *const test_names[] = {   /* as RUN prints them */
+    "test_embed_forward_exact", "test_embed_backward_exact", "test_linear_fp32",
+    "test_linear_tf32", "test_linear_bf16", "test_gelu", "test_softmax_xent", "test_adamw",
+    "test_repeatable", "test_model_step_matches_cpu", "test_nccl_world_of_one",
+    "test_nccl_missing_peer_times_out",
+};
+#define N_TESTS (sizeof test_names / sizeof test_names[0])
+
+#ifndef DDPTOP_HAVE_CUDA
+
+int main(void)
+{
+    for (size_t i = 0; i < N_TESTS; i++)
+        tap_skip(test_names[i], "no CUDA device visible (built without CUDA: NO_CUDA=1 or no "
+                 "nvcc under CUDA_HOME)");
+    return tap_done();
+}
+
+#else
+
+#include "comm_nccl.h"
+#include "metrics.h"
+#include "model.h"
+#include "ops.h"
+#include "ops_cuda.h"
+#include "optim.h"
+#include "rng.h"
+#include "store.h"
+#include "train_cuda.h"
+
+static uint64_t seed = 0x67707574657374ULL;
+
+static float *host_rand(size_t n, float lo, float hi)
+{
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rng_uniform(&seed);
+    return x;
+}
+
+static uint8_t *host_tokens(size_t n, int below)
+{
+    uint8_t *t = malloc(n);
+    for (size_t i = 0; i < n; i++) t[i] = (uint8_t)rng_below(&seed, (uint32_t)below);
+    return t;
+}
+
+static void *to_dev(const void *h, size_t bytes)
+{
+    void *d = ops_cuda_alloc(bytes);
+    ops_cuda_upload(d, h, bytes);
+    return d;
+}
+
+static float *from_dev(const float *d, size_t n)
+{
+    float *h = malloc(n * sizeof(float));
+    ops_cuda_download(h, d, n * sizeof(float));
+    return h;
+}
+
+/* Counts elements outside |got - want| <= tol[i]; prints the first few. */
+static int count_bad(const char *what, const float *got, const float *want, const double *tol,
+                     size_t n)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= tol[i])) {
+            if (bad < 3)
+                printf("#   %s[%zu]: gpu %.9g cpu %.9g diff %.3g > tol %.3g\n", what, i, got[i],
+                       want[i], d, tol[i]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_embed_forward_exact(void)
+{
+    int B = 37, C = 5, E = 12;
+    float *wte = host_rand((size_t)C * 256 * E, -1, 1);
+    uint8_t *tok = host_tokens((size_t)B * C, 256);
+    float *want = malloc((size_t)B * C * E * sizeof(float));
+    ops_embed_forward(want, tok, wte, B, C, E);
+    float *d_wte = to_dev(wte, (size_t)C * 256 * E * 4), *d_out = ops_cuda_alloc((size_t)B * C * E * 4);
+    uint8_t *d_tok = to_dev(tok, (size_t)B * C);
+    ops_cuda_embed_forward(d_out, d_tok, d_wte, B, C, E);
+    float *got = from_dev(d_out, (size_t)B * C * E);
+    CHECK(memcmp(got, want, (size_t)B * C * E * 4) == 0);
+    ops_cuda_free(d_wte), ops_cuda_free(d_out), ops_cuda_free(d_tok);
+    free(wte), free(tok), free(want), free(got);
+}
+
+static void test_embed_backward_exact(void)
+{
+    int B = 300, C = 3, E = 40;   /* B > 256 with 20 distinct bytes: many repeats per row */
+    size_t n_wte = (size_t)C * 256 * E;
+    float *dout = host_rand((size_t)B * C * E, -1, 1), *want = host_rand(n_wte, -1, 1);
+    uint8_t *tok = host_tokens((size_t)B * C, 20);
+    float *d_dwte = to_dev(want, n_wte * 4), *d_dout = to_dev(dout, (size_t)B * C * E * 4);
+    uint8_t *d_tok = to_dev(tok, (size_t)B * C);
+    ops_embed_backward(want, dout, tok, B, C, E);   /* accumulates onto the random start */
+    ops_cuda_embed_backward(d_dwte, d_dout, d_tok, B, C, E);
+    float *got = from_dev(d_dwte, n_wte);
+    CHECK(memcmp(got, want, n_wte * 4) == 0);
+    ops_cuda_free(d_dwte), ops_cuda_free(d_dout), ops_cuda_free(d_tok);
+    free(dout), free(want), free(tok), free(got);
+}
+
+/* Forward and backward of one linear layer at the given precision; extra is the precision's
+ * term of the bound (see the banner). */
+static void check_linear(enum ops_precision prec, double extra)
+{
+    ops_cuda_set_precision(prec);
+    int B = 67, IC = 300, OC = 129;   /* odd sizes: no tile divides them */
+    float *inp = host_rand((size_t)B * IC, -2, 2), *w = host_rand((size_t)OC * IC, -1, 1);
+    float *bias = host_rand((size_t)OC, -1, 1), *dout = host_rand((size_t)B * OC, -1, 1);
+    float *out = malloc((size_t)B * OC * 4), *dw = malloc((size_t)OC * IC * 4);
+    float *db = malloc((size_t)OC * 4), *dinp = malloc((size_t)B * IC * 4);
+    ops_linear_forward(out, inp, w, bias, B, IC, OC);
+    ops_linear_backward(dinp, dw, db, dout, inp, w, B, IC, OC);
+
+    float *d_inp = to_dev(inp, (size_t)B * IC * 4), *d_w = to_dev(w, (size_t)OC * IC * 4);
+    float *d_bias = to_dev(bias, (size_t)OC * 4), *d_dout = to_dev(dout, (size_t)B * OC * 4);
+    float *d_out = ops_cuda_alloc((size_t)B * OC * 4), *d_dw = ops_cuda_alloc((size_t)OC * IC * 4);
+    float *d_db = ops_cuda_alloc((size_t)OC * 4), *d_dinp = ops_cuda_alloc((size_t)B * IC * 4);
+    ops_cuda_linear_forward(d_out, d_inp, d_w, d_bias, B, IC, OC);
+    ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
+    float *g_out = from_dev(d_out, (size_t)B * OC), *g_dw = from_dev(d_dw, (size_t)OC * IC);
+    float *g_db = from_dev(d_db, (size_t)OC), *g_dinp = from_dev(d_dinp, (size_t)B * IC);
+
+    const double u = ldexp(1.0, -24);
+    size_t nmax = (size_t)B * IC > (size_t)OC * IC ? (size_t)B * IC : (size_t)OC * IC;
+    double *tol = malloc(nmax * sizeof(double));
+    for (int b = 0; b < B; b++)          /* out[b][o]: K = IC */
+        for (int o = 0; o < OC; o++) {
+            double s = fabs(bias[o]);
+            for (int k = 0; k < IC; k++) s += fabs(inp[(size_t)b * IC + k] * w[(size_t)o * IC + k]);
+            tol[(size_t)b * OC + o] = (2.0 * (IC + 1) * u + extra) * s;
+        }
+    CHECK_INT(count_bad("out", g_out, out, tol, (size_t)B * OC), 0);
+    for (int o = 0; o < OC; o++)         /* dw[o][i]: K = B */
+        for (int i = 0; i < IC; i++) {
+            double s = 0;
+            for (int b = 0; b < B; b++) s += fabs(dout[(size_t)b * OC + o] * inp[(size_t)b * IC + i]);
+            tol[(size_t)o * IC + i] = (2.0 * B * u + extra) * s;
+        }
+    CHECK_INT(count_bad("dw", g_dw, dw, tol, (size_t)OC * IC), 0);
+    for (int o = 0; o < OC; o++) {       /* db[o]: fp32 in every mode */
+        double s = 0;
+        for (int b = 0; b < B; b++) s += fabs(dout[(size_t)b * OC + o]);
+        tol[o] = 2.0 * B * u * s;
+    }
+    CHECK_INT(count_bad("dbias", g_db, db, tol, (size_t)OC), 0);
+    for (int b = 0; b < B; b++)          /* dinp[b][i]: K = OC */
+        for (int i = 0; i < IC; i++) {
+            double s = 0;
+            for (int o = 0; o < OC; o++) s += fabs(dout[(size_t)b * OC + o] * w[(size_t)o * IC + i]);
+            tol[(size_t)b * IC + i] = (2.0 * OC * u + extra) * s;
+        }
+    CHECK_INT(count_bad("dinp", g_dinp, dinp, tol, (size_t)B * IC), 0);
+
+    ops_cuda_free(d_inp), ops_cuda_free(d_w), ops_cuda_free(d_bias), ops_cuda_free(d_dout);
+    ops_cuda_free(d_out), ops_cuda_free(d_dw), ops_cuda_free(d_db), ops_cuda_free(d_dinp);
+    free(inp), free(w), free(bias), free(dout), free(out), free(dw), free(db), free(dinp);
+    free(g_out), free(g_dw), free(g_db), free(g_dinp), free(tol);
+    ops_cuda_set_precision(OPS_PREC_FP32);
+}
+
+static void test_linear_fp32(void) { check_linear(OPS_PREC_FP32, 0.0); }
+static void test_linear_tf32(void) { check_linear(OPS_PREC_TF32, ldexp(1.0, -8)); }
+static void test_linear_bf16(void) { check_linear(OPS_PREC_BF16, ldexp(1.0, -6)); }
+
+static void test_gelu(void)
+{
+    size_t n = 100003;
+    float *x = host_rand(n, -6, 6), *dout = host_rand(n, -1, 1);
+    float *y = malloc(n * 4), *dx = malloc(n * 4);
+    ops_gelu_forward(y, x, n);
+    ops_gelu_backward(dx, x, dout, n);
+    float *d_x = to_dev(x, n * 4), *d_dout = to_dev(dout, n * 4);
+    float *d_y = ops_cuda_alloc(n * 4), *d_dx = ops_cuda_alloc(n * 4);
+    ops_cuda_gelu_forward(d_y, d_x, n);
+    ops_cuda_gelu_backward(d_dx, d_x, d_dout, n);
+    float *g_y = from_dev(d_y, n), *g_dx = from_dev(d_dx, n);
+    double *tol = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tol[i] = 1e-6 * (1 + fabs(x[i]));
+    CHECK_INT(count_bad("gelu", g_y, y, tol, n), 0);
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs(x[i]);
+        tol[i] = 2e-6 * (1 + a * a * a) * fabs(dout[i]);
+    }
+    CHECK_INT(count_bad("dgelu", g_dx, dx, tol, n), 0);
+    ops_cuda_free(d_x), ops_cuda_free(d_dout), ops_cuda_free(d_y), ops_cuda_free(d_dx);
+    free(x), free(dout), free(y), free(dx), free(g_y), free(g_dx), free(tol);
+}
+
+static void test_softmax_xent(void)
+{
+    int B = 129, V = 256;
+    size_t n = (size_t)B * V;
+    float *z = host_rand(n, -8, 8);
+    z[5] = 1000.0f;   /* a huge logit: no overflow on either side */
+    uint8_t *t = host_tokens((size_t)B, V);
+    float *p = malloc(n * 4), *d = malloc(n * 4);
+    float loss = ops_softmax_xent_forward(p, z, t, B, V);
+    ops_softmax_xent_backward(d, p, t, B, V);
+    float *d_z = to_dev(z, n * 4), *d_p = ops_cuda_alloc(n * 4), *d_loss = ops_cuda_alloc(4);
+    uint8_t *d_t = to_dev(t, (size_t)B);
+    ops_cuda_softmax_xent_forward(d_p, d_loss, d_z, d_t, B, V);
+    float *g_p = from_dev(d_p, n), *g_loss = from_dev(d_loss, 1);
+    double *tol = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * p[i] + 1e-30;
+    CHECK_INT(count_bad("probs", g_p, p, tol, n), 0);
+    CHECK_NEAR(*g_loss, loss, 1e-5 * fabs(loss));
+    /* backward from the CPU's probabilities: the same two roundings, so exact */
+    float *d_d = ops_cuda_alloc(n * 4);
+    ops_cuda_upload(d_p, p, n * 4);
+    ops_cuda_softmax_xent_backward(d_d, d_p, d_t, B, V);
+    float *g_d = from_dev(d_d, n);
+    CHECK(memcmp(g_d, d, n * 4) == 0);
+    ops_cuda_free(d_z), ops_cuda_free(d_p), ops_cuda_free(d_loss), ops_cuda_free(d_t);
+    ops_cuda_free(d_d);
+    free(z), free(t), free(p), free(d), free(g_p), free(g_loss), free(g_d), free(tol);
+}
+
+static void test_adamw(void)
+{
+    size_t n = 50001;
+    float *p = host_rand(n, -1, 1), *m = calloc(n, 4), *v = calloc(n, 4);
+    float *d_p = to_dev(p, n * 4), *d_m = to_dev(m, n * 4), *d_v = to_dev(v, n * 4);
+    float *d_g = ops_cuda_alloc(n * 4);
+    for (long t = 1; t <= 3; t++) {   /* three steps: the bias correction changes each time */
+        float *g = host_rand(n, -1, 1);
+        for (size_t i = 0; i < n; i += 7) g[i] *= 1e-6f;   /* some tiny gradients too */
+        ops_cuda_upload(d_g, g, n * 4);
+        ops_adamw(p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, t);
+        ops_cuda_adamw(d_p, d_g, d_m, d_v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, t);
+        free(g);
+    }
+    float *g_p = from_dev(d_p, n), *g_m = from_dev(d_m, n), *g_v = from_dev(d_v, n);
+    double *tol = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * (1 + fabs(p[i]));
+    CHECK_INT(count_bad("p", g_p, p, tol, n), 0);
+    /* m = b1*m + (1-b1)*g can cancel: its terms (at most 0.27 here) bound the error */
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * fabs(m[i]) + 5e-7;
+    CHECK_INT(count_bad("m", g_m, m, tol, n), 0);
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * fabs(v[i]) + 1e-30;
+    CHECK_INT(count_bad("v", g_v, v, tol, n), 0);
+    ops_cuda_free(d_p), ops_cuda_free(d_m), ops_cuda_free(d_v), ops_cuda_free(d_g);
+    free(p), free(m), free(v), free(g_p), free(g_m), free(g_v), free(tol);
+}
+
+/* The same inputs give the same bits: resume exactness on the GPU depends on it. */
+static void test_repeatable(void)
+{
+    ops_cuda_set_precision(OPS_PREC_TF32);
+    int B = 512, IC = 256, OC = 256, C = 4, E = 64;
+    float *inp = host_rand((size_t)B * IC, -1, 1), *w = host_rand((size_t)OC * IC, -1, 1);
+    float *dout = host_rand((size_t)B * OC, -1, 1);
+    uint8_t *tok = host_tokens((size_t)B * C, 7);
+    float *d_inp = to_dev(inp, (size_t)B * IC * 4), *d_w = to_dev(w, (size_t)OC * IC * 4);
+    float *d_dout = to_dev(dout, (size_t)B * OC * 4);
+    uint8_t *d_tok = to_dev(tok, (size_t)B * C);
+    float *d_dw = ops_cuda_alloc((size_t)OC * IC * 4), *d_db = ops_cuda_alloc((size_t)OC * 4);
+    float *d_dinp = ops_cuda_alloc((size_t)B * IC * 4);
+    float *d_dwte = ops_cuda_alloc((size_t)C * 256 * E * 4);
+    float *first[4] = { 0 };
+    for (int run = 0; run < 2; run++) {
+        ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
+        ops_cuda_zero(d_dwte, (size_t)C * 256 * E);
+        ops_cuda_embed_backward(d_dwte, d_inp, d_tok, B, C, E);   /* B*C*E == B*IC */
+        float *now[4] = { from_dev(d_dw, (size_t)OC * IC), from_dev(d_db, (size_t)OC),
+                          from_dev(d_dinp, (size_t)B * IC), from_dev(d_dwte, (size_t)C * 256 * E) };
+        size_t sizes[4] = { (size_t)OC * IC, (size_t)OC, (size_t)B * IC, (size_t)C * 256 * E };
+        for (int k = 0; k < 4; k++) {
+            if (run == 0) first[k] = now[k];
+            else {
+                CHECK(memcmp(first[k], now[k], sizes[k] * 4) == 0);
+                free(now[k]);
+            }
+        }
+    }
+    for (int k = 0; k < 4; k++) free(first[k]);
+    ops_cuda_free(d_inp), ops_cuda_free(d_w), ops_cuda_free(d_dout), ops_cuda_free(d_tok);
+    ops_cuda_free(d_dw), ops_cuda_free(d_db), ops_cuda_free(d_dinp), ops_cuda_free(d_dwte);
+    free(inp), free(w), free(dout), free(tok);
+    ops_cuda_set_precision(OPS_PREC_FP32);
+}
+
+/* A whole step of a small model through train_cuda (fp32) against model.c + optim.c: loss,
+ * every gradient group (to 1e-4 of its norm) and the parameters after AdamW. */
+static void test_model_step_matches_cpu(void)
+{
+    struct model_config cfg = { .context = 8, .embed = 16, .hidden = 96, .layers = 3 };
+    int B = 48;
+    struct model *cpu = model_new(&cfg, B), *gm = model_new(&cfg, B);
+    model_init_params(cpu, 7);
+    model_init_params(gm, 7);
+    struct optim oc, og;
+    optim_init(&oc, cpu->n_params, 1e-3f);
+    optim_init(&og, gm->n_params, 1e-3f);
+    struct train_cuda *g = train_cuda_new(gm, 0, OPS_PREC_FP32);
+    train_cuda_upload(g, &og);
+    uint8_t *tok = host_tokens((size_t)B * cfg.context, 256), *tgt = host_tokens((size_t)B, 256);
+
+    float lc = model_forward(cpu, tok, tgt, B);
+    model_backward(cpu, NULL, NULL);
+    train_cuda_forward(g, tok, tgt, B);
+    train_cuda_backward(g, NULL, NULL);
+    float *grads = from_dev(train_cuda_grads(g), gm->n_params);
+    float lg = train_cuda_loss(g);
+    CHECK_NEAR(lg, lc, 1e-5 * fabs(lc));
+    for (int t = 0; t < cpu->n_tensors; t++) {
+        const struct model_tensor *ts = &cpu->tensors[t];
+        double d2 = 0, n2 = 0;
+        for (size_t i = ts->off; i < ts->off + ts->n; i++) {
+            double d = (double)grads[i] - cpu->grads[i];
+            d2 += d * d;
+            n2 += (double)cpu->grads[i] * cpu->grads[i];
+        }
+        if (!(sqrt(d2) <= 1e-4 * sqrt(n2) + 1e-12))
+            printf("#   gradient %s: |gpu - cpu| = %.3g, |cpu| = %.3g\n", ts->name, sqrt(d2),
+                   sqrt(n2));
+        CHECK(sqrt(d2) <= 1e-4 * sqrt(n2) + 1e-12);
+    }
+    optim_step(&oc, cpu);
+    train_cuda_optim_step(g, &og);
+    train_cuda_download(g, &og);
+    CHECK_INT(og.t, oc.t);
+    double d2 = 0, n2 = 0;
+    for (size_t i = 0; i < cpu->n_params; i++) {
+        double d = (double)gm->params[i] - cpu->params[i];
+        d2 += d * d;
+        n2 += (double)cpu->params[i] * cpu->params[i];
+    }
+    CHECK(sqrt(d2) <= 1e-6 * sqrt(n2));
+    train_cuda_free(g);   /* also ends ops_cuda: start it again for the tests after this one */
+    ops_cuda_init(0, OPS_PREC_FP32);
+    optim_free(&oc), optim_free(&og);
+    model_free(cpu), model_free(gm);
+    free(tok), free(tgt), free(grads);
+}
+
+static void test_nccl_world_of_one(void)
+{
+    struct dist_env env = { .rank = 0, .world_size = 1, .local_rank = 0, .local_world_size = 1 };
+    char err[600] = "";
+    struct comm *c = comm_nccl_new(&env, NULL, 30, ops_cuda_stream(), err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        printf("#   %s\n", err);
+        return;
+    }
+    CHECK_STR(c->ops->name, "nccl");
+    size_t n = 3 * 1000 + 17;
+    float *x = host_rand(n, -1, 1);
+    float *d = to_dev(x, n * 4);
+    /* three buckets, the way the trainer starts them, then the one wait */
+    CHECK_INT(comm_allreduce_avg_start(c, d, 1000), 0);
+    CHECK_INT(comm_allreduce_avg_start(c, d + 1000, 2000), 0);
+    CHECK_INT(comm_allreduce_avg_start(c, d + 3000, n - 3000), 0);
+    CHECK_INT(comm_wait_all(c), 0);
+    CHECK_INT(comm_wait_all(c), 0);   /* nothing started: returns at once */
+    float *y = from_dev(d, n);
+    CHECK(memcmp(x, y, n * 4) == 0);  /* the average over one rank is the value itself */
+    CHECK(c->comm_ms >= 0);
+    comm_free(c);
+    ops_cuda_free(d);
+    free(x), free(y);
+}
+
+/* Rank 0 of a world of two whose rank 1 never comes: the set-up must give up after the
+ * timeout with a message naming the rank and the file, not wait forever. */
+static void test_nccl_missing_peer_times_out(void)
+{
+    char err[600] = "";
+    struct store_server *srv = store_server_start("127.0.0.1", 0, "", err, sizeof err);
+    CHECK(srv != NULL);
+    if (!srv) return;
+    struct store *st = store_connect("127.0.0.1", store_server_port(srv), "", 5, err,
+                                     sizeof err);
+    CHECK(st != NULL);
+    struct dist_env env = { .rank = 0, .world_size = 2, .local_rank = 0, .local_world_size = 1 };
+    snprintf(env.master_addr, sizeof env.master_addr, "127.0.0.1");
+    err[0] = '\0';
+    struct comm *c = st ? comm_nccl_new(&env, st, 3, ops_cuda_stream(), err, sizeof err) : NULL;
+    CHECK(c == NULL);
+    CHECK(strstr(err, "rank 0") != NULL);
+    CHECK(strstr(err, "comm_nccl.cu:") != NULL);
+    if (c) comm_free(c);
+    else printf("#   (expected) %s\n", err);
+    if (st) store_close(st);
+    store_server_stop(srv);
+}
+
+int main(void)
+{
+    char why[256];
+    if (ops_cuda_device_count(why, sizeof why) == 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "no CUDA device visible (%s)", why);
+        for (size_t i = 0; i < N_TESTS; i++) tap_skip(test_names[i], msg);
+        return tap_done();
+    }
+    /* a hang (an NCCL abort that never returns, a kernel that never ends) must fail the test,
+     * not stall the suite: SIGALRM's default action ends the process, which run.sh counts */
+    alarm(300);
+    metrics_init(0, 1);
+    ops_init();
+    ops_cuda_init(0, OPS_PREC_FP32);
+    printf("# GPU %d: %s\n", ops_cuda_device(), ops_cuda_device_name());
+    RUN(test_embed_forward_exact);
+    RUN(test_embed_backward_exact);
+    RUN(test_linear_fp32);
+    RUN(test_linear_tf32);
+    RUN(test_linear_bf16);
+    RUN(test_gelu);
+    RUN(test_softmax_xent);
+    RUN(test_adamw);
+    RUN(test_repeatable);
+    RUN(test_model_step_matches_cpu);
+    RUN(test_nccl_world_of_one);
+    RUN(test_nccl_missing_peer_times_out);
+    ops_cuda_done();
+    return tap_done();
+}
+
+#endif
