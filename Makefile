@@ -53,7 +53,7 @@ LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(if $(LAUNCHER_OBJ),$(LIB_LAUNCHER)) $(i
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
 .SECONDARY:
-.PHONY: bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
+.PHONY: demo-check bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
 $(BUILD)/obj/launcher/%.o: launcher/%.c
@@ -152,6 +152,11 @@ bench-gpu: all bench-programs
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) tests/demo.sh
+
+# `ddptop check` against two throwaway local sshd hosts.
+demo-check: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/demo_check.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan \

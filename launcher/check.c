@@ -429,9 +429,11 @@ static void progress(struct check_ctx *c, bool final)
 {
     size_t done = 0;
     char line[120];
+    bool changed = c->dirty || final;
+    c->dirty = false;
+    if (changed && c->o->on_progress) c->o->on_progress(c->o->progress_ctx, c->r);
     if (c->live) {
-        if (c->dirty || final) check_report_live(c->r, stdout, c->colour, final);
-        c->dirty = false;
+        if (changed) check_report_live(c->r, stdout, c->colour, final);
         return;
     }
     if (!c->progress) return;

@@ -22,6 +22,10 @@ struct check_opts {
     char **cmd;              /* training command after "--" (NULL: none) */
     size_t n_cmd;
     int verbose;
+    /* Called from the check's loop whenever a host's row changed (and once at the end), so a
+     * front end can show the table filling in as hosts answer; NULL: not called. */
+    void (*on_progress)(void *ctx, const struct check_report *r);
+    void *progress_ctx;
 };
 
 /* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500. */

@@ -296,6 +296,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 {
     c->phase = PH_END;
     c->job->state = st;
+    c->job->ended_ms = mono_ms(); /* the header's elapsed time stops here */
     c->job->generation++;
     job_attempt_end(c->job);
     if (!c->interactive) c->quit = true;

@@ -250,6 +250,15 @@ static void draw(struct controller *c)
     c->drawn_generation = c->job->generation;
 }
 
+/* The check's loop calls this as hosts answer: the front end shows the table filling in. */
+static void preflight_progress(void *ctx, const struct check_report *r)
+{
+    struct controller *c = ctx;
+    if (!c->interactive) return; /* the headless printer shows the final table once */
+    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, r);
+    if (c->fe.on_tick) c->fe.on_tick(c->fe.ctx, c->job);
+}
+
 /* The fast checks of `ddptop check` (ssh, env, tcp refuse a launch; the others only warn).
  * Returns false when the launch is refused. */
 static bool preflight(struct controller *c)
@@ -261,6 +270,8 @@ static bool preflight(struct controller *c)
     char err[512];
     c->job->state = JOB_CHECKING;
     draw(c);
+    c->o.check.on_progress = preflight_progress;
+    c->o.check.progress_ctx = c;
     check_collect(&c->o.check, c->hl, &r, false, false);
     gpus = xcalloc(c->n, sizeof *gpus);
     for (size_t i = 0; i < c->n && i < r.n; i++) {

@@ -349,6 +349,7 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     free(dir);
     root_cause_clear(&j->cause);
     j->attempt_started_ms = now;
+    j->ended_ms = 0;
     j->log_error_reported = false;
     j->generation++;
     return rc;

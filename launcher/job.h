@@ -164,6 +164,7 @@ struct job {
     int world_size;
     int64_t started_ms;       /* mono_ms() at the start of the job */
     int64_t attempt_started_ms;
+    int64_t ended_ms;         /* mono_ms() when the job reached an end state; 0 while it runs */
     struct node_info *nodes;
     size_t n_nodes;
     struct rank_info *ranks;  /* indexed by global rank */

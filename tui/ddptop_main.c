@@ -58,15 +58,20 @@ static int take_theme_option(int *argc, char **argv)
     return 0;
 }
 
-/* The dashboard on a terminal, the line printer otherwise. Without a hostfile the embedded
- * default runs 2 local ranks unless --nproc-per-node says otherwise. */
+/* `ddptop run`: the dashboard on a terminal, the line printer with --headless or no TTY. */
+static int run_frontend(const struct run_opts *o, const struct hostlist *hl)
+{
+    if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl);
+    return dashboard_run(o, hl, theme_opt);
+}
+
+/* Plain `ddptop`: the same, and without a hostfile the embedded default runs 2 local ranks
+ * unless --nproc-per-node says otherwise. */
 static int run_chosen_frontend(const struct run_opts *o, const struct hostlist *hl)
 {
     struct run_opts local = *o;
     if (local.local && local.nproc_per_node == 0) local.nproc_per_node = 2;
-    if (local.headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
-        return headless_run(&local, hl);
-    return dashboard_run(&local, hl, theme_opt);
+    return run_frontend(&local, hl);
 }
 
 int main(int argc, char **argv)
@@ -82,7 +87,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 2 && strcmp(argv[1], "check") == 0) return check_cli_main(argc - 2, argv + 2);
-    if (argc >= 2 && strcmp(argv[1], "run") == 0) return run_cli_main(argc - 2, argv + 2, headless_run);
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) {
+        argc--, argv++;
+        if (take_theme_option(&argc, argv) != 0) return 2;
+        return run_cli_main(argc - 1, argv + 1, run_frontend);
+    }
     /* a word that is neither a subcommand nor an existing file is a typo, not a hostfile */
     if (argc >= 2 && argv[1][0] != '-' && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
         fprintf(stderr, "ddptop: '%s' is neither a command (run, check) nor a hostfile\n", argv[1]);

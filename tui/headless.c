@@ -207,7 +207,7 @@ void headless_frontend(struct headless *h, struct frontend *fe)
 void headless_finish(struct headless *h, const struct job *j, int exit_code)
 {
     struct job_stats st;
-    int64_t secs = (mono_ms() - j->started_ms) / 1000;
+    int64_t secs = ((j->ended_ms ? j->ended_ms : mono_ms()) - j->started_ms) / 1000;
     struct strbuf states;
     strbuf_init(&states);
     job_stats_compute(j, &st);

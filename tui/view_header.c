@@ -108,7 +108,7 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
     else ADD(ROLE_HEADER, "attempt %d", j->attempt);
     ADD(ROLE_HEADER, "nodes %zu", j->n_nodes);
     ADD(ROLE_HEADER, "world %d", j->world_size ? j->world_size : (int)j->n_ranks);
-    ADD(ROLE_HEADER, "elapsed %s", format_duration(a, sizeof a, ui->now_ms - j->started_ms));
+    ADD(ROLE_HEADER, "elapsed %s", format_duration(a, sizeof a, (j->ended_ms ? j->ended_ms : ui->now_ms) - j->started_ms));
 
     /* step spread, tokens/s and loss across the ranks that reported them */
     long *steps = j->n_ranks ? malloc(j->n_ranks * sizeof *steps) : NULL;
