@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Integration: `ddptop run` on three "nodes", each a network namespace with its own sshd on
+# port 22 at a private address, all on one bridge; the controller runs in the root namespace.
+# Ranks of ddptop-train rendezvous on node 0's address and train to done through the bridge.
+# Then a node's link is dropped mid-run (eth0 down inside that namespace, so its agent hears
+# nothing and the controller hears nothing from it): the agent's watchdog kills that node's
+# ranks, the controller reports the node lost (node_lost naming the host) and fails the job,
+# stopping the ranks of the other nodes.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib/tap.sh
+. tests/lib/sshd.sh
+. tests/lib/netns.sh
+. tests/lib/run_job.sh
+ulimit -c 0
+
+D=""
+cleanup() {
+    rj_cleanup
+    if [ -n "$D" ]; then kill_marker_pids "$D/bin"; kill_marker_pids "$D/agent"; fi
+    sshd_cleanup
+    netns_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+PY=/usr/bin/python3
+
+for b in "$DDPTOP" "$TRAIN"; do
+    [ -x "$b" ] || { tap_fail "binary exists: $b (make all)"; tap_done; exit 1; }
+done
+if ! sshd_setup; then tap_fail "test directory and keys"; tap_done; exit; fi
+D=$SSHD_DIR
+if ! netns_setup 3; then tap_fail "three namespaces on a bridge"; tap_done; exit; fi
+A=("${NETNS_ADDR[@]}")
+for i in 0 1 2; do
+    if ! sshd_start "n$i" "${A[i]}" 22 --netns "${NETNS_NODE[i]}"; then
+        tap_fail "sshd in namespace $i"; tap_done; exit
+    fi
+    sshd_known_hosts_line "${A[i]}" 22 >>"$D/known_hosts"
+    echo "root@${A[i]} slots=2" >>"$D/hosts.txt"
+done
+mkdir -p "$D/bin"
+cp "$TRAIN" "$D/bin/ddptop-train"
+RID=netns$$-$RANDOM
+COMMON=(--headless --known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config"
+        --agent-dir "$D/agent" --timeout 10 --log-dir "$D/logs" --master-port 29500)
+SMALL=(--hidden 64 --batch-size 16 --log-every 1)
+
+# ranks_in NODE: pids of ddptop-train processes inside node NODE's namespace.
+ranks_in() {
+    local p
+    for p in $(ip netns pids "${NETNS_NODE[$1]}" 2>/dev/null); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddptop-train ] && echo "$p"
+    done
+}
+no_ranks_in() { [ -z "$(ranks_in "$1")" ]; }
+
+# ---------------------------------------------------------------------------------------
+# 1. Six ranks on three namespaced nodes train to done (with the preflight).
+rj_run "$D/train.out" "$D/hosts.txt" "${COMMON[@]}" --run-id "$RID-train" \
+    -- "$D/bin/ddptop-train" --steps 40 "${SMALL[@]}"
+rj_expect_rc "3 namespaced nodes x 2 ranks of ddptop-train: done" 0
+if diag=$($PY - "$D/logs/$RID-train" "${A[0]}" <<'PY'
+import json, sys
+run_dir, master = sys.argv[1:3]
+bad, sums = [], set()
+for r in range(6):
+    evs = [json.loads(l) for l in open(f"{run_dir}/attempt-0/rank-{r}.log") if l.startswith("{")]
+    steps = [e["step"] for e in evs if e["event"] == "step"]
+    done = [e for e in evs if e["event"] == "done"]
+    if steps != list(range(1, 41)): bad.append(f"rank {r}: steps {steps[:3]}..{steps[-3:]}")
+    if len(done) != 1: bad.append(f"rank {r}: done lines {done}")
+    else: sums.add(done[0]["param_checksum"])
+if len(sums) != 1: bad.append(f"checksums {sums}")
+for b in bad: print("# " + b)
+if not bad: print(sums.pop())
+sys.exit(1 if bad else 0)
+PY
+); then
+    tap_ok "every rank stepped 1..40 and printed done; equal param_checksum $diag"
+else
+    tap_fail "every rank trained to done with equal checksums" "$diag" "$(tail -15 "$D/train.out")"
+fi
+ev_assert "events: hosts are the namespaced nodes in hostfile order" "$D/logs/$RID-train/events.jsonl" \
+    "sorted((e['rank'], e['host']) for e in ev('exit')) == [(r, h) for r, h in enumerate(['${A[0]}', '${A[0]}', '${A[1]}', '${A[1]}', '${A[2]}', '${A[2]}'])] or sorted((e['rank'], e['host']) for e in ev('exit')) == [(r, 'root@' + h) for r, h in enumerate(['${A[0]}', '${A[0]}', '${A[1]}', '${A[1]}', '${A[2]}', '${A[2]}'])]"
+
+# ---------------------------------------------------------------------------------------
+# 2. Node 2's link goes down mid-run.
+rj_start "$D/drop.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --run-id "$RID-drop" --term-timeout 3 \
+    -- "$D/bin/ddptop-train" --steps 1000000 "${SMALL[@]}"
+all_stepping() {
+    local r
+    for r in 0 1 2 3 4 5; do grep -q "^\[r$r [^]]*\] {\"event\":\"step\"" "$D/drop.out" || return 1; done
+}
+if ! wait_until 60 all_stepping; then
+    tap_fail "six ranks stepping before the link drop" "$(tail -10 "$D/drop.out")" "$(cat "$D/drop.out.err")"
+    tap_done; exit
+fi
+n2=$(ranks_in 2 | wc -l)
+ip -n "${NETNS_NODE[2]}" link set eth0 down
+T_DOWN=$(date +%s%N)
+ms_since_down() { echo $((($(date +%s%N) - T_DOWN) / 1000000)); }
+if wait_until 9 no_ranks_in 2; then
+    tap_ok "node 2's link down: its $n2 ranks killed by the agent's watchdog after $(ms_since_down) ms"
+else
+    tap_fail "node 2's link down: its ranks still alive after 9 s" "$(ps -o pid,stat,args -p "$(ranks_in 2 | paste -sd,)" 2>&1)"
+fi
+lost_seen() { grep -q '"kind":"node_lost"' "$D/logs/$RID-drop/events.jsonl" 2>/dev/null; }
+if wait_until 16 lost_seen; then
+    t_lost=$(ms_since_down)
+    ev_assert "node_lost event names node 2 (${A[2]}) after ${t_lost} ms (heartbeats stop for 10 s)" \
+        "$D/logs/$RID-drop/events.jsonl" \
+        "any('${A[2]}' in (e['host'] or '') for e in ev('node_lost'))" \
+        "not any('${A[0]}' in (e['host'] or '') or '${A[1]}' in (e['host'] or '') for e in ev('node_lost'))"
+else
+    tap_fail "node_lost event within 16 s of the link drop" "$(cat "$D/logs/$RID-drop/events.jsonl" 2>&1)"
+fi
+rj_wait 30
+rj_expect_rc "a lost node fails the job" 1
+if grep -qi 'root cause' "$D/drop.out" && grep -i 'root cause' "$D/drop.out" | grep -q "${A[2]}"; then
+    tap_ok "headless root cause names the lost node ${A[2]}"
+else
+    tap_fail "headless root cause names the lost node ${A[2]}" "$(grep -v event "$D/drop.out" | tail -15)"
+fi
+if no_ranks_in 0 && no_ranks_in 1 && no_ranks_in 2; then
+    tap_ok "no rank left on any node after the job ended"
+else
+    tap_fail "no rank left on any node" "node0: $(ranks_in 0 | paste -sd' ') node1: $(ranks_in 1 | paste -sd' ') node2: $(ranks_in 2 | paste -sd' ')"
+fi
+
+tap_done
