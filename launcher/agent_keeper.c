@@ -21,9 +21,9 @@ extern char **environ;
 /* How often a keeper checks that its agent is still its parent, besides PDEATHSIG. */
 #define KEEPER_PARENT_CHECK_S 1
 
-static void keeper_send(int fd, int kind, int a, int64_t b)
+static void keeper_send(int fd, int kind, int a, int64_t b, int64_t c)
 {
-    struct keeper_msg m = { .kind = kind, .a = a, .b = b };
+    struct keeper_msg m = { .kind = kind, .a = a, .b = b, .c = c };
     ssize_t n;
     do n = write(fd, &m, sizeof m); while (n < 0 && errno == EINTR);
 }
@@ -98,12 +98,13 @@ static void keeper_finish(int status_fd, pid_t rank)
     int st = 0;
     memset(&si, 0, sizeof si);
     while (waitid(P_PID, (id_t)rank, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
+    int64_t seen_dead = mono_ns();
     kill(-rank, SIGKILL); /* whatever the rank left running in its group */
     memset(&ru, 0, sizeof ru);
     while (wait4(rank, &st, 0, &ru) < 0 && errno == EINTR) {}
     int64_t cpu_us = (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
                      ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-    keeper_send(status_fd, KEEPER_EXITED, st, cpu_us);
+    keeper_send(status_fd, KEEPER_EXITED, st, cpu_us, seen_dead);
     _exit(0);
 }
 
@@ -133,12 +134,12 @@ static void keeper_main(const struct keeper_spec *spec, pid_t agent, int out_w, 
 
     int rep[2];
     if (pipe2(rep, O_CLOEXEC) < 0) {
-        keeper_send(status_w, KEEPER_FAILED, KEEPER_STAGE_SETUP, errno);
+        keeper_send(status_w, KEEPER_FAILED, KEEPER_STAGE_SETUP, errno, 0);
         _exit(0);
     }
     pid_t rank = fork();
     if (rank < 0) {
-        keeper_send(status_w, KEEPER_FAILED, KEEPER_STAGE_FORK, errno);
+        keeper_send(status_w, KEEPER_FAILED, KEEPER_STAGE_FORK, errno, 0);
         _exit(0);
     }
     if (rank == 0) {
@@ -155,10 +156,10 @@ static void keeper_main(const struct keeper_spec *spec, pid_t agent, int out_w, 
     close(rep[0]);
     if (n == (ssize_t)sizeof why) {
         while (waitpid(rank, NULL, 0) < 0 && errno == EINTR) {}
-        keeper_send(status_w, KEEPER_FAILED, why[0], why[1]);
+        keeper_send(status_w, KEEPER_FAILED, why[0], why[1], 0);
         _exit(0);
     }
-    keeper_send(status_w, KEEPER_STARTED, (int)rank, 0);
+    keeper_send(status_w, KEEPER_STARTED, (int)rank, 0, 0);
 
     for (;;) {
         struct timespec ts = { KEEPER_PARENT_CHECK_S, 0 };
@@ -187,20 +188,22 @@ int keeper_read_msg(int fd, struct keeper_msg *m)
     return 1;
 }
 
-static void stage_error(const struct keeper_spec *spec, int stage, int e, char *err, size_t errlen)
+void keeper_failed_text(const char *argv0, const char *workdir, const struct keeper_msg *m,
+                        char *err, size_t errlen)
 {
-    switch (stage) {
+    const char *e = strerror((int)m->b);
+    switch (m->a) {
     case KEEPER_STAGE_CHDIR:
-        snprintf(err, errlen, "cannot change to workdir '%s': %s", spec->workdir, strerror(e));
+        snprintf(err, errlen, "cannot change to workdir '%s': %s", workdir ? workdir : "", e);
         break;
     case KEEPER_STAGE_EXEC:
-        snprintf(err, errlen, "cannot execute '%s': %s", spec->argv[0], strerror(e));
+        snprintf(err, errlen, "cannot execute '%s': %s", argv0, e);
         break;
     case KEEPER_STAGE_FORK:
-        snprintf(err, errlen, "cannot start the rank: fork: %s", strerror(e));
+        snprintf(err, errlen, "cannot start the rank: fork: %s", e);
         break;
     default:
-        snprintf(err, errlen, "cannot start the rank's keeper: %s", strerror(e));
+        snprintf(err, errlen, "cannot start the rank's keeper: %s", e);
     }
 }
 
@@ -218,12 +221,10 @@ static int wait_first(int fd, int timeout_ms, struct keeper_msg *m)
     }
 }
 
-int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen)
+int keeper_fork(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen)
 {
     int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 };
     sigset_t block, old;
-    struct keeper_msg m;
-    int rc = -1;
 
     k->keeper_pid = k->rank_pid = -1;
     k->out_fd = k->err_fd = k->status_fd = -1;
@@ -249,35 +250,56 @@ int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, si
     close(out[1]);
     close(errp[1]);
     close(st[1]);
-    out[1] = errp[1] = st[1] = -1;
     fd_set_nonblock(st[0]);
-    int r = wait_first(st[0], spec->start_timeout_ms, &m);
-    if (r == 1 && m.kind == KEEPER_STARTED) {
-        fd_set_nonblock(out[0]);
-        fd_set_nonblock(errp[0]);
-        k->keeper_pid = pid;
-        k->rank_pid = m.a;
-        k->out_fd = out[0];
-        k->err_fd = errp[0];
-        k->status_fd = st[0];
-        return 0;
-    }
-    if (r == 1 && m.kind == KEEPER_FAILED)
-        stage_error(spec, m.a, (int)m.b, err, errlen);
-    else if (r == 0)
-        snprintf(err, errlen, "'%s' did not start within %d ms (its keeper was killed)",
-                 spec->argv[0], spec->start_timeout_ms);
-    else
-        snprintf(err, errlen, "the rank's keeper process died while starting '%s'", spec->argv[0]);
-    /* SIGKILL is harmless to a keeper that already exited (its pid stays ours until reaped);
-     * a stuck one takes its rank along through the rank's PDEATHSIG. */
-    if (r != 1) kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    fd_set_nonblock(out[0]);
+    fd_set_nonblock(errp[0]);
+    k->keeper_pid = pid;
+    k->out_fd = out[0];
+    k->err_fd = errp[0];
+    k->status_fd = st[0];
+    return 0;
 close_pipes:
     for (int i = 0; i < 2; i++) {
         if (out[i] >= 0) close(out[i]);
         if (errp[i] >= 0) close(errp[i]);
         if (st[i] >= 0) close(st[i]);
     }
-    return rc;
+    return -1;
+}
+
+void keeper_abort(struct keeper *k)
+{
+    /* SIGKILL is harmless to a keeper that already exited (its pid stays ours until reaped);
+     * a stuck one takes its rank along through the rank's PDEATHSIG. */
+    if (k->keeper_pid > 0) {
+        kill(k->keeper_pid, SIGKILL);
+        while (waitpid(k->keeper_pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    int *fds[3] = { &k->out_fd, &k->err_fd, &k->status_fd };
+    for (int i = 0; i < 3; i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+    k->keeper_pid = -1;
+}
+
+int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen)
+{
+    struct keeper_msg m;
+    if (keeper_fork(spec, k, err, errlen) < 0) return -1;
+    int r = wait_first(k->status_fd, spec->start_timeout_ms, &m);
+    if (r == 1 && m.kind == KEEPER_STARTED) {
+        k->rank_pid = m.a;
+        return 0;
+    }
+    if (r == 1 && m.kind == KEEPER_FAILED)
+        keeper_failed_text(spec->argv[0], spec->workdir, &m, err, errlen);
+    else if (r == 0)
+        snprintf(err, errlen, "'%s' did not start within %d ms (its keeper was killed)",
+                 spec->argv[0], spec->start_timeout_ms);
+    else
+        snprintf(err, errlen, "the rank's keeper process died while starting '%s'", spec->argv[0]);
+    keeper_abort(k);
+    return -1;
 }

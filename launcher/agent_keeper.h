@@ -10,7 +10,8 @@
  *   STARTED  a = the rank's pid (sent once execvp succeeded)
  *   FAILED   a = stage (KEEPER_STAGE_*), b = errno; the keeper then exits
  *   EXITED   a = the rank's wait status, b = its CPU time in microseconds (rusage, children
- *            included); the keeper then exits
+ *            included), c = mono_ns() when the keeper saw the rank dead (at or after its real
+ *            death: the agent compares it with when it signalled the rank); the keeper then exits
  * The agent reaps the keeper with waitpid(keeper_pid) and never waits for any other pid. */
 #ifndef DDPTOP_AGENT_KEEPER_H
 #define DDPTOP_AGENT_KEEPER_H
@@ -26,6 +27,7 @@ struct keeper_msg {
     int32_t kind;
     int32_t a;
     int64_t b;
+    int64_t c;
 };
 
 struct keeper_spec {
@@ -45,6 +47,17 @@ struct keeper {
 /* Starts a keeper and its rank and blocks until the rank's execvp succeeded or failed. Returns 0
  * with k filled, or -1 with a message for a person in err (everything started is gone again). */
 int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen);
+/* The nonblocking half of keeper_start, for many ranks at once: forks the keeper and returns 0
+ * with k filled but rank_pid -1; the caller watches k->status_fd for the first message (STARTED,
+ * or FAILED: see keeper_failed_text) and gives up with keeper_abort. -1 with err: nothing
+ * started. spec is only read during the call (the keeper has its own copy). */
+int keeper_fork(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen);
+/* The message for a person for a FAILED message m of a keeper started with argv0 and workdir. */
+void keeper_failed_text(const char *argv0, const char *workdir, const struct keeper_msg *m,
+                        char *err, size_t errlen);
+/* SIGKILLs a keeper that has not started its rank (its rank follows by PDEATHSIG), reaps it and
+ * closes k's fds. */
+void keeper_abort(struct keeper *k);
 /* Reads one message from a nonblocking status fd: 1 got one, 0 none yet, -1 end of file (the
  * keeper exited) or error. */
 int keeper_read_msg(int fd, struct keeper_msg *m);

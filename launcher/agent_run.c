@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_proc.h"
 #include "agent_run_int.h"
 #include "util.h"
 
@@ -135,6 +136,7 @@ static void rank_free(struct run_rank *r)
     if (r->status_w) agent_watch_del(run.ag, r->status_w);
     if (r->error_file && r->error_file_ours) unlink(r->error_file);
     free(r->error_file);
+    free(r->start_error);
     free(r);
 }
 
@@ -160,6 +162,7 @@ static void rank_reap_keeper(struct run_rank *r)
  * keeper is reaped too. */
 static void rank_try_finish(struct run_rank *r)
 {
+    if (r->spawn) return; /* its spawn is not answered yet: no exit before "spawned" */
     if (!r->exit_sent && r->have_status && !r->st[0].w && !r->st[1].w) {
         agent_send(run.ag, run_exit_msg(r));
         r->exit_sent = 1;
@@ -172,13 +175,38 @@ static void rank_try_finish(struct run_rank *r)
     }
 }
 
+void run_rank_announce(struct run_rank *r)
+{
+    rank_try_finish(r);
+}
+
+/* Whether the rank's end was ours: it died after our first stopping signal (the keeper saw it
+ * dead no earlier than we sent it) and not by a signal we never sent (a SIGSEGV of its own
+ * that merely raced our stop). */
+static int ended_by_us(const struct run_rank *r)
+{
+    if (!r->sig_ns) return 0;
+    if (r->dead_ns && r->dead_ns < r->sig_ns) return 0;
+    if (!r->keeper_died && WIFSIGNALED(r->wait_status)) {
+        int s = WTERMSIG(r->wait_status);
+        if (s < 1 || s > 63 || !(r->sig_mask & (1ull << s))) return 0;
+    }
+    return 1;
+}
+
 static void rank_take_msg(struct run_rank *r, const struct keeper_msg *m)
 {
+    if (r->starting) {
+        run_spawn_first_msg(r, m);
+        return;
+    }
     if (m->kind != KEEPER_EXITED || r->have_status) return;
     r->have_status = 1;
     r->wait_status = m->a;
     r->exit_cpu_s = (double)m->b / 1e6;
+    r->dead_ns = m->c;
     r->exit_ns = mono_ns();
+    r->by_us = ended_by_us(r);
 }
 
 /* Reads what the keeper said; at its end of file the keeper is gone. */
@@ -193,10 +221,13 @@ static void rank_read_status(struct run_rank *r)
         }
         agent_watch_del(run.ag, r->status_w);
         r->status_w = NULL;
-        if (!r->have_status) {
+        if (r->starting) {
+            run_rank_start_failed(r, "its keeper process died before the rank started");
+        } else if (!r->have_status) {
             r->have_status = 1;
             r->keeper_died = 1;
             r->exit_ns = mono_ns();
+            r->by_us = r->sig_ns != 0;
         }
         rank_reap_keeper(r);
     }
@@ -205,10 +236,13 @@ static void rank_read_status(struct run_rank *r)
 static void status_ready(struct agent *ag, struct agent_watch *w, short revents)
 {
     struct run_rank *r = w->ctx;
+    struct run_spawn *sp = r->spawn;
     (void)ag;
     if (!revents) return;
     rank_read_status(r);
-    rank_try_finish(r);
+    /* Answering the spawn announces its ranks, r among them (it may be freed then). */
+    if (sp && !r->starting) run_spawn_resolved(sp);
+    else if (!sp) rank_try_finish(r);
     run_schedule();
 }
 
@@ -226,8 +260,9 @@ struct run_rank *run_rank_find(int rank)
     return NULL;
 }
 
-struct run_rank *run_rank_add(int rank, int attempt, const struct keeper *k, char *error_file,
-                              int error_file_ours, int64_t spawn_wall_ns)
+struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keeper *k, char *error_file,
+                                       int error_file_ours, int64_t spawn_wall_ns,
+                                       struct run_spawn *sp, int64_t start_deadline_ms)
 {
     struct run_rank *r = xcalloc(1, sizeof *r);
     r->rank = rank;
@@ -236,6 +271,9 @@ struct run_rank *run_rank_add(int rank, int attempt, const struct keeper *k, cha
     r->error_file = error_file;
     r->error_file_ours = error_file_ours;
     r->spawn_wall_ns = spawn_wall_ns;
+    r->starting = 1;
+    r->spawn = sp;
+    r->start_deadline_ms = start_deadline_ms;
     int fds[2] = { k->out_fd, k->err_fd };
     for (int i = 0; i < 2; i++) {
         struct rank_stream *s = &r->st[i];
@@ -251,10 +289,44 @@ struct run_rank *run_rank_add(int rank, int attempt, const struct keeper *k, cha
     return r;
 }
 
+void run_rank_start_failed(struct run_rank *r, const char *why)
+{
+    char *line = xasprintf("ddptop-agent: %s", why);
+    r->starting = 0;
+    free(r->start_error);
+    r->start_error = xstrdup(why);
+    r->have_status = 1;
+    r->wait_status = 127 << 8; /* exited 127, as a shell reports a command it cannot run */
+    r->exit_ns = mono_ns();
+    r->by_us = 0;
+    /* On the rank's stderr, where the person reading its log looks for why it ended. */
+    emit_piece(&r->st[1], line, strlen(line), 0);
+    r->last_out_ms = mono_ms();
+    free(line);
+}
+
 int run_rank_signal(struct run_rank *r, int sig, int by_us)
 {
     if (r->have_status || r->keeper_reaped) return -1;
-    if (by_us) r->by_us = 1;
+    int stopping = by_us && sig != SIGCONT;
+    if (r->starting) {
+        /* Not started yet: it is killed as soon as its keeper reports the exec. */
+        if (stopping) {
+            r->doomed = 1;
+            r->sig_mask |= 1ull << SIGKILL;
+            if (!r->sig_ns) r->sig_ns = mono_ns();
+        }
+        return 0;
+    }
+    if (stopping && sig > 0 && sig < 64) {
+        /* A rank already dead (a zombie its keeper has not reaped yet) did not die of this. */
+        struct proc_stat ps;
+        int dead = proc_stat_read(r->k.rank_pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X');
+        if (!dead) {
+            r->sig_mask |= 1ull << sig;
+            if (!r->sig_ns) r->sig_ns = mono_ns();
+        }
+    }
     /* A rank that left its group (setsid of its own) is still reached by its pid. */
     if (kill(-r->k.rank_pid, sig) < 0 && errno == ESRCH) return kill(r->k.rank_pid, sig);
     return 0;
@@ -263,6 +335,7 @@ int run_rank_signal(struct run_rank *r, int sig, int by_us)
 int run_kill_all(int sig)
 {
     int n = 0;
+    run_spawn_doom();
     for (struct run_rank *r = run.ranks; r; r = r->next) {
         if (r->have_status) continue;
         if (sig == SIGTERM) run_rank_signal(r, SIGCONT, 1); /* a stopped rank cannot act on TERM */
@@ -316,7 +389,7 @@ static void send_status(void)
     run_add_mono_ns(msg, mono_ns());
     cJSON *arr = cJSON_AddArrayToObject(msg, "ranks");
     for (struct run_rank *r = run.ranks; r; r = r->next)
-        if (!r->exit_sent) cJSON_AddItemToArray(arr, run_status_entry(r, now));
+        if (!r->exit_sent && !r->spawn) cJSON_AddItemToArray(arr, run_status_entry(r, now));
     agent_send(run.ag, msg);
 }
 
@@ -342,7 +415,9 @@ void run_schedule(void)
                 if (r->have_status && !run.paused) SOONER(d, eof_wait_until(r));
             }
             if (!r->status_w && !r->keeper_reaped) SOONER(d, now + REAP_RETRY_MS);
+            if (r->starting) SOONER(d, r->start_deadline_ms);
         }
+        SOONER(d, run_spawn_deadline());
         if (run.watchdog_ms > 0 && run_live()) SOONER(d, agent_last_input_ms(run.ag) + run.watchdog_ms);
         if (run.paused) SOONER(d, now + PAUSE_CHECK_MS);
     }
@@ -362,6 +437,7 @@ static void tick_ranks(int64_t now)
             if (r->have_status && !run.paused && eof_wait_until(r) <= now) stream_close(s);
         }
         if (!r->status_w) rank_reap_keeper(r);
+        if (r->starting) run_spawn_check_timeout(r, now);
         rank_try_finish(r);
     }
 }
@@ -385,6 +461,7 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
         apply_pause();
     }
     tick_ranks(now);
+    run_spawn_pump(); /* the next batch of keepers, and spawns now answerable */
     if (run.watchdog_ms > 0 && run_live() && now - agent_last_input_ms(ag) >= run.watchdog_ms) {
         agent_send_error(ag, NULL, "no request from the controller for %ld ms (watchdog_ms); "
                          "stopping every rank and exiting", run.watchdog_ms);
@@ -467,6 +544,9 @@ void agent_run_done(struct agent *ag)
     int64_t give_up = (run.kill_at ? run.kill_at : mono_ms()) + TEARDOWN_LIMIT_MS;
     while (!all_keepers_reaped()) {
         int64_t now = mono_ms();
+        /* Ranks that report their start now are doomed already: they get SIGKILL there. */
+        for (struct run_rank *r = run.ranks; r; r = r->next)
+            if (r->starting) rank_read_status(r);
         if (run.kill_at && now >= run.kill_at) {
             for (struct run_rank *r = run.ranks; r; r = r->next) rank_read_status(r);
             run_kill_all(SIGKILL);
@@ -477,7 +557,7 @@ void agent_run_done(struct agent *ag)
             for (struct run_rank *r = run.ranks; r; r = r->next) {
                 if (r->keeper_reaped) continue;
                 kill(r->k.keeper_pid, SIGKILL);
-                kill(-r->k.rank_pid, SIGKILL);
+                if (r->k.rank_pid > 0) kill(-r->k.rank_pid, SIGKILL);
                 while (waitpid(r->k.keeper_pid, NULL, 0) < 0 && errno == EINTR) {}
                 r->keeper_reaped = 1;
             }
@@ -487,6 +567,7 @@ void agent_run_done(struct agent *ag)
         nanosleep(&ts, NULL);
     }
     while (run.ranks) rank_free(run.ranks);
+    run_spawn_done();
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGINT, SIG_DFL);

@@ -91,7 +91,8 @@ cJSON *run_exit_msg(const struct run_rank *r)
     int ws = r->wait_status;
     cJSON *msg = agent_reply_new("exit", NULL);
     cJSON_AddNumberToObject(msg, "rank", r->rank);
-    cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
+    if (r->k.rank_pid > 0) cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
+    else cJSON_AddNullToObject(msg, "pid"); /* it never started */
     cJSON_AddNumberToObject(msg, "attempt", r->attempt);
     if (!r->keeper_died && WIFEXITED(ws)) cJSON_AddNumberToObject(msg, "code", WEXITSTATUS(ws));
     else cJSON_AddNullToObject(msg, "code");
@@ -109,7 +110,9 @@ cJSON *run_exit_msg(const struct run_rank *r)
     run_add_mono_ns(msg, r->exit_ns);
     if (!r->keeper_died) cJSON_AddNumberToObject(msg, "cpu_s", r->exit_cpu_s);
     attach_error_file(r, msg);
-    if (r->keeper_died)
+    if (r->start_error)
+        cJSON_AddStringToObject(msg, "error", r->start_error);
+    else if (r->keeper_died)
         cJSON_AddStringToObject(msg, "error", "the rank's keeper process died without reporting "
                                               "its exit status; the rank was killed with it");
     return msg;

@@ -1,14 +1,18 @@
-/* The run requests of ddptop-agent: spawn, signal, stop, stacks, ping (docs/protocol.md, "Run
- * requests"). A request is checked whole before anything starts, so a bad one starts nothing;
- * the rank's lifecycle after spawn lives in agent_run.c. */
+/* The run requests of ddptop-agent but spawn (agent_run_spawn.c): signal, stop, stacks (in a
+ * child process, answered when it is done) and ping (docs/protocol.md, "Run requests"). The
+ * rank's lifecycle lives in agent_run.c. */
 #include "agent_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_run_int.h"
@@ -16,188 +20,15 @@
 #include "agent_stream.h"
 #include "util.h"
 
-extern char **environ;
-
-#define SPAWN_START_TIMEOUT_MS 10000
-#define SPAWN_MAX_RANKS 1024
-#define WATCHDOG_MAX_MS 86400000L
 #define TERM_TIMEOUT_DEFAULT_MS 10000
 #define TERM_TIMEOUT_MAX_MS 3600000L
-#define ERROR_FILE_VAR "TORCHELASTIC_ERROR_FILE"
-
-static int is_int_in(const cJSON *v, double lo, double hi)
-{
-    /* Range first: converting an out-of-range double to an integer is undefined. */
-    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
-           v->valuedouble == (double)(long long)v->valuedouble;
-}
-
-/* Checks the request's "ranks" (and each "env"); sends the error and returns -1 when wrong. */
-static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ranks)
-{
-    int n = cJSON_GetArraySize(ranks), i = 0;
-    const cJSON *o;
-    if (!cJSON_IsArray(ranks) || n < 1 || n > SPAWN_MAX_RANKS) {
-        agent_send_error(ag, id, "\"ranks\" must be an array of 1 to %d rank objects", SPAWN_MAX_RANKS);
-        return -1;
-    }
-    cJSON_ArrayForEach(o, ranks) {
-        const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "rank");
-        const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
-        if (!cJSON_IsObject(o) || !is_int_in(rk, 0, INT_MAX)) {
-            agent_send_error(ag, id, "ranks[%d] must be an object with \"rank\", an integer from 0 to %d",
-                             i, INT_MAX);
-            return -1;
-        }
-        for (const cJSON *p = ranks->child; p != o; p = p->next)
-            if (cJSON_GetObjectItemCaseSensitive(p, "rank")->valuedouble == rk->valuedouble) {
-                agent_send_error(ag, id, "rank %d appears twice in \"ranks\"", (int)rk->valuedouble);
-                return -1;
-            }
-        if (env && !cJSON_IsObject(env)) {
-            agent_send_error(ag, id, "ranks[%d].env must be an object of strings", i);
-            return -1;
-        }
-        cJSON_ArrayForEach(e, env) {
-            if (!e->string[0] || strchr(e->string, '=')) {
-                agent_send_error(ag, id, "ranks[%d].env: '%.64s' is not a variable name", i, e->string);
-                return -1;
-            }
-            if (!cJSON_IsString(e) && !cJSON_IsNull(e)) {
-                agent_send_error(ag, id, "ranks[%d].env.%.64s must be a string or null", i, e->string);
-                return -1;
-            }
-        }
-        i++;
-    }
-    return 0;
-}
-
-static int env_key_is(const char *entry, const char *key)
-{
-    size_t n = strlen(key);
-    return strncmp(entry, key, n) == 0 && entry[n] == '=';
-}
-
-/* The rank's environment: the agent's, with the request's env applied (null removes), plus
- * TORCHELASTIC_ERROR_FILE=own_err when own_err is set. Strings the vector owns are listed in
- * owned (freed with free_env). */
-static char **build_env(const cJSON *env, const char *own_err, char ***owned)
-{
-    size_t n_env = 0, n_req = (size_t)cJSON_GetArraySize(env), k = 0, o = 0;
-    while (environ && environ[n_env]) n_env++;
-    char **v = xcalloc(n_env + n_req + 2, sizeof *v);
-    *owned = xcalloc(n_req + 2, sizeof **owned);
-    for (size_t i = 0; i < n_env; i++) {
-        int drop = own_err && env_key_is(environ[i], ERROR_FILE_VAR);
-        const cJSON *e;
-        cJSON_ArrayForEach(e, env) drop = drop || env_key_is(environ[i], e->string);
-        if (!drop) v[k++] = environ[i];
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, env) {
-        if (!cJSON_IsString(e)) continue;
-        int dup = 0; /* cJSON keeps duplicate keys; the last one wins, as in a shell */
-        for (const cJSON *f = e->next; f; f = f->next) dup = dup || strcmp(f->string, e->string) == 0;
-        if (!dup) v[k++] = (*owned)[o++] = xasprintf("%s=%s", e->string, e->valuestring);
-    }
-    if (own_err) v[k++] = (*owned)[o++] = xasprintf("%s=%s", ERROR_FILE_VAR, own_err);
-    return v;
-}
-
-static void free_env(char **v, char **owned)
-{
-    for (size_t i = 0; owned[i]; i++) free(owned[i]);
-    free(owned);
-    free(v);
-}
-
-static cJSON *spawn_one(const cJSON *ro, long attempt, char *const *argv, const char *workdir)
-{
-    int rank = (int)cJSON_GetObjectItemCaseSensitive(ro, "rank")->valuedouble;
-    const cJSON *env = cJSON_GetObjectItemCaseSensitive(ro, "env");
-    cJSON *ans = cJSON_CreateObject();
-    char err[512];
-    cJSON_AddNumberToObject(ans, "rank", rank);
-    struct run_rank *old = run_rank_find(rank);
-    if (old) {
-        cJSON_AddStringToObject(ans, "error", "this rank is still running on this node (stop it first)");
-        cJSON_AddNumberToObject(ans, "pid", old->k.rank_pid);
-        return ans;
-    }
-    /* The rank's error file: the controller's when its env names one (even null: then none),
-     * else a node-local file named after this agent, the attempt and the rank. */
-    char *errfile = NULL;
-    int ours = 0;
-    const cJSON *given = cJSON_GetObjectItemCaseSensitive(env, ERROR_FILE_VAR);
-    if (cJSON_IsString(given)) {
-        errfile = xstrdup(given->valuestring);
-    } else if (!given) {
-        const char *tmp = getenv("TMPDIR");
-        errfile = xasprintf("%s/ddptop-%d-a%ld-r%d.error.json", tmp && tmp[0] ? tmp : "/tmp",
-                            (int)getpid(), attempt, rank);
-        unlink(errfile);
-        ours = 1;
-    }
-    char **owned;
-    char **envp = build_env(env, ours ? errfile : NULL, &owned);
-    struct keeper_spec spec = { .argv = argv, .envp = envp, .workdir = workdir,
-                                .start_timeout_ms = SPAWN_START_TIMEOUT_MS };
-    struct keeper k;
-    int64_t t0 = wall_ns();
-    int rc = keeper_start(&spec, &k, err, sizeof err);
-    free_env(envp, owned);
-    if (rc < 0) {
-        cJSON_AddStringToObject(ans, "error", err);
-        if (ours) unlink(errfile);
-        free(errfile);
-        return ans;
-    }
-    run_rank_add(rank, (int)attempt, &k, errfile, ours, t0);
-    cJSON_AddNumberToObject(ans, "pid", k.rank_pid);
-    return ans;
-}
-
-void agent_run_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
-{
-    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(req, "argv"), *a;
-    const cJSON *wd = cJSON_GetObjectItemCaseSensitive(req, "workdir");
-    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(req, "ranks"), *ro;
-    long attempt, watchdog;
-    int argc = cJSON_GetArraySize(argv), i = 0;
-
-    run_heartbeat_start();
-    if (!cJSON_IsArray(argv) || argc < 1) {
-        agent_send_error(ag, id, "\"argv\" must be a non-empty array of strings");
-        return;
-    }
-    cJSON_ArrayForEach(a, argv) {
-        if (!cJSON_IsString(a) || (i++ == 0 && !a->valuestring[0])) {
-            agent_send_error(ag, id, "\"argv\" must be a non-empty array of strings");
-            return;
-        }
-    }
-    if (wd && !cJSON_IsString(wd) && !cJSON_IsNull(wd)) {
-        agent_send_error(ag, id, "\"workdir\" must be a string");
-        return;
-    }
-    if (agent_req_int(ag, req, id, "attempt", 0, INT_MAX, 0, &attempt) < 0 ||
-        agent_req_int(ag, req, id, "watchdog_ms", 0, WATCHDOG_MAX_MS, 0, &watchdog) < 0 ||
-        spawn_check_ranks(ag, id, ranks) < 0)
-        return;
-
-    char **av = xcalloc((size_t)argc + 1, sizeof *av);
-    i = 0;
-    cJSON_ArrayForEach(a, argv) av[i++] = a->valuestring;
-    run_set_watchdog(watchdog);
-    cJSON *msg = agent_reply_new("spawned", id);
-    cJSON *out = cJSON_AddArrayToObject(msg, "ranks");
-    cJSON_ArrayForEach(ro, ranks)
-        cJSON_AddItemToArray(out, spawn_one(ro, attempt, av, cJSON_IsString(wd) ? wd->valuestring : NULL));
-    free(av);
-    agent_send(ag, msg);
-    run_schedule();
-}
+/* A stack dump runs in a child process of its own, so the loop (heartbeat, rank output) goes on
+ * meanwhile; each tool has STACKS_TOOL_TIMEOUT_MS, and the whole dump this long before its
+ * child's process group is killed and the answer goes out with what came. */
+#define STACKS_DEADLINE_MS (2 * STACKS_TOOL_TIMEOUT_MS + 5000)
+#define STACKS_MAX_RUNNING 8
+#define STACKS_REAP_RETRY_MS 20
+#define STACKS_REAP_LIMIT_MS 2000
 
 /* The ranks a request names ("ranks": [2, 3]; absent: all). Sends the error, returns -1. */
 static int req_ranks(struct agent *ag, const cJSON *req, const cJSON *id, const cJSON **list)
@@ -207,7 +38,7 @@ static int req_ranks(struct agent *ag, const cJSON *req, const cJSON *id, const 
     if (!*list) return 0;
     if (!cJSON_IsArray(*list)) goto bad;
     cJSON_ArrayForEach(e, *list)
-        if (!is_int_in(e, 0, INT_MAX)) goto bad;
+        if (!run_is_int_in(e, 0, INT_MAX)) goto bad;
     return 0;
 bad:
     agent_send_error(ag, id, "\"ranks\" must be an array of rank numbers");
@@ -255,32 +86,197 @@ void agent_run_stop_op(struct agent *ag, const cJSON *req, const cJSON *id)
     run_stop_wait(id, mono_ms() + timeout);
 }
 
+struct stacks_job {
+    pid_t child;
+    int reaped, answered;
+    int rank;
+    pid_t rank_pid;
+    cJSON *id;
+    struct strbuf got;      /* "TOOL\n" then the raw text, as the child wrote it */
+    int64_t deadline_ms;    /* the answer goes out then at the latest */
+    int64_t reap_limit_ms;  /* after the answer: SIGKILL the child's group if not reaped by then */
+};
+
+static int stacks_running;
+
+static void stacks_job_free(void *ctx)
+{
+    struct stacks_job *j = ctx;
+    if (!j->reaped) {
+        /* Teardown, or a child that would not go: no dump helper outlives the agent. */
+        kill(-j->child, SIGKILL);
+        while (waitpid(j->child, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    if (!j->answered) stacks_running--;
+    cJSON_Delete(j->id);
+    strbuf_done(&j->got);
+    free(j);
+}
+
+/* The child: its own process group (so the deadline kills the tools it runs too), dies with
+ * the agent, holds none of the agent's fds but the pipe, then collects and writes the dump. */
+static void stacks_child(pid_t agent, pid_t rank_pid, int fd)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent) _exit(0);
+    if (fd != 3) {
+        dup2(fd, 3);
+        fd = 3;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC); /* the tools must not hold it: its end of file is the answer */
+    close_range(4, ~0U, 0);
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        dup2(nul, 1);
+        if (nul > 3) close(nul);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    struct strbuf text;
+    strbuf_init(&text);
+    const char *tool = stacks_collect(rank_pid, NULL, &text);
+    struct strbuf all;
+    strbuf_init(&all);
+    strbuf_addf(&all, "%s\n", tool);
+    strbuf_add(&all, text.buf ? text.buf : "", text.len);
+    for (size_t off = 0; off < all.len; ) {
+        ssize_t n = write(fd, all.buf + off, all.len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        off += (size_t)n;
+    }
+    _exit(0);
+}
+
+static void stacks_answer(struct agent *ag, struct stacks_job *j, int timed_out)
+{
+    char *text = j->got.buf ? j->got.buf : "";
+    char *nl = memchr(text, '\n', j->got.len);
+    j->answered = 1;
+    stacks_running--;
+    if (!nl && timed_out) {
+        agent_send_error(ag, j->id, "the stack dump of rank %d did not finish within %d ms (its "
+                         "tools were killed); try again, or look at the rank's /proc", j->rank,
+                         STACKS_DEADLINE_MS);
+        return;
+    }
+    if (!nl) {
+        agent_send_error(ag, j->id, "the stack dump of rank %d failed (its helper process "
+                         "ended without output)", j->rank);
+        return;
+    }
+    *nl = '\0';
+    struct strbuf clean;
+    strbuf_init(&clean);
+    stream_sanitize(&clean, nl + 1, j->got.len - (size_t)(nl + 1 - text));
+    cJSON *msg = agent_reply_new("stacks", j->id);
+    cJSON_AddNumberToObject(msg, "rank", j->rank);
+    cJSON_AddNumberToObject(msg, "pid", j->rank_pid);
+    cJSON_AddStringToObject(msg, "tool", text);
+    cJSON_AddStringToObject(msg, "text", clean.buf ? clean.buf : "");
+    agent_send(ag, msg);
+    strbuf_done(&clean);
+}
+
+static void stacks_ready(struct agent *ag, struct agent_watch *w, short revents)
+{
+    struct stacks_job *j = w->ctx;
+    int64_t now = mono_ms();
+    if (!j->answered) {
+        if (revents) {
+            char buf[65536];
+            ssize_t n = read(w->fd, buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+            if (n > 0) {
+                if (j->got.len < STACKS_TEXT_MAX + 4096) strbuf_add(&j->got, buf, (size_t)n);
+                return;
+            }
+            stacks_answer(ag, j, 0);
+        } else if (now >= j->deadline_ms) {
+            kill(-j->child, SIGKILL);
+            stacks_answer(ag, j, 1);
+        } else {
+            return;
+        }
+        close(w->fd);
+        w->fd = -1;
+        j->reap_limit_ms = now + STACKS_REAP_LIMIT_MS;
+    }
+    pid_t p = waitpid(j->child, NULL, WNOHANG);
+    if (p == j->child || (p < 0 && errno == ECHILD)) {
+        j->reaped = 1;
+        agent_watch_del(ag, w);
+        return;
+    }
+    if (now >= j->reap_limit_ms) {
+        agent_watch_del(ag, w); /* stacks_job_free kills and reaps it */
+        return;
+    }
+    w->deadline_ms = now + STACKS_REAP_RETRY_MS;
+}
+
 void agent_run_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     const cJSON *rk = cJSON_GetObjectItemCaseSensitive(req, "rank");
-    if (!is_int_in(rk, 0, INT_MAX)) {
+    int fds[2];
+    if (!run_is_int_in(rk, 0, INT_MAX)) {
         agent_send_error(ag, id, "\"rank\" must be a rank number");
         return;
     }
     struct run_rank *r = run_rank_find((int)rk->valuedouble);
-    if (!r || r->have_status) {
+    if (!r || r->have_status || r->starting) {
         agent_send_error(ag, id, "rank %d is not running on this node", (int)rk->valuedouble);
         return;
     }
-    struct strbuf raw, clean;
-    strbuf_init(&raw);
-    strbuf_init(&clean);
-    const char *tool = stacks_collect(r->k.rank_pid, NULL, &raw);
-    stream_sanitize(&clean, raw.buf ? raw.buf : "", raw.len);
-    cJSON *msg = agent_reply_new("stacks", id);
-    cJSON_AddNumberToObject(msg, "rank", r->rank);
-    cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
-    cJSON_AddStringToObject(msg, "tool", tool);
-    cJSON_AddStringToObject(msg, "text", clean.buf ? clean.buf : "");
-    agent_send(ag, msg);
-    strbuf_done(&raw);
-    strbuf_done(&clean);
-    run_schedule();
+    if (stacks_running >= STACKS_MAX_RUNNING) {
+        agent_send_error(ag, id, "%d stack dumps are running on this node already; try again when "
+                         "one has answered", stacks_running);
+        return;
+    }
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        agent_send_error(ag, id, "cannot dump the stacks of rank %d: pipe: %s", r->rank, strerror(errno));
+        return;
+    }
+    /* The agent's signal handlers must never run in the child (they write the agent's pipe). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t agent = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        stacks_child(agent, r->k.rank_pid, fds[1]);
+    }
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(fds[1]);
+    if (child < 0) {
+        close(fds[0]);
+        agent_send_error(ag, id, "cannot dump the stacks of rank %d: fork: %s", r->rank, strerror(fork_errno));
+        return;
+    }
+    setpgid(child, child); /* also here, whichever side runs first */
+    fd_set_nonblock(fds[0]);
+    struct stacks_job *j = xcalloc(1, sizeof *j);
+    j->child = child;
+    j->rank = r->rank;
+    j->rank_pid = r->k.rank_pid;
+    j->id = id ? cJSON_Duplicate(id, 1) : NULL;
+    strbuf_init(&j->got);
+    j->deadline_ms = mono_ms() + STACKS_DEADLINE_MS;
+    stacks_running++;
+    struct agent_watch *w = agent_watch_add(ag, fds[0], POLLIN, stacks_ready, j, stacks_job_free);
+    w->deadline_ms = j->deadline_ms;
 }
 
 void agent_run_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)

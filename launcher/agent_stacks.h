@@ -1,7 +1,7 @@
 /* Stack dumps of a running rank for {"op":"stacks"}: py-spy for a Python rank when py-spy is
  * installed, else gdb in batch mode when installed, else what /proc tells without a debugger
- * (each thread's wait channel, kernel stack and state). Blocks the agent's loop while the tool
- * runs (bounded by its time limit); the ranks only wait on their pipes meanwhile. */
+ * (each thread's wait channel, kernel stack and state). Blocks its caller while the tool runs
+ * (bounded by its time limit): the agent calls it in a child process (agent_run_ops.c). */
 #ifndef DDPTOP_AGENT_STACKS_H
 #define DDPTOP_AGENT_STACKS_H
 

@@ -33,6 +33,10 @@ fi
 # A PATH without gdb (or py-spy) for the /proc fallback of stacks.
 mkdir -p "$tmp/nogdb" "$tmp/work"
 for t in sh sleep; do ln -s "$(command -v $t)" "$tmp/nogdb/$t"; done
+# A slow fake gdb: the agent's loop must go on while a stack dump runs.
+mkdir -p "$tmp/slowgdb"
+printf '#!/bin/sh\nsleep 3\necho "#0  fake_frame () at fake.c:1"\n' >"$tmp/slowgdb/gdb"
+chmod +x "$tmp/slowgdb/gdb"
 
 cat >"$tmp/driver.py" <<'PY'
 import base64, json, os, select, signal, subprocess, sys, time
@@ -248,6 +252,17 @@ check("exec failure: a per-rank error naming the command",
 check("a workdir that does not exist: a per-rank error naming it",
       badwd.get("ranks", [{}])[0].get("error") ==
       f"cannot change to workdir '{TMP}/no/such/dir': No such file or directory", badwd)
+e9, e10 = ag.exit_of(9), ag.exit_of(10)
+o9 = [m for m in ag.outs(9)]
+check("exec failure: a line on the rank's stderr says why, then its exit with code 127",
+      [(m.get("s"), m.get("t")) for m in o9] ==
+      [("e", "ddptop-agent: cannot execute 'no-such-command-xyz': No such file or directory")] and
+      e9.get("code") == 127 and e9.get("signal") is None and e9.get("by_us") is False and
+      o9[0]["_t"] <= e9["_t"] and e9["_t"] >= bad.get("_t", 99), o9, e9)
+check("a workdir that does not exist: the stderr line names it, exit code 127",
+      [m.get("t") for m in ag.outs(10, "e")] ==
+      [f"ddptop-agent: cannot change to workdir '{TMP}/no/such/dir': No such file or directory"] and
+      e10.get("code") == 127, ag.outs(10), e10)
 e = ag.request({"op": "spawn", "argv": [], "ranks": [{"rank": 11}]})
 check("spawn with an empty argv is an error", e.get("ev") == "error" and "argv" in e.get("error", ""), e)
 e = ag.request({"op": "spawn", "argv": ["true"], "ranks": [{"rank": 11, "env": {"A": 1}}]})
@@ -349,6 +364,53 @@ try:
 except subprocess.TimeoutExpired:
     rc = "still running"
 check("stdin EOF with no ranks: exit status 0", rc == 0, rc)
+
+# ---- a slow stack dump never stops the heartbeat or the ranks' output ----
+ag3 = Agent(dict(base_env, PATH=TMP + "/slowgdb:" + os.environ["PATH"]))
+spawn(ag3, ["sleep", "30"], [{"rank": 0}])
+spawn(ag3, ["sh", "-c", "while :; do echo tick; sleep 0.3; done"], [{"rank": 1}])
+ag3.wait(lambda m: m.get("ev") == "status", 3)
+t0 = time.monotonic()
+sid = ag3.send({"op": "stacks", "rank": 0})
+s = ag3.wait(lambda m: m.get("id") == sid, 30) or {}
+t1 = s.get("_t", 0)
+sts = [m["_t"] for m in ag3.msgs if m.get("ev") == "status" and t0 <= m["_t"] <= t1]
+gaps = [b - a for a, b in zip([t0] + sts, sts + [t1])]
+ticks = [m for m in ag3.outs(1) if t0 <= m["_t"] <= t1]
+check("stacks with a 3 s gdb: the answer comes afterwards with gdb's text",
+      s.get("ev") == "stacks" and s.get("tool") == "gdb" and "#0  fake_frame" in s.get("text", "")
+      and t1 - t0 >= 2.5, s, t1 - t0)
+check("while the dump runs, status keeps coming every second",
+      len(sts) >= 2 and max(gaps) < 1.6, gaps)
+check("while the dump runs, the other rank's output keeps coming", len(ticks) >= 5, len(ticks))
+
+# ---- by_us: only an end our signal caused ----
+spawn(ag3, ["sh", "-c", 'trap "" TERM; echo ready; sleep 1; kill -SEGV $$'], [{"rank": 2}])
+ag3.wait(lambda m: m.get("ev") == "out" and m.get("rank") == 2, 5)
+ag3.request({"op": "signal", "sig": "TERM", "ranks": [2]})
+e2 = ag3.exit_of(2)
+check("a rank that dies of SIGSEGV after we sent it SIGTERM (ignored): by_us false",
+      e2.get("signal") == "SIGSEGV" and e2.get("by_us") is False, e2)
+
+# ---- a large spawn keeps the heartbeat going ----
+st = ag3.request({"op": "stop", "term_timeout_ms": 1000})
+ag3.wait(lambda m: m.get("ev") == "status", 3)
+t0 = time.monotonic()
+big = spawn(ag3, ["sleep", "30"], [{"rank": r} for r in range(100, 300)])
+t1 = time.monotonic()
+started = [r for r in big.get("ranks", []) if isinstance(r.get("pid"), int)]
+ag3.wait(lambda m: m.get("ev") == "status" and m["_t"] > t1 + 1.2, 3)
+sts = [m for m in ag3.msgs if m.get("ev") == "status" and m["_t"] >= t0 - 1.1]
+gaps = [b["_t"] - a["_t"] for a, b in zip(sts, sts[1:])]
+print(f"# 200 ranks spawned in {t1 - t0:.2f} s; largest gap between status lines {max(gaps or [0]):.2f} s")
+check("200 ranks in one spawn: all started within 10 s, status every second meanwhile, all listed",
+      len(started) == 200 and t1 - t0 < 10 and gaps and max(gaps) < 1.8 and
+      len(sts[-1].get("ranks", [])) == 200, t1 - t0, gaps, len(started))
+st = ag3.request({"op": "stop", "term_timeout_ms": 1000}, 15)
+check("the 200 ranks stop: stopped, every exit by_us", st.get("ev") == "stopped" and
+      all(ag3.exit_of(r, 0).get("by_us") is True for r in range(100, 300)), st)
+ag3.p.stdin.close()
+ag3.p.wait(5)
 
 # ---- stacks without gdb: the /proc fallback ----
 ag2 = Agent(dict(base_env, PATH=TMP + "/nogdb"))
