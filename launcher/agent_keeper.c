@@ -207,20 +207,6 @@ void keeper_failed_text(const char *argv0, const char *workdir, const struct kee
     }
 }
 
-/* Blocks (bounded) for the keeper's first message. */
-static int wait_first(int fd, int timeout_ms, struct keeper_msg *m)
-{
-    int64_t deadline = mono_ms() + timeout_ms;
-    for (;;) {
-        int r = keeper_read_msg(fd, m);
-        if (r) return r;
-        int64_t left = deadline - mono_ms();
-        if (left <= 0) return 0;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        poll(&p, 1, (int)left);
-    }
-}
-
 int keeper_fork(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen)
 {
     int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 };
@@ -282,24 +268,4 @@ void keeper_abort(struct keeper *k)
             *fds[i] = -1;
         }
     k->keeper_pid = -1;
-}
-
-int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen)
-{
-    struct keeper_msg m;
-    if (keeper_fork(spec, k, err, errlen) < 0) return -1;
-    int r = wait_first(k->status_fd, spec->start_timeout_ms, &m);
-    if (r == 1 && m.kind == KEEPER_STARTED) {
-        k->rank_pid = m.a;
-        return 0;
-    }
-    if (r == 1 && m.kind == KEEPER_FAILED)
-        keeper_failed_text(spec->argv[0], spec->workdir, &m, err, errlen);
-    else if (r == 0)
-        snprintf(err, errlen, "'%s' did not start within %d ms (its keeper was killed)",
-                 spec->argv[0], spec->start_timeout_ms);
-    else
-        snprintf(err, errlen, "the rank's keeper process died while starting '%s'", spec->argv[0]);
-    keeper_abort(k);
-    return -1;
 }

@@ -34,7 +34,7 @@ struct keeper_spec {
     char *const *argv;      /* argv[0] searched on the rank's PATH like execvp */
     char *const *envp;      /* the rank's whole environment */
     const char *workdir;    /* NULL: the agent's working directory */
-    int start_timeout_ms;   /* how long keeper_start waits for the exec to succeed or fail */
+    int start_timeout_ms;   /* how long the caller waits for the exec to succeed or fail */
 };
 
 struct keeper {
@@ -44,10 +44,7 @@ struct keeper {
     int status_fd;          /* keeper messages: read end, nonblocking */
 };
 
-/* Starts a keeper and its rank and blocks until the rank's execvp succeeded or failed. Returns 0
- * with k filled, or -1 with a message for a person in err (everything started is gone again). */
-int keeper_start(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen);
-/* The nonblocking half of keeper_start, for many ranks at once: forks the keeper and returns 0
+/* Forks a keeper that starts the rank, without waiting for it (many ranks start at once); 0
  * with k filled but rank_pid -1; the caller watches k->status_fd for the first message (STARTED,
  * or FAILED: see keeper_failed_text) and gives up with keeper_abort. -1 with err: nothing
  * started. spec is only read during the call (the keeper has its own copy). */
