@@ -349,7 +349,7 @@ static void run_progress(struct controller *c)
 {
     struct job *j = c->job;
     bool done = j->n_ranks > 0;
-    for (size_t r = 0; r < j->n_ranks; r++)
+    for (size_t r = 0; r < j->n_ranks && done; r++) /* runs every loop: stop at the first */
         if (j->ranks[r].state != RANK_EXITED) done = false;
     if (!done) return;
     job_event_add(j, EV_DONE, -1, -1, "all %d rank%s exited with code 0 (attempt %d)", j->world_size,

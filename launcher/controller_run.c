@@ -365,11 +365,21 @@ static bool loop_done(const struct controller *c)
     return c->quit && (c->phase == PH_END || c->phase == PH_CHECK_FAILED || c->phase == PH_CHECK);
 }
 
-static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner)
+/* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
+ * more than the lines themselves (poll, recv and a context switch each time): after a wake-up
+ * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
+ * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
+#define COALESCE_MS 20
+
+static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, int64_t *quiet_until_ms)
 {
     size_t np = 0, first_node;
     int in_fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1;
     bool any_ssh = false;
+    int64_t now = mono_ms();
+    bool quiet = !c->more_lines && *quiet_until_ms > now;
+    int timeout;
+    uint64_t gen;
     short *rev = xcalloc(c->n ? c->n : 1, sizeof *rev);
     pfd[np++] = (struct pollfd){.fd = c->sig_pipe[0], .events = POLLIN};
     if (in_fd >= 0) pfd[np++] = (struct pollfd){.fd = in_fd, .events = POLLIN};
@@ -379,22 +389,30 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner)
         int k;
         if (!nd->t || nd->queued) continue;
         any_ssh = any_ssh || !c->o.local;
+        if (quiet) continue;
         k = transport_pollfds(nd->t, &pfd[np], 2);
         for (int m = 0; m < k; m++) owner[np++] = i;
     }
-    if (poll(pfd, np, loop_timeout(c, any_ssh)) < 0 && errno != EINTR) {
+    timeout = loop_timeout(c, any_ssh);
+    if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
+    if (poll(pfd, np, timeout) < 0 && errno != EINTR) {
         free(rev);
         return;
     }
     if (pfd[0].revents) signals_read(c);
     if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
     for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;
-    c->more_lines = false;
-    for (size_t i = 0; i < c->n; i++) {
-        struct cnode *nd = &c->nodes[i];
-        if (!nd->t || nd->queued) continue;
-        transport_step(nd->t, rev[i]);
-        ctl_agent_lines(c, i);
+    if (!quiet || mono_ms() >= *quiet_until_ms) {
+        gen = c->job->generation;
+        c->more_lines = false;
+        for (size_t i = 0; i < c->n; i++) {
+            struct cnode *nd = &c->nodes[i];
+            if (!nd->t || nd->queued) continue;
+            transport_step(nd->t, rev[i]);
+            ctl_agent_lines(c, i);
+        }
+        /* messages came: let the next ones gather (the model's generation moves on every one) */
+        *quiet_until_ms = c->job->generation != gen ? mono_ms() + COALESCE_MS : 0;
     }
     free(rev);
     timers(c);
@@ -407,6 +425,7 @@ int controller_run(struct controller *c)
 {
     struct pollfd *pfd = xcalloc(2 * c->n + 2, sizeof *pfd);
     size_t *owner = xcalloc(2 * c->n + 2, sizeof *owner);
+    int64_t quiet_until_ms = 0;
     int rc;
     if (c->phase == PH_CHECK) {
         if (c->o.local || c->o.no_check || preflight(c)) ctl_launch_begin(c);
@@ -416,7 +435,7 @@ int controller_run(struct controller *c)
         ctl_events_flush(c);
     }
     c->next_ping_ms = c->next_tick_ms = mono_ms();
-    while (!loop_done(c)) loop_once(c, pfd, owner);
+    while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
     /* agents exit on end of file; ranks were stopped (or the job ended) before we got here */
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].t) transport_close(c->nodes[i].t);

@@ -1,0 +1,194 @@
+/* Flat JSON objects without a tree (json_flat.h). The controller decodes about 10,000 agent
+ * messages a second with 1,024 ranks; through cJSON each one cost a dozen allocations and a
+ * strcmp per member looked up. Only what the agents and the runtime write is taken here; the
+ * rest goes to cJSON as before. */
+#include "json_flat.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    return i;
+}
+
+/* A string starting after its opening quote; i ends after the closing one. */
+static bool scan_string(const char *s, size_t n, size_t *i, const char **str, size_t *len, bool *escaped)
+{
+    size_t k = *i;
+    *escaped = false;
+    while (k < n && s[k] != '"') {
+        if (s[k] == '\\') {
+            *escaped = true;
+            if (++k >= n) return false;
+        }
+        k++;
+    }
+    if (k >= n) return false;
+    *str = s + *i;
+    *len = k - *i;
+    *i = k + 1;
+    return true;
+}
+
+/* JSON's number grammar, read by strtod (which must end exactly where the grammar does: in a
+ * locale whose decimal point is not '.', it does not, and cJSON takes over). */
+static bool scan_number(const char *s, size_t n, size_t *i, double *out)
+{
+    size_t k = *i;
+    char buf[64], *end;
+    if (k < n && s[k] == '-') k++;
+    if (k >= n || s[k] < '0' || s[k] > '9') return false;
+    if (s[k] == '0') k++;
+    else while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    if (k < n && s[k] == '.') {
+        if (++k >= n || s[k] < '0' || s[k] > '9') return false;
+        while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    }
+    if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+        k++;
+        if (k < n && (s[k] == '+' || s[k] == '-')) k++;
+        if (k >= n || s[k] < '0' || s[k] > '9') return false;
+        while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    }
+    if (k - *i >= sizeof buf) return false;
+    memcpy(buf, s + *i, k - *i);
+    buf[k - *i] = '\0';
+    *out = strtod(buf, &end);
+    if ((size_t)(end - buf) != k - *i) return false;
+    *i = k;
+    return true;
+}
+
+static bool scan_word(const char *s, size_t n, size_t *i, const char *w)
+{
+    size_t l = strlen(w);
+    if (n - *i < l || memcmp(s + *i, w, l) != 0) return false;
+    *i += l;
+    return true;
+}
+
+bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
+{
+    size_t i = skip_ws(s, n, 0);
+    out->n = 0;
+    if (i >= n || s[i++] != '{') return false;
+    i = skip_ws(s, n, i);
+    if (i < n && s[i] == '}') return true;
+    for (;;) {
+        struct json_flat_field *f;
+        bool esc;
+        if (out->n == JSON_FLAT_MAX || i >= n || s[i++] != '"') return false;
+        f = &out->f[out->n];
+        if (!scan_string(s, n, &i, &f->key, &f->key_len, &esc) || esc) return false;
+        i = skip_ws(s, n, i);
+        if (i >= n || s[i++] != ':') return false;
+        i = skip_ws(s, n, i);
+        if (i >= n) return false;
+        f->str = NULL;
+        f->str_len = 0;
+        f->str_escaped = false;
+        f->num = 0;
+        if (s[i] == '"') {
+            i++;
+            f->type = JF_STRING;
+            if (!scan_string(s, n, &i, &f->str, &f->str_len, &f->str_escaped)) return false;
+        } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+            f->type = JF_NUMBER;
+            if (!scan_number(s, n, &i, &f->num)) return false;
+        } else if (scan_word(s, n, &i, "true")) {
+            f->type = JF_TRUE;
+        } else if (scan_word(s, n, &i, "false")) {
+            f->type = JF_FALSE;
+        } else if (scan_word(s, n, &i, "null")) {
+            f->type = JF_NULL;
+        } else {
+            return false; /* nested, or not JSON */
+        }
+        out->n++;
+        i = skip_ws(s, n, i);
+        if (i >= n) return false;
+        if (s[i] == '}') return true;
+        if (s[i++] != ',') return false;
+        i = skip_ws(s, n, i);
+    }
+}
+
+const struct json_flat_field *json_flat_get(const struct json_flat *o, const char *key)
+{
+    size_t l = strlen(key);
+    for (int k = 0; k < o->n; k++)
+        if (o->f[k].key_len == l && memcmp(o->f[k].key, key, l) == 0) return &o->f[k];
+    return NULL;
+}
+
+static int hex4(const char *s, size_t len, size_t i, unsigned *out)
+{
+    unsigned v = 0;
+    if (len - i < 4) return -1;
+    for (size_t k = i; k < i + 4; k++) {
+        char c = s[k];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+size_t json_flat_unescape(const char *s, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned cp;
+        if (s[i] != '\\') {
+            out[o++] = s[i];
+            continue;
+        }
+        if (++i >= len) return (size_t)-1;
+        switch (s[i]) {
+        case '"': case '\\': case '/': out[o++] = s[i]; continue;
+        case 'b': out[o++] = '\b'; continue;
+        case 'f': out[o++] = '\f'; continue;
+        case 'n': out[o++] = '\n'; continue;
+        case 'r': out[o++] = '\r'; continue;
+        case 't': out[o++] = '\t'; continue;
+        case 'u': break;
+        default: return (size_t)-1;
+        }
+        /* \uXXXX (6 bytes in) never makes more than 3 bytes out; a pair (12) never more than 4 */
+        if (hex4(s, len, i + 1, &cp) < 0) return (size_t)-1;
+        i += 4;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return (size_t)-1;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned lo;
+            if (len - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || hex4(s, len, i + 3, &lo) < 0 ||
+                lo < 0xDC00 || lo > 0xDFFF)
+                return (size_t)-1;
+            i += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        if (cp == 0) return (size_t)-1; /* cJSON's strings end there: let it decide */
+        if (cp < 0x80) {
+            out[o++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[o++] = (char)(0xC0 | (cp >> 6));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out[o++] = (char)(0xE0 | (cp >> 12));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        } else {
+            out[o++] = (char)(0xF0 | (cp >> 18));
+            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    out[o] = '\0';
+    return o;
+}

@@ -1,0 +1,109 @@
+/* Unit tests for launcher/json_flat.c: the agents' "out" messages and the runtime's metrics
+ * lines read the same as through cJSON (strings with every escape, \u pairs, numbers in every
+ * JSON form, null/true/false, what follows the object), and what it must leave to cJSON
+ * (nesting, lone surrogates, \u0000, broken objects) is refused rather than misread. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "json_flat.h"
+#include "tap.h"
+
+/* Every member of a flat object agrees with cJSON's reading. */
+static void same_as_cjson(const char *s)
+{
+    struct json_flat o;
+    cJSON *c = cJSON_Parse(s);
+    int n = 0;
+    const cJSON *it;
+    char buf[512];
+    CHECK(c != NULL);
+    CHECK(json_flat_scan(s, strlen(s), &o));
+    if (!c) return;
+    cJSON_ArrayForEach(it, c) n++;
+    CHECK_INT(o.n, n);
+    for (int k = 0; k < o.n && k < n; k++) {
+        const struct json_flat_field *f = &o.f[k];
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)f->key_len, f->key);
+        it = cJSON_GetObjectItemCaseSensitive(c, key);
+        CHECK(it != NULL);
+        if (!it) continue;
+        if (f->type == JF_STRING) {
+            CHECK(cJSON_IsString(it));
+            CHECK(f->str_len < sizeof buf);
+            CHECK(json_flat_unescape(f->str, f->str_len, buf) != (size_t)-1);
+            CHECK_STR(buf, it->valuestring);
+        } else if (f->type == JF_NUMBER) {
+            CHECK(cJSON_IsNumber(it));
+            CHECK(f->num == it->valuedouble);
+        } else if (f->type == JF_NULL) {
+            CHECK(cJSON_IsNull(it));
+        } else {
+            CHECK(f->type == JF_TRUE ? cJSON_IsTrue(it) : cJSON_IsFalse(it));
+        }
+    }
+    cJSON_Delete(c);
+}
+
+static void test_agrees_with_cjson(void)
+{
+    same_as_cjson("{\"ev\":\"out\",\"rank\":2,\"s\":\"o\",\"t\":\"step 10 loss 2.31\",\"f\":\"\",\"mono_ns\":123}");
+    same_as_cjson("{\"ev\":\"out\",\"rank\":7,\"s\":\"e\",\"t\":\"{\\\"event\\\":\\\"step\\\",\\\"loss\\\":1.5}\","
+                  "\"f\":\"p\",\"mono_ns\":9007199254740993}");
+    same_as_cjson("{\"t\":\"a\\\\b\\/c\\b\\f\\n\\r\\t\\\"\",\"u\":\"\\u00e9\\u20ac\\ud83d\\ude00\\u0041\"}");
+    same_as_cjson("{\"t\":\"raw \xc3\xa9 \xff bytes\"}");
+    same_as_cjson("  { \"a\" : -0.5e-3 , \"b\":0, \"c\":1E+2,\"d\":-12.25,\"e\":null,\"f\":true,\"g\":false } ");
+    same_as_cjson("{}");
+    same_as_cjson("{\"event\":\"step\",\"v\":1,\"rank\":3,\"step\":12,\"loss\":4.87654,\"step_ms\":100} trailing");
+}
+
+static void test_refuses(void)
+{
+    static const char *const bad[] = {
+        "{\"a\":{\"b\":1}}", "{\"a\":[1]}", "{\"a\":1", "{\"a\" 1}", "{\"a\":\"x}", "[1]", "",
+        "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":+1}", "{\"a\":tru}", "{\"a\":1,}",
+        "{\"k\\u0061\":1}",
+    };
+    struct json_flat o;
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) CHECK(!json_flat_scan(bad[k], strlen(bad[k]), &o));
+    char many[1024] = "{";
+    for (int k = 0; k <= JSON_FLAT_MAX; k++) snprintf(many + strlen(many), 20, "%s\"k%d\":1", k ? "," : "", k);
+    strcat(many, "}");
+    CHECK(!json_flat_scan(many, strlen(many), &o));
+}
+
+static void test_unescape_refuses(void)
+{
+    static const char *const bad[] = { "\\ud800", "\\udc00", "\\ud800\\u0041", "\\u00g0", "\\u12", "\\x", "\\",
+                                       "\\u0000" };
+    char buf[64];
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        CHECK(json_flat_unescape(bad[k], strlen(bad[k]), buf) == (size_t)-1);
+    CHECK_INT((int)json_flat_unescape("ab\\n", 4, buf), 3);
+    CHECK_STR(buf, "ab\n");
+}
+
+static void test_get(void)
+{
+    struct json_flat o;
+    const char *s = "{\"rank\":1,\"rank\":2,\"ran\":3}";
+    CHECK(json_flat_scan(s, strlen(s), &o));
+    CHECK(json_flat_get(&o, "rank") && json_flat_get(&o, "rank")->num == 1); /* the first, as cJSON */
+    CHECK(json_flat_get(&o, "ran") && json_flat_get(&o, "ran")->num == 3);
+    CHECK(json_flat_get(&o, "r") == NULL);
+    /* a length, not a terminator: the object may sit inside a longer buffer */
+    CHECK(!json_flat_scan(s, 10, &o));
+}
+
+int main(void)
+{
+    RUN(test_agrees_with_cjson);
+    RUN(test_refuses);
+    RUN(test_unescape_refuses);
+    RUN(test_get);
+    return tap_done();
+}
