@@ -16,6 +16,11 @@
  * through RUNPATH $ORIGIN), so a node needs nothing installed. */
 #define AGENT_BUNDLED_LIB "libcjson.so.1"
 
+/* How many unread bytes of agent output the controller holds per node before it stops reading
+ * that node: the agent then stops reading its ranks' pipes, and the ranks wait on their writes.
+ * Nothing is lost, and the controller's memory stays bounded whatever the ranks print. */
+#define PROTOCOL_BACKLOG_MAX (4u << 20)
+
 /* Longest line either side accepts; longer ones are a protocol error. */
 #define PROTOCOL_MAX_LINE (1024 * 1024)
 

@@ -53,6 +53,7 @@ struct ssh_conn {
     bool uploaded;
     char *remote_dir;
     struct strbuf in, out, errtail;
+    size_t in_off;             /* bytes of in already returned as lines */
 
     /* upload thread */
     pthread_t upload_tid;

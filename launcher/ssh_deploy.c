@@ -167,6 +167,7 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
 {
     char buf[16384];
     for (;;) {
+        if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
         int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, is_stderr);
         if (n == SSH_ERROR) {
             ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
@@ -181,6 +182,13 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
             strbuf_add(&c->in, buf, (size_t)n);
         }
     }
+}
+
+/* Unread agent output: at most PROTOCOL_BACKLOG_MAX before we stop reading the channel (the
+ * SSH window then stops the agent, and the agent stops its ranks' pipes). */
+static size_t backlog(const struct ssh_conn *c)
+{
+    return c->in.len - c->in_off;
 }
 
 static const char *errtail_line(struct ssh_conn *c)
@@ -215,13 +223,15 @@ void ssh_conn_channel_io(struct ssh_conn *c)
             *nl = '\0';
             if (handle_probe_line(c, c->in.buf)) {
                 strbuf_reset(&c->in);
+                c->in_off = 0;
                 return;
             }
             *nl = '\n';
             c->state = SSH_CONN_READY; /* the agent's first line (hello) stays queued */
         }
     }
-    if (c->in.len > PROTOCOL_MAX_LINE && !memchr(c->in.buf, '\n', c->in.len)) {
+    if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
+    if (backlog(c) > PROTOCOL_MAX_LINE && !memchr(c->in.buf + c->in_off, '\n', backlog(c))) {
         ssh_conn_fail(c, NULL, "ddptop-agent on %s sent a line longer than %d bytes", c->h->name,
                       PROTOCOL_MAX_LINE);
         return;
@@ -233,7 +243,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
             ssh_conn_fail(c, "run the agent by hand with ssh to see why",
                           "starting ddptop-agent on %s failed (exit status %d)%s%s", c->h->name, status,
                           *tail ? ": " : "", tail);
-        } else if (c->state == SSH_CONN_READY && !memchr(c->in.buf ? c->in.buf : "", '\n', c->in.len)) {
+        } else if (c->state == SSH_CONN_READY && !(backlog(c) && memchr(c->in.buf + c->in_off, '\n', backlog(c)))) {
             /* lines already received stay readable; the caller sees CLOSED after them */
             free(c->err);
             c->err = xasprintf("ddptop-agent on %s exited (status %d)%s%s", c->h->name, status,
@@ -375,10 +385,15 @@ char *ssh_conn_next_line(struct ssh_conn *c)
 {
     char *nl, *line;
     if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return NULL;
-    nl = c->in.len ? memchr(c->in.buf, '\n', c->in.len) : NULL;
+    nl = backlog(c) ? memchr(c->in.buf + c->in_off, '\n', backlog(c)) : NULL;
     if (!nl) return NULL;
-    line = xstrndup(c->in.buf, (size_t)(nl - c->in.buf));
-    strbuf_consume(&c->in, (size_t)(nl - c->in.buf) + 1);
+    line = xstrndup(c->in.buf + c->in_off, (size_t)(nl - (c->in.buf + c->in_off)));
+    c->in_off = (size_t)(nl - c->in.buf) + 1;
+    /* compact only when the consumed part is at least half: amortised O(1) per byte */
+    if (c->in_off == c->in.len || c->in_off > c->in.len / 2) {
+        strbuf_consume(&c->in, c->in_off);
+        c->in_off = 0;
+    }
     return line;
 }
 

@@ -136,7 +136,8 @@ int transport_pollfds(struct transport *t, struct pollfd *p, int max)
 {
     int n = 0;
     if (!t->local) return max > 0 && ssh_conn_pollfd(t->ssh, p) ? 1 : 0;
-    if (t->from_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = t->from_fd, .events = POLLIN};
+    if (t->from_fd >= 0 && n < max && t->in.len - t->in_off < PROTOCOL_BACKLOG_MAX)
+        p[n++] = (struct pollfd){.fd = t->from_fd, .events = POLLIN};
     if (t->to_fd >= 0 && t->out.len && n < max) p[n++] = (struct pollfd){.fd = t->to_fd, .events = POLLOUT};
     return n;
 }
@@ -165,6 +166,7 @@ static void local_read(struct transport *t)
 {
     char buf[65536];
     for (int rounds = 0; t->from_fd >= 0 && rounds < 64; rounds++) {
+        if (t->in.len - t->in_off >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
         ssize_t r = read(t->from_fd, buf, sizeof buf);
         if (r > 0) {
             strbuf_add(&t->in, buf, (size_t)r);
@@ -271,7 +273,8 @@ char *transport_next_line(struct transport *t)
     }
     line = xstrndup(t->in.buf + t->in_off, (size_t)(nl - (t->in.buf + t->in_off)));
     t->in_off = (size_t)(nl - t->in.buf) + 1;
-    if (t->in_off == t->in.len || t->in_off > 65536) {
+    /* compact only when the consumed part is at least half: amortised O(1) per byte */
+    if (t->in_off == t->in.len || t->in_off > t->in.len / 2) {
         strbuf_consume(&t->in, t->in_off);
         t->in_off = 0;
     }
