@@ -139,7 +139,15 @@ static void add_cmd(cJSON *o, const char *cmd, const cJSON *env)
 enum { PROBE_PYTHON, PROBE_TORCH, PROBE_NVSMI_QUERY, PROBE_NVSMI_BANNER, PROBE_COUNT };
 
 static char *const python_argv[] = { "python3", "--version", NULL };
-static char *const torch_argv[] = { "python3", "-c", "import torch;print(torch.__version__)", NULL };
+/* The installed package's version from its metadata: reading it costs a few ms, where
+ * `import torch` loads hundreds of MB of libraries (seconds on a GPU node); import only when
+ * the metadata is missing (a source build, or Python before 3.8). */
+static char *const torch_argv[] = {
+    "python3", "-c",
+    "try:\n import importlib.metadata as m; print(m.version('torch'))\n"
+    "except Exception:\n import torch; print(torch.__version__)",
+    NULL,
+};
 
 /* Runs the probes; returns how many ran (the nvidia-smi pair only when it is on PATH). */
 static int run_probes(struct agent_probe p[PROBE_COUNT])

@@ -14,8 +14,7 @@
 #include "util.h"
 #include "version.h"
 
-__attribute__((format(printf, 3, 4)))
-static int cli_fail(char *err, size_t errlen, const char *fmt, ...)
+int cli_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -24,10 +23,7 @@ static int cli_fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* Matches argv[*i] against a long name (and an optional short one) that takes a value:
- * "--name VALUE", "--name=VALUE", "-x VALUE", "-xVALUE". Returns 1 with *val set, 0 when it
- * is another option, -1 when the value is missing. */
-static int opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val)
+int cli_opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val)
 {
     const char *a = argv[*i];
     size_t ln = strlen(lng);
@@ -47,7 +43,7 @@ static int opt_value(int argc, char **argv, int *i, const char *lng, const char 
     return 0;
 }
 
-static int parse_int(const char *opt, const char *s, long lo, long hi, int *out, char *err, size_t errlen)
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out, char *err, size_t errlen)
 {
     char *end;
     long v;
@@ -60,7 +56,7 @@ static int parse_int(const char *opt, const char *s, long lo, long hi, int *out,
 }
 
 #define TAKE(lng, shrt)                                                                  \
-    (rc = opt_value(argc, argv, i, lng, shrt, &val)) < 0                                 \
+    (rc = cli_opt_value(argc, argv, i, lng, shrt, &val)) < 0                                 \
         ? cli_fail(err, errlen, "%s needs a value (see ddptop check --help)", lng) : rc
 
 int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err, size_t errlen)
@@ -93,7 +89,7 @@ int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char 
         return rc;
     }
     if ((rc = TAKE("--timeout", NULL)) != 0) {
-        if (rc > 0) return parse_int("--timeout", val, 1, 3600, &o->timeout_s, err, errlen) < 0 ? -1 : 1;
+        if (rc > 0) return cli_parse_int("--timeout", val, 1, 3600, &o->timeout_s, err, errlen) < 0 ? -1 : 1;
         return rc;
     }
     return 0;
@@ -144,7 +140,7 @@ void check_cli_usage(FILE *f)
     fputs("\nExit status: 0 nothing failed, 1 a check failed, 2 usage or hostfile error.\n", f);
 }
 
-static int add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
+int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
 {
     const char *eq = strchr(kv, '=');
     size_t kl = eq ? (size_t)(eq - kv) : 0;
@@ -196,13 +192,13 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
         else if (strcmp(a, "-vv") == 0) o->verbose += 2;
         else if ((rc = TAKE("--fanout", NULL)) != 0) {
-            if (rc < 0 || parse_int("--fanout", val, 1, 4096, &o->fanout, err, errlen) < 0) return -1;
+            if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->fanout, err, errlen) < 0) return -1;
         } else if ((rc = TAKE("--max-skew-ms", NULL)) != 0) {
-            if (rc < 0 || parse_int("--max-skew-ms", val, 1, 3600000, &o->max_skew_ms, err, errlen) < 0) return -1;
+            if (rc < 0 || cli_parse_int("--max-skew-ms", val, 1, 3600000, &o->max_skew_ms, err, errlen) < 0) return -1;
         } else if ((rc = TAKE("--master-port", NULL)) != 0) {
-            if (rc < 0 || parse_int("--master-port", val, 1, 65535, &o->master_port, err, errlen) < 0) return -1;
+            if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->master_port, err, errlen) < 0) return -1;
         } else if ((rc = TAKE("--env", NULL)) != 0) {
-            if (rc < 0 || add_env(o, val, err, errlen) < 0) return -1;
+            if (rc < 0 || check_opts_add_env(o, val, err, errlen) < 0) return -1;
         } else {
             return cli_fail(err, errlen, "unknown option '%s' (see ddptop check --help)", a);
         }

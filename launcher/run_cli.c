@@ -14,67 +14,13 @@
 #include "run_plan.h"
 #include "util.h"
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* "--name VALUE" or "--name=VALUE": 1 with *val, 0 another option, -1 value missing. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) == 0 && a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
-    }
-    if (strcmp(a, name) != 0) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
-}
-
-static int parse_int(const char *opt, const char *s, long lo, long hi, int *out, char *err, size_t errlen)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return fail(err, errlen, "%s wants a whole number from %ld to %ld, not '%s'", opt, lo, hi, s);
-    *out = (int)v;
-    return 0;
-}
-
-static int add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
-{
-    const char *eq = strchr(kv, '=');
-    size_t kl = eq ? (size_t)(eq - kv) : 0;
-    if (!eq || kl == 0) return fail(err, errlen, "--env wants KEY=VALUE, not '%s'", kv);
-    for (size_t k = 0; k < kl; k++) {
-        char ch = kv[k];
-        bool ok = ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (k && ch >= '0' && ch <= '9');
-        if (!ok) return fail(err, errlen, "--env %s: '%.*s' is not a variable name", kv, (int)kl, kv);
-    }
-    o->env = xrealloc(o->env, (o->n_env + 1) * sizeof *o->env);
-    o->env[o->n_env].key = xstrndup(kv, kl);
-    o->env[o->n_env].value = xstrdup(eq + 1);
-    o->n_env++;
-    return 0;
-}
-
 static int add_export(struct run_opts *o, const char *re, char *err, size_t errlen)
 {
     regex_t r;
     char *pat = xasprintf("^(%s)$", re);
     int e = regcomp(&r, pat, REG_EXTENDED | REG_NOSUB);
     free(pat);
-    if (e) return fail(err, errlen, "--export '%s' is not a valid extended regular expression", re);
+    if (e) return cli_fail(err, errlen, "--export '%s' is not a valid extended regular expression", re);
     regfree(&r);
     o->export_regex = xrealloc(o->export_regex, (o->n_export + 1) * sizeof *o->export_regex);
     o->export_regex[o->n_export++] = re;
@@ -117,8 +63,8 @@ void run_cli_usage(FILE *f)
 }
 
 #define VALUE(name)                                                                          \
-    ((rc = opt_value(argc, argv, &i, name, &val)) < 0                                        \
-         ? fail(err, errlen, "%s needs a value (see ddptop run --help)", name) : rc)
+    ((rc = cli_opt_value(argc, argv, &i, name, NULL, &val)) < 0                                        \
+         ? cli_fail(err, errlen, "%s needs a value (see ddptop run --help)", name) : rc)
 
 /* One option at argv[i]: 1 consumed, 0 unknown, -1 error. */
 static int run_option(int argc, char **argv, int *ip, struct run_opts *o, bool *slurm, bool *pbs, char *err,
@@ -135,37 +81,37 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, bool *
     else if ((rc = VALUE("--nproc-per-node")) != 0) {
         if (rc < 0) return -1;
         if (strcmp(val, "gpu") == 0) o->nproc_per_node = -1;
-        else if (parse_int("--nproc-per-node", val, 1, 4096, &o->nproc_per_node, err, errlen) < 0) {
+        else if (cli_parse_int("--nproc-per-node", val, 1, 4096, &o->nproc_per_node, err, errlen) < 0) {
             snprintf(err, errlen, "--nproc-per-node wants a number from 1 to 4096 or 'gpu', not '%s'", val);
             return -1;
         }
     } else if ((rc = VALUE("--master-port")) != 0) {
-        if (rc < 0 || parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--max-restarts")) != 0) {
-        if (rc < 0 || parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--hang-timeout")) != 0) {
-        if (rc < 0 || parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--term-timeout")) != 0) {
-        if (rc < 0 || parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--straggler-steps")) != 0) {
-        if (rc < 0 || parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--fanout")) != 0) {
-        if (rc < 0 || parse_int("--fanout", val, 1, 4096, &o->check.fanout, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->check.fanout, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--log-dir")) != 0) {
         if (rc < 0) return -1;
-        if (!*val) return fail(err, errlen, "--log-dir wants a directory");
+        if (!*val) return cli_fail(err, errlen, "--log-dir wants a directory");
         o->log_dir = val;
     } else if ((rc = VALUE("--workdir")) != 0) {
         if (rc < 0) return -1;
-        if (!*val) return fail(err, errlen, "--workdir wants a directory");
+        if (!*val) return cli_fail(err, errlen, "--workdir wants a directory");
         o->workdir = val;
     } else if ((rc = VALUE("--run-id")) != 0) {
         if (rc < 0) return -1;
         if (!run_plan_run_id_valid(val))
-            return fail(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", val);
+            return cli_fail(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", val);
         o->run_id = val;
     } else if ((rc = VALUE("--env")) != 0) {
-        if (rc < 0 || add_env(&o->check, val, err, errlen) < 0) return -1;
+        if (rc < 0 || check_opts_add_env(&o->check, val, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--export")) != 0) {
         if (rc < 0 || add_export(o, val, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--loss-regex")) != 0) {
@@ -194,7 +140,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         if (strcmp(a, "--") == 0) {
             o->check.cmd = argv + i + 1;
             o->check.n_cmd = (size_t)(argc - i - 1);
-            if (!o->check.n_cmd) return fail(err, errlen, "nothing after --: give the command or drop the --");
+            if (!o->check.n_cmd) return cli_fail(err, errlen, "nothing after --: give the command or drop the --");
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -203,7 +149,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         }
         if (a[0] != '-' || a[1] == '\0') {
             if (hostfile)
-                return fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
+                return cli_fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
             hostfile = a;
             continue;
         }
@@ -212,11 +158,11 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         if (rc > 0) continue;
         rc = run_option(argc, argv, &i, o, &slurm, &pbs, err, errlen);
         if (rc < 0) return -1;
-        if (rc == 0) return fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
+        if (rc == 0) return cli_fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
     }
     o->check.verbose = o->verbose;
     o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if ((hostfile != NULL) + slurm + pbs > 1) return fail(err, errlen, "give only one of HOSTFILE, --slurm and --pbs");
+    if ((hostfile != NULL) + slurm + pbs > 1) return cli_fail(err, errlen, "give only one of HOSTFILE, --slurm and --pbs");
     if (!hostfile && !slurm && !pbs) {
         o->local = true;
         return 0;
@@ -226,7 +172,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
     else rc = hostfile_parse(hostfile, hl, err, errlen);
     if (rc < 0) return -1;
     if (hl->n == 0)
-        return fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+        return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
     o->check.ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }
