@@ -370,6 +370,8 @@ static bool loop_done(const struct controller *c)
  * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
  * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
 #define COALESCE_MS 20
+/* A node that sent this much in one pass is streaming output, not trickling metrics. */
+#define STREAMING_BYTES 16384
 
 static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, int64_t *quiet_until_ms)
 {
@@ -402,17 +404,25 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     if (pfd[0].revents) signals_read(c);
     if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
     for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;
-    if (!quiet || mono_ms() >= *quiet_until_ms) {
+    /* After a quiet spell the next pass polls the agents first: stepping a connection without
+     * its revents would read only what libssh already buffered, and the SSH window would let
+     * a node send just a trickle per spell. */
+    if (!quiet) {
+        bool streaming = false;
         gen = c->job->generation;
         c->more_lines = false;
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];
+            uint64_t before;
             if (!nd->t || nd->queued) continue;
+            before = transport_bytes_in(nd->t);
             transport_step(nd->t, rev[i]);
+            if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             ctl_agent_lines(c, i);
         }
-        /* messages came: let the next ones gather (the model's generation moves on every one) */
-        *quiet_until_ms = c->job->generation != gen ? mono_ms() + COALESCE_MS : 0;
+        /* messages came: let the next ones gather (the model's generation moves on every one),
+         * unless a node is streaming: its SSH window would then cap it at a window a spell */
+        *quiet_until_ms = c->job->generation != gen && !streaming ? mono_ms() + COALESCE_MS : 0;
     }
     free(rev);
     timers(c);

@@ -68,6 +68,8 @@ int ssh_conn_port(const struct ssh_conn *c);
 const char *ssh_conn_user(const struct ssh_conn *c);
 /* True when this connection uploaded the agent (it was missing on the node). */
 bool ssh_conn_uploaded(const struct ssh_conn *c);
+/* Bytes of agent output received so far (the controller tells streaming from a trickle). */
+uint64_t ssh_conn_bytes_in(const struct ssh_conn *c);
 
 /* Queues one line (a '\n' is added) for the agent's stdin. */
 void ssh_conn_send_line(struct ssh_conn *c, const char *line);

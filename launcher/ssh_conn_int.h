@@ -54,6 +54,7 @@ struct ssh_conn {
     char *remote_dir;
     struct strbuf in, out, errtail;
     size_t in_off;             /* bytes of in already returned as lines */
+    uint64_t bytes_in;         /* agent output received, in all */
 
     /* upload thread */
     pthread_t upload_tid;

@@ -180,6 +180,7 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
             if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
         } else {
             strbuf_add(&c->in, buf, (size_t)n);
+            c->bytes_in += (uint64_t)n;
         }
     }
 }
@@ -379,6 +380,11 @@ void ssh_conn_send_line(struct ssh_conn *c, const char *line)
     strbuf_adds(&c->out, line);
     strbuf_add(&c->out, "\n", 1);
     if (c->state == SSH_CONN_READY) ssh_conn_channel_io(c);
+}
+
+uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)
+{
+    return c->bytes_in;
 }
 
 char *ssh_conn_next_line(struct ssh_conn *c)

@@ -31,6 +31,7 @@ struct transport {
     enum transport_state state;
     struct strbuf in, out;
     size_t in_off;               /* lines before this offset were handed out */
+    uint64_t bytes_in;           /* agent output received, in all */
     char *err;
 };
 
@@ -170,6 +171,7 @@ static void local_read(struct transport *t)
         ssize_t r = read(t->from_fd, buf, sizeof buf);
         if (r > 0) {
             strbuf_add(&t->in, buf, (size_t)r);
+            t->bytes_in += (uint64_t)r;
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
@@ -255,6 +257,11 @@ void transport_send_line(struct transport *t, const char *line)
     strbuf_adds(&t->out, line);
     strbuf_add(&t->out, "\n", 1);
     local_flush(t);
+}
+
+uint64_t transport_bytes_in(const struct transport *t)
+{
+    return t->local ? t->bytes_in : ssh_conn_bytes_in(t->ssh);
 }
 
 char *transport_next_line(struct transport *t)

@@ -50,6 +50,8 @@ const char *transport_address(const struct transport *t);
 void transport_send_line(struct transport *t, const char *line);
 /* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
 char *transport_next_line(struct transport *t);
+/* Bytes of agent output received so far. */
+uint64_t transport_bytes_in(const struct transport *t);
 /* Ends the agent's stdin so it exits (it stops its ranks first); the transport is CLOSED. */
 void transport_close(struct transport *t);
 
