@@ -461,6 +461,7 @@ int train_run(const struct train_opts *o)
                           r->env.world_size, o->batch, o->seed, err, sizeof err)) {
         if (o->data) rt_log("--data %s: %s", o->data, err);
         else rt_log("built-in corpus: %s", err);
+        data_corpus_free(&r->corpus);
         return 2;
     }
     r->model = model_new(&o->cfg, o->batch);

@@ -13,6 +13,7 @@
 #include "hostfile.h"
 #include "run_cli.h"
 #include "run_plan.h"
+#include "util.h"
 #include "tap.h"
 
 static void test_ranks_per_node(void)
@@ -141,8 +142,7 @@ static void test_default_argv_remote_is_inert(void)
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK(access(run_dir, F_OK) == 0);                  /* mkdir -p of the hostile name */
-    char *args = malloc(strlen(run_dir) + 16);
-    sprintf(args, "%s/args", run_dir);
+    char *args = xasprintf("%s/args", run_dir);
     CHECK(access(args, F_OK) == 0);                     /* the binary ran with --snapshot PATH */
     CHECK(access(pwned, F_OK) != 0);                    /* nothing injected ran */
     char cmd[512];
