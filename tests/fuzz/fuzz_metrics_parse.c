@@ -73,50 +73,14 @@ static const char *const seeds[] = {
     "{\"message\": \"boom\"}",
 };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#include "smoke_main.h"
 
 int main(int argc, char **argv)
 {
     static const char alphabet[] = "{}[]\":,.eE+-0123456789 \t\r\\lossLOSSstepiternaf()=\x1b\0\xff";
-    long iterations = argc > 1 ? atol(argv[1]) : 5000;
-    uint8_t buf[1024];
-    for (long it = 0; it < iterations; it++) {
-        const char *seed = seeds[rng() % (sizeof seeds / sizeof seeds[0])];
-        size_t n = strlen(seed);
-        memcpy(buf, seed, n);
-        for (int k = (int)(rng() % 8); k >= 0; k--) {
-            size_t at = n ? rng() % n : 0;
-            switch (rng() % 4) {
-            case 0:
-                if (n) buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
-                break;
-            case 1:
-                if (n < sizeof buf - 1) {
-                    memmove(buf + at + 1, buf + at, n - at);
-                    buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
-                    n++;
-                }
-                break;
-            case 2:
-                if (n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; }
-                break;
-            default:
-                n = at;                          /* cut the line short */
-                break;
-            }
-        }
-        LLVMFuzzerTestOneInput(buf, n);
-    }
+    int rc = fuzz_smoke_run(argc, argv, "fuzz_metrics_parse", seeds, sizeof seeds / sizeof seeds[0], alphabet,
+                            sizeof alphabet - 1);
     metrics_parser_free(parser);
-    printf("fuzz_metrics_parse: %ld inputs, no failure\n", iterations);
-    return 0;
+    return rc;
 }
 #endif

@@ -98,52 +98,13 @@ static const char *const seeds[] = {
     "log = \xe4\xb8\xad\xe6\x96\x87 \xff\xfe e\xcc\x81\n",
 };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#include "smoke_main.h"
 
 int main(int argc, char **argv)
 {
     static const char alphabet[] = "=#_- \t\n\r0123456789abcdefonboldrevgrey\x01\x7f\xff\xe4\xcc";
-    long iterations = argc > 1 ? atol(argv[1]) : 5000;
-    uint8_t buf[1024];
-    for (long it = 0; it < iterations; it++) {
-        const char *seed = seeds[rng() % (sizeof seeds / sizeof seeds[0])];
-        size_t n = strlen(seed);
-        memcpy(buf, seed, n);
-        for (int m = (int)(rng() % 8); m >= 0; m--) {
-            size_t at = n ? rng() % n : 0;
-            switch (rng() % 4) {
-            case 0:
-                if (n) buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
-                break;
-            case 1:
-                if (n < sizeof buf - 1) {
-                    memmove(buf + at + 1, buf + at, n - at);
-                    buf[at] = (uint8_t)alphabet[rng() % (sizeof alphabet - 1)];
-                    n++;
-                }
-                break;
-            case 2:
-                if (n) {
-                    memmove(buf + at, buf + at + 1, n - at - 1);
-                    n--;
-                }
-                break;
-            default:
-                if (n) buf[at] = (uint8_t)rng();
-                break;
-            }
-        }
-        LLVMFuzzerTestOneInput(buf, n);
-    }
-    printf("fuzz_theme: %ld inputs, no failure\n", iterations);
-    return 0;
+    int rc = fuzz_smoke_run(argc, argv, "fuzz_theme", seeds, sizeof seeds / sizeof seeds[0], alphabet,
+                            sizeof alphabet - 1);
+    return rc;
 }
 #endif
