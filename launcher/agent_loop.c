@@ -177,15 +177,13 @@ cJSON *agent_reply_new(const char *ev, const cJSON *id)
 
 void agent_send_error(struct agent *ag, const cJSON *id, const char *fmt, ...)
 {
-    struct strbuf sb;
     va_list ap;
-    strbuf_init(&sb);
     va_start(ap, fmt);
-    strbuf_vaddf(&sb, fmt, ap);
+    char *text = xvasprintf(fmt, ap);
     va_end(ap);
     cJSON *msg = agent_reply_new("error", id);
-    cJSON_AddStringToObject(msg, "error", sb.buf ? sb.buf : "");
-    strbuf_done(&sb);
+    cJSON_AddStringToObject(msg, "error", text);
+    free(text);
     agent_send(ag, msg);
 }
 

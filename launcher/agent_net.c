@@ -117,16 +117,14 @@ static void reply_fail(struct agent *ag, const char *ev, const cJSON *id, const 
     __attribute__((format(printf, 4, 5)));
 static void reply_fail(struct agent *ag, const char *ev, const cJSON *id, const char *fmt, ...)
 {
-    struct strbuf sb;
     va_list ap;
-    strbuf_init(&sb);
     va_start(ap, fmt);
-    strbuf_vaddf(&sb, fmt, ap);
+    char *text = xvasprintf(fmt, ap);
     va_end(ap);
     cJSON *msg = agent_reply_new(ev, id);
     cJSON_AddBoolToObject(msg, "ok", 0);
-    cJSON_AddStringToObject(msg, "error", sb.buf ? sb.buf : "");
-    strbuf_done(&sb);
+    cJSON_AddStringToObject(msg, "error", text);
+    free(text);
     agent_send(ag, msg);
 }
 

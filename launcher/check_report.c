@@ -73,14 +73,12 @@ void check_result_set(struct check_result *res, enum check_status st, const char
 void check_result_setf(struct check_result *res, enum check_status st, const char *hint,
                        const char *fmt, ...)
 {
-    struct strbuf sb;
     va_list ap;
-    strbuf_init(&sb);
     va_start(ap, fmt);
-    strbuf_vaddf(&sb, fmt, ap);
+    char *text = xvasprintf(fmt, ap);
     va_end(ap);
-    check_result_set(res, st, sb.buf ? sb.buf : "", hint);
-    strbuf_done(&sb);
+    check_result_set(res, st, text, hint);
+    free(text);
 }
 
 cJSON *check_result_fields(struct check_result *res)

@@ -27,18 +27,6 @@ static const char KNOWN_KEYS_HINT[] =
     "(known: slots, port, user, identity, or an upper-case environment variable such as "
     "NCCL_SOCKET_IFNAME)";
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- host records and the duplicate index ---- */
 
 /* Two entries are the same host when the name (case-insensitive, as DNS is) and the port
@@ -138,15 +126,15 @@ static bool is_name_char(char c)
 static int name_check(const char *what, const char *s, char *err, size_t errlen)
 {
     size_t n = strlen(s);
-    if (n == 0) return fail(err, errlen, "empty %s", what);
+    if (n == 0) return hostfile_fail(err, errlen, "empty %s", what);
     if (n > NAME_MAX_LEN)
-        return fail(err, errlen, "%s '%.40s...' is longer than %d characters", what, s,
+        return hostfile_fail(err, errlen, "%s '%.40s...' is longer than %d characters", what, s,
                     NAME_MAX_LEN);
     if (s[0] == '-' || s[0] == '.')
-        return fail(err, errlen, "bad %s '%s' (may not start with '%c')", what, s, s[0]);
+        return hostfile_fail(err, errlen, "bad %s '%s' (may not start with '%c')", what, s, s[0]);
     for (size_t i = 0; i < n; i++)
         if (!is_name_char(s[i]))
-            return fail(err, errlen, "bad %s '%s' (letters, digits, '.', '-' and '_' only)",
+            return hostfile_fail(err, errlen, "bad %s '%s' (letters, digits, '.', '-' and '_' only)",
                         what, s);
     return 0;
 }
@@ -167,7 +155,7 @@ static int ipv6_check(const char *addr, char *err, size_t errlen)
         buf[n] = '\0';
     }
     if (n >= sizeof buf || !zone_ok || inet_pton(AF_INET6, buf, &a) != 1)
-        return fail(err, errlen, "bad IPv6 address '%s' (e.g. ::1 or [fe80::1%%eth0]:2222)",
+        return hostfile_fail(err, errlen, "bad IPv6 address '%s' (e.g. ::1 or [fe80::1%%eth0]:2222)",
                     addr);
     return 0;
 }
@@ -177,7 +165,7 @@ static int port_parse(const char *s, const char *ctx, int *port, char *err, size
     size_t n = strlen(s);
     unsigned long v = is_digits(s, n) && n <= 5 ? digits_value(s, n) : 0;
     if (v < 1 || v > 65535)
-        return fail(err, errlen, "bad port '%s' in %s (a number 1-65535)", s, ctx);
+        return hostfile_fail(err, errlen, "bad port '%s' in %s (a number 1-65535)", s, ctx);
     *port = (int)v;
     return 0;
 }
@@ -219,19 +207,19 @@ static int host_spec_parse(const char *tok, struct line_spec *ls, char *err, siz
     if (at) {
         char *user = xstrndup(tok, (size_t)(at - tok));
         int rc = name_check("user", user, err, errlen);
-        if (rc < 0 && !*user) fail(err, errlen, "empty user before '@' in %s", tok);
+        if (rc < 0 && !*user) hostfile_fail(err, errlen, "empty user before '@' in %s", tok);
         if (rc < 0) { free(user); return -1; }
         ls->user = user;
         rest = at + 1;
-        if (strchr(rest, '@')) return fail(err, errlen, "more than one '@' in %s", tok);
+        if (strchr(rest, '@')) return hostfile_fail(err, errlen, "more than one '@' in %s", tok);
     }
     if (*rest == '[' && rest[strcspn(rest, ":]")] == ':') {  /* [v6addr] or [v6addr]:port */
         const char *close = strchr(rest, ']');
-        if (!close) return fail(err, errlen, "unterminated bracket in %s (write [addr]:port)",
+        if (!close) return hostfile_fail(err, errlen, "unterminated bracket in %s (write [addr]:port)",
                                 tok);
         if (close[1] == ':') port_s = close + 2;
         else if (close[1])
-            return fail(err, errlen, "unexpected '%s' after the address in %s (write "
+            return hostfile_fail(err, errlen, "unexpected '%s' after the address in %s (write "
                         "[addr]:port)", close + 1, tok);
         ls->expr = xstrndup(rest + 1, (size_t)(close - rest - 1));
         ls->ipv6 = true;
@@ -251,7 +239,7 @@ static int host_spec_parse(const char *tok, struct line_spec *ls, char *err, siz
             if (colon) port_s = colon + 1;
         }
     }
-    if (!*ls->expr) return fail(err, errlen, "empty host in '%s'", tok);
+    if (!*ls->expr) return hostfile_fail(err, errlen, "empty host in '%s'", tok);
     if (ls->ipv6 && ipv6_check(ls->expr, err, errlen) < 0) return -1;
     /* bracket errors before option errors, in reading order */
     if (!ls->ipv6 && hostlist_validate(ls->expr, err, errlen) < 0) return -1;
@@ -263,42 +251,42 @@ static int option_parse(const char *tok, struct line_spec *ls, char *err, size_t
 {
     const char *eq = strchr(tok, '=');
     if (!eq)
-        return fail(err, errlen, "'%s' is not key=value (options look like slots=4)", tok);
-    if (eq == tok) return fail(err, errlen, "empty key in '%s'", tok);
+        return hostfile_fail(err, errlen, "'%s' is not key=value (options look like slots=4)", tok);
+    if (eq == tok) return hostfile_fail(err, errlen, "empty key in '%s'", tok);
     size_t klen = (size_t)(eq - tok);
     const char *val = eq + 1;
     char *key = xstrndup(tok, klen);
     int rc = 0;
     if (strcmp(key, "slots") == 0) {
         size_t n = strlen(val);
-        if (ls->slots) rc = fail(err, errlen, "slots given twice");
+        if (ls->slots) rc = hostfile_fail(err, errlen, "slots given twice");
         else if (!is_digits(val, n))
-            rc = fail(err, errlen, "slots=%s: not a number (slots=N with N >= 1)", val);
+            rc = hostfile_fail(err, errlen, "slots=%s: not a number (slots=N with N >= 1)", val);
         else if (n > 5 || digits_value(val, n) > SLOTS_MAX)
-            rc = fail(err, errlen, "slots=%s: at most %d slots per host", val, SLOTS_MAX);
+            rc = hostfile_fail(err, errlen, "slots=%s: at most %d slots per host", val, SLOTS_MAX);
         else if ((ls->slots = (int)digits_value(val, n)) == 0)
-            rc = fail(err, errlen, "slots=%s: a host needs at least one slot", val);
+            rc = hostfile_fail(err, errlen, "slots=%s: a host needs at least one slot", val);
     } else if (strcmp(key, "port") == 0) {
         int port = 0;
         rc = port_parse(val, tok, &port, err, errlen);
         if (rc == 0 && ls->port && ls->port != port)
-            rc = fail(err, errlen, "port=%d conflicts with port %d (give the port once)", port,
+            rc = hostfile_fail(err, errlen, "port=%d conflicts with port %d (give the port once)", port,
                       ls->port);
         ls->port = port;
     } else if (strcmp(key, "user") == 0) {
         rc = name_check("user", val, err, errlen);
         if (rc == 0 && ls->user && strcmp(ls->user, val) != 0)
-            rc = fail(err, errlen, "user=%s conflicts with user %s (give the user once)", val,
+            rc = hostfile_fail(err, errlen, "user=%s conflicts with user %s (give the user once)", val,
                       ls->user);
         if (rc == 0 && !ls->user) ls->user = xstrdup(val);
     } else if (strcmp(key, "identity") == 0) {
-        if (ls->identity) rc = fail(err, errlen, "identity given twice");
-        else if (!*val) rc = fail(err, errlen, "identity= needs a file name");
+        if (ls->identity) rc = hostfile_fail(err, errlen, "identity given twice");
+        else if (!*val) rc = hostfile_fail(err, errlen, "identity= needs a file name");
         else ls->identity = xstrdup(val);
     } else if (is_env_name(key)) {
         for (size_t i = 0; i < ls->n_env && rc == 0; i++)
             if (strcmp(ls->env[i].key, key) == 0)
-                rc = fail(err, errlen, "%s given twice", key);
+                rc = hostfile_fail(err, errlen, "%s given twice", key);
         if (rc == 0) {
             ls->env = xrealloc(ls->env, (ls->n_env + 1) * sizeof *ls->env);
             ls->env[ls->n_env].key = key;
@@ -306,7 +294,7 @@ static int option_parse(const char *tok, struct line_spec *ls, char *err, size_t
             key = NULL;
         }
     } else {
-        rc = fail(err, errlen, "unknown key '%s' %s", key, KNOWN_KEYS_HINT);
+        rc = hostfile_fail(err, errlen, "unknown key '%s' %s", key, KNOWN_KEYS_HINT);
     }
     free(key);
     return rc;
@@ -367,14 +355,14 @@ static int parser_add_spec(struct parser *ps, const struct line_spec *ls, int li
     for (int i = 0; i < n && rc == 0; i++) {
         if (!ls->ipv6 && name_check("host name", names[i], err, errlen) < 0) rc = -1;
         else if (ps->hl.n >= HOSTS_MAX)
-            rc = fail(err, errlen, "too many hosts (at most %d)", HOSTS_MAX);
+            rc = hostfile_fail(err, errlen, "too many hosts (at most %d)", HOSTS_MAX);
         else {
             size_t dup = parser_add(ps, names[i], ls, line);
             if (dup != SIZE_MAX && ps->hl.hosts[dup].line > 0)
-                rc = fail(err, errlen, "duplicate host %s (first on line %d)", names[i],
+                rc = hostfile_fail(err, errlen, "duplicate host %s (first on line %d)", names[i],
                           ps->hl.hosts[dup].line);
             else if (dup != SIZE_MAX)
-                rc = fail(err, errlen, "duplicate host %s", names[i]);
+                rc = hostfile_fail(err, errlen, "duplicate host %s", names[i]);
         }
     }
     hostlist_names_free(names, n);
@@ -399,7 +387,7 @@ static int line_parse(struct parser *ps, char *text, int line, char *err, size_t
     for (const char *p = text; *p; p++) {
         unsigned char c = (unsigned char)*p;
         if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
-            return fail(err, errlen, "control character 0x%02x (only printable text is "
+            return hostfile_fail(err, errlen, "control character 0x%02x (only printable text is "
                         "allowed)", c);
     }
     char *save = NULL, *tok = strtok_r(text, ws, &save);
@@ -408,7 +396,7 @@ static int line_parse(struct parser *ps, char *text, int line, char *err, size_t
     memset(&ls, 0, sizeof ls);
     int rc = 0;
     if (strchr(tok, '=') && !strchr(tok, '[') && !strchr(tok, ':'))
-        rc = fail(err, errlen, "'%s' where a host should come first (e.g. gpu01 slots=4)", tok);
+        rc = hostfile_fail(err, errlen, "'%s' where a host should come first (e.g. gpu01 slots=4)", tok);
     else
         rc = host_spec_parse(tok, &ls, err, errlen);
     while (rc == 0 && (tok = strtok_r(NULL, ws, &save)) != NULL)
@@ -436,7 +424,7 @@ int hostfile_parse_text(const char *source, const char *text, struct hostlist *o
         int rc = line_parse(&ps, buf, line, msg, sizeof msg);
         free(buf);
         if (rc < 0) {
-            fail(err, errlen, "%s:%d: %s", ps.source, line, msg);
+            hostfile_fail(err, errlen, "%s:%d: %s", ps.source, line, msg);
             parser_done(&ps, NULL);
             return -1;
         }
@@ -444,7 +432,7 @@ int hostfile_parse_text(const char *source, const char *text, struct hostlist *o
         if (*p == '\n') p++;
     }
     if (ps.hl.n == 0) {
-        fail(err, errlen, "%s: no hosts (write one per line, e.g. gpu01 slots=8)", ps.source);
+        hostfile_fail(err, errlen, "%s: no hosts (write one per line, e.g. gpu01 slots=8)", ps.source);
         parser_done(&ps, NULL);
         return -1;
     }
@@ -457,7 +445,7 @@ static char *file_slurp(const char *path, const char *what, char *err, size_t er
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        fail(err, errlen, "%s: cannot read: %s%s", path, strerror(errno), what);
+        hostfile_fail(err, errlen, "%s: cannot read: %s%s", path, strerror(errno), what);
         return NULL;
     }
     size_t len = 0, cap = 4096;
@@ -467,13 +455,13 @@ static char *file_slurp(const char *path, const char *what, char *err, size_t er
         ssize_t r = read(fd, buf + len, cap - len - 1);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            fail(err, errlen, "%s: cannot read: %s%s", path, strerror(errno), what);
+            hostfile_fail(err, errlen, "%s: cannot read: %s%s", path, strerror(errno), what);
             goto bad;
         }
         if (r == 0) break;
         len += (size_t)r;
         if (len > HOSTFILE_MAX_BYTES) {
-            fail(err, errlen, "%s: larger than %u MiB (is this a hostfile?)%s", path,
+            hostfile_fail(err, errlen, "%s: larger than %u MiB (is this a hostfile?)%s", path,
                  HOSTFILE_MAX_BYTES >> 20, what);
             goto bad;
         }
@@ -484,7 +472,7 @@ static char *file_slurp(const char *path, const char *what, char *err, size_t er
     if (nul) {
         int line = 1;
         for (const char *p = buf; p < nul; p++) line += *p == '\n';
-        fail(err, errlen, "%s:%d: contains a NUL byte (is this a text file?)%s", path, line,
+        hostfile_fail(err, errlen, "%s:%d: contains a NUL byte (is this a text file?)%s", path, line,
              what);
         free(buf);
         return NULL;
@@ -536,10 +524,10 @@ static int slurm_counts(const char *var, const char *val, size_t n_hosts, int *s
         return 0;
     }
     if (k == n_hosts) return 0;
-    return fail(err, errlen, "--slurm: %s=%s gives counts for %zu nodes but "
+    return hostfile_fail(err, errlen, "--slurm: %s=%s gives counts for %zu nodes but "
                 "SLURM_JOB_NODELIST has %zu", var, val, k, n_hosts);
 bad:
-    return fail(err, errlen, "--slurm: %s=%s is not a count such as 4 or 2(x3),1", var, val);
+    return hostfile_fail(err, errlen, "--slurm: %s=%s is not a count such as 4 or 2(x3),1", var, val);
 }
 
 int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
@@ -549,7 +537,7 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     const char *list = getenv(var);
     if (!list)
-        return fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is not set (run inside an "
+        return hostfile_fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is not set (run inside an "
                     "allocation: salloc/sbatch)");
     struct parser ps;
     struct line_spec ls;
@@ -571,7 +559,7 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
             ls.expr = NULL;
             if (rc < 0) {
                 parser_done(&ps, NULL);
-                return fail(err, errlen, "--slurm: %s=%s: %s", var, list, msg);
+                return hostfile_fail(err, errlen, "--slurm: %s=%s: %s", var, list, msg);
             }
         }
         p += len;
@@ -579,7 +567,7 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
     }
     if (ps.hl.n == 0) {
         parser_done(&ps, NULL);
-        return fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is empty (run inside an "
+        return hostfile_fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is empty (run inside an "
                     "allocation: salloc/sbatch)");
     }
     /* GPUs on the node are the natural slot count; tasks per node when no GPU was asked for. */
@@ -608,7 +596,7 @@ int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     const char *path = getenv("PBS_NODEFILE");
     if (!path || !*path)
-        return fail(err, errlen, "--pbs: PBS_NODEFILE is not set (run inside a PBS job: "
+        return hostfile_fail(err, errlen, "--pbs: PBS_NODEFILE is not set (run inside a PBS job: "
                     "qsub -I or a job script)");
     char *text = file_slurp(path, " (PBS_NODEFILE)", err, errlen);
     if (!text) return -1;
@@ -629,17 +617,17 @@ int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen)
         p = next;
         if (!name) continue;
         if (extra)
-            rc = fail(err, errlen, "%s:%d: one host name per line expected, got '%s %s'",
+            rc = hostfile_fail(err, errlen, "%s:%d: one host name per line expected, got '%s %s'",
                       path, line, name, extra);
         else if (name_check("host name", name, msg, sizeof msg) < 0)
-            rc = fail(err, errlen, "%s:%d: %s", path, line, msg);
+            rc = hostfile_fail(err, errlen, "%s:%d: %s", path, line, msg);
         else {
             /* One line per slot: a repeated name adds a slot to its first entry. */
             size_t first = index_find(&ps.ix, ps.hl.hosts, name, 0);
             if (first != SIZE_MAX) {
                 ps.hl.hosts[first].slots++;
             } else if (ps.hl.n >= HOSTS_MAX) {
-                rc = fail(err, errlen, "%s:%d: too many hosts (at most %d)", path, line,
+                rc = hostfile_fail(err, errlen, "%s:%d: too many hosts (at most %d)", path, line,
                           HOSTS_MAX);
             } else {
                 ls.slots = 1;
@@ -649,7 +637,7 @@ int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen)
     }
     free(text);
     if (rc == 0 && ps.hl.n == 0)
-        rc = fail(err, errlen, "%s: no hosts (PBS_NODEFILE is empty)", path);
+        rc = hostfile_fail(err, errlen, "%s: no hosts (PBS_NODEFILE is empty)", path);
     parser_done(&ps, rc == 0 ? out : NULL);
     return rc;
 }

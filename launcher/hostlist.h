@@ -10,6 +10,8 @@
  * near this, and it bounds the parser's memory and time under fuzzing. */
 #define HOSTS_MAX      100000
 
+/* Writes the message to err (when there is room) and returns -1: the parser's error path. */
+int hostfile_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool is_digits(const char *s, size_t n);
 unsigned long digits_value(const char *s, size_t n);
 /* 0 when expr is a well-formed hostlist expression, else -1 with a message in err. */

@@ -130,13 +130,10 @@ static void write_event(struct job *j, const struct job_event *ev)
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...)
 {
-    struct strbuf sb;
     va_list ap;
-    strbuf_init(&sb);
     va_start(ap, fmt);
-    strbuf_vaddf(&sb, fmt, ap);
+    char *text = xvasprintf(fmt, ap);
     va_end(ap);
-    if (!sb.buf) strbuf_adds(&sb, "");
     if (node < 0 && rank >= 0 && (size_t)rank < j->n_ranks) node = j->ranks[rank].node;
     if (j->ev_count == j->ev_cap) {
         free(j->events[j->ev_head].text);
@@ -146,7 +143,7 @@ void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
     struct job_event *ev = &j->events[(j->ev_head + j->ev_count) % j->ev_cap];
     *ev = (struct job_event){
         .kind = kind, .wall_ns = wall_ns(), .attempt = j->attempt, .rank = rank, .node = node,
-        .text = sb.buf,
+        .text = text,
     };
     j->ev_count++;
     write_event(j, ev);

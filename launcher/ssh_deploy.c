@@ -389,18 +389,8 @@ uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)
 
 char *ssh_conn_next_line(struct ssh_conn *c)
 {
-    char *nl, *line;
     if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return NULL;
-    nl = backlog(c) ? memchr(c->in.buf + c->in_off, '\n', backlog(c)) : NULL;
-    if (!nl) return NULL;
-    line = xstrndup(c->in.buf + c->in_off, (size_t)(nl - (c->in.buf + c->in_off)));
-    c->in_off = (size_t)(nl - c->in.buf) + 1;
-    /* compact only when the consumed part is at least half: amortised O(1) per byte */
-    if (c->in_off == c->in.len || c->in_off > c->in.len / 2) {
-        strbuf_consume(&c->in, c->in_off);
-        c->in_off = 0;
-    }
-    return line;
+    return strbuf_take_line(&c->in, &c->in_off);
 }
 
 void ssh_conn_close(struct ssh_conn *c)

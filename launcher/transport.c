@@ -58,14 +58,11 @@ static void local_fail(struct transport *t, enum transport_state st, const char 
     __attribute__((format(printf, 3, 4)));
 static void local_fail(struct transport *t, enum transport_state st, const char *fmt, ...)
 {
-    struct strbuf sb;
     va_list ap;
-    strbuf_init(&sb);
     va_start(ap, fmt);
-    strbuf_vaddf(&sb, fmt, ap);
-    va_end(ap);
     free(t->err);
-    t->err = sb.buf;
+    t->err = xvasprintf(fmt, ap);
+    va_end(ap);
     t->state = st;
     if (t->to_fd >= 0) close(t->to_fd);
     t->to_fd = -1;
@@ -266,24 +263,13 @@ uint64_t transport_bytes_in(const struct transport *t)
 
 char *transport_next_line(struct transport *t)
 {
-    char *nl, *line;
+    char *line;
     if (!t->local) return ssh_conn_next_line(t->ssh);
-    if (t->in_off >= t->in.len) return NULL;
-    nl = memchr(t->in.buf + t->in_off, '\n', t->in.len - t->in_off);
-    if (!nl) {
-        if (t->in.len - t->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
-            /* an agent bug; without a bound this would grow forever */
-            t->in_off = t->in.len;
-            local_fail(t, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
-        }
-        return NULL;
-    }
-    line = xstrndup(t->in.buf + t->in_off, (size_t)(nl - (t->in.buf + t->in_off)));
-    t->in_off = (size_t)(nl - t->in.buf) + 1;
-    /* compact only when the consumed part is at least half: amortised O(1) per byte */
-    if (t->in_off == t->in.len || t->in_off > t->in.len / 2) {
-        strbuf_consume(&t->in, t->in_off);
-        t->in_off = 0;
+    line = strbuf_take_line(&t->in, &t->in_off);
+    if (!line && t->in.len - t->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
+        /* an agent bug; without a bound this would grow forever */
+        t->in_off = t->in.len;
+        local_fail(t, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
     }
     return line;
 }

@@ -65,16 +65,22 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *xvasprintf(const char *fmt, va_list ap)
 {
     struct strbuf sb;
-    va_list ap;
     strbuf_init(&sb);
-    va_start(ap, fmt);
     strbuf_vaddf(&sb, fmt, ap);
-    va_end(ap);
     if (!sb.buf) strbuf_adds(&sb, "");
     return sb.buf;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 static int64_t clock_ns(clockid_t id)
@@ -174,6 +180,19 @@ void strbuf_consume(struct strbuf *sb, size_t n)
     memmove(sb->buf, sb->buf + n, sb->len - n);
     sb->len -= n;
     sb->buf[sb->len] = '\0';
+}
+
+char *strbuf_take_line(struct strbuf *sb, size_t *off)
+{
+    char *nl = *off < sb->len ? memchr(sb->buf + *off, '\n', sb->len - *off) : NULL;
+    if (!nl) return NULL;
+    char *line = xstrndup(sb->buf + *off, (size_t)(nl - (sb->buf + *off)));
+    *off = (size_t)(nl - sb->buf) + 1;
+    if (*off == sb->len || *off > sb->len / 2) {
+        strbuf_consume(sb, *off);
+        *off = 0;
+    }
+    return line;
 }
 
 int fd_set_nonblock(int fd)

@@ -17,6 +17,7 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Monotonic clock for every timeout and age; wall clock only for what a person reads. */
 int64_t mono_ns(void);
@@ -39,6 +40,11 @@ void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);
 /* Removes the first n bytes. */
 void strbuf_consume(struct strbuf *sb, size_t n);
+/* Line reassembly for a buffer that input is appended to: returns the next complete line
+ * after *off (malloc'd, without its '\n') and moves *off past it, or NULL when no complete
+ * line is there. The consumed front is dropped only once it is at least half the buffer, so
+ * taking lines costs amortised O(1) per byte however large the backlog. */
+char *strbuf_take_line(struct strbuf *sb, size_t *off);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
