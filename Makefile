@@ -115,6 +115,48 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.cu.o $(LIBS_ALL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
 bench-programs: $(BENCH_BIN) $(BENCH_CU_BIN)
 
+# fakecuda (tests/fakecuda, docs/gpu.md "Without a GPU"): the GPU backend's own sources built
+# for the CPU against a test double of the CUDA runtime, cuBLAS and NCCL, so that its kernels,
+# cuBLAS calls and NCCL handling are tested on every machine, GPU or not. The .cu files are
+# compiled as C++ after `k<<<...>>>(` is rewritten to `fake_launch(k, ...)(`.
+FAKE          = $(BUILD)/fakecuda
+FAKE_SED      = s/([A-Za-z_][A-Za-z0-9_]*)<<<(.*)>>>\(/fake_launch(\1, \2)(/
+FAKE_CXXFLAGS = -std=c++17 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -MMD -MP \
+                -Itests/fakecuda -Iruntime $(call pkg_cflags,$(PKGS_RT))
+FAKE_OBJ = $(patsubst tests/fakecuda/%.cc,$(FAKE)/obj/%.o,$(wildcard tests/fakecuda/*.cc)) \
+           $(patsubst runtime/%.cu,$(FAKE)/obj/%.cu.o,$(wildcard runtime/*.cu)) \
+           $(FAKE)/obj/train_cuda.o
+FAKE_PROGS = $(FAKE)/ddptop-train $(BUILD)/tests/test_gpu_ops_fake $(BUILD)/tests/test_fakecuda
+
+$(FAKE)/src/%.cc: runtime/%.cu
+	@mkdir -p $(@D)
+	sed -E -e '1i #line 1 "$<"' -e '$(FAKE_SED)' $< >$@
+$(FAKE)/src/selftest.cc: tests/fakecuda/selftest.cu
+	@mkdir -p $(@D)
+	sed -E -e '1i #line 1 "$<"' -e '$(FAKE_SED)' $< >$@
+$(FAKE)/obj/%.cu.o: $(FAKE)/src/%.cc
+	@mkdir -p $(@D)
+	$(CXX) $(FAKE_CXXFLAGS) -c $< -o $@
+$(FAKE)/obj/%.o: tests/fakecuda/%.cc
+	@mkdir -p $(@D)
+	$(CXX) $(FAKE_CXXFLAGS) -c $< -o $@
+$(FAKE)/obj/train_cuda.o: runtime/train_cuda.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) -DDDPTOP_HAVE_CUDA=1 -c $< -o $@
+$(FAKE)/obj/test_gpu_ops.o: tests/test_gpu_ops.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) -DDDPTOP_HAVE_CUDA=1 -Itests -c $< -o $@
+# The fake objects come first, so the archive's own train_cuda.o and CUDA objects stay out.
+$(FAKE)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(FAKE_OBJ) $(LIB_RUNTIME)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
+$(BUILD)/tests/test_gpu_ops_fake: $(FAKE)/obj/test_gpu_ops.o $(FAKE_OBJ) $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)
+$(BUILD)/tests/test_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)/obj/train_cuda.o $(FAKE)/obj/%_cuda.cu.o $(FAKE)/obj/comm_nccl.cu.o,$(FAKE_OBJ))
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
+tests: $(FAKE_PROGS)
+
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch
@@ -166,4 +208,4 @@ asan:
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FAKE)/obj -name '*.d' 2>/dev/null)

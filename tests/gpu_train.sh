@@ -13,9 +13,12 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 
-TRAIN=${DDPTOP_BUILD:-$PWD/build}/ddptop-train
+# DDPTOP_TRAIN_BIN: another build of the trainer (tests/it_gpu_fake.sh runs this file against
+# the fakecuda build, whose NCCL meets in FAKENCCL_DIR: here, inside $T).
+TRAIN=${DDPTOP_TRAIN_BIN:-${DDPTOP_BUILD:-$PWD/build}/ddptop-train}
 PY=/usr/bin/python3
 T=$(mktemp -d /tmp/gpu_train.XXXXXX)
+export FAKENCCL_DIR=$T
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done

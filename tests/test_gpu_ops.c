@@ -227,6 +227,9 @@ static void test_softmax_xent(void)
     size_t n = (size_t)B * V;
     float *z = host_rand(n, -8, 8);
     z[5] = 1000.0f;   /* a huge logit: no overflow on either side */
+    /* and one large logit per row, in every warp's columns in turn: a block maximum that
+     * missed a warp would overflow expf and show as NaN */
+    for (int b = 1; b < B; b++) z[(size_t)b * V + (size_t)(37 * b) % V] = 120.0f;
     uint8_t *t = host_tokens((size_t)B, V);
     float *p = malloc(n * 4), *d = malloc(n * 4);
     float loss = ops_softmax_xent_forward(p, z, t, B, V);
