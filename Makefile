@@ -126,9 +126,13 @@ FAKE_CXXFLAGS = -std=c++17 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -MMD -
 FAKE_OBJ = $(patsubst tests/fakecuda/%.cc,$(FAKE)/obj/%.o,$(wildcard tests/fakecuda/*.cc)) \
            $(patsubst runtime/%.cu,$(FAKE)/obj/%.cu.o,$(wildcard runtime/*.cu)) \
            $(FAKE)/obj/train_cuda.o
-FAKE_PROGS = $(FAKE)/ddptop-train $(BUILD)/tests/test_gpu_ops_fake $(BUILD)/tests/test_fakecuda
+FAKE_PROGS = $(FAKE)/ddptop-train $(FAKE)/bench_gpu $(BUILD)/tests/test_gpu_ops_fake \
+             $(BUILD)/tests/test_fakecuda
 
 $(FAKE)/src/%.cc: runtime/%.cu
+	@mkdir -p $(@D)
+	sed -E -e '1i #line 1 "$<"' -e '$(FAKE_SED)' $< >$@
+$(FAKE)/src/bench_gpu.cc: tests/bench/bench_gpu.cu
 	@mkdir -p $(@D)
 	sed -E -e '1i #line 1 "$<"' -e '$(FAKE_SED)' $< >$@
 $(FAKE)/src/selftest.cc: tests/fakecuda/selftest.cu
@@ -149,6 +153,8 @@ $(FAKE)/obj/test_gpu_ops.o: tests/test_gpu_ops.c
 # The fake objects come first, so the archive's own train_cuda.o and CUDA objects stay out.
 $(FAKE)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(FAKE_OBJ) $(LIB_RUNTIME)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
+$(FAKE)/bench_gpu: $(FAKE)/obj/bench_gpu.cu.o $(FAKE_OBJ) $(LIBS_ALL)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)
 $(BUILD)/tests/test_gpu_ops_fake: $(FAKE)/obj/test_gpu_ops.o $(FAKE_OBJ) $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)

@@ -205,18 +205,21 @@ __global__ static void k_embed_forward(float *out, const uint8_t *tok, const flo
     }
 }
 
-/* One thread per (position c, feature e): it owns column e of table c, so it can add the batch
- * in order b = 0, 1, ... without atomics: the CPU's order, hence the CPU's sums exactly. */
+/* One thread per table element (position c, byte v, feature e): it scans the batch's bytes at
+ * position c and adds the rows that hold v, in order b = 0, 1, ... without atomics: the CPU's
+ * order, hence the CPU's sums exactly. C*256*E threads (131,072 for the default model) rather
+ * than one per (c, e) looping over the batch (512, far too few for a GPU at a large batch); the
+ * 32 threads of a warp share (c, v), so the byte they compare is one broadcast load. */
 __global__ static void k_embed_backward(float *dwte, const float *dout, const uint8_t *tok,
                                         int B, int C, int E)
 {
-    size_t n = (size_t)C * E;
+    size_t n = (size_t)C * 256 * E;
     GRID_STRIDE(j, n) {
-        size_t c = j / E, e = j % E;
-        for (int b = 0; b < B; b++) {
-            size_t v = tok[(size_t)b * C + c];
-            dwte[(c * 256 + v) * E + e] += dout[(size_t)b * C * E + j];
-        }
+        size_t c = j / (256 * (size_t)E), v = j / E % 256, e = j % E;
+        float acc = dwte[j];
+        for (int b = 0; b < B; b++)
+            if (tok[(size_t)b * C + c] == v) acc += dout[((size_t)b * C + c) * E + e];
+        dwte[j] = acc;
     }
 }
 
@@ -399,7 +402,7 @@ void ops_cuda_embed_forward(float *out, const uint8_t *tok, const float *wte, in
 void ops_cuda_embed_backward(float *dwte, const float *dout, const uint8_t *tok, int B, int C,
                              int E)
 {
-    size_t n = (size_t)C * E;
+    size_t n = (size_t)C * 256 * E;
     k_embed_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dwte, dout, tok, B, C, E);
     cudaCheckLaunch();
 }

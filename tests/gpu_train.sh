@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 # the fakecuda build, whose NCCL meets in FAKENCCL_DIR: here, inside $T).
 TRAIN=${DDPTOP_TRAIN_BIN:-${DDPTOP_BUILD:-$PWD/build}/ddptop-train}
 PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3   # a GPU machine's image may keep it elsewhere
 T=$(mktemp -d /tmp/gpu_train.XXXXXX)
 export FAKENCCL_DIR=$T
 PIDS=()

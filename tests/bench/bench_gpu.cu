@@ -13,7 +13,9 @@
  *     averaged by the NCCL backend in BUCKET_MIB buckets (as the trainer does) against one plain
  *     ncclAllReduce of the same bytes on the same communicator. Rank 0 prints.
  *
- * Prints "no GPU: skipped (...)" and exits 0 when no GPU is visible. */
+ * Prints "no GPU: skipped (...)" and exits 0 when no GPU is visible. BENCH_GPU_QUICK=1 runs
+ * small sizes and few repetitions: tests/it_gpu_fake.sh runs the whole bench that way on
+ * fakecuda, so the bench itself is known to work before GPU time is spent on it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,12 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int quick(void)
+{
+    const char *q = getenv("BENCH_GPU_QUICK");
+    return q && *q && strcmp(q, "0");
 }
 
 static double hbm_peak_tbs(const char *name)
@@ -133,7 +141,7 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
     c.inp16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * IC * 2);
     c.w16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)OC * IC * 2);
     c.dout16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * OC * 2);
-    int reps = 20;
+    int reps = quick() ? 2 : 20;
     double flop = 2.0 * B * IC * OC;
     double of = ops_cuda_time_ms(ours_fwd, &c, reps), rf = ops_cuda_time_ms(raw_fwd, &c, reps);
     double ob = ops_cuda_time_ms(ours_bwd, &c, reps), rb = ops_cuda_time_ms(raw_bwd, &c, reps);
@@ -198,10 +206,10 @@ static void bench_memory(double peak)
 {
     mem_case m;
     memset(&m, 0, sizeof m);
-    m.n = (size_t)64 << 20;   /* 64 Mi elements: 256 MiB per array, far beyond L2 */
+    m.n = quick() ? (size_t)1 << 20 : (size_t)64 << 20;   /* 256 MiB per array: beyond L2 */
     m.a = dev_floats(m.n, 1), m.b = dev_floats(m.n, 1), m.c = dev_floats(m.n, 1);
     m.d = dev_floats(m.n, 1);
-    int reps = 20;
+    int reps = quick() ? 2 : 20;
     /* AdamW reads p, g, m, v and writes p, m, v: 28 bytes per parameter */
     report_bw("adamw", 28.0 * m.n, ops_cuda_time_ms(run_adamw, &m, reps), peak);
     report_bw("gelu_forward", 8.0 * m.n, ops_cuda_time_ms(run_gelu_fwd, &m, reps), peak);
@@ -239,7 +247,8 @@ static int kernels(const char *prec_name)
         { 64, 512, 512 }, { 64, 512, 256 }, { 8192, 512, 512 }, { 8192, 512, 256 },
         { 8192, 4096, 4096 }, { 8192, 4096, 256 },
     };
-    for (const auto &s : shapes) bench_gemm(s[0], s[1], s[2], prec, h);
+    for (const auto &s : shapes)
+        if (!quick() || s[0] == 64) bench_gemm(s[0], s[1], s[2], prec, h);
     cublasDestroy(h);
     bench_memory(peak);
     ops_cuda_done();
@@ -282,7 +291,7 @@ static int allreduce(double mib, double bucket_mib)
     float *d = dev_floats(n, 1);
     ncclComm_t nc = (ncclComm_t)comm_nccl_handle(c);
     cudaStream_t cs = (cudaStream_t)comm_nccl_stream(c);
-    int reps = 20;
+    int reps = quick() ? 2 : 20;
     double best_b = 1e30, best_p = 1e30;
     for (int round = 0; round < 3; round++) {   /* alternate; keep each one's best round */
         double t0 = now_s();

@@ -7,15 +7,18 @@
 # "ddptop-train (GPU)", with the device and the date. Without a GPU it prints
 # "no GPU: skipped (...)" and succeeds.
 # Env: BENCH_STEPS (200) steps per training run, BENCH_GPUS (all visible) ranks for the
-# multi-GPU parts, DDPTOP_HBM_PEAK_TBS to override the HBM peak.
+# multi-GPU parts, DDPTOP_HBM_PEAK_TBS to override the HBM peak; BENCH_TRAIN and BENCH_GPU_BIN
+# other builds of the two programs, BENCH_BIG the large model's options, BENCH_BATCH the large batch (4096), BENCH_GPU_QUICK=1 small
+# sizes (tests/it_gpu_fake.sh runs this whole script on fakecuda that way).
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 DDPTOP_BUILD=${DDPTOP_BUILD:-$PWD/$BUILD}
-TRAIN=$DDPTOP_BUILD/ddptop-train
-BIN=$DDPTOP_BUILD/bench/bench_gpu
+TRAIN=${BENCH_TRAIN:-$DDPTOP_BUILD/ddptop-train}
+BIN=${BENCH_GPU_BIN:-$DDPTOP_BUILD/bench/bench_gpu}
 STEPS=${BENCH_STEPS:-200}
 PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3   # a GPU machine's image may keep it elsewhere
 T=$(mktemp -d /tmp/bench_gpu.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
@@ -49,11 +52,12 @@ print("tokens/s %-44s %12.0f tokens/s  %8.3f ms/step" % (sys.argv[2],
       sum(r["tokens_per_s"] for r in rows) / n, sum(r["step_ms"] for r in rows) / n))
 PYEOF
 }
-BIG="--hidden 4096 --layers 4 --batch-size 4096"
+BIG=${BENCH_BIG:-"--hidden 4096 --layers 4 --batch-size 4096"}
 echo "== ddptop-train, one rank (a token is one predicted byte)"
 tokens "cpu, default model"                --device cpu || exit 1
 tokens "cuda tf32, default model"          --device cuda --precision tf32 || exit 1
-tokens "cuda tf32, default model, batch 4096" --device cuda --precision tf32 --batch-size 4096 || exit 1
+WIDE=${BENCH_BATCH:-4096}
+tokens "cuda tf32, default model, batch $WIDE" --device cuda --precision tf32 --batch-size "$WIDE" || exit 1
 tokens "cuda tf32, $BIG"                   --device cuda --precision tf32 $BIG || exit 1
 tokens "cuda bf16, $BIG"                   --device cuda --precision bf16 $BIG || exit 1
 tokens "cuda fp32, $BIG"                   --device cuda --precision fp32 $BIG || exit 1
@@ -104,7 +108,9 @@ for model in "" "$BIG"; do
     done
 done
 echo "== $n_gpus ranks: bucketed all-reduce (as the trainer) against one ncclAllReduce"
-for size in "4 1" "64 1" "256 25" "1024 25"; do
+sizes=("4 1" "64 1" "256 25" "1024 25")
+[ "${BENCH_GPU_QUICK:-0}" = 0 ] || sizes=("4 1")
+for size in "${sizes[@]}"; do
     world "$n_gpus" "$BIN" allreduce $size || exit 1
     cat "$T/w.0.out"
 done

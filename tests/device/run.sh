@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine, in a copy of the working tree with .gpukit carried
+# (tests/device/pack.sh made it): the GPU tests (make test-gpu's set) and the GPU benchmark
+# (make bench-gpu's script), in one call. Logs go to $OUT (the device tool brings them back)
+# and the end of each to stdout. BENCH=0 skips the benchmark; TESTS=0 the tests.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+K=$PWD/.gpukit
+[ -x "$K/build/ddptop-train" ] || { echo "run: $K missing: run tests/device/pack.sh here first and carry .gpukit"; exit 2; }
+# CUDA's libraries from the machine: the toolkit's, and NCCL wherever its image keeps it
+nccl=""
+pip_nccl=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib")' 2>/dev/null)
+for d in /usr/local/cuda/lib64/ /usr/local/cuda/targets/x86_64-linux/lib/ \
+         /usr/lib/x86_64-linux-gnu/ $pip_nccl; do
+    [ -e "$d/libnccl.so.2" ] && { nccl=$d/libnccl.so.2; break; }
+done
+[ -n "$nccl" ] || nccl=$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
+export LD_LIBRARY_PATH=$K/lib${nccl:+:$(dirname "$nccl")}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export BUILD=.gpukit/build DDPTOP_BUILD=$K/build
+{
+    date -u '+date: %Y-%m-%d %H:%M UTC'
+    nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || echo "no nvidia-smi"
+    echo "nccl: ${nccl:-not found}"
+    ldd "$K/build/ddptop-train" | grep -E 'not found|cublas|nccl|cudart|openblas'
+} 2>&1 | tee "$OUT/machine.txt"
+rc=0
+if [ "${TESTS:-1}" != 0 ]; then
+    DDPTOP_TEST_TIMEOUT=600 bash tests/run.sh '*gpu_*' >"$OUT/test-gpu.log" 2>&1 || rc=1
+    tar czf "$OUT/test-logs.tgz" -C .gpukit/build test-logs 2>/dev/null   # one file, not many
+    tail -25 "$OUT/test-gpu.log"
+fi
+if [ "${BENCH:-1}" != 0 ]; then
+    bash tests/bench/gpu.sh >"$OUT/bench-gpu.log" 2>&1 || rc=1
+    cat "$OUT/bench-gpu.log"
+fi
+exit $rc
