@@ -189,6 +189,15 @@ double ops_cuda_time_ms(void (*fn)(void *ctx), void *ctx, int reps)
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (size_t)gridDim.x * blockDim.x)
 
+/* Index arithmetic inside kernels is 32-bit: a 64-bit division by a value known only at run
+ * time is a long software sequence on the GPU, enough to make a copy kernel compute-bound.
+ * Every launcher that divides checks its element count with this first. */
+static void check_index32(size_t n, const char *what)
+{
+    RT_CHECK(n <= 0xffffffffu, "%s: %zu elements, but the kernels index in 32 bits (at most "
+             "4294967295): lower --batch-size or --hidden", what, n);
+}
+
 __global__ static void k_zero(float *x, size_t n)
 {
     GRID_STRIDE(i, n) x[i] = 0.0f;
@@ -199,9 +208,9 @@ __global__ static void k_embed_forward(float *out, const uint8_t *tok, const flo
 {
     size_t n = (size_t)B * C * E;
     GRID_STRIDE(i, n) {
-        size_t b = i / ((size_t)C * E), rem = i % ((size_t)C * E);
-        size_t c = rem / E, e = rem % E;
-        out[i] = wte[((size_t)c * 256 + tok[b * C + c]) * E + e];
+        unsigned bc = (unsigned)i / (unsigned)E, e = (unsigned)i - bc * (unsigned)E;
+        unsigned c = bc % (unsigned)C;   /* i = (b*C + c)*E + e */
+        out[i] = wte[((size_t)c * 256 + tok[bc]) * E + e];
     }
 }
 
@@ -215,7 +224,8 @@ __global__ static void k_embed_backward(float *dwte, const float *dout, const ui
 {
     size_t n = (size_t)C * 256 * E;
     GRID_STRIDE(j, n) {
-        size_t c = j / (256 * (size_t)E), v = j / E % 256, e = j % E;
+        unsigned cv = (unsigned)j / (unsigned)E, e = (unsigned)j - cv * (unsigned)E;
+        unsigned c = cv / 256, v = cv % 256;
         float acc = dwte[j];
         for (int b = 0; b < B; b++)
             if (tok[(size_t)b * C + c] == v) acc += dout[((size_t)b * C + c) * E + e];
@@ -226,7 +236,7 @@ __global__ static void k_embed_backward(float *dwte, const float *dout, const ui
 __global__ static void k_bias_broadcast(float *out, const float *bias, int B, int OC)
 {
     size_t n = (size_t)B * OC;
-    GRID_STRIDE(i, n) out[i] = bias[i % OC];
+    GRID_STRIDE(i, n) out[i] = bias[(unsigned)i % (unsigned)OC];
 }
 
 /* dbias[o] = sum over rows of dout[b][o]: block (32, 8) per 32 columns; each thread sums every
@@ -274,25 +284,8 @@ __global__ static void k_gelu_backward(float *dinp, const float *inp, const floa
     }
 }
 
-/* Block-wide reductions for blockDim.x == THREADS (a multiple of 32): warp shuffles, then the
+/* A block-wide sum for blockDim.x == THREADS (a multiple of 32): warp shuffles, then the
  * warps' results in warp order. Fixed order, so deterministic. Every thread gets the result. */
-__device__ static float block_max(float x)
-{
-    __shared__ float w[THREADS / 32];
-    __shared__ float res;
-    for (int off = 16; off > 0; off >>= 1)
-        x = fmaxf(x, __shfl_down_sync(0xffffffffu, x, off));
-    if ((threadIdx.x & 31) == 0) w[threadIdx.x >> 5] = x;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float m = w[0];
-        for (int k = 1; k < THREADS / 32; k++) m = fmaxf(m, w[k]);
-        res = m;
-    }
-    __syncthreads();
-    return res;
-}
-
 __device__ static double block_sum(double x)
 {
     __shared__ double w[THREADS / 32];
@@ -310,28 +303,50 @@ __device__ static double block_sum(double x)
     return res;
 }
 
-/* One block per row; the sum of exponentials in double as on the CPU. */
-__global__ static void k_softmax_xent_forward(float *probs, double *row_loss,
-                                              const float *logits, const uint8_t *targets, int V)
+/* Warp-wide maximum and sum; lane 0's result is handed to every lane, so the whole row uses
+ * the same bits (a butterfly would give lanes differently rounded sums). */
+__device__ static float warp_max(float x)
 {
-    int b = blockIdx.x;
+    for (int off = 16; off > 0; off >>= 1)
+        x = fmaxf(x, __shfl_down_sync(0xffffffffu, x, off));
+    return __shfl_sync(0xffffffffu, x, 0);
+}
+
+__device__ static double warp_sum(double x)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        x += __shfl_down_sync(0xffffffffu, x, off);
+    return __shfl_sync(0xffffffffu, x, 0);
+}
+
+#define ROWS_PER_BLOCK (THREADS / 32)
+
+/* One warp per row (a row is V = 256 logits: 8 per lane, coalesced), so no __syncthreads and
+ * eight rows per block; the sum of exponentials in double as on the CPU. A warp whose row is
+ * past the end leaves as a whole, before any shuffle. */
+__global__ static void k_softmax_xent_forward(float *probs, double *row_loss,
+                                              const float *logits, const uint8_t *targets, int B,
+                                              int V)
+{
+    int b = blockIdx.x * ROWS_PER_BLOCK + (int)(threadIdx.x / 32), lane = threadIdx.x % 32;
+    if (b >= B) return;
     const float *z = logits + (size_t)b * V;
     float *p = probs + (size_t)b * V;
     float mx = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x)
+    for (int j = lane; j < V; j += 32)
         mx = fmaxf(mx, z[j]);
-    mx = block_max(mx);
+    mx = warp_max(mx);
     double sum = 0.0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+    for (int j = lane; j < V; j += 32) {
         float e = expf(z[j] - mx);
         p[j] = e;
         sum += e;
     }
-    sum = block_sum(sum);
+    sum = warp_sum(sum);
     float inv = (float)(1.0 / sum);
-    for (int j = threadIdx.x; j < V; j += blockDim.x)
+    for (int j = lane; j < V; j += 32)
         p[j] *= inv;
-    if (threadIdx.x == 0)
+    if (lane == 0)
         row_loss[b] = log(sum) - (double)(z[targets[b]] - mx);
 }
 
@@ -351,7 +366,7 @@ __global__ static void k_softmax_xent_backward(float *dlogits, const float *prob
     float inv_b = 1.0f / (float)B;
     size_t n = (size_t)B * V;
     GRID_STRIDE(i, n) {
-        size_t b = i / V, j = i % V;
+        unsigned b = (unsigned)i / (unsigned)V, j = (unsigned)i - b * (unsigned)V;
         float d = __fmul_rn(probs[i], inv_b);   /* no fused multiply-add: the CPU's rounding */
         if (j == targets[b]) d = __fsub_rn(d, inv_b);
         dlogits[i] = d;
@@ -395,6 +410,7 @@ void ops_cuda_embed_forward(float *out, const uint8_t *tok, const float *wte, in
                             int E)
 {
     size_t n = (size_t)B * C * E;
+    check_index32(n, "embedding");
     k_embed_forward<<<blocks_for(n), THREADS, 0, g.stream>>>(out, tok, wte, B, C, E);
     cudaCheckLaunch();
 }
@@ -403,6 +419,7 @@ void ops_cuda_embed_backward(float *dwte, const float *dout, const uint8_t *tok,
                              int E)
 {
     size_t n = (size_t)C * 256 * E;
+    check_index32(n, "embedding");
     k_embed_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dwte, dout, tok, B, C, E);
     cudaCheckLaunch();
 }
@@ -440,6 +457,7 @@ void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const
                              int B, int IC, int OC)
 {
     size_t n = (size_t)B * OC;
+    check_index32(n, "linear layer");
     k_bias_broadcast<<<blocks_for(n), THREADS, 0, g.stream>>>(out, bias, B, OC);
     cudaCheckLaunch();
     gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, IC, (size_t)OC * IC, inp, IC, (size_t)B * IC,
@@ -477,7 +495,10 @@ void ops_cuda_softmax_xent_forward(float *probs, float *loss, const float *logit
                                    const uint8_t *targets, int B, int V)
 {
     g.row_loss = (double *)grow(g.row_loss, &g.row_loss_cap, (size_t)B, sizeof(double));
-    k_softmax_xent_forward<<<B, THREADS, 0, g.stream>>>(probs, g.row_loss, logits, targets, V);
+    check_index32((size_t)B * V, "softmax");
+    unsigned blocks = (unsigned)((B + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
+    k_softmax_xent_forward<<<blocks, THREADS, 0, g.stream>>>(probs, g.row_loss, logits, targets,
+                                                              B, V);
     cudaCheckLaunch();
     k_mean_loss<<<1, THREADS, 0, g.stream>>>(loss, g.row_loss, B);
     cudaCheckLaunch();
@@ -487,6 +508,7 @@ void ops_cuda_softmax_xent_backward(float *dlogits, const float *probs, const ui
                                     int B, int V)
 {
     size_t n = (size_t)B * V;
+    check_index32(n, "softmax");
     k_softmax_xent_backward<<<blocks_for(n), THREADS, 0, g.stream>>>(dlogits, probs, targets,
                                                                       B, V);
     cudaCheckLaunch();
