@@ -75,7 +75,8 @@ GPU_TESTS=("20 steps on GPU (fp32) match the CPU" "20 steps on GPU (tf32) match 
            "20 steps on GPU (bf16) match the CPU" "GPU resume is exact (40 steps = 20 + 20)"
            "a GPU snapshot resumes on the CPU" "a CPU snapshot resumes on the GPU")
 NCCL_TESTS=("two ranks on two GPUs (NCCL) match one rank with twice the batch"
-            "NCCL: a lost peer ends the other rank with exit 1 naming rank and file")
+            "NCCL: a lost peer ends the other rank with exit 1 naming rank and file"
+            "NCCL: a hung peer ends the other rank after DDPTOP_COMM_TIMEOUT, exit 1, no hang")
 if [ "$probe_rc" != 0 ]; then
     why=$(sed -n 's/.*--device cuda: \(no CUDA device visible ([^)]*)\).*/\1/p; s/.*--device cuda: this ddptop-train was \(built without CUDA\).*/no CUDA device visible (\1)/p' "$T/probe.err" | head -1)
     [ -n "$why" ] || why="no CUDA device visible ($(head -c 300 "$T/probe.err" | tr '\n' ' '))"
@@ -184,5 +185,27 @@ if [ "$RC1" = 3 ] && [ "$RC0" = 1 ] &&
     tap_ok "${NCCL_TESTS[1]}"
 else
     tap_fail "${NCCL_TESTS[1]}" "rc $RC0 $RC1" "$(tail -3 "$T/lost.0.err")"
+fi
+
+# A peer that hangs (alive, silent) rather than dies: rank 0 must give up after the timeout.
+port=$(free_port)
+for i in 0 1; do
+    env RANK=$i WORLD_SIZE=2 LOCAL_RANK=$i LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT=$port DDPTOP_JOB_TOKEN=gpu-train DDPTOP_COMM_TIMEOUT=10 "$TRAIN" \
+        --device cuda --steps 40 --log-every 1 --fault hang@5:1 >"$T/hung.$i.out" 2>"$T/hung.$i.err" &
+    hp[i]=$!; PIDS+=($!)
+done
+start=$SECONDS
+while kill -0 "${hp[0]}" 2>/dev/null && [ $((SECONDS - start)) -lt 90 ]; do sleep 0.2; done
+if kill -0 "${hp[0]}" 2>/dev/null; then kill -9 "${hp[0]}"; fi
+wait "${hp[0]}"; RC0=$?
+took=$((SECONDS - start))
+kill -9 "${hp[1]}" 2>/dev/null; wait "${hp[1]}" 2>/dev/null
+echo "# hung peer: rank 0 exited $RC0 after ${took}s"
+if [ "$RC0" = 1 ] && [ "$took" -lt 60 ] &&
+   grep -q 'rank 0: .*did not finish within 10 s.*comm_nccl.cu:[0-9]' "$T/hung.0.err"; then
+    tap_ok "${NCCL_TESTS[2]}"
+else
+    tap_fail "${NCCL_TESTS[2]}" "rc $RC0 after ${took}s" "$(tail -3 "$T/hung.0.err")"
 fi
 tap_done
