@@ -27,10 +27,13 @@ PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 FT=$B/fakecuda/ddptop-train
 n=110
+failed=0
 check() {   # check NAME COND-EXIT-STATUS [detail file]
     n=$((n + 1))
-    if [ "$2" = 0 ]; then echo "ok $n - fakecuda: $1"
-    else echo "not ok $n - fakecuda: $1"; [ -n "${3:-}" ] && sed 's/^/# /' "$3" | tail -5; fi
+    if [ "$2" = 0 ]; then echo "ok $n - fakecuda: $1"; return; fi
+    echo "not ok $n - fakecuda: $1"
+    failed=1
+    [ -n "${3:-}" ] && sed 's/^/# /' "$3" | tail -5
 }
 "$FT" --steps 1 --log-every 1 >"$T/auto.out" 2>"$T/auto.err"
 grep -q '"event":"start".*"device":"cuda"' "$T/auto.out"
@@ -39,8 +42,8 @@ check "the default device with a GPU visible is the GPU" $? "$T/auto.err"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 RANK=0 WORLD_SIZE=3 LOCAL_RANK=0 LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
     timeout 30 "$FT" --device cuda --steps 1 >"$T/few.out" 2>"$T/few.err"
-rc=$?
-[ "$rc" = 2 ] && grep -q 'LOCAL_WORLD_SIZE=3 ranks on this node but 2 GPU(s) visible' "$T/few.err"
+st=$?
+[ "$st" = 2 ] && grep -q 'LOCAL_WORLD_SIZE=3 ranks on this node but 2 GPU(s) visible' "$T/few.err"
 check "--device cuda with 3 ranks on a node of 2 GPUs: exit 2 naming both counts" $? "$T/few.err"
 
 port=$(free_port)
@@ -58,8 +61,8 @@ grep -q '3 rank(s) on this node but 2 GPU(s) visible: training on the CPU' "$T/c
 check "by default, 3 ranks on a node of 2 GPUs train on the CPU, with one note" $ok "$T/cpu3.0.err"
 
 FAKECUDA_CC=8.0 "$FT" --device cuda --steps 1 >"$T/old.out" 2>"$T/old.err"
-rc=$?
-[ "$rc" = 1 ] && grep -q "compute capability 8.0.*NVCCFLAGS='-O2 -gencode arch=compute_80,code=sm_80'" "$T/old.err"
+st=$?
+[ "$st" = 1 ] && grep -q "compute capability 8.0.*NVCCFLAGS='-O2 -gencode arch=compute_80,code=sm_80'" "$T/old.err"
 check "a GPU older than sm_90 is refused with the NVCCFLAGS to rebuild with" $? "$T/old.err"
 
 # The GPU benchmark end to end (tests/bench/gpu.sh, small sizes): every section prints its rows,
@@ -85,4 +88,4 @@ else
     echo "# exit $r3, missing:$missing"
     tail -15 "$T/bench.out" | sed 's/^/# /'
 fi
-[ "$rc" = 0 ] && [ "$r2" = 0 ] && [ "$r3" = 0 ] && [ -z "$missing" ]
+[ "$rc" = 0 ] && [ "$r2" = 0 ] && [ "$r3" = 0 ] && [ -z "$missing" ] && [ "$failed" = 0 ]
