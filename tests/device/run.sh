@@ -9,21 +9,22 @@ OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 K=$PWD/.gpukit
 [ -x "$K/build/ddptop-train" ] || { echo "run: $K missing: run tests/device/pack.sh here first and carry .gpukit"; exit 2; }
-# CUDA's libraries from the machine: the toolkit's, and NCCL wherever its image keeps it
-nccl=""
-pip_nccl=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib")' 2>/dev/null)
-for d in /usr/local/cuda/lib64/ /usr/local/cuda/targets/x86_64-linux/lib/ \
-         /usr/lib/x86_64-linux-gnu/ $pip_nccl; do
-    [ -e "$d/libnccl.so.2" ] && { nccl=$d/libnccl.so.2; break; }
-done
-[ -n "$nccl" ] || nccl=$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=$K/lib${nccl:+:$(dirname "$nccl")}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# CUDA's libraries from the machine: the toolkit's first, then the pip wheels of its Python
+# (nvidia/*/lib: cuBLAS, the runtime, NCCL), which is where its image may keep NCCL
+pip_libs=$(python3 -c 'import glob, nvidia, os
+print(":".join(sorted(glob.glob(os.path.join(list(nvidia.__path__)[0], "*", "lib")))))' 2>/dev/null)
+export LD_LIBRARY_PATH=$K/lib:/usr/local/cuda/lib64${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+missing=$(ldd "$K/build/ddptop-train" "$K/build/bench/bench_gpu" | grep 'not found' | sort -u)
+if [ -n "$missing" ]; then
+    echo "run: libraries not found on this machine (LD_LIBRARY_PATH=$LD_LIBRARY_PATH):"
+    echo "$missing"
+    exit 2
+fi
 export BUILD=.gpukit/build DDPTOP_BUILD=$K/build
 {
     date -u '+date: %Y-%m-%d %H:%M UTC'
     nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || echo "no nvidia-smi"
-    echo "nccl: ${nccl:-not found}"
-    ldd "$K/build/ddptop-train" | grep -E 'not found|cublas|nccl|cudart|openblas'
+    ldd "$K/build/ddptop-train" | grep -E 'cublas|nccl|cudart|openblas'
 } 2>&1 | tee "$OUT/machine.txt"
 rc=0
 if [ "${TESTS:-1}" != 0 ]; then
