@@ -25,13 +25,18 @@
 
 #include "fake_internal.h"
 
+static void vsay(const char *fmt, va_list ap, const char *tail)
+{
+    fprintf(stderr, "fakecuda: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", tail);
+}
+
 void fake_say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "fakecuda: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsay(fmt, ap, "");
     va_end(ap);
 }
 
@@ -39,9 +44,7 @@ void fake_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "fakecuda: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (a test double for a GPU: tests/fakecuda)\n");
+    vsay(fmt, ap, " (a test double for a GPU: tests/fakecuda)");
     va_end(ap);
     abort();
 }
