@@ -373,22 +373,43 @@ __global__ static void k_softmax_xent_backward(float *dlogits, const float *prob
     }
 }
 
+/* One parameter's AdamW update, shared by both kernels below so they round alike. */
+__device__ static inline void adamw_one(float *p, const float *g_, float *m, float *v, size_t i,
+                                        float lr, float beta1, float beta2, float eps, float wd,
+                                        float bc1, float bc2)
+{
+    float gi = g_[i];
+    float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+    float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    float mhat = mi / bc1;
+    float vhat = vi / bc2;
+    float pi = p[i];
+    pi -= lr * wd * pi;
+    pi -= lr * mhat / (sqrtf(vhat) + eps);
+    p[i] = pi;
+}
+
 __global__ static void k_adamw(float *p, const float *g_, float *m, float *v, size_t n, float lr,
                                float beta1, float beta2, float eps, float wd, float bc1,
                                float bc2)
 {
+    GRID_STRIDE(i, n) adamw_one(p, g_, m, v, i, lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
+/* All tensors in one launch: tensor s covers [seg_end[s-1], seg_end[s]) with weight decay
+ * seg_wd[s]. The few segments are read through the cache, and a warp's elements nearly always
+ * share one, so the search costs next to nothing against the 28 bytes each update moves. */
+__global__ static void k_adamw_segments(float *p, const float *g_, float *m, float *v, size_t n,
+                                        const unsigned *seg_end, const float *seg_wd, int nseg,
+                                        float lr, float beta1, float beta2, float eps, float bc1,
+                                        float bc2)
+{
     GRID_STRIDE(i, n) {
-        float gi = g_[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        float mhat = mi / bc1;
-        float vhat = vi / bc2;
-        float pi = p[i];
-        pi -= lr * wd * pi;
-        pi -= lr * mhat / (sqrtf(vhat) + eps);
-        p[i] = pi;
+        int s = 0;
+        while (s < nseg - 1 && (unsigned)i >= seg_end[s]) s++;
+        adamw_one(p, g_, m, v, i, lr, beta1, beta2, eps, seg_wd[s], bc1, bc2);
     }
 }
 
@@ -523,5 +544,19 @@ void ops_cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n, f
     float bc2 = 1.0f - powf(beta2, (float)t);
     k_adamw<<<blocks_for(n), THREADS, 0, g.stream>>>(p, grad, m, v, n, lr, beta1, beta2, eps,
                                                       wd, bc1, bc2);
+    cudaCheckLaunch();
+}
+
+void ops_cuda_adamw_segments(float *p, const float *grad, float *m, float *v, size_t n,
+                             const unsigned *seg_end, const float *seg_wd, int nseg, float lr,
+                             float beta1, float beta2, float eps, long t)
+{
+    if (!n) return;
+    check_index32(n, "AdamW");
+    float bc1 = 1.0f - powf(beta1, (float)t);
+    float bc2 = 1.0f - powf(beta2, (float)t);
+    k_adamw_segments<<<blocks_for(n), THREADS, 0, g.stream>>>(p, grad, m, v, n, seg_end, seg_wd,
+                                                               nseg, lr, beta1, beta2, eps, bc1,
+                                                               bc2);
     cudaCheckLaunch();
 }

@@ -80,6 +80,12 @@ void ops_cuda_softmax_xent_backward(float *dlogits, const float *probs, const ui
 /* bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are computed on the host exactly as ops_adamw does. */
 void ops_cuda_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
                     float beta1, float beta2, float eps, float wd, long t);
+/* The same update over n parameters made of nseg tensors in one launch: tensor s ends before
+ * element seg_end[s] (ascending, the last is n) and has weight decay seg_wd[s]. seg_end and
+ * seg_wd are device memory. */
+void ops_cuda_adamw_segments(float *p, const float *g, float *m, float *v, size_t n,
+                             const unsigned *seg_end, const float *seg_wd, int nseg, float lr,
+                             float beta1, float beta2, float eps, long t);
 
 /* ---- timing, for tests and benchmarks ---- */
 

@@ -132,6 +132,10 @@ struct train_cuda {
     uint8_t *tok_host, *tgt_host;   /* page-locked staging, so the copies are asynchronous */
     float *loss_dev, *loss_host;
     int batch;
+    /* AdamW in one launch: where each tensor ends and its weight decay (NULL: the tensors do
+     * not tile the parameters in order, so one launch per tensor) */
+    unsigned *seg_end;
+    float *seg_wd, seg_wd_for;
 };
 
 /* The device address of a host tensor of m: same allocation, same offset. */
@@ -171,6 +175,18 @@ struct train_cuda *train_cuda_new(struct model *m, int local_rank, int precision
     g->tgt_host = ops_cuda_alloc_host(B);
     g->loss_dev = ops_cuda_alloc(sizeof(float));
     g->loss_host = ops_cuda_alloc_host(sizeof(float));
+    unsigned ends[2 * MODEL_MAX_LAYERS + 3];
+    int tiled = m->n_params <= 0xffffffffu;
+    for (int i = 0; i < m->n_tensors && tiled; i++) {
+        tiled = m->tensors[i].off == (i ? ends[i - 1] : 0);
+        ends[i] = (unsigned)(m->tensors[i].off + m->tensors[i].n);
+    }
+    if (tiled && m->n_tensors > 0 && ends[m->n_tensors - 1] == m->n_params) {
+        g->seg_end = ops_cuda_alloc(sizeof ends);
+        ops_cuda_upload(g->seg_end, ends, (size_t)m->n_tensors * sizeof ends[0]);
+        g->seg_wd = ops_cuda_alloc((size_t)m->n_tensors * sizeof(float));
+        g->seg_wd_for = -1.0f;   /* uploaded at the first step */
+    }
     return g;
 }
 
@@ -189,6 +205,8 @@ void train_cuda_free(struct train_cuda *g)
     ops_cuda_free_host(g->tgt_host);
     ops_cuda_free(g->loss_dev);
     ops_cuda_free_host(g->loss_host);
+    ops_cuda_free(g->seg_end);
+    ops_cuda_free(g->seg_wd);
     free(g);
     ops_cuda_done();
 }
@@ -289,6 +307,19 @@ void train_cuda_optim_step(struct train_cuda *g, struct optim *o)
 {
     struct model *m = g->m;
     o->t++;
+    if (g->seg_end) {
+        if (g->seg_wd_for != o->weight_decay) {
+            float wd[2 * MODEL_MAX_LAYERS + 3];
+            for (int i = 0; i < m->n_tensors; i++)
+                wd[i] = m->tensors[i].decay ? o->weight_decay : 0.0f;
+            ops_cuda_upload(g->seg_wd, wd, (size_t)m->n_tensors * sizeof wd[0]);
+            g->seg_wd_for = o->weight_decay;
+        }
+        ops_cuda_adamw_segments(g->params, g->grads, g->adam_m, g->adam_v, m->n_params,
+                                g->seg_end, g->seg_wd, m->n_tensors, o->lr, o->beta1, o->beta2,
+                                o->eps, o->t);
+        return;
+    }
     for (int i = 0; i < m->n_tensors; i++) {
         const struct model_tensor *t = &m->tensors[i];
         ops_cuda_adamw(g->params + t->off, g->grads + t->off, g->adam_m + t->off,
