@@ -28,7 +28,7 @@ static const char *const test_names[] = {   /* as RUN prints them */
     "test_embed_forward_exact", "test_embed_backward_exact", "test_linear_fp32",
     "test_linear_tf32", "test_linear_bf16", "test_gelu", "test_softmax_xent", "test_adamw",
     "test_repeatable", "test_model_step_matches_cpu", "test_nccl_world_of_one",
-    "test_nccl_missing_peer_times_out",
+    "test_nccl_missing_peer_times_out", "test_grid_stride_beyond_max_blocks",
 };
 #define N_TESTS (sizeof test_names / sizeof test_names[0])
 
@@ -219,6 +219,47 @@ static void test_gelu(void)
     CHECK_INT(count_bad("dgelu", g_dx, dx, tol, n), 0);
     ops_cuda_free(d_x), ops_cuda_free(d_dout), ops_cuda_free(d_y), ops_cuda_free(d_dx);
     free(x), free(dout), free(y), free(dx), free(g_y), free(g_dx), free(tol);
+}
+
+/* Past 65,536 blocks of 256 threads (16,777,216 elements) each thread's grid-stride loop runs
+ * more than once: the embedding forward and the softmax backward (both divide the index) and
+ * GELU on sizes just beyond that, against the CPU. */
+static void test_grid_stride_beyond_max_blocks(void)
+{
+    int B = 33000, C = 16, E = 32;   /* 16,896,000 outputs */
+    size_t n_out = (size_t)B * C * E, n_wte = (size_t)C * 256 * E;
+    float *wte = host_rand(n_wte, -1, 1), *want = malloc(n_out * 4);
+    uint8_t *tok = host_tokens((size_t)B * C, 256);
+    ops_embed_forward(want, tok, wte, B, C, E);
+    float *d_wte = to_dev(wte, n_wte * 4), *d_out = ops_cuda_alloc(n_out * 4);
+    uint8_t *d_tok = to_dev(tok, (size_t)B * C);
+    ops_cuda_embed_forward(d_out, d_tok, d_wte, B, C, E);
+    float *got = from_dev(d_out, n_out);
+    CHECK(memcmp(got, want, n_out * 4) == 0);
+    ops_cuda_free(d_wte), ops_cuda_free(d_out), ops_cuda_free(d_tok);
+    free(wte), free(want), free(tok), free(got);
+
+    int R = 65600, V = 256;          /* 16,793,600 logits */
+    size_t n = (size_t)R * V;
+    float *p = host_rand(n, 0, 1), *d = malloc(n * 4);
+    uint8_t *t = host_tokens((size_t)R, V);
+    ops_softmax_xent_backward(d, p, t, R, V);
+    float *d_p = to_dev(p, n * 4), *d_d = ops_cuda_alloc(n * 4);
+    uint8_t *d_t = to_dev(t, (size_t)R);
+    ops_cuda_softmax_xent_backward(d_d, d_p, d_t, R, V);
+    float *g_d = from_dev(d_d, n);
+    CHECK(memcmp(g_d, d, n * 4) == 0);
+    /* GELU forward over the same buffer size, against the CPU within test_gelu's bound */
+    float *y = malloc(n * 4);
+    ops_gelu_forward(y, p, n);
+    ops_cuda_gelu_forward(d_d, d_p, n);
+    float *g_y = from_dev(d_d, n);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += !(fabs((double)g_y[i] - y[i]) <= 1e-6 * (1 + fabs(p[i])));
+    CHECK_INT(bad, 0);
+    ops_cuda_free(d_p), ops_cuda_free(d_d), ops_cuda_free(d_t);
+    free(p), free(d), free(t), free(g_d), free(y), free(g_y);
 }
 
 static void test_softmax_xent(void)
@@ -451,6 +492,7 @@ int main(void)
     RUN(test_model_step_matches_cpu);
     RUN(test_nccl_world_of_one);
     RUN(test_nccl_missing_peer_times_out);
+    RUN(test_grid_stride_beyond_max_blocks);
     ops_cuda_done();
     return tap_done();
 }
