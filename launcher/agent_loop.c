@@ -159,12 +159,15 @@ void agent_send(struct agent *ag, cJSON *msg)
     free(line);
 }
 
+/* Rank output comes in bursts of many lines from one read: they are written together, once the
+ * handlers of this poll round are done (agent_run), or as soon as 64 KiB wait: one write for
+ * hundreds of lines instead of one each. */
 void agent_send_line(struct agent *ag, const char *json, size_t len)
 {
     if (ag->out_broken) return;
     strbuf_add(&ag->out, json, len);
     strbuf_add(&ag->out, "\n", 1);
-    out_flush(ag);
+    if (agent_output_pending(ag) >= AGENT_READ_CHUNK) out_flush(ag);
 }
 
 cJSON *agent_reply_new(const char *ev, const cJSON *id)
@@ -403,6 +406,7 @@ int agent_run(struct agent *ag)
         for (struct agent_watch *w = ag->watches; w; w = w->next)
             if (!w->dead && w->deadline_ms && w->deadline_ms <= now) w->fn(ag, w, 0);
         watches_sweep(ag);
+        if (agent_output_pending(ag)) out_flush(ag);   /* what this round queued */
     }
     free(pfds);
     free(pw);

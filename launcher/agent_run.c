@@ -49,6 +49,7 @@ static struct {
     int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
     int quitting;
     struct strbuf line;     /* an out message being formatted */
+    int64_t piece_ns;       /* mono_ns of the read whose lines are being sent */
 } run;
 
 static int sig_pipe[2] = { -1, -1 };
@@ -70,7 +71,7 @@ static void emit_piece(void *ctx, const char *data, size_t len, int flags)
         strbuf_adds(sb, "\"");
     }
     strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld}", flags & STREAM_PARTIAL ? "p" : "",
-                flags & STREAM_SPLIT ? "s" : "", (long long)mono_ns());
+                flags & STREAM_SPLIT ? "s" : "", (long long)run.piece_ns);
     agent_send_line(run.ag, sb->buf, sb->len);
     if (!flags) run_note_step(s->r, data, len);
 }
@@ -85,6 +86,7 @@ static void apply_pause(void)
 static void stream_close(struct rank_stream *s)
 {
     if (!s->w) return;
+    run.piece_ns = mono_ns();
     stream_flush(&s->buf, emit_piece, s);
     s->w->fd = s->fd; /* so that deleting the watch closes it, paused or not */
     agent_watch_del(run.ag, s->w);
@@ -106,7 +108,8 @@ static void stream_ready(struct agent *ag, struct agent_watch *w, short revents)
         stream_close(s);
         rank_try_finish(r);
     } else {
-        int64_t now = mono_ms();
+        run.piece_ns = mono_ns();   /* one clock reading for every line of this read */
+        int64_t now = run.piece_ns / 1000000;
         s->r->last_out_ms = now;
         stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
         if (!run.paused && agent_output_pending(ag) > OUT_HIGH) {
@@ -300,6 +303,7 @@ void run_rank_start_failed(struct run_rank *r, const char *why)
     r->exit_ns = mono_ns();
     r->by_us = 0;
     /* On the rank's stderr, where the person reading its log looks for why it ended. */
+    run.piece_ns = r->exit_ns;
     emit_piece(&r->st[1], line, strlen(line), 0);
     r->last_out_ms = mono_ms();
     free(line);
@@ -432,7 +436,10 @@ static void tick_ranks(int64_t now)
             struct rank_stream *s = &r->st[i];
             if (!s->w) continue;
             int64_t due = stream_deadline(&s->buf);
-            if (due && due <= now) stream_flush(&s->buf, emit_piece, s);
+            if (due && due <= now) {
+                run.piece_ns = mono_ns();
+                stream_flush(&s->buf, emit_piece, s);
+            }
             /* Something the rank left behind (in another group) still holds its pipes. */
             if (r->have_status && !run.paused && eof_wait_until(r) <= now) stream_close(s);
         }
