@@ -127,7 +127,7 @@ FAKE_OBJ = $(patsubst tests/fakecuda/%.cc,$(FAKE)/obj/%.o,$(wildcard tests/fakec
            $(patsubst runtime/%.cu,$(FAKE)/obj/%.cu.o,$(wildcard runtime/*.cu)) \
            $(FAKE)/obj/train_cuda.o
 FAKE_PROGS = $(FAKE)/ddptop-train $(FAKE)/bench_gpu $(BUILD)/tests/test_gpu_ops_fake \
-             $(BUILD)/tests/test_fakecuda
+             $(BUILD)/tests/test_gpu_fakecuda
 
 $(FAKE)/src/%.cc: runtime/%.cu
 	@mkdir -p $(@D)
@@ -158,7 +158,7 @@ $(FAKE)/bench_gpu: $(FAKE)/obj/bench_gpu.cu.o $(FAKE_OBJ) $(LIBS_ALL)
 $(BUILD)/tests/test_gpu_ops_fake: $(FAKE)/obj/test_gpu_ops.o $(FAKE_OBJ) $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)
-$(BUILD)/tests/test_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)/obj/train_cuda.o $(FAKE)/obj/%_cuda.cu.o $(FAKE)/obj/comm_nccl.cu.o,$(FAKE_OBJ))
+$(BUILD)/tests/test_gpu_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)/obj/train_cuda.o $(FAKE)/obj/%_cuda.cu.o $(FAKE)/obj/comm_nccl.cu.o,$(FAKE_OBJ))
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
 tests: $(FAKE_PROGS)

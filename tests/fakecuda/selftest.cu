@@ -4,7 +4,7 @@
  * the wrong direction, a wrong leading dimension, operands past their allocation; and that its
  * NCCL reduces between processes, refuses two ranks on one device and reports a dead peer.
  * Built like the runtime's .cu files (the Makefile rewrites the launches); the test binary is
- * build/tests/test_fakecuda. */
+ * build/tests/test_gpu_fakecuda. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
