@@ -4,7 +4,8 @@
 # running on the CPU behind a test double), with two fake GPUs so that the NCCL pair tests run
 # too; then the kernel tests once more with every block's threads, and the blocks, in reverse
 # order, which turns a missing __syncthreads that the forward order hides into a wrong result;
-# and the GPU benchmark script end to end at small sizes.
+# the device choice with GPUs visible, too few of them, or too old; and the GPU benchmark script
+# end to end at small sizes.
 # What this can and cannot show: docs/gpu.md, "Without a GPU". Runs on every machine.
 set -u
 cd "$(dirname "$0")/.."
