@@ -30,13 +30,8 @@ command -v pdsh >/dev/null || { echo "bench: pdsh missing (make deps)" >&2; exit
 sshd_setup || exit 1
 D=$SSHD_DIR
 echo "starting $MAX sshd servers on loopback ..."
-for ((i = 1; i <= MAX; i++)); do
-    name=$(printf 'h%02d' "$i")
-    sshd_start_loopback "$name" || { echo "bench: sshd $name did not start" >&2; exit 1; }
-    sshd_known_hosts_line 127.0.0.1 "$SSHD_PORT" >>"$D/known_hosts"
-    sshd_write_ssh_config "$D/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT"
-    echo "127.0.0.1:$SSHD_PORT" >>"$D/hosts_all"
-done
+sshd_start_fleet h "$MAX" || { echo "bench: the sshd servers did not start" >&2; exit 1; }
+for port in "${SSHD_FLEET_PORTS[@]}"; do echo "127.0.0.1:$port" >>"$D/hosts_all"; done
 MP=$(sshd_pick_port)
 CG=/sys/fs/cgroup/cpuacct/ddptop-bench-$$
 if mkdir "$CG" 2>/dev/null; then

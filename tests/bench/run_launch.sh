@@ -35,13 +35,10 @@ command -v pdsh >/dev/null || { echo "bench: pdsh missing (make deps)" >&2; exit
 sshd_setup || exit 1
 D=$SSHD_DIR
 echo "starting $NODES sshd servers on loopback ..."
-for ((i = 1; i <= NODES; i++)); do
-    name=$(printf 'n%02d' "$i")
-    sshd_start_loopback "$name" || { echo "bench: sshd $name did not start" >&2; exit 1; }
-    sshd_known_hosts_line 127.0.0.1 "$SSHD_PORT" >>"$D/known_hosts"
-    sshd_write_ssh_config "$D/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT"
-    echo "127.0.0.1:$SSHD_PORT slots=4" >>"$D/hosts16x4"
-    [ "$i" -le 8 ] && echo "127.0.0.1:$SSHD_PORT slots=1" >>"$D/hosts8x1"
+sshd_start_fleet n "$NODES" || { echo "bench: the sshd servers did not start" >&2; exit 1; }
+for ((i = 0; i < NODES; i++)); do
+    echo "127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=4" >>"$D/hosts16x4"
+    [ "$i" -lt 8 ] && echo "127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=1" >>"$D/hosts8x1"
 done
 SSHOPT=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --agent-dir "$D/agent"
         --timeout 30 --log-dir "$D/logs" --headless)

@@ -193,6 +193,21 @@ Host $alias
 EOF
 }
 
+# sshd_start_fleet PREFIX N: N sshd servers on 127.0.0.1 (PREFIX01, PREFIX02, ...), each in
+# $SSHD_DIR/known_hosts and as a Host alias in $SSHD_DIR/pdsh_config (for pdsh and plain ssh);
+# their ports in SSHD_FLEET_PORTS, in order. The benches compare ddptop with pdsh on these.
+sshd_start_fleet() {
+    local prefix=$1 n=$2 i name
+    SSHD_FLEET_PORTS=()
+    for ((i = 1; i <= n; i++)); do
+        name=$(printf '%s%02d' "$prefix" "$i")
+        sshd_start_loopback "$name" || { echo "sshd $name did not start" >&2; return 1; }
+        sshd_known_hosts_line 127.0.0.1 "$SSHD_PORT" >>"$SSHD_DIR/known_hosts"
+        sshd_write_ssh_config "$SSHD_DIR/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT"
+        SSHD_FLEET_PORTS+=("$SSHD_PORT")
+    done
+}
+
 # The pids of PID's descendants, deepest first (sshd's per-connection children and the
 # agents they run).
 sshd_descendants() {
