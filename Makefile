@@ -32,7 +32,14 @@ endif
 pkg_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkg_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-LAUNCHER_SRC = $(filter-out %_main.c,$(wildcard launcher/*.c))
+# launcher/ is in rooms (docs/architecture.md), one archive each. ddptop links them in the
+# order of their dependencies; ddptop-agent links only agent, wire and util, with cJSON and
+# libc: no libssh, no curses.
+ROOMS        = run check ssh job wire hosts util
+AGENT_ROOMS  = agent wire util
+room_src     = $(filter-out %_main.c,$(wildcard launcher/$(1)/*.c))
+room_lib     = $(if $(call room_src,$(1)),$(BUILD)/lib$(1).a)
+LAUNCHER_SRC = $(foreach r,$(ROOMS) agent,$(call room_src,$(r)))
 TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c))
 RUNTIME_SRC  = $(filter-out %_main.c,$(wildcard runtime/*.c))
 RUNTIME_CU   = $(if $(HAVE_CUDA),$(wildcard runtime/*.cu))
@@ -43,12 +50,13 @@ TUI_OBJ      = $(TUI_SRC:%.c=$(BUILD)/obj/%.o)
 RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o) $(RUNTIME_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_BIN     = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-LIB_LAUNCHER = $(BUILD)/liblauncher.a
 LIB_TUI      = $(BUILD)/libtui.a
 LIB_RUNTIME  = $(BUILD)/libruntime.a
+LIBS_LAUNCHER = $(foreach r,$(ROOMS),$(call room_lib,$(r)))
+LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 
 # An archive with no members yet is left out of the link (ld refuses an empty one).
-LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(if $(LAUNCHER_OBJ),$(LIB_LAUNCHER)) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
@@ -56,9 +64,13 @@ PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 .PHONY: demo-check bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
+# Each room is compiled with the flags of what it may use: only ssh/ sees libssh.
+$(BUILD)/obj/launcher/ssh/%.o: launcher/ssh/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,libssh $(PKGS_AGENT)) -c $< -o $@
 $(BUILD)/obj/launcher/%.o: launcher/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,$(PKGS_TUI)) -c $< -o $@
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,$(PKGS_AGENT)) -c $< -o $@
 $(BUILD)/obj/tui/%.o: tui/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(call pkg_cflags,$(PKGS_TUI)) -c $< -o $@
@@ -72,9 +84,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DDP_CFLAGS) $(RT_CFLAGS) -Itests $(call pkg_cflags,$(PKGS_TUI) $(PKGS_RT)) -c $< -o $@
 
-$(LIB_LAUNCHER): $(LAUNCHER_OBJ)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+define room_archive
+$(BUILD)/lib$(1).a: $(patsubst %.c,$(BUILD)/obj/%.o,$(call room_src,$(1)))
+	@mkdir -p $$(@D)
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach r,$(ROOMS) agent,$(eval $(call room_archive,$(r))))
 $(LIB_TUI): $(TUI_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -82,11 +97,11 @@ $(LIB_RUNTIME): $(RUNTIME_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIB_LAUNCHER)
+$(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
 # The agent is uploaded to nodes that may lack libcjson: ddptop uploads its own copy of the
 # library next to the agent, found there through RUNPATH $ORIGIN (docs/protocol.md).
-$(BUILD)/ddptop-agent: $(BUILD)/obj/launcher/agent_main.o $(LIB_LAUNCHER)
+$(BUILD)/ddptop-agent: $(BUILD)/obj/launcher/agent/agent_main.o $(LIBS_AGENT)
 	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
 $(BUILD)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)

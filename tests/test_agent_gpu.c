@@ -1,7 +1,7 @@
 /* The agent's GPU/CUDA fact parsers: nvidia-smi output (one GPU, mixed GPUs, failures), a
  * /proc/driver/nvidia tree written to a temporary directory, and the version encodings of
  * ncclGetVersion and cudaRuntimeGetVersion. */
-#include "agent_gpu.h"
+#include "agent/agent_gpu.h"
 #include "tap.h"
 
 #include <stdio.h>

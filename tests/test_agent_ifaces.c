@@ -1,6 +1,6 @@
 /* The agent's interface facts: InfiniBand ports read from a fake sysfs tree (this machine has
  * no HCA), and the real interface list's loopback entry. */
-#include "agent_ifaces.h"
+#include "agent/agent_ifaces.h"
 #include "tap.h"
 
 #include <stdio.h>

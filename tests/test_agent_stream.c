@@ -1,7 +1,7 @@
 /* The agent's rank-output assembly and encodings (launcher/agent_stream.c) and its /proc stat
  * parser: what the controller's log files depend on to get every byte back as the rank wrote it. */
-#include "agent_proc.h"
-#include "agent_stream.h"
+#include "agent/agent_proc.h"
+#include "agent/agent_stream.h"
 #include "tap.h"
 
 #include <stdlib.h>

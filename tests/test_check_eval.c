@@ -2,7 +2,7 @@
  * env parity naming the odd host out, NCCL_SOCKET_IFNAME selection, tcp blame. */
 #include <stdlib.h>
 
-#include "check_eval.h"
+#include "check/check_eval.h"
 #include "tap.h"
 
 static struct clock_sample sample(double offset_ms, double rtt_ms)

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "check_mesh.h"
+#include "check/check_mesh.h"
 #include "tap.h"
 
 static void check_pairs(size_t n, const struct check_pair *p, size_t k)

@@ -2,7 +2,7 @@
  * code, the table and details text without colour, and that remote bytes are sanitised. */
 #include <stdlib.h>
 
-#include "check_report.h"
+#include "check/check_report.h"
 #include "tap.h"
 
 /* Three hosts: a passing one, one with a clock warning, one unreachable. */

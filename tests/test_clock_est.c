@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "clock_est.h"
+#include "check/clock_est.h"
 #include "tap.h"
 
 #define MS 1000000LL

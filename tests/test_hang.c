@@ -11,10 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "hang.h"
-#include "job.h"
+#include "job/hang.h"
+#include "job/job.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static char tmpdir[64];
 static char err[512];

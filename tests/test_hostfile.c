@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hostfile.h"
+#include "hosts/hostfile.h"
 #include "tap.h"
 
 static char err[1024];

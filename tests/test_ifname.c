@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ifname.h"
+#include "check/ifname.h"
 #include "tap.h"
 
 #define UP4(n)   { n, true, true, 1500 }

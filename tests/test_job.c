@@ -15,10 +15,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "job.h"
-#include "job_stats.h"
+#include "job/job.h"
+#include "job/job_stats.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static char tmpdir[64];
 static char err[512];

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job.h"
-#include "metrics_parse.h"
+#include "job/job.h"
+#include "job/metrics_parse.h"
 #include "tap.h"
 
 static char err[512];

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "parity.h"
+#include "check/parity.h"
 #include "tap.h"
 
 static const char *names16[16] = {

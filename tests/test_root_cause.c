@@ -10,10 +10,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "job.h"
-#include "root_cause.h"
+#include "job/job.h"
+#include "job/root_cause.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static char tmpdir[64];
 static char err[512];

@@ -1,6 +1,6 @@
 /* SHA-256: the NIST/FIPS 180-4 test vectors, streaming in odd-sized pieces, and file hashing
  * (what the agent uses to compare training commands and NCCL configs across nodes). */
-#include "sha256.h"
+#include "util/sha256.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ssh_conn.h"
-#include "protocol.h"
+#include "ssh/ssh_conn.h"
+#include "wire/protocol.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static char tmp[] = "/tmp/ddptop-test-sshconn-XXXXXX";
 

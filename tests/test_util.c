@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static void test_strbuf_grows_and_consumes(void)
 {

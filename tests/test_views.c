@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job.h"
+#include "job/job.h"
 #include "keymap.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 #include "views.h"
 
 static char tmpdir[] = "/tmp/ddptop-test-views.XXXXXX";

@@ -14,12 +14,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "check_report.h"
+#include "check/check_report.h"
 #include "dashboard.h"
 #include "dashboard_int.h"
 #include "headless.h"
 #include "keymap.h"
-#include "util.h"
+#include "util/util.h"
 /* last: term.h defines macros named like common words (lines, columns) */
 #include <term.h>
 

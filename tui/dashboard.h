@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "controller.h"
+#include "run/controller.h"
 
 struct dashboard;
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "controller.h"
+#include "run/controller.h"
 #include "layout.h"
 #include "theme.h"
 #include "views.h"

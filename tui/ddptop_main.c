@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check_cli.h"
+#include "run/check_cli.h"
 #include "dashboard.h"
 #include "headless.h"
-#include "run_cli.h"
-#include "version.h"
+#include "run/run_cli.h"
+#include "util/version.h"
 
 static void usage(FILE *f)
 {

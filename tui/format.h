@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "job/job.h"
 
 /* "850ms", "45s", "3m07s", "1h02m", "2d03h"; negative: "-". */
 char *format_duration(char *buf, size_t n, int64_t ms);

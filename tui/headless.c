@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check_report.h"
-#include "job_stats.h"
+#include "check/check_report.h"
+#include "job/job_stats.h"
 #include "sanitize.h"
-#include "util.h"
+#include "util/util.h"
 
 struct headless {
     int fd;

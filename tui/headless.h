@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controller.h"
+#include "run/controller.h"
 
 #define HEADLESS_QUEUE_MAX (8u * 1024 * 1024)   /* bytes waiting for stdout */
 

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controller.h"
-#include "job.h"
+#include "run/controller.h"
+#include "job/job.h"
 
 enum km_mode {
     KM_RANKS,     /* focus on the ranks table / grid */

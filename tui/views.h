@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "job/job.h"
 #include "keymap.h"
 #include "layout.h"
 #include "theme.h"

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics_parse.h"
-#include "root_cause.h"
+#include "job/metrics_parse.h"
+#include "job/root_cause.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,416 @@
+/* ddptop-agent's loop: hello, request lines from stdin dispatched by "op", answers queued for
+ * stdout, and the handlers' watched fds, all in one poll(). See agent.h. */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "wire/protocol.h"
+#include "util/util.h"
+#include "util/version.h"
+
+/* How long a quitting agent keeps trying to hand its last answers to a slow controller. */
+#define AGENT_FLUSH_MS 2000
+#define AGENT_READ_CHUNK 65536
+
+struct agent {
+    int in_fd, out_fd;
+    const struct agent_op *ops;
+    struct strbuf in;       /* bytes of a request line not yet ended by '\n' */
+    size_t in_scanned;      /* prefix of in known to hold no '\n' */
+    int in_discarding;      /* inside an over-long line: drop bytes up to the next '\n' */
+    struct strbuf out;      /* answers not yet written */
+    size_t out_off;         /* written prefix of out */
+    int out_broken;         /* stdout gone: answers are dropped */
+    int quitting, status;
+    int64_t quit_deadline;
+    void (*on_quit)(struct agent *ag, void *ctx);
+    void *on_quit_ctx;
+    int64_t last_input_ms;  /* mono_ms() of the last bytes read on stdin */
+    struct agent_watch *watches;
+    int nwatches;
+};
+
+struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops)
+{
+    struct agent *ag = xcalloc(1, sizeof *ag);
+    ag->in_fd = in_fd;
+    ag->out_fd = out_fd;
+    ag->ops = ops;
+    ag->last_input_ms = mono_ms();
+    strbuf_init(&ag->in);
+    strbuf_init(&ag->out);
+    return ag;
+}
+
+static void watch_release(struct agent_watch *w)
+{
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+    if (w->free_ctx && w->ctx) w->free_ctx(w->ctx);
+    w->ctx = NULL;
+    w->dead = 1;
+}
+
+void agent_free(struct agent *ag)
+{
+    if (!ag) return;
+    while (ag->watches) {
+        struct agent_watch *w = ag->watches;
+        ag->watches = w->next;
+        if (!w->dead) watch_release(w);
+        free(w);
+    }
+    strbuf_done(&ag->in);
+    strbuf_done(&ag->out);
+    free(ag);
+}
+
+struct agent_watch *agent_watch_add(struct agent *ag, int fd, short events, agent_watch_fn fn,
+                                    void *ctx, void (*free_ctx)(void *ctx))
+{
+    struct agent_watch *w = xcalloc(1, sizeof *w);
+    w->fd = fd;
+    w->events = events;
+    w->fn = fn;
+    w->ctx = ctx;
+    w->free_ctx = free_ctx;
+    w->next = ag->watches;
+    ag->watches = w;
+    ag->nwatches++;
+    return w;
+}
+
+void agent_watch_del(struct agent *ag, struct agent_watch *w)
+{
+    (void)ag;
+    if (!w->dead) watch_release(w);
+}
+
+struct agent_watch *agent_watch_find(struct agent *ag, agent_watch_fn wfn,
+                                     int (*match)(const struct agent_watch *w, const void *arg),
+                                     const void *arg)
+{
+    for (struct agent_watch *w = ag->watches; w; w = w->next)
+        if (!w->dead && w->fn == wfn && match(w, arg)) return w;
+    return NULL;
+}
+
+static void watches_sweep(struct agent *ag)
+{
+    struct agent_watch **pp = &ag->watches;
+    while (*pp) {
+        struct agent_watch *w = *pp;
+        if (w->dead) {
+            *pp = w->next;
+            free(w);
+            ag->nwatches--;
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+/* ---- output ---- */
+
+static void out_flush(struct agent *ag)
+{
+    while (!ag->out_broken && ag->out_off < ag->out.len) {
+        ssize_t n = write(ag->out_fd, ag->out.buf + ag->out_off, ag->out.len - ag->out_off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {
+            /* The controller is gone (EPIPE); nobody is left to answer. */
+            ag->out_broken = 1;
+            break;
+        }
+        ag->out_off += (size_t)n;
+    }
+    if (ag->out_broken || ag->out_off == ag->out.len) {
+        strbuf_reset(&ag->out);
+        ag->out_off = 0;
+    } else if (ag->out_off > 65536 && ag->out_off * 2 > ag->out.len) {
+        strbuf_consume(&ag->out, ag->out_off); /* keep the buffer from only growing */
+        ag->out_off = 0;
+    }
+}
+
+size_t agent_output_pending(const struct agent *ag)
+{
+    return ag->out.len - ag->out_off;
+}
+
+void agent_send(struct agent *ag, cJSON *msg)
+{
+    char *line = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (!line) util_fatal("out of memory printing an agent message");
+    if (!ag->out_broken) {
+        strbuf_adds(&ag->out, line);
+        strbuf_add(&ag->out, "\n", 1);
+        out_flush(ag); /* usually the whole line goes now; the rest waits for POLLOUT */
+    }
+    free(line);
+}
+
+/* Rank output comes in bursts of many lines from one read: they are written together, once the
+ * handlers of this poll round are done (agent_run), or as soon as 64 KiB wait: one write for
+ * hundreds of lines instead of one each. */
+void agent_send_line(struct agent *ag, const char *json, size_t len)
+{
+    if (ag->out_broken) return;
+    strbuf_add(&ag->out, json, len);
+    strbuf_add(&ag->out, "\n", 1);
+    if (agent_output_pending(ag) >= AGENT_READ_CHUNK) out_flush(ag);
+}
+
+cJSON *agent_reply_new(const char *ev, const cJSON *id)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "ev", ev);
+    if (id) cJSON_AddItemToObject(msg, "id", cJSON_Duplicate(id, 1));
+    return msg;
+}
+
+void agent_send_error(struct agent *ag, const cJSON *id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = xvasprintf(fmt, ap);
+    va_end(ap);
+    cJSON *msg = agent_reply_new("error", id);
+    cJSON_AddStringToObject(msg, "error", text);
+    free(text);
+    agent_send(ag, msg);
+}
+
+void agent_quit(struct agent *ag, int status)
+{
+    if (ag->quitting) return;
+    ag->quitting = 1;
+    ag->status = status;
+    ag->quit_deadline = mono_ms() + AGENT_FLUSH_MS;
+    if (ag->on_quit) ag->on_quit(ag, ag->on_quit_ctx);
+}
+
+void agent_on_quit(struct agent *ag, void (*fn)(struct agent *ag, void *ctx), void *ctx)
+{
+    ag->on_quit = fn;
+    ag->on_quit_ctx = ctx;
+}
+
+int64_t agent_last_input_ms(const struct agent *ag)
+{
+    return ag->last_input_ms;
+}
+
+int agent_req_int(struct agent *ag, const cJSON *req, const cJSON *id, const char *name,
+                  long lo, long hi, long def, long *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble ||
+        v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
+        agent_send_error(ag, id, "\"%s\" must be an integer from %ld to %ld", name, lo, hi);
+        return -1;
+    }
+    *out = (long)v->valuedouble;
+    return 0;
+}
+
+const char *agent_req_str(const cJSON *req, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- input ---- */
+
+static void dispatch_line(struct agent *ag, const char *line, size_t len)
+{
+    while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+    if (!len) return; /* blank lines are keep-alives, not errors */
+    cJSON *req = cJSON_ParseWithLength(line, len);
+    if (!req) {
+        const char *at = cJSON_GetErrorPtr();
+        long pos = at && at >= line && at <= line + len ? (long)(at - line) : -1;
+        agent_send_error(ag, NULL, "malformed JSON request (near byte %ld of %zu)", pos, len);
+        return;
+    }
+    if (!cJSON_IsObject(req)) {
+        agent_send_error(ag, NULL, "request is not a JSON object");
+        goto out;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+    if (id && !cJSON_IsNumber(id)) {
+        agent_send_error(ag, NULL, "request \"id\" must be a number");
+        goto out;
+    }
+    const char *op = agent_req_str(req, "op");
+    if (!op) {
+        agent_send_error(ag, id, "request has no \"op\" string");
+        goto out;
+    }
+    for (const struct agent_op *o = ag->ops; o->name; o++) {
+        if (strcmp(o->name, op) == 0) {
+            o->fn(ag, req, id);
+            goto out;
+        }
+    }
+    agent_send_error(ag, id, "unknown op '%.64s'", op);
+out:
+    cJSON_Delete(req);
+}
+
+static void too_long(struct agent *ag)
+{
+    agent_send_error(ag, NULL, "request line longer than %d bytes; discarded", PROTOCOL_MAX_LINE);
+    ag->in_discarding = 1;
+    strbuf_reset(&ag->in);
+    ag->in_scanned = 0;
+}
+
+static void in_take(struct agent *ag, const char *data, size_t n)
+{
+    while (n && ag->in_discarding) {
+        const char *nl = memchr(data, '\n', n);
+        if (!nl) return;
+        n -= (size_t)(nl + 1 - data);
+        data = nl + 1;
+        ag->in_discarding = 0;
+    }
+    strbuf_add(&ag->in, data, n);
+    size_t start = 0;
+    while (!ag->quitting) {
+        char *base = ag->in.buf + start;
+        size_t avail = ag->in.len - start;
+        size_t skip = ag->in_scanned > start ? ag->in_scanned - start : 0;
+        char *nl = avail > skip ? memchr(base + skip, '\n', avail - skip) : NULL;
+        if (!nl) {
+            ag->in_scanned = ag->in.len;
+            break;
+        }
+        size_t len = (size_t)(nl - base);
+        if (len > PROTOCOL_MAX_LINE)
+            agent_send_error(ag, NULL, "request line longer than %d bytes; discarded",
+                             PROTOCOL_MAX_LINE);
+        else
+            dispatch_line(ag, base, len);
+        start += len + 1;
+    }
+    if (start) {
+        strbuf_consume(&ag->in, start < ag->in.len ? start : ag->in.len);
+        ag->in_scanned = ag->in_scanned > start ? ag->in_scanned - start : 0;
+    }
+    if (ag->in.len > PROTOCOL_MAX_LINE) too_long(ag);
+}
+
+static void in_read(struct agent *ag)
+{
+    char buf[AGENT_READ_CHUNK];
+    ssize_t n = read(ag->in_fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+        /* EOF: the controller or its SSH connection is gone. A last unterminated line counts. */
+        if (ag->in.len && !ag->in_discarding) in_take(ag, "\n", 1);
+        agent_quit(ag, 0);
+        return;
+    }
+    ag->last_input_ms = mono_ms();
+    in_take(ag, buf, (size_t)n);
+}
+
+/* ---- the loop ---- */
+
+static void send_hello(struct agent *ag)
+{
+    struct utsname u;
+    char host[256] = "";
+    cJSON *msg = agent_reply_new("hello", NULL);
+    cJSON_AddNumberToObject(msg, "protocol", PROTOCOL_VERSION);
+    cJSON_AddStringToObject(msg, "version", DDPTOP_VERSION);
+    if (uname(&u) == 0) cJSON_AddStringToObject(msg, "arch", u.machine);
+    else cJSON_AddNullToObject(msg, "arch");
+    if (gethostname(host, sizeof host - 1) == 0 && host[0]) cJSON_AddStringToObject(msg, "hostname", host);
+    else cJSON_AddNullToObject(msg, "hostname");
+    cJSON_AddNumberToObject(msg, "pid", (double)getpid());
+    agent_send(ag, msg);
+}
+
+static int next_timeout(struct agent *ag, int64_t now)
+{
+    int64_t soonest = -1;
+    if (ag->quitting) soonest = ag->quit_deadline;
+    for (struct agent_watch *w = ag->watches; w; w = w->next)
+        if (!w->dead && w->deadline_ms && (soonest < 0 || w->deadline_ms < soonest))
+            soonest = w->deadline_ms;
+    if (soonest < 0) return -1;
+    return soonest <= now ? 0 : (int)(soonest - now > 60000 ? 60000 : soonest - now);
+}
+
+int agent_loop(struct agent *ag)
+{
+    struct pollfd *pfds = NULL;
+    struct agent_watch **pw = NULL;
+    int cap = 0;
+
+    /* O_NONBLOCK belongs to the open file, which a terminal shares with the shell that started
+     * us by hand: put the flags back on the way out. */
+    int in_flags = fcntl(ag->in_fd, F_GETFL), out_flags = fcntl(ag->out_fd, F_GETFL);
+    fd_set_nonblock(ag->in_fd);
+    fd_set_nonblock(ag->out_fd);
+    send_hello(ag);
+    for (;;) {
+        if (ag->out_broken && !ag->quitting) agent_quit(ag, 0);
+        if (ag->quitting && (agent_output_pending(ag) == 0 || ag->out_broken ||
+                             mono_ms() >= ag->quit_deadline))
+            break;
+        if (cap < ag->nwatches + 2) {
+            cap = ag->nwatches + 16;
+            pfds = xrealloc(pfds, (size_t)cap * sizeof *pfds);
+            pw = xrealloc(pw, (size_t)cap * sizeof *pw);
+        }
+        int n = 0;
+        int in_i = -1, out_i = -1;
+        if (!ag->quitting) {
+            in_i = n;
+            pfds[n++] = (struct pollfd){ .fd = ag->in_fd, .events = POLLIN };
+        }
+        if (agent_output_pending(ag)) {
+            out_i = n;
+            pfds[n++] = (struct pollfd){ .fd = ag->out_fd, .events = POLLOUT };
+        }
+        int first_watch = n;
+        for (struct agent_watch *w = ag->watches; w && !ag->quitting; w = w->next) {
+            if (w->dead || w->fd < 0) continue;
+            pw[n] = w;
+            pfds[n++] = (struct pollfd){ .fd = w->fd, .events = w->events };
+        }
+        int r = poll(pfds, (nfds_t)n, next_timeout(ag, mono_ms()));
+        if (r < 0 && errno != EINTR) util_fatal("poll: %s", strerror(errno));
+        if (r < 0) continue;
+        if (out_i >= 0 && pfds[out_i].revents) out_flush(ag);
+        if (in_i >= 0 && pfds[in_i].revents) in_read(ag);
+        for (int i = first_watch; i < n; i++)
+            if (pfds[i].revents && !pw[i]->dead) pw[i]->fn(ag, pw[i], pfds[i].revents);
+        int64_t now = mono_ms();
+        for (struct agent_watch *w = ag->watches; w; w = w->next)
+            if (!w->dead && w->deadline_ms && w->deadline_ms <= now) w->fn(ag, w, 0);
+        watches_sweep(ag);
+        if (agent_output_pending(ag)) out_flush(ag);   /* what this round queued */
+    }
+    free(pfds);
+    free(pw);
+    if (in_flags >= 0) fcntl(ag->in_fd, F_SETFL, in_flags);
+    if (out_flags >= 0) fcntl(ag->out_fd, F_SETFL, out_flags);
+    return ag->status;
+}

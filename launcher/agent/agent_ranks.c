@@ -1,0 +1,589 @@
+/* The run side of ddptop-agent, its core: the ranks' lifecycle (a small state machine freed only
+ * after both pipes reached EOF, the exit status arrived and the keeper was reaped), their output
+ * as "out" messages with back-pressure, the once-a-second "status" heartbeat, "exit" messages,
+ * the request watchdog and the teardown that leaves no rank behind. See agent_ranks.h; the request
+ * handlers are in agent_ranks_ops.c, the messages about one rank in agent_ranks_msg.c. */
+#include "agent_ranks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_proc.h"
+#include "agent_ranks_int.h"
+#include "util/util.h"
+
+#define STATUS_EVERY_MS 1000
+/* Rank output is read only while fewer than OUT_HIGH bytes wait for stdout, and again once
+ * below OUT_LOW: a rank that outpaces the controller blocks on its pipe; nothing is lost and
+ * the agent's memory stays bounded. */
+#define OUT_HIGH (4u << 20)
+#define OUT_LOW (1u << 20)
+#define PAUSE_CHECK_MS 20
+/* After a rank's exit status, how long anything it left holding its pipes may keep them open
+ * before the agent stops waiting for their end of file. */
+#define EOF_WAIT_MS 2000
+#define REAP_RETRY_MS 100
+/* Teardown (stdin EOF, exit, watchdog, signals): SIGTERM, SIGKILL after the grace, and give up
+ * waiting for keepers after the limit: all within 5 s of the trigger. */
+#define TEARDOWN_GRACE_MS 1000
+#define TEARDOWN_LIMIT_MS 2500
+
+static struct {
+    struct agent *ag;
+    struct run_rank *ranks;
+    struct agent_watch *timer;
+    struct agent_watch *sig_watch;
+    int heartbeat;
+    int64_t next_status_ms;
+    long watchdog_ms;
+    int paused;
+    cJSON *stops;           /* ids of stop requests waiting for every exit */
+    int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
+    int quitting;
+    struct strbuf line;     /* an out message being formatted */
+    int64_t piece_ns;       /* mono_ns of the read whose lines are being sent */
+} run;
+
+static int sig_pipe[2] = { -1, -1 };
+
+/* ---- output ---- */
+
+static void emit_piece(void *ctx, const char *data, size_t len, int flags)
+{
+    struct rank_stream *s = ctx;
+    struct strbuf *sb = &run.line;
+    strbuf_reset(sb);
+    strbuf_addf(sb, "{\"ev\":\"out\",\"rank\":%d,\"s\":\"%c\",", s->r->rank, s->name);
+    if (stream_utf8_valid(data, len)) {
+        strbuf_adds(sb, "\"t\":");
+        stream_json_string(sb, data, len);
+    } else {
+        strbuf_adds(sb, "\"b64\":\"");
+        stream_base64(sb, data, len);
+        strbuf_adds(sb, "\"");
+    }
+    strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld}", flags & STREAM_PARTIAL ? "p" : "",
+                flags & STREAM_SPLIT ? "s" : "", (long long)run.piece_ns);
+    agent_send_line(run.ag, sb->buf, sb->len);
+    if (!flags) run_note_step(s->r, data, len);
+}
+
+static void apply_pause(void)
+{
+    for (struct run_rank *r = run.ranks; r; r = r->next)
+        for (int i = 0; i < 2; i++)
+            if (r->st[i].w) r->st[i].w->fd = run.paused ? -1 : r->st[i].fd;
+}
+
+static void stream_close(struct rank_stream *s)
+{
+    if (!s->w) return;
+    run.piece_ns = mono_ns();
+    stream_flush(&s->buf, emit_piece, s);
+    s->w->fd = s->fd; /* so that deleting the watch closes it, paused or not */
+    agent_watch_del(run.ag, s->w);
+    s->w = NULL;
+    s->fd = -1;
+}
+
+static void rank_try_finish(struct run_rank *r);
+
+static void stream_ready(struct agent *ag, struct agent_watch *w, short revents)
+{
+    struct rank_stream *s = w->ctx;
+    char buf[65536];
+    if (!revents) return;
+    ssize_t n = read(s->fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+        struct run_rank *r = s->r;
+        stream_close(s);
+        rank_try_finish(r);
+    } else {
+        run.piece_ns = mono_ns();   /* one clock reading for every line of this read */
+        int64_t now = run.piece_ns / 1000000;
+        s->r->last_out_ms = now;
+        stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
+        if (!run.paused && agent_output_pending(ag) > OUT_HIGH) {
+            run.paused = 1;
+            apply_pause();
+        }
+    }
+    run_schedule();
+}
+
+/* ---- exits ---- */
+
+static void rank_free(struct run_rank *r)
+{
+    for (struct run_rank **pp = &run.ranks; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    for (int i = 0; i < 2; i++) {
+        if (r->st[i].w) {
+            r->st[i].w->fd = r->st[i].fd;
+            agent_watch_del(run.ag, r->st[i].w);
+        }
+        stream_done(&r->st[i].buf);
+    }
+    if (r->status_w) agent_watch_del(run.ag, r->status_w);
+    if (r->error_file && r->error_file_ours) unlink(r->error_file);
+    free(r->error_file);
+    free(r->start_error);
+    free(r);
+}
+
+static void check_stopped(void)
+{
+    if (!run.stops || run_unfinished()) return;
+    cJSON *id;
+    cJSON_ArrayForEach(id, run.stops)
+        agent_send(run.ag, agent_reply_new("stopped", cJSON_IsNull(id) ? NULL : id));
+    cJSON_Delete(run.stops);
+    run.stops = NULL;
+    run.kill_at = 0;
+}
+
+static void rank_reap_keeper(struct run_rank *r)
+{
+    if (r->keeper_reaped) return;
+    pid_t w = waitpid(r->k.keeper_pid, NULL, WNOHANG);
+    if (w == r->k.keeper_pid || (w < 0 && errno == ECHILD)) r->keeper_reaped = 1;
+}
+
+/* Sends the exit message once both pipes ended and the status is known; frees the rank once its
+ * keeper is reaped too. */
+static void rank_try_finish(struct run_rank *r)
+{
+    if (r->spawn) return; /* its spawn is not answered yet: no exit before "spawned" */
+    if (!r->exit_sent && r->have_status && !r->st[0].w && !r->st[1].w) {
+        agent_send(run.ag, run_exit_msg(r));
+        r->exit_sent = 1;
+    }
+    if (r->exit_sent && r->keeper_reaped) {
+        rank_free(r);
+        check_stopped();
+    } else if (r->exit_sent) {
+        check_stopped();
+    }
+}
+
+void run_rank_announce(struct run_rank *r)
+{
+    rank_try_finish(r);
+}
+
+/* Whether the rank's end was ours: it died after our first stopping signal (the keeper saw it
+ * dead no earlier than we sent it) and not by a signal we never sent (a SIGSEGV of its own
+ * that merely raced our stop). */
+static int ended_by_us(const struct run_rank *r)
+{
+    if (!r->sig_ns) return 0;
+    if (r->dead_ns && r->dead_ns < r->sig_ns) return 0;
+    if (!r->keeper_died && WIFSIGNALED(r->wait_status)) {
+        int s = WTERMSIG(r->wait_status);
+        if (s < 1 || s > 63 || !(r->sig_mask & (1ull << s))) return 0;
+    }
+    return 1;
+}
+
+static void rank_take_msg(struct run_rank *r, const struct keeper_msg *m)
+{
+    if (r->starting) {
+        run_spawn_first_msg(r, m);
+        return;
+    }
+    if (m->kind != KEEPER_EXITED || r->have_status) return;
+    r->have_status = 1;
+    r->wait_status = m->a;
+    r->exit_cpu_s = (double)m->b / 1e6;
+    r->dead_ns = m->c;
+    r->exit_ns = mono_ns();
+    r->by_us = ended_by_us(r);
+}
+
+/* Reads what the keeper said; at its end of file the keeper is gone. */
+static void rank_read_status(struct run_rank *r)
+{
+    struct keeper_msg m;
+    int got;
+    while (r->status_w && (got = keeper_read_msg(r->status_w->fd, &m)) != 0) {
+        if (got > 0) {
+            rank_take_msg(r, &m);
+            continue;
+        }
+        agent_watch_del(run.ag, r->status_w);
+        r->status_w = NULL;
+        if (r->starting) {
+            run_rank_start_failed(r, "its keeper process died before the rank started");
+        } else if (!r->have_status) {
+            r->have_status = 1;
+            r->keeper_died = 1;
+            r->exit_ns = mono_ns();
+            r->by_us = r->sig_ns != 0;
+        }
+        rank_reap_keeper(r);
+    }
+}
+
+static void status_ready(struct agent *ag, struct agent_watch *w, short revents)
+{
+    struct run_rank *r = w->ctx;
+    struct run_spawn *sp = r->spawn;
+    (void)ag;
+    if (!revents) return;
+    rank_read_status(r);
+    /* Answering the spawn announces its ranks, r among them (it may be freed then). */
+    if (sp && !r->starting) run_spawn_resolved(sp);
+    else if (!sp) rank_try_finish(r);
+    run_schedule();
+}
+
+/* ---- ranks ---- */
+
+struct run_rank *run_ranks(void)
+{
+    return run.ranks;
+}
+
+struct run_rank *run_rank_find(int rank)
+{
+    for (struct run_rank *r = run.ranks; r; r = r->next)
+        if (r->rank == rank) return r;
+    return NULL;
+}
+
+struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keeper *k, char *error_file,
+                                       int error_file_ours, int64_t spawn_wall_ns,
+                                       struct run_spawn *sp, int64_t start_deadline_ms)
+{
+    struct run_rank *r = xcalloc(1, sizeof *r);
+    r->rank = rank;
+    r->attempt = attempt;
+    r->k = *k;
+    r->error_file = error_file;
+    r->error_file_ours = error_file_ours;
+    r->spawn_wall_ns = spawn_wall_ns;
+    r->starting = 1;
+    r->spawn = sp;
+    r->start_deadline_ms = start_deadline_ms;
+    int fds[2] = { k->out_fd, k->err_fd };
+    for (int i = 0; i < 2; i++) {
+        struct rank_stream *s = &r->st[i];
+        s->r = r;
+        s->name = i ? 'e' : 'o';
+        s->fd = fds[i];
+        stream_init(&s->buf);
+        s->w = agent_watch_add(run.ag, run.paused ? -1 : s->fd, POLLIN, stream_ready, s, NULL);
+    }
+    r->status_w = agent_watch_add(run.ag, k->status_fd, POLLIN, status_ready, r, NULL);
+    r->next = run.ranks;
+    run.ranks = r;
+    return r;
+}
+
+void run_rank_start_failed(struct run_rank *r, const char *why)
+{
+    char *line = xasprintf("ddptop-agent: %s", why);
+    r->starting = 0;
+    free(r->start_error);
+    r->start_error = xstrdup(why);
+    r->have_status = 1;
+    r->wait_status = 127 << 8; /* exited 127, as a shell reports a command it cannot run */
+    r->exit_ns = mono_ns();
+    r->by_us = 0;
+    /* On the rank's stderr, where the person reading its log looks for why it ended. */
+    run.piece_ns = r->exit_ns;
+    emit_piece(&r->st[1], line, strlen(line), 0);
+    r->last_out_ms = mono_ms();
+    free(line);
+}
+
+int run_rank_signal(struct run_rank *r, int sig, int by_us)
+{
+    if (r->have_status || r->keeper_reaped) return -1;
+    int stopping = by_us && sig != SIGCONT;
+    if (r->starting) {
+        /* Not started yet: it is killed as soon as its keeper reports the exec. */
+        if (stopping) {
+            r->doomed = 1;
+            r->sig_mask |= 1ull << SIGKILL;
+            if (!r->sig_ns) r->sig_ns = mono_ns();
+        }
+        return 0;
+    }
+    if (stopping && sig > 0 && sig < 64) {
+        /* A rank already dead (a zombie its keeper has not reaped yet) did not die of this. */
+        struct proc_stat ps;
+        int dead = proc_stat_read(r->k.rank_pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X');
+        if (!dead) {
+            r->sig_mask |= 1ull << sig;
+            if (!r->sig_ns) r->sig_ns = mono_ns();
+        }
+    }
+    /* A rank that left its group (setsid of its own) is still reached by its pid. */
+    if (kill(-r->k.rank_pid, sig) < 0 && errno == ESRCH) return kill(r->k.rank_pid, sig);
+    return 0;
+}
+
+int run_kill_all(int sig)
+{
+    int n = 0;
+    run_spawn_doom();
+    for (struct run_rank *r = run.ranks; r; r = r->next) {
+        if (r->have_status) continue;
+        if (sig == SIGTERM) run_rank_signal(r, SIGCONT, 1); /* a stopped rank cannot act on TERM */
+        run_rank_signal(r, sig, 1);
+        n++;
+    }
+    return n;
+}
+
+int run_unfinished(void)
+{
+    for (struct run_rank *r = run.ranks; r; r = r->next)
+        if (!r->exit_sent) return 1;
+    return 0;
+}
+
+static int run_live(void)
+{
+    for (struct run_rank *r = run.ranks; r; r = r->next)
+        if (!r->have_status) return 1;
+    return 0;
+}
+
+void run_stop_wait(const cJSON *id, int64_t kill_at_ms)
+{
+    if (!run.stops) run.stops = cJSON_CreateArray();
+    cJSON_AddItemToArray(run.stops, id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    if (run_live() && (!run.kill_at || kill_at_ms < run.kill_at)) run.kill_at = kill_at_ms;
+    check_stopped();
+    run_schedule();
+}
+
+void run_heartbeat_start(void)
+{
+    if (run.heartbeat) return;
+    run.heartbeat = 1;
+    run.next_status_ms = mono_ms() + STATUS_EVERY_MS;
+}
+
+void run_set_watchdog(long ms)
+{
+    run.watchdog_ms = ms;
+}
+
+/* ---- status, timer ---- */
+
+static void send_status(void)
+{
+    int64_t now = mono_ms();
+    cJSON *msg = agent_reply_new("status", NULL);
+    run_add_mono_ns(msg, mono_ns());
+    cJSON *arr = cJSON_AddArrayToObject(msg, "ranks");
+    for (struct run_rank *r = run.ranks; r; r = r->next)
+        if (!r->exit_sent && !r->spawn) cJSON_AddItemToArray(arr, run_status_entry(r, now));
+    agent_send(run.ag, msg);
+}
+
+static int64_t eof_wait_until(const struct run_rank *r)
+{
+    int64_t t = r->exit_ns / 1000000;
+    if (r->last_out_ms > t) t = r->last_out_ms;
+    return t + EOF_WAIT_MS;
+}
+
+#define SOONER(d, t) do { int64_t t_ = (t); if (t_ && (!(d) || t_ < (d))) (d) = t_; } while (0)
+
+void run_schedule(void)
+{
+    if (!run.timer) return;
+    int64_t now = mono_ms(), d = run.heartbeat && !run.quitting ? run.next_status_ms : 0;
+    SOONER(d, run.kill_at);
+    if (!run.quitting) {
+        for (struct run_rank *r = run.ranks; r; r = r->next) {
+            for (int i = 0; i < 2; i++) {
+                if (!r->st[i].w) continue;
+                SOONER(d, stream_deadline(&r->st[i].buf));
+                if (r->have_status && !run.paused) SOONER(d, eof_wait_until(r));
+            }
+            if (!r->status_w && !r->keeper_reaped) SOONER(d, now + REAP_RETRY_MS);
+            if (r->starting) SOONER(d, r->start_deadline_ms);
+        }
+        SOONER(d, run_spawn_deadline());
+        if (run.watchdog_ms > 0 && run_live()) SOONER(d, agent_last_input_ms(run.ag) + run.watchdog_ms);
+        if (run.paused) SOONER(d, now + PAUSE_CHECK_MS);
+    }
+    run.timer->deadline_ms = d;
+}
+
+static void tick_ranks(int64_t now)
+{
+    for (struct run_rank *r = run.ranks, *next; r; r = next) {
+        next = r->next;
+        for (int i = 0; i < 2; i++) {
+            struct rank_stream *s = &r->st[i];
+            if (!s->w) continue;
+            int64_t due = stream_deadline(&s->buf);
+            if (due && due <= now) {
+                run.piece_ns = mono_ns();
+                stream_flush(&s->buf, emit_piece, s);
+            }
+            /* Something the rank left behind (in another group) still holds its pipes. */
+            if (r->have_status && !run.paused && eof_wait_until(r) <= now) stream_close(s);
+        }
+        if (!r->status_w) rank_reap_keeper(r);
+        if (r->starting) run_spawn_check_timeout(r, now);
+        rank_try_finish(r);
+    }
+}
+
+static void tick(struct agent *ag, struct agent_watch *w, short revents)
+{
+    int64_t now = mono_ms();
+    (void)w;
+    (void)revents;
+    if (run.kill_at && now >= run.kill_at) {
+        for (struct run_rank *r = run.ranks; r; r = r->next) rank_read_status(r);
+        run_kill_all(SIGKILL);
+        run.kill_at = 0;
+    }
+    if (run.quitting) {
+        run_schedule();
+        return;
+    }
+    if (run.paused && agent_output_pending(ag) < OUT_LOW) {
+        run.paused = 0;
+        apply_pause();
+    }
+    tick_ranks(now);
+    run_spawn_pump(); /* the next batch of keepers, and spawns now answerable */
+    if (run.watchdog_ms > 0 && run_live() && now - agent_last_input_ms(ag) >= run.watchdog_ms) {
+        agent_send_error(ag, NULL, "no request from the controller for %ld ms (watchdog_ms); "
+                         "stopping every rank and exiting", run.watchdog_ms);
+        agent_quit(ag, 1);
+        return;
+    }
+    if (run.heartbeat && now >= run.next_status_ms) {
+        send_status();
+        run.next_status_ms += STATUS_EVERY_MS;
+        if (run.next_status_ms <= now) run.next_status_ms = now + STATUS_EVERY_MS;
+    }
+    run_schedule();
+}
+
+/* ---- teardown ---- */
+
+static void on_quit(struct agent *ag, void *ctx)
+{
+    (void)ag;
+    (void)ctx;
+    if (run.quitting) return;
+    run.quitting = 1;
+    if (run_kill_all(SIGTERM)) {
+        int64_t grace = mono_ms() + TEARDOWN_GRACE_MS;
+        if (!run.kill_at || grace < run.kill_at) run.kill_at = grace;
+    }
+    run_schedule();
+}
+
+static void on_signal(int sig)
+{
+    unsigned char b = (unsigned char)sig;
+    int e = errno;
+    ssize_t n = write(sig_pipe[1], &b, 1);
+    (void)n;
+    errno = e;
+}
+
+static void sig_ready(struct agent *ag, struct agent_watch *w, short revents)
+{
+    unsigned char b;
+    if (!revents || read(w->fd, &b, 1) != 1) return;
+    const char *name = run_signal_name(b);
+    agent_send_error(ag, NULL, "the agent got %s; stopping every rank and exiting", name ? name : "a signal");
+    agent_quit(ag, 128 + b);
+}
+
+void agent_ranks_init(struct agent *ag)
+{
+    run.ag = ag;
+    strbuf_init(&run.line);
+    run.timer = agent_watch_add(ag, -1, 0, tick, NULL, NULL);
+    agent_on_quit(ag, on_quit, NULL);
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+        /* The watch owns the read end (closed when the agent frees its watches). */
+        run.sig_watch = agent_watch_add(ag, sig_pipe[0], POLLIN, sig_ready, NULL, NULL);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+    }
+}
+
+static int all_keepers_reaped(void)
+{
+    for (struct run_rank *r = run.ranks; r; r = r->next) {
+        rank_reap_keeper(r);
+        if (!r->keeper_reaped) return 0;
+    }
+    return 1;
+}
+
+void agent_ranks_done(struct agent *ag)
+{
+    on_quit(ag, NULL);
+    int64_t give_up = (run.kill_at ? run.kill_at : mono_ms()) + TEARDOWN_LIMIT_MS;
+    while (!all_keepers_reaped()) {
+        int64_t now = mono_ms();
+        /* Ranks that report their start now are doomed already: they get SIGKILL there. */
+        for (struct run_rank *r = run.ranks; r; r = r->next)
+            if (r->starting) rank_read_status(r);
+        if (run.kill_at && now >= run.kill_at) {
+            for (struct run_rank *r = run.ranks; r; r = r->next) rank_read_status(r);
+            run_kill_all(SIGKILL);
+            run.kill_at = 0;
+        }
+        if (now >= give_up) {
+            /* A keeper stuck (a rank in D state?): kill it; its rank's PDEATHSIG follows. */
+            for (struct run_rank *r = run.ranks; r; r = r->next) {
+                if (r->keeper_reaped) continue;
+                kill(r->k.keeper_pid, SIGKILL);
+                if (r->k.rank_pid > 0) kill(-r->k.rank_pid, SIGKILL);
+                while (waitpid(r->k.keeper_pid, NULL, 0) < 0 && errno == EINTR) {}
+                r->keeper_reaped = 1;
+            }
+            break;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    while (run.ranks) rank_free(run.ranks);
+    run_spawn_done();
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    if (run.timer) agent_watch_del(ag, run.timer);
+    if (run.sig_watch) agent_watch_del(ag, run.sig_watch);
+    run.timer = run.sig_watch = NULL;
+    if (sig_pipe[1] >= 0) close(sig_pipe[1]);
+    sig_pipe[0] = sig_pipe[1] = -1;
+    cJSON_Delete(run.stops);
+    run.stops = NULL;
+    strbuf_done(&run.line);
+}

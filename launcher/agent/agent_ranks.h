@@ -1,0 +1,26 @@
+/* The run side of ddptop-agent: spawn the node's ranks (each under a keeper, see
+ * agent_keeper.h), stream their stdout/stderr as "out" messages, report "status" every second
+ * and "exit" when a rank ended, signal/stop them, dump their stacks, and make sure none outlives
+ * the agent: on stdin EOF, {"op":"exit"}, SIGTERM/SIGHUP/SIGINT and when the controller went
+ * silent for watchdog_ms, every rank's group gets SIGTERM, then SIGKILL. Requests and messages:
+ * docs/protocol.md, "Run requests". */
+#ifndef DDPTOP_AGENT_RANKS_H
+#define DDPTOP_AGENT_RANKS_H
+
+#include "agent.h"
+
+/* Before agent_run: the heartbeat timer, the quit hook and the signal handlers. */
+void agent_ranks_init(struct agent *ag);
+/* After agent_run returns: stops every rank still running (SIGTERM, SIGKILL after a short
+ * grace; bounded, a few seconds at most), reaps every keeper and frees what the run side holds.
+ * Call before agent_free. */
+void agent_ranks_done(struct agent *ag);
+
+/* Request handlers for agent_main.c's op table. */
+void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_ranks_signal_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_ranks_stop_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id);
+
+#endif

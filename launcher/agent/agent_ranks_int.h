@@ -1,0 +1,109 @@
+/* Shared between agent_ranks.c (ranks, output, status, exits, teardown) and agent_ranks_ops.c (the
+ * request handlers). Not for other modules: they use agent_ranks.h. */
+#ifndef DDPTOP_AGENT_RANKS_INT_H
+#define DDPTOP_AGENT_RANKS_INT_H
+
+#include <stdint.h>
+
+#include "agent.h"
+#include "agent_keeper.h"
+#include "agent_stream.h"
+
+struct run_rank;
+struct run_spawn;
+
+struct rank_stream {
+    struct run_rank *r;
+    char name;              /* 'o' stdout, 'e' stderr */
+    int fd;                 /* read end (the watch holds -1 instead while output is paused) */
+    struct agent_watch *w;  /* NULL once the stream reached end of file */
+    struct stream_buf buf;
+};
+
+struct run_rank {
+    int rank, attempt;
+    struct keeper k;
+    struct rank_stream st[2];
+    struct agent_watch *status_w; /* keeper messages; NULL once the keeper closed them */
+    int have_status;              /* the rank's end is known (wait_status or keeper_died) */
+    int wait_status;
+    int keeper_died;              /* the keeper went away without reporting a status */
+    int keeper_reaped;
+    double exit_cpu_s;
+    int64_t exit_ns;              /* mono_ns() when the end became known */
+    int by_us;                    /* it ended after (and by) a stopping signal of the agent's */
+    uint64_t sig_mask;            /* bit N: the agent sent it signal N while it lived */
+    int64_t sig_ns;               /* mono_ns() of the first stopping signal sent; 0 none */
+    int64_t dead_ns;              /* the keeper's mono_ns() when it saw the rank dead; 0 unknown */
+    int starting;                 /* its keeper has not reported the exec yet (rank_pid is -1) */
+    int64_t start_deadline_ms;    /* give up on the start then */
+    int doomed;                   /* a stopping signal came while starting: kill it once started */
+    char *start_error;            /* why it could not start (then the exit has code 127) */
+    struct run_spawn *spawn;      /* the spawn request not yet answered; no exit/status until then */
+    int exit_sent;
+    char *error_file;             /* TORCHELASTIC_ERROR_FILE, or NULL */
+    int error_file_ours;          /* the agent chose it (and removes it) */
+    int64_t spawn_wall_ns;
+    int64_t last_out_ms;          /* mono_ms() of its last output; 0 none yet */
+    long long step;
+    int have_step;
+    struct run_rank *next;
+};
+
+/* Every rank the agent holds (running, or ended and not yet reported and reaped). */
+struct run_rank *run_ranks(void);
+struct run_rank *run_rank_find(int rank);
+/* A new rank that is still starting (keeper forked, rank_pid -1; see agent_ranks_spawn.c). Takes
+ * over k (its fds become watches) and error_file. */
+struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keeper *k, char *error_file,
+                                       int error_file_ours, int64_t spawn_wall_ns,
+                                       struct run_spawn *sp, int64_t start_deadline_ms);
+/* The rank could not start: why goes out as a line on its stderr and into spawned; its exit
+ * (after spawned) has code 127. */
+void run_rank_start_failed(struct run_rank *r, const char *why);
+/* The spawn side (agent_ranks_spawn.c): a starting rank resolved (started or failed); the
+ * batches of keepers still to fork; when the next batch is due (0 none); teardown. */
+void run_spawn_resolved(struct run_spawn *sp);
+/* A starting rank's first keeper message (STARTED or FAILED), and its start time limit. */
+void run_spawn_first_msg(struct run_rank *r, const struct keeper_msg *m);
+void run_spawn_check_timeout(struct run_rank *r, int64_t now_ms);
+void run_spawn_pump(void);
+int64_t run_spawn_deadline(void);
+void run_spawn_done(void);
+/* A stop: the ranks of pending spawns not forked yet are killed as soon as they start. */
+void run_spawn_doom(void);
+/* Sends the exit of a rank whose spawn was answered, once it is due (may free r). */
+void run_rank_announce(struct run_rank *r);
+/* Signals the rank's process group unless its end is known already; 0 when sent. */
+int run_rank_signal(struct run_rank *r, int sig, int by_us);
+/* CONT+TERM (sig SIGTERM) or sig to every rank still running; returns how many. */
+int run_kill_all(int sig);
+/* Whether a rank has not had its exit event yet. */
+int run_unfinished(void);
+/* Starts the once-a-second status messages (the first run request does). */
+void run_heartbeat_start(void);
+void run_set_watchdog(long ms);
+/* Answers {"ev":"stopped","id":id} once every rank has had its exit event, SIGKILLing those
+ * still running at kill_at_ms. */
+void run_stop_wait(const cJSON *id, int64_t kill_at_ms);
+/* Recomputes the run timer's deadline after a change. */
+void run_schedule(void);
+/* Messages (agent_ranks_msg.c): the exit message, a rank's status entry, the step of a metrics
+ * line ({"event":"step",...,"step":N}) remembered for status, mono_ns as a JSON integer. */
+cJSON *run_exit_msg(const struct run_rank *r);
+cJSON *run_status_entry(const struct run_rank *r, int64_t now_ms);
+void run_note_step(struct run_rank *r, const char *data, size_t len);
+void run_add_mono_ns(cJSON *msg, int64_t ns);
+/* "SIGSEGV" for 11 and so on; NULL when unknown. */
+const char *run_signal_name(int signo);
+/* The signal called name ("TERM" or "SIGTERM") among those a request may send; 0 when none. */
+int run_signal_parse(const char *name);
+
+static inline int run_is_int_in(const cJSON *v, double lo, double hi)
+{
+    /* Range first: converting an out-of-range double to an integer is undefined. */
+    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
+           v->valuedouble == (double)(long long)v->valuedouble;
+}
+
+#endif

@@ -1,0 +1,143 @@
+/* The run side's messages about one rank: its exit (with the error file), its entry in the
+ * status heartbeat, the step seen in its metrics lines, and signal names both ways. Kept apart
+ * from agent_ranks.c, which decides when they are sent. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "agent_proc.h"
+#include "agent_ranks_int.h"
+#include "util/util.h"
+
+#define ERROR_FILE_MAX 65536
+
+static const struct { int no; const char *name; int requestable; } sig_table[] = {
+    { SIGHUP, "SIGHUP", 1 },   { SIGINT, "SIGINT", 1 },   { SIGQUIT, "SIGQUIT", 1 },
+    { SIGILL, "SIGILL", 0 },   { SIGTRAP, "SIGTRAP", 0 }, { SIGABRT, "SIGABRT", 0 },
+    { SIGBUS, "SIGBUS", 0 },   { SIGFPE, "SIGFPE", 0 },   { SIGKILL, "SIGKILL", 1 },
+    { SIGUSR1, "SIGUSR1", 1 }, { SIGSEGV, "SIGSEGV", 0 }, { SIGUSR2, "SIGUSR2", 1 },
+    { SIGPIPE, "SIGPIPE", 0 }, { SIGALRM, "SIGALRM", 0 }, { SIGTERM, "SIGTERM", 1 },
+    { SIGCHLD, "SIGCHLD", 0 }, { SIGCONT, "SIGCONT", 1 }, { SIGSTOP, "SIGSTOP", 1 },
+    { SIGTSTP, "SIGTSTP", 0 }, { SIGTTIN, "SIGTTIN", 0 }, { SIGTTOU, "SIGTTOU", 0 },
+    { SIGURG, "SIGURG", 0 },   { SIGXCPU, "SIGXCPU", 0 }, { SIGXFSZ, "SIGXFSZ", 0 },
+    { SIGVTALRM, "SIGVTALRM", 0 }, { SIGPROF, "SIGPROF", 0 }, { SIGWINCH, "SIGWINCH", 0 },
+    { SIGIO, "SIGIO", 0 },     { SIGPWR, "SIGPWR", 0 },   { SIGSYS, "SIGSYS", 0 },
+};
+
+const char *run_signal_name(int signo)
+{
+    for (size_t i = 0; i < sizeof sig_table / sizeof sig_table[0]; i++)
+        if (sig_table[i].no == signo) return sig_table[i].name;
+    return NULL;
+}
+
+int run_signal_parse(const char *name)
+{
+    if (strncmp(name, "SIG", 3) == 0) name += 3;
+    for (size_t i = 0; i < sizeof sig_table / sizeof sig_table[0]; i++)
+        if (sig_table[i].requestable && strcmp(sig_table[i].name + 3, name) == 0) return sig_table[i].no;
+    return 0;
+}
+
+/* As an integer: a double would round nanoseconds since boot after about 104 days. */
+void run_add_mono_ns(cJSON *msg, int64_t ns)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)ns);
+    cJSON_AddRawToObject(msg, "mono_ns", num);
+}
+
+void run_note_step(struct run_rank *r, const char *data, size_t len)
+{
+    while (len && (*data == ' ' || *data == '\t')) data++, len--;
+    if (!len || *data != '{' || len > STREAM_PIECE_MAX || !memmem(data, len, "\"step\"", 6)) return;
+    cJSON *j = cJSON_ParseWithLength(data, len);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "event");
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    if (cJSON_IsString(ev) && strcmp(ev->valuestring, "step") == 0 && cJSON_IsNumber(step)) {
+        r->step = (long long)step->valuedouble;
+        r->have_step = 1;
+    }
+    cJSON_Delete(j);
+}
+
+static void attach_error_file(const struct run_rank *r, cJSON *msg)
+{
+    struct stat st;
+    struct strbuf raw, clean;
+    if (!r->error_file || stat(r->error_file, &st) < 0 ||
+        /* a file the controller named may be left from an earlier run: only a fresh one counts */
+        (!r->error_file_ours &&
+         (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < r->spawn_wall_ns)) {
+        cJSON_AddNullToObject(msg, "error_file");
+        return;
+    }
+    strbuf_init(&raw);
+    strbuf_init(&clean);
+    if (proc_read_file(r->error_file, &raw, ERROR_FILE_MAX) == 0) {
+        stream_sanitize(&clean, raw.buf ? raw.buf : "", raw.len);
+        cJSON_AddStringToObject(msg, "error_file", clean.buf ? clean.buf : "");
+    } else {
+        cJSON_AddNullToObject(msg, "error_file");
+    }
+    strbuf_done(&raw);
+    strbuf_done(&clean);
+}
+
+cJSON *run_exit_msg(const struct run_rank *r)
+{
+    int ws = r->wait_status;
+    cJSON *msg = agent_reply_new("exit", NULL);
+    cJSON_AddNumberToObject(msg, "rank", r->rank);
+    if (r->k.rank_pid > 0) cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
+    else cJSON_AddNullToObject(msg, "pid"); /* it never started */
+    cJSON_AddNumberToObject(msg, "attempt", r->attempt);
+    if (!r->keeper_died && WIFEXITED(ws)) cJSON_AddNumberToObject(msg, "code", WEXITSTATUS(ws));
+    else cJSON_AddNullToObject(msg, "code");
+    if (!r->keeper_died && WIFSIGNALED(ws)) {
+        const char *name = run_signal_name(WTERMSIG(ws));
+        if (name) cJSON_AddStringToObject(msg, "signal", name);
+        else cJSON_AddNullToObject(msg, "signal");
+        cJSON_AddNumberToObject(msg, "signo", WTERMSIG(ws));
+        cJSON_AddBoolToObject(msg, "core", WCOREDUMP(ws));
+    } else {
+        cJSON_AddNullToObject(msg, "signal");
+        cJSON_AddNullToObject(msg, "signo");
+    }
+    cJSON_AddBoolToObject(msg, "by_us", r->by_us);
+    run_add_mono_ns(msg, r->exit_ns);
+    if (!r->keeper_died) cJSON_AddNumberToObject(msg, "cpu_s", r->exit_cpu_s);
+    attach_error_file(r, msg);
+    if (r->start_error)
+        cJSON_AddStringToObject(msg, "error", r->start_error);
+    else if (r->keeper_died)
+        cJSON_AddStringToObject(msg, "error", "the rank's keeper process died without reporting "
+                                              "its exit status; the rank was killed with it");
+    return msg;
+}
+
+cJSON *run_status_entry(const struct run_rank *r, int64_t now_ms)
+{
+    struct proc_stat ps;
+    char state[2] = { 0, 0 };
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", r->rank);
+    cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
+    cJSON_AddNumberToObject(o, "attempt", r->attempt);
+    cJSON_AddBoolToObject(o, "alive", !r->have_status);
+    if (!r->have_status && proc_stat_read(r->k.rank_pid, &ps) == 0) {
+        state[0] = ps.state;
+        cJSON_AddStringToObject(o, "state", state);
+        cJSON_AddNumberToObject(o, "cpu_s", ps.cpu_s);
+    } else {
+        cJSON_AddNullToObject(o, "state");
+        if (r->have_status && !r->keeper_died) cJSON_AddNumberToObject(o, "cpu_s", r->exit_cpu_s);
+        else cJSON_AddNullToObject(o, "cpu_s");
+    }
+    if (r->last_out_ms) cJSON_AddNumberToObject(o, "last_out_ms", (double)(now_ms - r->last_out_ms));
+    else cJSON_AddNullToObject(o, "last_out_ms");
+    if (r->have_step) cJSON_AddNumberToObject(o, "step", (double)r->step);
+    return o;
+}

@@ -1,0 +1,288 @@
+/* The run requests of ddptop-agent but spawn (agent_ranks_spawn.c): signal, stop, stacks (in a
+ * child process, answered when it is done) and ping (docs/protocol.md, "Run requests"). The
+ * rank's lifecycle lives in agent_ranks.c. */
+#include "agent_ranks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent_ranks_int.h"
+#include "agent_stacks.h"
+#include "agent_stream.h"
+#include "util/util.h"
+
+#define TERM_TIMEOUT_DEFAULT_MS 10000
+#define TERM_TIMEOUT_MAX_MS 3600000L
+/* A stack dump runs in a child process of its own, so the loop (heartbeat, rank output) goes on
+ * meanwhile; each tool has STACKS_TOOL_TIMEOUT_MS, and the whole dump this long before its
+ * child's process group is killed and the answer goes out with what came. */
+#define STACKS_DEADLINE_MS (2 * STACKS_TOOL_TIMEOUT_MS + 5000)
+#define STACKS_MAX_RUNNING 8
+#define STACKS_REAP_RETRY_MS 20
+#define STACKS_REAP_LIMIT_MS 2000
+
+/* The ranks a request names ("ranks": [2, 3]; absent: all). Sends the error, returns -1. */
+static int req_ranks(struct agent *ag, const cJSON *req, const cJSON *id, const cJSON **list)
+{
+    const cJSON *e;
+    *list = cJSON_GetObjectItemCaseSensitive(req, "ranks");
+    if (!*list) return 0;
+    if (!cJSON_IsArray(*list)) goto bad;
+    cJSON_ArrayForEach(e, *list)
+        if (!run_is_int_in(e, 0, INT_MAX)) goto bad;
+    return 0;
+bad:
+    agent_send_error(ag, id, "\"ranks\" must be an array of rank numbers");
+    return -1;
+}
+
+static int listed(const cJSON *list, int rank)
+{
+    const cJSON *e;
+    if (!list) return 1;
+    cJSON_ArrayForEach(e, list)
+        if ((int)e->valuedouble == rank) return 1;
+    return 0;
+}
+
+void agent_ranks_signal_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    const char *name = agent_req_str(req, "sig");
+    const cJSON *list;
+    int sig = name ? run_signal_parse(name) : 0;
+    if (!sig) {
+        agent_send_error(ag, id, "\"sig\" must be one of CONT, TERM, KILL, INT, HUP, QUIT, USR1, "
+                                 "USR2, STOP");
+        return;
+    }
+    if (req_ranks(ag, req, id, &list) < 0) return;
+    /* Signals that end a rank make its exit ours (by_us); CONT, USR1 and the like do not. */
+    int ending = sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+    cJSON *msg = agent_reply_new("signal", id);
+    cJSON_AddBoolToObject(msg, "ok", 1);
+    cJSON *done = cJSON_AddArrayToObject(msg, "ranks");
+    for (struct run_rank *r = run_ranks(); r; r = r->next)
+        if (listed(list, r->rank) && run_rank_signal(r, sig, ending) == 0)
+            cJSON_AddItemToArray(done, cJSON_CreateNumber(r->rank));
+    agent_send(ag, msg);
+}
+
+void agent_ranks_stop_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    long timeout;
+    if (agent_req_int(ag, req, id, "term_timeout_ms", 0, TERM_TIMEOUT_MAX_MS, TERM_TIMEOUT_DEFAULT_MS,
+                      &timeout) < 0)
+        return;
+    run_kill_all(SIGTERM);
+    run_stop_wait(id, mono_ms() + timeout);
+}
+
+struct stacks_job {
+    pid_t child;
+    int reaped, answered;
+    int rank;
+    pid_t rank_pid;
+    cJSON *id;
+    struct strbuf got;      /* "TOOL\n" then the raw text, as the child wrote it */
+    int64_t deadline_ms;    /* the answer goes out then at the latest */
+    int64_t reap_limit_ms;  /* after the answer: SIGKILL the child's group if not reaped by then */
+};
+
+static int stacks_running;
+
+static void stacks_job_free(void *ctx)
+{
+    struct stacks_job *j = ctx;
+    if (!j->reaped) {
+        /* Teardown, or a child that would not go: no dump helper outlives the agent. */
+        kill(-j->child, SIGKILL);
+        while (waitpid(j->child, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    if (!j->answered) stacks_running--;
+    cJSON_Delete(j->id);
+    strbuf_done(&j->got);
+    free(j);
+}
+
+/* The child: its own process group (so the deadline kills the tools it runs too), dies with
+ * the agent, holds none of the agent's fds but the pipe, then collects and writes the dump. */
+static void stacks_child(pid_t agent, pid_t rank_pid, int fd)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent) _exit(0);
+    if (fd != 3) {
+        dup2(fd, 3);
+        fd = 3;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC); /* the tools must not hold it: its end of file is the answer */
+    close_range(4, ~0U, 0);
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        dup2(nul, 1);
+        if (nul > 3) close(nul);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    struct strbuf text;
+    strbuf_init(&text);
+    const char *tool = stacks_collect(rank_pid, NULL, &text);
+    struct strbuf all;
+    strbuf_init(&all);
+    strbuf_addf(&all, "%s\n", tool);
+    strbuf_add(&all, text.buf ? text.buf : "", text.len);
+    for (size_t off = 0; off < all.len; ) {
+        ssize_t n = write(fd, all.buf + off, all.len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        off += (size_t)n;
+    }
+    _exit(0);
+}
+
+static void stacks_answer(struct agent *ag, struct stacks_job *j, int timed_out)
+{
+    char *text = j->got.buf ? j->got.buf : "";
+    char *nl = memchr(text, '\n', j->got.len);
+    j->answered = 1;
+    stacks_running--;
+    if (!nl && timed_out) {
+        agent_send_error(ag, j->id, "the stack dump of rank %d did not finish within %d ms (its "
+                         "tools were killed); try again, or look at the rank's /proc", j->rank,
+                         STACKS_DEADLINE_MS);
+        return;
+    }
+    if (!nl) {
+        agent_send_error(ag, j->id, "the stack dump of rank %d failed (its helper process "
+                         "ended without output)", j->rank);
+        return;
+    }
+    *nl = '\0';
+    struct strbuf clean;
+    strbuf_init(&clean);
+    stream_sanitize(&clean, nl + 1, j->got.len - (size_t)(nl + 1 - text));
+    cJSON *msg = agent_reply_new("stacks", j->id);
+    cJSON_AddNumberToObject(msg, "rank", j->rank);
+    cJSON_AddNumberToObject(msg, "pid", j->rank_pid);
+    cJSON_AddStringToObject(msg, "tool", text);
+    cJSON_AddStringToObject(msg, "text", clean.buf ? clean.buf : "");
+    agent_send(ag, msg);
+    strbuf_done(&clean);
+}
+
+static void stacks_ready(struct agent *ag, struct agent_watch *w, short revents)
+{
+    struct stacks_job *j = w->ctx;
+    int64_t now = mono_ms();
+    if (!j->answered) {
+        if (revents) {
+            char buf[65536];
+            ssize_t n = read(w->fd, buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+            if (n > 0) {
+                if (j->got.len < STACKS_TEXT_MAX + 4096) strbuf_add(&j->got, buf, (size_t)n);
+                return;
+            }
+            stacks_answer(ag, j, 0);
+        } else if (now >= j->deadline_ms) {
+            kill(-j->child, SIGKILL);
+            stacks_answer(ag, j, 1);
+        } else {
+            return;
+        }
+        close(w->fd);
+        w->fd = -1;
+        j->reap_limit_ms = now + STACKS_REAP_LIMIT_MS;
+    }
+    pid_t p = waitpid(j->child, NULL, WNOHANG);
+    if (p == j->child || (p < 0 && errno == ECHILD)) {
+        j->reaped = 1;
+        agent_watch_del(ag, w);
+        return;
+    }
+    if (now >= j->reap_limit_ms) {
+        agent_watch_del(ag, w); /* stacks_job_free kills and reaps it */
+        return;
+    }
+    w->deadline_ms = now + STACKS_REAP_RETRY_MS;
+}
+
+void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    const cJSON *rk = cJSON_GetObjectItemCaseSensitive(req, "rank");
+    int fds[2];
+    if (!run_is_int_in(rk, 0, INT_MAX)) {
+        agent_send_error(ag, id, "\"rank\" must be a rank number");
+        return;
+    }
+    struct run_rank *r = run_rank_find((int)rk->valuedouble);
+    if (!r || r->have_status || r->starting) {
+        agent_send_error(ag, id, "rank %d is not running on this node", (int)rk->valuedouble);
+        return;
+    }
+    if (stacks_running >= STACKS_MAX_RUNNING) {
+        agent_send_error(ag, id, "%d stack dumps are running on this node already; try again when "
+                         "one has answered", stacks_running);
+        return;
+    }
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        agent_send_error(ag, id, "cannot dump the stacks of rank %d: pipe: %s", r->rank, strerror(errno));
+        return;
+    }
+    /* The agent's signal handlers must never run in the child (they write the agent's pipe). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t agent = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        stacks_child(agent, r->k.rank_pid, fds[1]);
+    }
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(fds[1]);
+    if (child < 0) {
+        close(fds[0]);
+        agent_send_error(ag, id, "cannot dump the stacks of rank %d: fork: %s", r->rank, strerror(fork_errno));
+        return;
+    }
+    setpgid(child, child); /* also here, whichever side runs first */
+    fd_set_nonblock(fds[0]);
+    struct stacks_job *j = xcalloc(1, sizeof *j);
+    j->child = child;
+    j->rank = r->rank;
+    j->rank_pid = r->k.rank_pid;
+    j->id = id ? cJSON_Duplicate(id, 1) : NULL;
+    strbuf_init(&j->got);
+    j->deadline_ms = mono_ms() + STACKS_DEADLINE_MS;
+    stacks_running++;
+    struct agent_watch *w = agent_watch_add(ag, fds[0], POLLIN, stacks_ready, j, stacks_job_free);
+    w->deadline_ms = j->deadline_ms;
+}
+
+void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    (void)req;
+    run_heartbeat_start();
+    agent_send(ag, agent_reply_new("pong", id));
+    run_schedule();
+}

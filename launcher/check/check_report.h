@@ -1,0 +1,86 @@
+/* Results of `ddptop check` and how they are shown: the per-host, per-check model that the
+ * checks fill in, the table (live on a TTY), the details of everything not passing, and the
+ * --json document (schema "ddptop_check": 1, documented in docs/check.md). */
+#ifndef DDPTOP_CHECK_REPORT_H
+#define DDPTOP_CHECK_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "util/util.h"
+
+enum check_status {
+    CHECK_PENDING = 0,   /* not decided yet (live table only; never in the final output) */
+    CHECK_SKIP,          /* could not run on this host */
+    CHECK_PASS,
+    CHECK_WARN,
+    CHECK_FAIL,
+};
+
+enum check_kind { CHECK_SSH, CHECK_CLOCK, CHECK_GPU, CHECK_ENV, CHECK_TCP, CHECK_NCCL, CHECK_KINDS };
+
+struct check_result {
+    enum check_status status;
+    char *detail;        /* one line, shown and in JSON "detail" */
+    char *hint;          /* what to do; NULL when passing */
+    cJSON *fields;       /* extra JSON members (e.g. offset_ms), owned; NULL: none */
+};
+
+struct check_row {
+    char *host;          /* as written in the hostfile */
+    char *address;       /* HostName after the ssh config */
+    int port;
+    struct check_result checks[CHECK_KINDS];
+};
+
+struct check_report {
+    struct check_row *rows;
+    size_t n;
+    /* live table state */
+    size_t drawn_lines;
+    int64_t last_draw_ms;
+};
+
+const char *check_kind_name(enum check_kind k);       /* "ssh", "clock", ... */
+const char *check_status_name(enum check_status s);   /* "pass", "warn", "fail", "skip" */
+
+void check_report_init(struct check_report *r, size_t n);
+void check_report_done(struct check_report *r);
+void check_row_set_host(struct check_row *row, const char *host, const char *address, int port);
+
+/* Sets status, detail and hint (copied; NULL allowed); keeps fields. */
+void check_result_set(struct check_result *res, enum check_status st, const char *detail,
+                      const char *hint);
+void check_result_setf(struct check_result *res, enum check_status st, const char *hint,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The result's extra JSON object, created on first use. */
+cJSON *check_result_fields(struct check_result *res);
+/* Adds a number rounded to 3 decimals (JSON stays readable: 0.412, not 0.41199999). */
+void check_fields_add_ms(cJSON *obj, const char *key, double v);
+
+/* The worst of a row's checks: fail > warn > pass; skip and pending count as nothing,
+ * and a row with nothing decided is "skip". */
+enum check_status check_row_status(const struct check_row *row);
+/* Hosts per overall status. */
+void check_report_summary(const struct check_report *r, size_t *pass, size_t *warn, size_t *fail);
+/* 0 when no check failed, else 1 (the process exit code). */
+int check_report_exit_code(const struct check_report *r);
+
+/* The whole --json document (caller frees with cJSON_Delete). Pending checks appear as skip. */
+cJSON *check_report_json(const struct check_report *r);
+
+/* The table: a header line and one line per host, each ending in '\n'. With colour, statuses
+ * get ANSI colours. */
+void check_report_table(const struct check_report *r, struct strbuf *out, bool colour);
+/* Everything not passing: "HOST  CHECK  STATUS  detail" then an indented "fix: hint" line,
+ * and a closing summary line. */
+void check_report_details(const struct check_report *r, struct strbuf *out, bool colour);
+
+/* Live table on a terminal: redraws the table in place (cursor up + clear line), at most
+ * every 100 ms unless force. */
+void check_report_live(struct check_report *r, FILE *tty, bool colour, bool force);
+
+#endif

@@ -1,0 +1,206 @@
+/* Hang, straggler and lost-node detectors (hang.h). Pure over the model and now_ms. The
+ * medians are "the others'" for two ranks: the step-time median is the lower one and the
+ * step median the upper one, so with two ranks the slow one is compared with the fast one
+ * (a plain mean of the two would hide a rank twice as slow from a 1.5x rule). */
+#include "hang.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "root_cause.h"
+#include "util/util.h"
+
+void hang_opts_init(struct hang_opts *o)
+{
+    *o = (struct hang_opts){
+        .hang_timeout_s = 300,
+        .straggler_steps = 3,
+        .straggler_ratio = 1.5,
+        .straggler_grace_ms = 2000,
+        .node_timeout_ms = 10000,
+    };
+}
+
+static bool rank_alive(const struct rank_info *r)
+{
+    return r->state == RANK_RUNNING || r->state == RANK_STALLED;
+}
+
+unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now_ms)
+{
+    unsigned res = 0;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        struct rank_info *r = &j->ranks[i];
+        if (r->state == RANK_RUNNING && o->hang_timeout_s > 0) {
+            int64_t ref = r->step_changed_ms ? r->step_changed_ms : j->attempt_started_ms;
+            int64_t idle = now_ms - ref;
+            if (idle < (int64_t)o->hang_timeout_s * 1000) continue;
+            r->state = RANK_STALLED;
+            r->stalled_step = r->step;
+            r->stalled_has_step = r->has_step;
+            if (r->has_step)
+                job_event_add(j, EV_STALL, r->rank, r->node, "rank %d on %s stalled: step %ld "
+                              "has not advanced for %lld s", r->rank, job_rank_host(j, r->rank),
+                              r->step, (long long)(idle / 1000));
+            else
+                job_event_add(j, EV_STALL, r->rank, r->node, "rank %d on %s stalled: no step "
+                              "reported in the %lld s since it started", r->rank,
+                              job_rank_host(j, r->rank), (long long)(idle / 1000));
+            res |= HANG_CHANGED | HANG_STALL;
+        } else if (r->state == RANK_STALLED) {
+            if (r->has_step == r->stalled_has_step && r->step == r->stalled_step &&
+                o->hang_timeout_s > 0)
+                continue;
+            r->state = RANK_RUNNING;
+            if (r->has_step)
+                job_event_add(j, EV_RESUME, r->rank, r->node, "rank %d on %s resumed at step %ld",
+                              r->rank, job_rank_host(j, r->rank), r->step);
+            else
+                job_event_add(j, EV_RESUME, r->rank, r->node, "rank %d on %s resumed", r->rank,
+                              job_rank_host(j, r->rank));
+            res |= HANG_CHANGED;
+        }
+    }
+    return res;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median step time (lower) and step (upper) of the alive ranks; NAN / false when fewer than
+ * two ranks report one. */
+static void alive_medians(const struct job *j, double *med_ms, bool *has_med_step,
+                          long *med_step)
+{
+    double *ms = xmalloc((j->n_ranks + 1) * sizeof *ms);
+    long *steps = xmalloc((j->n_ranks + 1) * sizeof *steps);
+    size_t n_ms = 0, n_steps = 0;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        const struct rank_info *r = &j->ranks[i];
+        if (!rank_alive(r)) continue;
+        if (isfinite(r->step_ms) && r->step_ms > 0) ms[n_ms++] = r->step_ms;
+        if (r->has_step) steps[n_steps++] = r->step;
+    }
+    *med_ms = NAN;
+    *has_med_step = false;
+    if (n_ms >= 2) {
+        qsort(ms, n_ms, sizeof *ms, cmp_double);
+        *med_ms = ms[(n_ms - 1) / 2];
+    }
+    if (n_steps >= 2) {
+        qsort(steps, n_steps, sizeof *steps, cmp_long);
+        *med_step = steps[n_steps / 2];
+        *has_med_step = true;
+    }
+    free(ms);
+    free(steps);
+}
+
+unsigned hang_check_stragglers(struct job *j, const struct hang_opts *o, int64_t now_ms)
+{
+    unsigned res = 0;
+    double med_ms;
+    long med_step = 0;
+    bool has_med_step;
+    alive_medians(j, &med_ms, &has_med_step, &med_step);
+    bool by_time = o->straggler_ratio > 0 && !isnan(med_ms);
+    bool by_steps = o->straggler_steps > 0 && has_med_step;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        struct rank_info *r = &j->ranks[i];
+        bool timed = by_time && isfinite(r->step_ms);
+        bool slow = timed && r->step_ms > o->straggler_ratio * med_ms;
+        bool behind = by_steps && r->has_step && med_step - r->step > o->straggler_steps;
+        if (!rank_alive(r)) {
+            slow = behind = false;
+        }
+        if (r->straggler) {
+            /* Released below a lower bar than it was flagged at, so it does not flap. */
+            bool still = (timed && r->step_ms > (1 + o->straggler_ratio) / 2 * med_ms) || behind;
+            if (rank_alive(r) && still) continue;
+            r->straggler = false;
+            r->straggler_since_ms = 0;
+            res |= HANG_CHANGED;
+            continue;
+        }
+        if (!slow && !behind) {
+            r->straggler_since_ms = 0;
+            continue;
+        }
+        if (!r->straggler_since_ms) r->straggler_since_ms = now_ms;
+        if (now_ms - r->straggler_since_ms < o->straggler_grace_ms) continue;
+        r->straggler = true;
+        if (slow)
+            job_event_add(j, EV_STRAGGLER, r->rank, r->node, "rank %d on %s is a straggler: "
+                          "step time %.1f ms, %.1fx the median %.1f ms", r->rank,
+                          job_rank_host(j, r->rank), r->step_ms, r->step_ms / med_ms, med_ms);
+        else
+            job_event_add(j, EV_STRAGGLER, r->rank, r->node, "rank %d on %s is a straggler: "
+                          "at step %ld, %ld steps behind the median %ld", r->rank,
+                          job_rank_host(j, r->rank), r->step, med_step - r->step, med_step);
+        res |= HANG_CHANGED;
+    }
+    return res;
+}
+
+unsigned hang_check_nodes(struct job *j, const struct hang_opts *o, int64_t now_ms)
+{
+    unsigned res = 0;
+    if (o->node_timeout_ms <= 0) return 0;
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        struct node_info *n = &j->nodes[i];
+        if (n->state != NODE_READY && n->state != NODE_RUNNING) continue;
+        int64_t ref = n->last_heartbeat_ms ? n->last_heartbeat_ms : j->attempt_started_ms;
+        int64_t quiet = now_ms - ref;
+        if (quiet < o->node_timeout_ms) continue;
+        n->state = NODE_LOST;
+        free(n->error);
+        n->error = xasprintf("no heartbeat for %lld s", (long long)(quiet / 1000));
+        for (int k = 0; k < n->n_ranks; k++) {
+            struct rank_info *r = &j->ranks[n->first_rank + k];
+            if (!rank_alive(r) && r->state != RANK_PENDING) continue;
+            r->state = RANK_LOST;
+            r->straggler = false;
+            r->straggler_since_ms = 0;
+        }
+        if (n->n_ranks > 1)
+            job_event_add(j, EV_NODE_LOST, -1, (int)i, "node %s lost: %s (ranks %d-%d)",
+                          n->name, n->error, n->first_rank, n->first_rank + n->n_ranks - 1);
+        else
+            job_event_add(j, EV_NODE_LOST, -1, (int)i, "node %s lost: %s (rank %d)", n->name,
+                          n->error, n->first_rank);
+        root_cause_node(j, (int)i, n->error);
+        res |= HANG_CHANGED | HANG_NODE_LOST;
+    }
+    return res;
+}
+
+unsigned hang_update_job_state(struct job *j)
+{
+    if (j->state != JOB_RUNNING && j->state != JOB_STALLED) return 0;
+    enum job_state want = JOB_RUNNING;
+    for (size_t i = 0; i < j->n_ranks; i++)
+        if (j->ranks[i].state == RANK_STALLED) { want = JOB_STALLED; break; }
+    if (want == j->state) return 0;
+    j->state = want;
+    j->generation++;
+    return HANG_CHANGED;
+}
+
+unsigned hang_check(struct job *j, const struct hang_opts *o, int64_t now_ms)
+{
+    unsigned res = hang_check_nodes(j, o, now_ms);
+    res |= hang_check_stalls(j, o, now_ms);
+    res |= hang_check_stragglers(j, o, now_ms);
+    res |= hang_update_job_state(j);
+    if (res & HANG_CHANGED) j->generation++;
+    return res;
+}

@@ -1,0 +1,524 @@
+/* The job model (job.h): nodes, ranks, their bounded in-memory log rings and metric series,
+ * and the per-rank log files under LOGDIR/RUN_ID/attempt-N/. Memory is bounded per rank by
+ * lines and bytes (oldest dropped); the disk gets every byte, written through stdio buffers
+ * that job_flush empties on the controller's timer. Events live in job_events.c. */
+#include "job.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "root_cause.h"
+#include "util/util.h"
+
+/* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
+ * costs about 80 bytes besides its text: its slot and the allocation's header). */
+#define LOG_BUDGET_BYTES   (128u * 1024 * 1024)
+#define LOG_BUDGET_LINES   (1000u * 1000)
+#define SERIES_BUDGET      (1u * 1000 * 1000)
+#define LOG_MIN_BYTES      (64u * 1024)
+#define LOG_MIN_LINES      500
+#define SERIES_MIN         512
+
+static size_t clamp_budget(size_t budget, size_t n, size_t lo, size_t hi)
+{
+    size_t v = n ? budget / n : hi;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* mkdir -p: every missing component of path, 0755. */
+static int mkdir_p(const char *path)
+{
+    char *p = xstrdup(path);
+    int rc = 0;
+    for (char *s = p + 1; ; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) { rc = -1; break; }
+        *s = c;
+        if (c == '\0') break;
+    }
+    int saved = errno;
+    free(p);
+    errno = saved;
+    if (rc == 0) {
+        struct stat st;
+        if (stat(path, &st) != 0) return -1;
+        if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+    }
+    return rc;
+}
+
+/* ---- log ring ---------------------------------------------------------------------------- */
+
+static void log_ring_drop_oldest(struct log_ring *r)
+{
+    struct log_line *l = &r->lines[r->head];
+    r->bytes -= l->len;
+    free(l->text);
+    l->text = NULL;
+    r->head = (r->head + 1) % r->cap;
+    r->count--;
+}
+
+/* Re-lays the ring out from index 0 in an array of new_cap (>= count). */
+static void log_ring_realloc(struct log_ring *r, size_t new_cap)
+{
+    struct log_line *n = xcalloc(new_cap, sizeof *n);
+    for (size_t i = 0; i < r->count; i++) n[i] = r->lines[(r->head + i) % r->cap];
+    free(r->lines);
+    r->lines = n;
+    r->cap = new_cap;
+    r->head = 0;
+}
+
+static void log_ring_set_limits(struct log_ring *r, size_t max_lines, size_t max_bytes)
+{
+    r->max_lines = max_lines ? max_lines : 1;
+    r->max_bytes = max_bytes ? max_bytes : 1;
+    while (r->count && (r->count > r->max_lines || r->bytes > r->max_bytes))
+        log_ring_drop_oldest(r);
+    if (r->cap > r->max_lines) log_ring_realloc(r, r->max_lines);
+}
+
+static void log_ring_push(struct log_ring *r, struct log_line *line)
+{
+    if (line->len > r->max_bytes) {        /* one huge line: keep its head only */
+        line->len = (uint32_t)r->max_bytes;
+        line->text[line->len] = '\0';
+        line->flags |= LOG_LINE_TRUNCATED;
+    }
+    while (r->count && (r->count >= r->max_lines || r->bytes + line->len > r->max_bytes))
+        log_ring_drop_oldest(r);
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        if (cap > r->max_lines) cap = r->max_lines;
+        log_ring_realloc(r, cap);
+    }
+    r->lines[(r->head + r->count) % r->cap] = *line;
+    r->count++;
+    r->bytes += line->len;
+    r->total++;
+}
+
+static void log_ring_free(struct log_ring *r)
+{
+    while (r->count) log_ring_drop_oldest(r);
+    free(r->lines);
+    r->lines = NULL;
+    r->cap = r->head = 0;
+}
+
+const struct log_line *log_ring_at(const struct log_ring *r, size_t i)
+{
+    if (!r || i >= r->count) return NULL;
+    return &r->lines[(r->head + i) % r->cap];
+}
+
+/* ---- metric series ----------------------------------------------------------------------- */
+
+static void series_realloc(struct metric_series *s, size_t new_cap)
+{
+    struct metric_point *n = xcalloc(new_cap, sizeof *n);
+    for (size_t i = 0; i < s->count; i++) n[i] = s->pts[(s->head + i) % s->cap];
+    free(s->pts);
+    s->pts = n;
+    s->cap = new_cap;
+    s->head = 0;
+}
+
+static void series_set_max(struct metric_series *s, size_t max)
+{
+    s->max = max ? max : 1;
+    if (s->count > s->max) {
+        s->head = (s->head + s->count - s->max) % s->cap;
+        s->count = s->max;
+    }
+    if (s->cap > s->max) series_realloc(s, s->max);
+}
+
+static void series_push(struct metric_series *s, const struct metric_point *p)
+{
+    if (s->count == s->cap && s->cap < s->max) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        series_realloc(s, cap > s->max ? s->max : cap);
+    }
+    if (s->count == s->cap) {               /* full: overwrite the oldest */
+        s->pts[s->head] = *p;
+        s->head = (s->head + 1) % s->cap;
+    } else {
+        s->pts[(s->head + s->count) % s->cap] = *p;
+        s->count++;
+    }
+}
+
+const struct metric_point *metric_series_at(const struct metric_series *s, size_t i)
+{
+    if (!s || i >= s->count) return NULL;
+    return &s->pts[(s->head + i) % s->cap];
+}
+
+/* ---- job --------------------------------------------------------------------------------- */
+
+static void rank_reset_attempt(struct rank_info *r, int64_t now)
+{
+    r->state = RANK_PENDING;
+    r->pid = 0;
+    r->exit_code = 0;
+    r->term_signal = 0;
+    r->proc_state = '?';
+    r->cpu_pct = -1;
+    r->last_output_ms = 0;
+    r->step_changed_ms = now;
+    r->has_step = r->has_loss = false;
+    r->step = 0;
+    r->loss = r->step_ms = r->tokens_per_s = NAN;
+    r->straggler = false;
+    r->loss_lines = 0;
+    r->step_explicit = false;
+    r->stalled_step = 0;
+    r->stalled_has_step = false;
+    r->straggler_since_ms = 0;
+}
+
+static bool run_id_ok(const char *id)
+{
+    return id && *id && strcmp(id, ".") != 0 && strcmp(id, "..") != 0 && !strchr(id, '/');
+}
+
+struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
+                    const char *const *node_names, const struct host *const *hosts,
+                    const int *ranks_per_node, size_t n_nodes, char *err, size_t errlen)
+{
+    if (!run_id_ok(run_id)) {
+        snprintf(err, errlen, "run id '%s' cannot name a directory: use letters, digits, '-' "
+                 "or '_' (no '/')", run_id ? run_id : "");
+        return NULL;
+    }
+    if (!log_root || !*log_root) log_root = ".";
+    struct job *j = xcalloc(1, sizeof *j);
+    j->state = JOB_CHECKING;
+    j->run_id = xstrdup(run_id);
+    j->log_dir = xasprintf("%s/%s", log_root, run_id);
+    j->max_restarts = max_restarts;
+    j->started_ms = j->attempt_started_ms = mono_ms();
+    j->n_nodes = n_nodes;
+    j->nodes = xcalloc(n_nodes ? n_nodes : 1, sizeof *j->nodes);
+    size_t n_ranks = 0;
+    for (size_t i = 0; i < n_nodes; i++) {
+        struct node_info *n = &j->nodes[i];
+        n->host = hosts ? hosts[i] : NULL;
+        n->name = xstrdup(node_names && node_names[i] ? node_names[i] : "localhost");
+        n->state = NODE_CONNECTING;
+        n->first_rank = (int)n_ranks;
+        n->n_ranks = ranks_per_node[i];
+        n_ranks += (size_t)ranks_per_node[i];
+    }
+    j->n_ranks = n_ranks;
+    j->world_size = (int)n_ranks;
+    j->ranks = xcalloc(n_ranks ? n_ranks : 1, sizeof *j->ranks);
+    j->log_max_lines = clamp_budget(LOG_BUDGET_LINES, n_ranks, LOG_MIN_LINES, JOB_LOG_MAX_LINES);
+    j->log_max_bytes = clamp_budget(LOG_BUDGET_BYTES, n_ranks, LOG_MIN_BYTES, JOB_LOG_MAX_BYTES);
+    j->series_max = clamp_budget(SERIES_BUDGET, n_ranks, SERIES_MIN, JOB_SERIES_MAX);
+    for (size_t i = 0; i < n_nodes; i++) {
+        for (int k = 0; k < j->nodes[i].n_ranks; k++) {
+            struct rank_info *r = &j->ranks[j->nodes[i].first_rank + k];
+            r->rank = j->nodes[i].first_rank + k;
+            r->local_rank = k;
+            r->node = (int)i;
+            rank_reset_attempt(r, j->started_ms);
+            r->log.max_lines = j->log_max_lines;
+            r->log.max_bytes = j->log_max_bytes;
+            r->series.max = j->series_max;
+        }
+    }
+    j->ev_cap = JOB_EVENTS_MAX;
+    j->events = xcalloc(j->ev_cap, sizeof *j->events);
+    if (mkdir_p(j->log_dir) != 0) {
+        snprintf(err, errlen, "cannot create the log directory %s: %s (choose another with "
+                 "--log-dir)", j->log_dir, strerror(errno));
+        job_free(j);
+        return NULL;
+    }
+    char *ev_path = xasprintf("%s/events.jsonl", j->log_dir);
+    j->events_file = fopen(ev_path, "a");
+    if (!j->events_file) {
+        snprintf(err, errlen, "cannot open %s: %s (choose another --log-dir)", ev_path,
+                 strerror(errno));
+        free(ev_path);
+        job_free(j);
+        return NULL;
+    }
+    free(ev_path);
+    return j;
+}
+
+static void rank_close_log(struct job *j, struct rank_info *r)
+{
+    if (!r->log_file) return;
+    if (fclose(r->log_file) != 0 && !j->log_error_reported) {
+        j->log_error_reported = true;
+        job_event_add(j, EV_INFO, r->rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: "
+                      "%s (logs on disk are incomplete)", j->log_dir, j->attempt, r->rank,
+                      strerror(errno));
+    }
+    r->log_file = NULL;
+}
+
+void job_free(struct job *j)
+{
+    if (!j) return;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        struct rank_info *r = &j->ranks[i];
+        rank_close_log(j, r);
+        log_ring_free(&r->log);
+        free(r->series.pts);
+        free(r->partial_text);
+    }
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        free(j->nodes[i].name);
+        free(j->nodes[i].error);
+    }
+    for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
+    root_cause_clear(&j->cause);
+    if (j->events_file) fclose(j->events_file);
+    free(j->events);
+    free(j->ranks);
+    free(j->nodes);
+    free(j->run_id);
+    free(j->log_dir);
+    free(j);
+}
+
+void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes)
+{
+    if (max_lines) j->log_max_lines = max_lines;
+    if (max_bytes) j->log_max_bytes = max_bytes;
+    for (size_t i = 0; i < j->n_ranks; i++)
+        log_ring_set_limits(&j->ranks[i].log, j->log_max_lines, j->log_max_bytes);
+    j->generation++;
+}
+
+void job_set_series_limit(struct job *j, size_t max_points)
+{
+    if (max_points) j->series_max = max_points;
+    for (size_t i = 0; i < j->n_ranks; i++) series_set_max(&j->ranks[i].series, j->series_max);
+    j->generation++;
+}
+
+/* One log file per rank stays open for the attempt: make room for them when the soft
+ * descriptor limit is low (1024 ranks on one controller). */
+static void raise_fd_limit(size_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int job_attempt_begin(struct job *j, char *err, size_t errlen)
+{
+    int64_t now = mono_ms();
+    char *dir = xasprintf("%s/attempt-%d", j->log_dir, j->attempt);
+    if (mkdir_p(dir) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s (choose another --log-dir)", dir,
+                 strerror(errno));
+        free(dir);
+        return -1;
+    }
+    raise_fd_limit(j->n_ranks + 256);
+    int rc = 0;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        struct rank_info *r = &j->ranks[i];
+        rank_close_log(j, r);
+        rank_reset_attempt(r, now);
+        char *path = xasprintf("%s/rank-%zu.log", dir, i);
+        /* Append, never truncate: a reused --run-id must not destroy an earlier run's logs. */
+        r->log_file = fopen(path, "ab");
+        if (!r->log_file && rc == 0) {
+            snprintf(err, errlen, "cannot open %s: %s (free descriptors or disk space, or "
+                     "choose another --log-dir)", path, strerror(errno));
+            rc = -1;
+        }
+        free(path);
+    }
+    free(dir);
+    root_cause_clear(&j->cause);
+    j->attempt_started_ms = now;
+    j->ended_ms = 0;
+    j->log_error_reported = false;
+    j->generation++;
+    return rc;
+}
+
+void job_flush(struct job *j)
+{
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        struct rank_info *r = &j->ranks[i];
+        if (r->log_file && fflush(r->log_file) != 0 && !j->log_error_reported) {
+            j->log_error_reported = true;
+            job_event_add(j, EV_INFO, r->rank, r->node, "cannot write %s/attempt-%d/rank-%d.log:"
+                          " %s (logs on disk are incomplete)", j->log_dir, j->attempt, r->rank,
+                          strerror(errno));
+        }
+    }
+    if (j->events_file) fflush(j->events_file);
+}
+
+/* The files stay open (a line that arrives late still reaches the disk); the next attempt or
+ * job_free closes them. */
+void job_attempt_end(struct job *j)
+{
+    job_flush(j);
+}
+
+void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                    const char *text, size_t len)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    struct rank_info *r = &j->ranks[rank];
+    /* ddptop's own notes go to events.jsonl, not into the file of what the rank printed. */
+    if (r->log_file && stream != LOG_SYSTEM) {
+        bool ok = fwrite(text, 1, len, r->log_file) == len;
+        if (!(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)))
+            ok = ok && fputc('\n', r->log_file) != EOF;
+        if (!ok && !j->log_error_reported) {
+            j->log_error_reported = true;
+            job_event_add(j, EV_INFO, rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: %s"
+                          " (logs on disk are incomplete)", j->log_dir, j->attempt, rank,
+                          strerror(errno));
+        }
+    }
+    if (len > UINT32_MAX) len = UINT32_MAX;
+    size_t keep = len > r->log.max_bytes ? r->log.max_bytes : len;
+    struct log_line line = {
+        .wall_ns = wall_ns(),
+        .stream = (uint8_t)stream,
+        .flags = (uint8_t)(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)),
+        .attempt = j->attempt,
+        .len = (uint32_t)len,
+        .text = xstrndup(text, keep),
+    };
+    line.seq = r->log.total + 1;
+    if (keep < len) {
+        line.len = (uint32_t)keep;
+        line.flags |= LOG_LINE_TRUNCATED;
+    }
+    log_ring_push(&r->log, &line);
+    if (stream != LOG_SYSTEM) r->last_output_ms = mono_ms();
+    j->generation++;
+}
+
+void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
+                    double tokens_per_s)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    struct rank_info *r = &j->ranks[rank];
+    r->loss_lines++;
+    if (step >= 0) {
+        r->step_explicit = true;
+    } else if (r->step_explicit) {
+        step = r->step;        /* a step-less line between stepped ones: same step */
+    } else {
+        step = r->loss_lines;  /* no step ever: the count of metric lines this attempt */
+    }
+    if (!r->has_step || step != r->step) r->step_changed_ms = mono_ms();
+    r->has_step = true;
+    r->step = step;
+    if (!isnan(loss)) { r->loss = loss; r->has_loss = true; }
+    if (!isnan(step_ms)) r->step_ms = step_ms;
+    if (!isnan(tokens_per_s)) r->tokens_per_s = tokens_per_s;
+    struct metric_point p = { .step = step, .loss = loss, .step_ms = step_ms };
+    series_push(&r->series, &p);
+    j->generation++;
+}
+
+void job_rank_started(struct job *j, int rank, int pid)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    struct rank_info *r = &j->ranks[rank];
+    r->state = RANK_RUNNING;
+    r->pid = pid;
+    r->step_changed_ms = mono_ms();
+    j->generation++;
+}
+
+bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bool by_us,
+                     const char *error_file, size_t error_len)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    struct rank_info *r = &j->ranks[rank];
+    const char *host = job_rank_host(j, rank);
+    r->pid = 0;
+    r->proc_state = '?';
+    r->exit_code = term_signal ? 0 : exit_code;
+    r->term_signal = term_signal;
+    r->straggler = false;
+    bool failed = false;
+    if (by_us) {
+        r->state = RANK_STOPPED;
+        if (term_signal)
+            job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (%s)", rank, host,
+                          root_cause_signal_name(term_signal));
+        else
+            job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (exit code %d)",
+                          rank, host, exit_code);
+    } else if (!term_signal && exit_code == 0) {
+        r->state = RANK_EXITED;
+        job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s exited with code 0", rank, host);
+    } else {
+        r->state = RANK_FAILED;
+        failed = true;
+        if (term_signal)
+            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s", rank, host,
+                          root_cause_signal_name(term_signal));
+        else
+            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s exited with code %d",
+                          rank, host, exit_code);
+        root_cause_rank(j, rank, exit_code, term_signal, error_file, error_len);
+    }
+    j->generation++;
+    return failed;
+}
+
+const char *job_rank_host(const struct job *j, int rank)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return "?";
+    int node = j->ranks[rank].node;
+    if (node < 0 || (size_t)node >= j->n_nodes || !j->nodes[node].name) return "?";
+    return j->nodes[node].name;
+}
+
+const char *job_state_name(enum job_state s)
+{
+    static const char *const names[] = {
+        [JOB_CHECKING] = "CHECKING", [JOB_CHECK_FAILED] = "CHECK FAILED",
+        [JOB_LAUNCHING] = "LAUNCHING", [JOB_RUNNING] = "RUNNING", [JOB_STALLED] = "STALLED",
+        [JOB_FAILED] = "FAILED", [JOB_RESTARTING] = "RESTARTING", [JOB_STOPPING] = "STOPPING",
+        [JOB_STOPPED] = "STOPPED", [JOB_DONE] = "DONE",
+    };
+    return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "?";
+}
+
+const char *rank_state_name(enum rank_state s)
+{
+    static const char *const names[] = {
+        [RANK_PENDING] = "pending", [RANK_RUNNING] = "running", [RANK_STALLED] = "stalled",
+        [RANK_EXITED] = "exited", [RANK_FAILED] = "failed", [RANK_STOPPED] = "stopped",
+        [RANK_LOST] = "lost",
+    };
+    return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "?";
+}
+
+const char *node_state_name(enum node_state s)
+{
+    static const char *const names[] = {
+        [NODE_CONNECTING] = "connecting", [NODE_READY] = "ready", [NODE_RUNNING] = "running",
+        [NODE_LOST] = "lost", [NODE_FAILED] = "failed", [NODE_DONE] = "done",
+    };
+    return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "?";
+}

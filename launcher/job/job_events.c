@@ -1,0 +1,157 @@
+/* The job's events (job.h): a ring of the newest in memory for the views, and every one of
+ * them as a JSON line in LOGDIR/RUN_ID/events.jsonl with its time, attempt, rank and host.
+ * The root cause's event also carries its exit status, last output lines and error file.
+ * Strings are made valid UTF-8 first: a rank's raw bytes must not make the file unparseable. */
+#include "job.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "root_cause.h"
+#include "util/util.h"
+
+const char *job_event_kind_name(enum job_event_kind k)
+{
+    static const char *const names[] = {
+        [EV_LAUNCH] = "launch", [EV_EXIT] = "exit", [EV_FAILURE] = "failure",
+        [EV_ROOT_CAUSE] = "root_cause", [EV_STALL] = "stall", [EV_STRAGGLER] = "straggler",
+        [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
+        [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed",
+    };
+    return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned min;
+    unsigned cp;
+    if (c < 0x80) return c ? 1 : 0;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+/* A NUL-terminated copy with invalid UTF-8 and NUL bytes replaced by U+FFFD. */
+static char *utf8_safe_dup(const char *text, size_t len)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        size_t k = utf8_seq_len(s + i, len - i);
+        if (k) { strbuf_add(&sb, s + i, k); i += k; }
+        else { strbuf_adds(&sb, "\xEF\xBF\xBD"); i++; }
+    }
+    if (!sb.buf) strbuf_adds(&sb, "");
+    return sb.buf;
+}
+
+static void json_add_text(cJSON *o, const char *key, const char *text, size_t len)
+{
+    char *safe = utf8_safe_dup(text, len);
+    cJSON_AddStringToObject(o, key, safe);
+    free(safe);
+}
+
+/* "2026-11-21T09:30:00.123Z" */
+static void format_time(int64_t ns, char *buf, size_t n)
+{
+    time_t secs = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03dZ", base, (int)(ns / 1000000 % 1000));
+}
+
+static void add_cause_fields(cJSON *o, const struct root_cause *c)
+{
+    if (c->term_signal) {
+        cJSON_AddNullToObject(o, "exit_code");
+        cJSON_AddStringToObject(o, "signal", root_cause_signal_name(c->term_signal));
+    } else if (c->rank >= 0) {
+        cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
+        cJSON_AddNullToObject(o, "signal");
+    }
+    cJSON *lines = cJSON_AddArrayToObject(o, "last_lines");
+    for (size_t i = 0; i < c->n_last_lines; i++) {
+        char *safe = utf8_safe_dup(c->last_lines[i], strlen(c->last_lines[i]));
+        cJSON_AddItemToArray(lines, cJSON_CreateString(safe));
+        free(safe);
+    }
+    if (c->error_file) json_add_text(o, "error_file", c->error_file, strlen(c->error_file));
+    else cJSON_AddNullToObject(o, "error_file");
+}
+
+static void write_event(struct job *j, const struct job_event *ev)
+{
+    if (!j->events_file) return;
+    char when[48];
+    format_time(ev->wall_ns, when, sizeof when);
+    int node = ev->node;
+    if (node < 0 && ev->rank >= 0 && (size_t)ev->rank < j->n_ranks) node = j->ranks[ev->rank].node;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "time", when);
+    cJSON_AddStringToObject(o, "kind", job_event_kind_name(ev->kind));
+    cJSON_AddNumberToObject(o, "attempt", ev->attempt);
+    if (ev->rank >= 0) cJSON_AddNumberToObject(o, "rank", ev->rank);
+    else cJSON_AddNullToObject(o, "rank");
+    if (node >= 0 && (size_t)node < j->n_nodes) json_add_text(o, "host", j->nodes[node].name,
+                                                              strlen(j->nodes[node].name));
+    else cJSON_AddNullToObject(o, "host");
+    json_add_text(o, "text", ev->text, strlen(ev->text));
+    if (ev->kind == EV_ROOT_CAUSE && j->cause.set) add_cause_fields(o, &j->cause);
+    char *line = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!line) return;
+    fputs(line, j->events_file);
+    fputc('\n', j->events_file);
+    /* Events are rare and are what a person reads after a crash: on disk at once. */
+    fflush(j->events_file);
+    free(line);
+}
+
+void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (node < 0 && rank >= 0 && (size_t)rank < j->n_ranks) node = j->ranks[rank].node;
+    if (j->ev_count == j->ev_cap) {
+        free(j->events[j->ev_head].text);
+        j->ev_head = (j->ev_head + 1) % j->ev_cap;
+        j->ev_count--;
+    }
+    struct job_event *ev = &j->events[(j->ev_head + j->ev_count) % j->ev_cap];
+    *ev = (struct job_event){
+        .kind = kind, .wall_ns = wall_ns(), .attempt = j->attempt, .rank = rank, .node = node,
+        .text = text,
+    };
+    j->ev_count++;
+    write_event(j, ev);
+    j->generation++;
+}
+
+const struct job_event *job_event_at(const struct job *j, size_t i)
+{
+    if (!j || i >= j->ev_count) return NULL;
+    return &j->events[(j->ev_head + i) % j->ev_cap];
+}

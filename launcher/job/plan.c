@@ -1,0 +1,217 @@
+/* Rank map, rank environment, default command, run id, token and exit code of `ddptop run`
+ * (see plan.h). No I/O except reading /dev/urandom for the token. */
+#include "plan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+void env_list_set(struct env_list *l, const char *key, const char *value)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].key, key) == 0) {
+            free(l->v[i].value);
+            l->v[i].value = xstrdup(value);
+            return;
+        }
+    l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
+    l->v[l->n].key = xstrdup(key);
+    l->v[l->n].value = xstrdup(value);
+    l->n++;
+}
+
+const char *env_list_get(const struct env_list *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].key, key) == 0) return l->v[i].value;
+    return NULL;
+}
+
+void env_list_unset(struct env_list *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].key, key) == 0) {
+            free(l->v[i].key);
+            free(l->v[i].value);
+            memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *l->v);
+            l->n--;
+            return;
+        }
+}
+
+void env_list_free(struct env_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].value);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+int plan_ranks_per_node(int nproc, const struct host *h, int gpu_count)
+{
+    int slots = h && h->slots > 0 ? h->slots : 0;
+    if (nproc > 0) return nproc;
+    if (nproc < 0 && gpu_count > 0) return gpu_count;
+    return slots ? slots : 1;
+}
+
+int plan_exports(const char *const *regex, size_t n_regex, char *const *envp,
+                     struct env_list *out, char *err, size_t errlen)
+{
+    regex_t *re = xcalloc(n_regex ? n_regex : 1, sizeof *re);
+    size_t ok = 0;
+    int rc = 0;
+    for (; ok < n_regex; ok++) {
+        /* anchored: the user names variables, not substrings of them */
+        char *pat = xasprintf("^(%s)$", regex[ok]);
+        int e = regcomp(&re[ok], pat, REG_EXTENDED | REG_NOSUB);
+        free(pat);
+        if (e) {
+            char why[200];
+            regerror(e, &re[ok], why, sizeof why);
+            snprintf(err, errlen, "--export '%s': %s", regex[ok], why);
+            rc = -1;
+            break;
+        }
+    }
+    for (size_t i = 0; rc == 0 && envp && envp[i]; i++) {
+        const char *eq = strchr(envp[i], '=');
+        char *name;
+        if (!eq || eq == envp[i]) continue;
+        name = xstrndup(envp[i], (size_t)(eq - envp[i]));
+        for (size_t k = 0; k < n_regex; k++)
+            if (regexec(&re[k], name, 0, NULL, 0) == 0) {
+                env_list_set(out, name, eq + 1);
+                break;
+            }
+        free(name);
+    }
+    for (size_t k = 0; k < ok; k++) regfree(&re[k]);
+    free(re);
+    return rc;
+}
+
+const char *const plan_contract_vars[] = {
+    "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "NNODES",
+    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID", "DDPTOP_JOB_TOKEN", NULL,
+};
+
+static void set_int(struct env_list *l, const char *key, int v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%d", v);
+    env_list_set(l, key, buf);
+}
+
+void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
+{
+    if (in->exports)
+        for (size_t i = 0; i < in->exports->n; i++) env_list_set(out, in->exports->v[i].key, in->exports->v[i].value);
+    for (size_t i = 0; i < in->n_cli_env; i++) env_list_set(out, in->cli_env[i].key, in->cli_env[i].value);
+    if (in->host)
+        for (size_t i = 0; i < in->host->n_env; i++) env_list_set(out, in->host->env[i].key, in->host->env[i].value);
+    env_list_unset(out, "TORCHELASTIC_ERROR_FILE");
+    set_int(out, "RANK", in->rank);
+    set_int(out, "LOCAL_RANK", in->local_rank);
+    set_int(out, "GROUP_RANK", in->node);
+    set_int(out, "NODE_RANK", in->node);
+    set_int(out, "LOCAL_WORLD_SIZE", in->local_world_size);
+    set_int(out, "WORLD_SIZE", in->world_size);
+    set_int(out, "NNODES", in->nnodes);
+    env_list_set(out, "MASTER_ADDR", in->master_addr);
+    set_int(out, "MASTER_PORT", in->master_port);
+    set_int(out, "TORCHELASTIC_RESTART_COUNT", in->attempt);
+    set_int(out, "TORCHELASTIC_MAX_RESTARTS", in->max_restarts);
+    env_list_set(out, "TORCHELASTIC_RUN_ID", in->run_id);
+    env_list_set(out, "DDPTOP_JOB_TOKEN", in->token);
+}
+
+/* $0 names the program in sh's own messages ("ddptop-train: not found"). */
+static const char remote_wrapper[] =
+    "mkdir -p -- \"$1\" || exit 127; t=$2; shift 2; "
+    "if [ -x \"$t\" ]; then exec \"$t\" \"$@\"; fi; exec ddptop-train \"$@\"";
+
+char **plan_default_argv(const char *train_path, const char *run_dir, bool remote, size_t *n)
+{
+    char **argv = xcalloc(10, sizeof *argv);
+    size_t k = 0;
+    if (remote) {
+        argv[k++] = xstrdup("sh");
+        argv[k++] = xstrdup("-c");
+        argv[k++] = xstrdup(remote_wrapper);
+        argv[k++] = xstrdup("ddptop-train");
+        argv[k++] = xstrdup(run_dir);
+    }
+    argv[k++] = xstrdup(train_path);
+    argv[k++] = xstrdup("--snapshot");
+    argv[k++] = xasprintf("%s/snapshot.bin", run_dir);
+    argv[k] = NULL;
+    *n = k;
+    return argv;
+}
+
+void plan_argv_free(char **argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++) free(argv[i]);
+    free(argv);
+}
+
+char *plan_run_id(int64_t wall, unsigned rnd16)
+{
+    time_t t = (time_t)(wall / 1000000000LL);
+    struct tm tm;
+    char buf[32];
+    localtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+    return xasprintf("%s-%04x", buf, rnd16 & 0xffff);
+}
+
+bool plan_run_id_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > 64 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int plan_token(char out[33])
+{
+    unsigned char rnd[16];
+    size_t got = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < sizeof rnd) {
+        ssize_t r = read(fd, rnd + got, sizeof rnd - got);
+        if (r <= 0 && errno != EINTR) break;
+        if (r > 0) got += (size_t)r;
+    }
+    if (fd >= 0) close(fd);
+    if (got < sizeof rnd && getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -1;
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
+int plan_exit_code(enum job_state final_state)
+{
+    switch (final_state) {
+    case JOB_DONE: return 0;
+    case JOB_CHECK_FAILED: return 3;
+    default: return 1;
+    }
+}

@@ -1,0 +1,79 @@
+/* The pure decisions of `ddptop run`, kept apart from the controller's I/O so tests can check
+ * them: how many ranks each node gets, the environment of every rank (torchrun's contract
+ * plus --env, hostfile keys and --export), the default command, run ids, the job token and the
+ * process exit code. Documented for users in docs/run.md. */
+#ifndef DDPTOP_JOB_PLAN_H
+#define DDPTOP_JOB_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hosts/hostfile.h"
+#include "job.h"
+
+/* An ordered list of KEY=VALUE pairs; setting a key that is present replaces its value in
+ * place, so the first setter fixes the order and the last one the value. */
+struct env_list {
+    struct host_env *v;
+    size_t n;
+};
+void env_list_set(struct env_list *l, const char *key, const char *value);
+const char *env_list_get(const struct env_list *l, const char *key);
+void env_list_unset(struct env_list *l, const char *key);
+void env_list_free(struct env_list *l);
+
+/* Ranks on one node. nproc > 0: that many; 0: the hostfile's slots, else 1; -1 ("gpu"): the
+ * node's GPU count when known (gpu_count > 0), else slots, else 1. h is NULL for the local
+ * node. */
+int plan_ranks_per_node(int nproc, const struct host *h, int gpu_count);
+
+/* The controller's variables whose whole name matches one of the POSIX extended regexes
+ * (--export 'NCCL_.*' forwards NCCL_DEBUG, not MY_NCCL_X). envp is environ-style.
+ * Returns 0, or -1 with "--export RE: why" in err for a bad regex. */
+int plan_exports(const char *const *regex, size_t n_regex, char *const *envp,
+                     struct env_list *out, char *err, size_t errlen);
+
+/* Everything one rank's environment depends on. */
+struct rank_env_in {
+    int rank, local_rank, node, local_world_size, world_size, nnodes;
+    const char *master_addr;
+    int master_port;
+    int attempt, max_restarts;
+    const char *run_id, *token;
+    const struct env_list *exports;      /* --export matches (lowest precedence) */
+    const struct host_env *cli_env;      /* --env K=V in order */
+    size_t n_cli_env;
+    const struct host *host;             /* hostfile keys of the node; NULL locally */
+};
+
+/* Builds a rank's environment. Precedence, lowest first: --export, --env, hostfile keys,
+ * then ddptop's own variables (RANK ... DDPTOP_JOB_TOKEN), which nothing overrides.
+ * TORCHELASTIC_ERROR_FILE is left to the agent (one file per rank), so a user value of it is
+ * dropped. */
+void plan_rank_env(const struct rank_env_in *in, struct env_list *out);
+
+/* The names ddptop sets itself, in the order plan_rank_env adds them (NULL-terminated). */
+extern const char *const plan_contract_vars[];
+
+/* The default command (no CMD given): ddptop-train with default arguments and
+ * --snapshot RUN_DIR/snapshot.bin. Locally: train_path (absolute, next to ddptop) is run
+ * directly. On a remote node: a POSIX sh wrapper that creates RUN_DIR, then runs train_path
+ * when it is executable there (same layout) and else `ddptop-train` from PATH; every value
+ * travels as a positional parameter, never as shell text. Returns a NULL-terminated malloc'd
+ * argv (free with plan_argv_free); *n gets the count. */
+char **plan_default_argv(const char *train_path, const char *run_dir, bool remote, size_t *n);
+void plan_argv_free(char **argv);
+
+/* A run id for people and directories: "YYYYMMDD-HHMMSS-xxxx" (local time, 4 hex digits). */
+char *plan_run_id(int64_t wall_ns, unsigned rnd16);
+/* --run-id must be a safe directory name: 1..64 of [A-Za-z0-9._-], not "." or "..". */
+bool plan_run_id_valid(const char *id);
+/* 32 hex digits from /dev/urandom (getrandom as a fallback). Returns 0 or -1. */
+int plan_token(char out[33]);
+
+/* The process exit code for the state the job ended in: 0 DONE, 3 the preflight refused
+ * (CHECK_FAILED), 1 anything else (failed, stopped, interrupted). */
+int plan_exit_code(enum job_state final_state);
+
+#endif

@@ -1,0 +1,177 @@
+/* Root cause of a failed attempt (root_cause.h): who failed first and why, with its last
+ * output and PyTorch's error file, for the events pane, the headless printer and
+ * events.jsonl. */
+#include "root_cause.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "util/util.h"
+
+const char *root_cause_signal_name(int signo)
+{
+    static const char *const names[] = {
+        [1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL", [5] = "SIGTRAP",
+        [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE", [9] = "SIGKILL", [10] = "SIGUSR1",
+        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
+        [16] = "SIGSTKFLT", [17] = "SIGCHLD", [18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
+        [21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG", [24] = "SIGXCPU", [25] = "SIGXFSZ",
+        [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO", [30] = "SIGPWR",
+        [31] = "SIGSYS",
+    };
+    static char buf[32];
+    if (signo > 0 && (size_t)signo < sizeof names / sizeof *names && names[signo])
+        return names[signo];
+    snprintf(buf, sizeof buf, "signal %d", signo);
+    return buf;
+}
+
+void root_cause_clear(struct root_cause *c)
+{
+    free(c->summary);
+    for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
+    free(c->last_lines);
+    free(c->error_file);
+    *c = (struct root_cause){ .rank = -1, .node = -1 };
+}
+
+/* "2023-11-14T22:13:20Z" from PyTorch's timestamp (seconds since the epoch, as a string). */
+static void format_epoch(const char *s, char *buf, size_t n)
+{
+    char *end;
+    long long secs = strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || secs < 0) { snprintf(buf, n, "%s", s); return; }
+    time_t t = (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void add_line_block(struct strbuf *sb, const char *text)
+{
+    if (!text || !*text) return;
+    if (sb->len && sb->buf[sb->len - 1] != '\n') strbuf_adds(sb, "\n");
+    strbuf_adds(sb, text);
+}
+
+char *root_cause_format_error_file(const char *text, size_t len)
+{
+    if (len > ROOT_CAUSE_ERROR_MAX) len = ROOT_CAUSE_ERROR_MAX;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *msg = root ? cJSON_GetObjectItemCaseSensitive(root, "message") : NULL;
+    if (!msg || !(cJSON_IsObject(msg) || cJSON_IsString(msg))) {
+        cJSON_Delete(root);
+        return xstrndup(text, len);
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (cJSON_IsString(msg)) {
+        add_line_block(&sb, msg->valuestring);
+    } else {
+        cJSON *m = cJSON_GetObjectItemCaseSensitive(msg, "message");
+        cJSON *extra = cJSON_GetObjectItemCaseSensitive(msg, "extraInfo");
+        cJSON *stack = extra ? cJSON_GetObjectItemCaseSensitive(extra, "py_callstack") : NULL;
+        cJSON *ts = extra ? cJSON_GetObjectItemCaseSensitive(extra, "timestamp") : NULL;
+        if (cJSON_IsString(m)) add_line_block(&sb, m->valuestring);
+        if (cJSON_IsString(stack)) add_line_block(&sb, stack->valuestring);
+        if (cJSON_IsString(ts) || cJSON_IsNumber(ts)) {
+            char raw[32], when[64];
+            if (cJSON_IsString(ts)) snprintf(raw, sizeof raw, "%s", ts->valuestring);
+            else snprintf(raw, sizeof raw, "%.0f", ts->valuedouble);
+            format_epoch(raw, when, sizeof when);
+            if (sb.len && sb.buf[sb.len - 1] != '\n') strbuf_adds(&sb, "\n");
+            strbuf_addf(&sb, "(error file written %s)", when);
+        }
+    }
+    cJSON_Delete(root);
+    if (!sb.len) {          /* valid JSON but nothing we know in it: keep it raw */
+        strbuf_done(&sb);
+        return xstrndup(text, len);
+    }
+    while (sb.len && sb.buf[sb.len - 1] == '\n') sb.buf[--sb.len] = '\0';
+    return sb.buf;
+}
+
+/* The rank's last ROOT_CAUSE_LINES output lines of this attempt, oldest first. */
+static void collect_last_lines(const struct job *j, const struct rank_info *r,
+                               struct root_cause *c)
+{
+    size_t picked[ROOT_CAUSE_LINES];
+    size_t n = 0;
+    for (size_t i = r->log.count; i-- > 0 && n < ROOT_CAUSE_LINES;) {
+        const struct log_line *l = log_ring_at(&r->log, i);
+        if (l->attempt != j->attempt) break;
+        if (l->stream == LOG_SYSTEM) continue;
+        picked[n++] = i;
+    }
+    c->last_lines = xcalloc(n ? n : 1, sizeof *c->last_lines);
+    c->n_last_lines = n;
+    for (size_t k = 0; k < n; k++) {
+        const struct log_line *l = log_ring_at(&r->log, picked[n - 1 - k]);
+        size_t len = l->len > ROOT_CAUSE_LINE_MAX ? ROOT_CAUSE_LINE_MAX : l->len;
+        c->last_lines[k] = xstrndup(l->text, len);
+    }
+}
+
+/* The first line of the error's message, for the one-line event text. */
+static char *first_line(const char *s, size_t max)
+{
+    size_t n = strcspn(s, "\r\n");
+    if (n > max) n = max;
+    return xstrndup(s, n);
+}
+
+bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
+                     const char *error_file, size_t error_len)
+{
+    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    const struct rank_info *r = &j->ranks[rank];
+    struct root_cause *c = &j->cause;
+    root_cause_clear(c);
+    c->set = true;
+    c->rank = rank;
+    c->node = r->node;
+    c->attempt = j->attempt;
+    c->exit_code = term_signal ? 0 : exit_code;
+    c->term_signal = term_signal;
+    if (term_signal)
+        c->summary = xasprintf("rank %d on %s killed by %s", rank, job_rank_host(j, rank),
+                               root_cause_signal_name(term_signal));
+    else
+        c->summary = xasprintf("rank %d on %s exited with code %d", rank,
+                               job_rank_host(j, rank), exit_code);
+    collect_last_lines(j, r, c);
+    if (error_file && error_len) c->error_file = root_cause_format_error_file(error_file, error_len);
+    if (c->error_file) {
+        char *head = first_line(c->error_file, 200);
+        job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s: %s", c->summary, head);
+        free(head);
+    } else {
+        job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
+    }
+    return true;
+}
+
+bool root_cause_node(struct job *j, int node, const char *why)
+{
+    if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
+    const struct node_info *n = &j->nodes[node];
+    struct root_cause *c = &j->cause;
+    root_cause_clear(c);
+    c->set = true;
+    c->rank = -1;
+    c->node = node;
+    c->attempt = j->attempt;
+    if (n->n_ranks > 1)
+        c->summary = xasprintf("node %s lost: %s (ranks %d-%d)", n->name, why, n->first_rank,
+                               n->first_rank + n->n_ranks - 1);
+    else
+        c->summary = xasprintf("node %s lost: %s (rank %d)", n->name, why, n->first_rank);
+    c->last_lines = xcalloc(1, sizeof *c->last_lines);
+    job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
+    return true;
+}

@@ -1,0 +1,369 @@
+/* The controller of `ddptop run` (controller.h): the preflight, then one poll() loop over the
+ * agents' transports, the front end's input fd and a signal self-pipe, with 1 s timers for
+ * pings (the agents' watchdog) and the hang detector. The job moves through phases:
+ * CONNECT (agents greet) -> RUN (ranks spawned) -> STOP (stop sent, waiting for answers) ->
+ * RUN again for a restart, or END. Agent lines are decoded in controller_agent.c.
+ *
+ * The preflight is check_collect(), which runs its own loop and connections before ours: so
+ * a run connects to each node twice (once for the checks, once to launch). The job object is
+ * replaced once, after the preflight, when --nproc-per-node gpu learned GPU counts that change
+ * the rank map; front ends take the job from each callback or controller_job(). */
+#include "controller_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check/check_report.h"
+#include "wire/protocol.h"
+#include "job/root_cause.h"
+#include "util/util.h"
+
+void run_opts_init(struct run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    check_opts_init(&o->check);
+    o->log_dir = "ddptop-logs";
+    o->hang_timeout_s = 300;
+    o->term_timeout_s = 10;
+    o->straggler_steps = 3;
+}
+
+void run_opts_done(struct run_opts *o)
+{
+    check_opts_done(&o->check);
+    free(o->export_regex);
+    memset(o, 0, sizeof *o);
+}
+
+int ctl_next_id(struct controller *c)
+{
+    return ++c->next_id;
+}
+
+void ctl_send(struct controller *c, size_t node, cJSON *msg)
+{
+    char *s = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (!s) util_fatal("out of memory (cJSON)");
+    if (c->nodes[node].t) transport_send_line(c->nodes[node].t, s);
+    free(s);
+}
+
+cJSON *ctl_request(struct controller *c, const char *op, int *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m) util_fatal("out of memory (cJSON)");
+    *id = ctl_next_id(c);
+    cJSON_AddStringToObject(m, "op", op);
+    cJSON_AddNumberToObject(m, "id", *id);
+    return m;
+}
+
+/* Hands the events added since the last call to the front end, oldest first. Works on the
+ * model's ring without a total counter: growth of count plus movement of head. */
+void ctl_events_flush(struct controller *c)
+{
+    struct job *j = c->job;
+    size_t added = (j->ev_count - c->ev_count_seen) + (j->ev_head + j->ev_cap - c->ev_head_seen) % j->ev_cap;
+    if (added > j->ev_count) added = j->ev_count;
+    for (size_t i = j->ev_count - added; i < j->ev_count; i++)
+        if (c->fe.on_event) c->fe.on_event(c->fe.ctx, j, job_event_at(j, i));
+    c->ev_head_seen = j->ev_head;
+    c->ev_count_seen = j->ev_count;
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+bool ctl_node_usable(const struct cnode *nd)
+{
+    return nd->t && nd->hello && !nd->lost;
+}
+
+/* Marks the node's running ranks lost; closes its transport (reconnected before a restart). */
+void ctl_node_lost(struct controller *c, size_t i, const char *why)
+{
+    struct cnode *nd = &c->nodes[i];
+    struct node_info *ni = &c->job->nodes[i];
+    if (nd->lost) return;
+    nd->lost = true;
+    nd->stopped = true;
+    ctl_exits_release(c, i, false);
+    if (nd->t) transport_close(nd->t);
+    /* hang_check may have marked the model already (heartbeats), with its event */
+    if (ni->state != NODE_LOST) {
+        for (int k = 0; k < ni->n_ranks; k++) {
+            struct rank_info *r = &c->job->ranks[ni->first_rank + k];
+            if (r->state == RANK_RUNNING || r->state == RANK_STALLED || (c->phase == PH_RUN && r->state == RANK_PENDING)) {
+                r->state = RANK_LOST;
+                r->pid = 0;
+            }
+        }
+        free(ni->error);
+        ni->error = xstrdup(why);
+        ni->state = c->phase == PH_CONNECT && !nd->hello ? NODE_FAILED : NODE_LOST;
+        c->job->generation++;
+        job_event_add(c->job, EV_NODE_LOST, -1, (int)i, "node %s %s: %s", ni->name,
+                      ni->state == NODE_FAILED ? "unreachable" : "lost", why);
+        if (c->phase == PH_RUN || c->phase == PH_CONNECT) root_cause_node(c->job, (int)i, why);
+    }
+    if (c->phase == PH_RUN) {
+        ctl_rank_failed_begin_stop(c);
+    } else if (c->phase == PH_CONNECT) {
+        /* No node runs ranks while agents connect. Without every node there is no launch, and
+         * restarting would meet the same node: the job ends here. */
+        c->after = AFTER_END;
+        ctl_finish(c, JOB_FAILED);
+    }
+}
+
+static void start_queued(struct controller *c)
+{
+    size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->nodes[i].t && !c->nodes[i].queued && transport_connecting(c->nodes[i].t)) busy++;
+    for (size_t i = 0; i < c->n && busy < fanout; i++) {
+        struct cnode *nd = &c->nodes[i];
+        if (!nd->queued) continue;
+        nd->queued = false;
+        nd->hello_deadline_ms = 0;
+        transport_start(nd->t);
+        busy++;
+    }
+}
+
+/* (Re)creates the transport of every node that has none or lost it. */
+static void connect_nodes(struct controller *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        if (nd->t && !nd->lost) continue;
+        transport_free(nd->t);
+        if (c->o.local) {
+            char *errlog = xasprintf("%s/agent.log", c->job->log_dir);
+            nd->t = transport_local_new(c->agent_path, errlog);
+            free(errlog);
+        } else {
+            nd->t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
+        }
+        nd->queued = true;
+        nd->hello = nd->lost = false;
+        c->job->nodes[i].state = NODE_CONNECTING;
+    }
+    start_queued(c);
+}
+
+/* ---- launching ---------------------------------------------------------------------------- */
+
+void ctl_launch_begin(struct controller *c)
+{
+    c->phase = PH_CONNECT;
+    c->job->state = JOB_LAUNCHING;
+    c->job->generation++;
+    connect_nodes(c);
+}
+
+static cJSON *spawn_request(struct controller *c, size_t i, int *id)
+{
+    struct job *j = c->job;
+    struct node_info *ni = &j->nodes[i];
+    cJSON *m = ctl_request(c, "spawn", id), *argv, *ranks;
+    const char *master = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t);
+    bool remote = !c->o.local;
+    cJSON_AddNumberToObject(m, "attempt", j->attempt);
+    argv = cJSON_AddArrayToObject(m, "argv");
+    if (c->user_argv) {
+        for (size_t k = 0; c->user_argv[k]; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(c->user_argv[k]));
+    } else {
+        size_t n;
+        char **d = plan_default_argv(c->train_path, j->log_dir, remote, &n);
+        for (size_t k = 0; k < n; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(d[k]));
+        plan_argv_free(d);
+    }
+    cJSON_AddStringToObject(m, "workdir", c->workdir);
+    cJSON_AddNumberToObject(m, "watchdog_ms", WATCHDOG_MS);
+    ranks = cJSON_AddArrayToObject(m, "ranks");
+    for (int k = 0; k < ni->n_ranks; k++) {
+        struct env_list env = {0};
+        struct rank_env_in in = {
+            .rank = ni->first_rank + k, .local_rank = k, .node = (int)i, .local_world_size = ni->n_ranks,
+            .world_size = j->world_size, .nnodes = (int)j->n_nodes, .master_addr = master,
+            .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
+            .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
+            .n_cli_env = c->o.check.n_env, .host = c->o.local ? NULL : &c->hl->hosts[i],
+        };
+        cJSON *r = cJSON_CreateObject(), *e;
+        plan_rank_env(&in, &env);
+        cJSON_AddNumberToObject(r, "rank", in.rank);
+        cJSON_AddNumberToObject(r, "local_rank", k);
+        e = cJSON_AddObjectToObject(r, "env");
+        for (size_t v = 0; v < env.n; v++) cJSON_AddStringToObject(e, env.v[v].key, env.v[v].value);
+        env_list_free(&env);
+        cJSON_AddItemToArray(ranks, r);
+    }
+    return m;
+}
+
+static void spawn_all(struct controller *c)
+{
+    char err[512];
+    struct job *j = c->job;
+    if (job_attempt_begin(j, err, sizeof err) < 0) {
+        job_event_add(j, EV_INFO, -1, -1, "%s", err);
+    }
+    for (size_t r = 0; r < j->n_ranks; r++) c->ranks[r] = (struct crank){0};
+    job_event_add(j, EV_LAUNCH, -1, -1, "attempt %d: launching %d rank%s on %zu node%s (run %s, logs in %s/attempt-%d)",
+                  j->attempt, j->world_size, j->world_size == 1 ? "" : "s", j->n_nodes, j->n_nodes == 1 ? "" : "s",
+                  j->run_id, j->log_dir, j->attempt);
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        nd->spawn_answered = false;
+        nd->stop_id = 0;
+        nd->stopped = false;
+        ctl_send(c, i, spawn_request(c, i, &nd->spawn_id));
+        j->nodes[i].state = NODE_RUNNING;
+    }
+    c->phase = PH_RUN;
+    j->state = JOB_RUNNING;
+    j->generation++;
+}
+
+/* In CONNECT: spawn once every node greeted; fail nodes that never do. */
+static void connect_progress(struct controller *c)
+{
+    int64_t now = mono_ms();
+    bool all = true;
+    start_queued(c);
+    for (size_t i = 0; i < c->n && c->phase == PH_CONNECT; i++) {
+        struct cnode *nd = &c->nodes[i];
+        enum transport_state st;
+        if (nd->hello) continue;
+        all = false;
+        if (nd->queued) continue;
+        st = transport_state(nd->t);
+        if (st == TRANSPORT_FAILED || st == TRANSPORT_CLOSED) {
+            const char *e = transport_error(nd->t), *h = transport_hint(nd->t);
+            char *why = xasprintf("%s%s%s", e ? e : "connection closed", h ? " -- " : "", h ? h : "");
+            ctl_node_lost(c, i, why);
+            free(why);
+        } else if (st == TRANSPORT_READY) {
+            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + (int64_t)c->o.check.ssh.timeout_s * 1000;
+            else if (now >= nd->hello_deadline_ms) ctl_node_lost(c, i, "the agent did not greet in time (run ddptop-agent by hand on the node to see why)");
+        }
+    }
+    if (all && c->phase == PH_CONNECT) spawn_all(c);
+}
+
+/* ---- stopping, restarting, ending --------------------------------------------------------- */
+
+void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
+                       enum after_stop after, bool auto_restart)
+{
+    int64_t grace = (int64_t)c->o.term_timeout_s * 1000;
+    c->phase = PH_STOP;
+    c->job->state = during;
+    c->stop_state = after_state;
+    c->after = after;
+    c->auto_restart = auto_restart;
+    c->stop_deadline_ms = mono_ms() + grace + 5000;
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        cJSON *m;
+        if (!ctl_node_usable(nd)) {
+            nd->stopped = true;
+            continue;
+        }
+        nd->stopped = false;
+        m = ctl_request(c, "stop", &nd->stop_id);
+        cJSON_AddNumberToObject(m, "term_timeout_ms", (double)grace);
+        ctl_send(c, i, m);
+    }
+    c->job->generation++;
+}
+
+void ctl_rank_failed_begin_stop(struct controller *c)
+{
+    if (c->phase != PH_RUN) return;
+    ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, true);
+}
+
+void ctl_finish(struct controller *c, enum job_state st)
+{
+    c->phase = PH_END;
+    c->job->state = st;
+    c->job->ended_ms = mono_ms(); /* the header's elapsed time stops here */
+    c->job->generation++;
+    job_attempt_end(c->job);
+    if (!c->interactive) c->quit = true;
+}
+
+void ctl_restart(struct controller *c, const char *why)
+{
+    c->job->attempt++;
+    job_event_add(c->job, EV_RESTART, -1, -1, "restarting (%s): attempt %d%s", why, c->job->attempt,
+                  c->user_argv ? "" : "; ddptop-train resumes from its snapshot");
+    ctl_launch_begin(c);
+}
+
+static void stop_complete(struct controller *c)
+{
+    struct job *j = c->job;
+    for (size_t r = 0; r < j->n_ranks; r++)
+        if (j->ranks[r].state == RANK_RUNNING || j->ranks[r].state == RANK_STALLED) j->ranks[r].state = RANK_STOPPED;
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->nodes[i].lost) j->nodes[i].state = NODE_READY;
+    job_attempt_end(j);
+    if (c->after == AFTER_QUIT) {
+        c->quit = true;
+        ctl_finish(c, c->stop_state == JOB_FAILED ? JOB_FAILED : JOB_STOPPED);
+    } else if (c->after == AFTER_RESTART) {
+        ctl_restart(c, "asked for");
+    } else if (c->auto_restart && j->attempt < j->max_restarts) {
+        ctl_restart(c, "after a failure");
+    } else {
+        if (c->auto_restart && j->max_restarts > 0)
+            job_event_add(j, EV_INFO, -1, -1, "no restarts left (--max-restarts %d)", j->max_restarts);
+        ctl_finish(c, c->stop_state);
+    }
+}
+
+static void stop_progress(struct controller *c)
+{
+    bool all = true;
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->nodes[i].stopped || c->nodes[i].n_exits) all = false; /* held exits first */
+    if (!all && mono_ms() >= c->stop_deadline_ms) {
+        for (size_t i = 0; i < c->n; i++)
+            if (!c->nodes[i].stopped) ctl_node_lost(c, i, "did not confirm the stop in time");
+        all = true;
+    }
+    if (all) stop_complete(c);
+}
+
+static void run_progress(struct controller *c)
+{
+    struct job *j = c->job;
+    bool done = j->n_ranks > 0;
+    for (size_t r = 0; r < j->n_ranks && done; r++) /* runs every loop: stop at the first */
+        if (j->ranks[r].state != RANK_EXITED) done = false;
+    if (!done) return;
+    job_event_add(j, EV_DONE, -1, -1, "all %d rank%s exited with code 0 (attempt %d)", j->world_size,
+                  j->world_size == 1 ? "" : "s", j->attempt);
+    for (size_t i = 0; i < c->n; i++) j->nodes[i].state = NODE_DONE;
+    ctl_finish(c, JOB_DONE);
+}
+
+void ctl_check_progress(struct controller *c)
+{
+    switch (c->phase) {
+    case PH_CONNECT: connect_progress(c); break;
+    case PH_RUN: run_progress(c); break;
+    case PH_STOP: stop_progress(c); break;
+    default: break;
+    }
+}

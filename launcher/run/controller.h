@@ -1,0 +1,89 @@
+/* The controller of `ddptop run` and the dashboard: one poll() loop over the agents' channels
+ * (SSH, or a local child without a hostfile), the front end's input, a signal self-pipe and
+ * timers. It runs the preflight, launches every rank through the agents, decodes their lines
+ * into the job model (job.h), detects failures, hangs and lost nodes, stops and restarts the
+ * job. The front end (tui/: the dashboard or the headless line printer) plugs in through
+ * struct frontend; the controller never draws and never blocks. */
+#ifndef DDPTOP_CONTROLLER_H
+#define DDPTOP_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check/check.h"
+#include "hosts/hostfile.h"
+#include "job/job.h"
+#include "ssh/ssh_conn.h"
+
+struct run_opts {
+    struct check_opts check;     /* SSH options, --env, --fanout, --timeout, --master-port, cmd */
+    int nproc_per_node;          /* 0: hostfile slots, else 1; -1: "gpu" (the node's GPU count) */
+    int max_restarts;
+    const char *log_dir;         /* default ./ddptop-logs */
+    const char *run_id;          /* NULL: generated */
+    const char **export_regex;   /* --export REGEX (controller variables to forward) */
+    size_t n_export;
+    const char *workdir;         /* NULL: the current directory's path */
+    int hang_timeout_s;          /* default 300, 0 off */
+    int term_timeout_s;          /* default 10 */
+    int straggler_steps;         /* default 3 */
+    const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
+    bool headless;
+    bool no_check;
+    bool local;                  /* no hostfile: one local agent as a child, no SSH */
+    int verbose;
+};
+
+void run_opts_init(struct run_opts *o);
+void run_opts_done(struct run_opts *o);
+
+/* What a front end can ask for (keys map to these in tui/). */
+enum action {
+    ACT_NONE,
+    ACT_LAUNCH_ANYWAY,   /* after a refused preflight */
+    ACT_RESTART,         /* restart the whole job; ranks resume from their snapshots */
+    ACT_STOP,            /* stop every rank (the job stays on screen) */
+    ACT_QUIT,            /* stop every rank, then leave the loop */
+    ACT_STACKS,          /* capture the stacks of action_rank */
+};
+
+struct controller;
+
+/* The front end: called from the controller's loop, never blocking. */
+struct frontend {
+    void *ctx;
+    /* An fd the loop polls for input (the terminal), or -1. */
+    int (*input_fd)(void *ctx);
+    /* Input is ready on input_fd: read it and act (controller_act). */
+    void (*on_input)(void *ctx, struct controller *c);
+    /* The model changed or a timer ticked; draw if due (the front end limits its frame rate).
+     * Returns the ms until it wants another call (e.g. a pending frame), or -1. */
+    int (*on_tick)(void *ctx, const struct job *j);
+    /* One new log line of a rank (headless prints it as "[r3 node2] text"). */
+    void (*on_line)(void *ctx, const struct job *j, int rank, const struct log_line *line);
+    /* A new event (headless prints it). */
+    void (*on_event)(void *ctx, const struct job *j, const struct job_event *ev);
+    /* The terminal was resized (SIGWINCH through the self-pipe). */
+    void (*on_resize)(void *ctx);
+    /* The preflight report, once complete (the dashboard shows it while CHECK_FAILED). */
+    void (*on_check)(void *ctx, const struct check_report *r);
+    /* The stacks captured for a rank (ACT_STACKS), as text lines. */
+    void (*on_stacks)(void *ctx, const struct job *j, int rank, const char *text);
+};
+
+/* hl may be NULL with o->local. Returns NULL with err filled on a configuration error. */
+struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
+                                  const struct frontend *fe, char *err, size_t errlen);
+void controller_free(struct controller *c);
+
+/* Runs the loop until the job ended (done, failed past its restarts, stopped and quit).
+ * Returns the exit code: 0 every rank succeeded; 1 the job failed; 3 the preflight refused. */
+int controller_run(struct controller *c);
+
+/* From the front end: restart, stop, quit, stacks of a rank. */
+void controller_act(struct controller *c, enum action a, int rank);
+
+const struct job *controller_job(const struct controller *c);
+
+#endif

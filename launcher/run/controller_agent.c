@@ -1,0 +1,380 @@
+/* Decoding what a node's agent says (docs/protocol.md, "Run requests") into the job model:
+ * hello, spawned, out (log lines and metrics), status (heartbeat, /proc state, CPU), exit
+ * (rank states, failures and the root cause), stopped, stacks, errors.
+ *
+ * Root cause order: a failure's exit message is held for EXIT_HOLD_MS with any other exits of
+ * its node and they are applied in the order of the agent's monotonic clock (mono_ns), since
+ * the agent reports an exit only once the rank's pipes are drained, so a rank that died first
+ * can be reported after a peer that died of its death. Across nodes the first to arrive wins. */
+#include "controller_int.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job/json_flat.h"
+#include "job/metrics_parse.h"
+#include "wire/protocol.h"
+#include "job/root_cause.h"
+#include "util/util.h"
+
+static const cJSON *get(const cJSON *m, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(m, k);
+}
+
+static double num(const cJSON *m, const char *k, double dflt)
+{
+    const cJSON *v = get(m, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static const char *str(const cJSON *m, const char *k)
+{
+    return cJSON_GetStringValue(get(m, k));
+}
+
+static bool rank_on_node(const struct controller *c, size_t node, int rank)
+{
+    const struct node_info *ni = &c->job->nodes[node];
+    return rank >= ni->first_rank && rank < ni->first_rank + ni->n_ranks;
+}
+
+/* ---- base64 ------------------------------------------------------------------------------- */
+
+static int b64_val(unsigned char ch)
+{
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    if (ch == '+') return 62;
+    if (ch == '/') return 63;
+    return -1;
+}
+
+char *ctl_b64_decode(const char *in, size_t *out_len)
+{
+    size_t n = strlen(in), k = 0;
+    char *out = xmalloc(n / 4 * 3 + 4);
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64_val((unsigned char)in[i]);
+        if (v < 0) continue; /* padding, whitespace */
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[k++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    out[k] = '\0';
+    *out_len = k;
+    return out;
+}
+
+/* ---- messages ----------------------------------------------------------------------------- */
+
+static void on_hello(struct controller *c, size_t i, const cJSON *m)
+{
+    struct cnode *nd = &c->nodes[i];
+    const cJSON *proto = get(m, "protocol");
+    if (!cJSON_IsNumber(proto) || proto->valueint != PROTOCOL_VERSION) {
+        char why[200];
+        snprintf(why, sizeof why, "its agent speaks protocol %d, this ddptop speaks %d (remove the stale agent in --agent-dir)",
+                 cJSON_IsNumber(proto) ? proto->valueint : -1, PROTOCOL_VERSION);
+        ctl_node_lost(c, i, why);
+        return;
+    }
+    nd->hello = true;
+    c->job->nodes[i].state = NODE_READY;
+    c->job->generation++;
+}
+
+/* A rank that could not start fails like one that exited 127 (the shell's "not found"). */
+static void rank_spawn_failed(struct controller *c, int rank, const char *error)
+{
+    char *note = xasprintf("ddptop: rank %d cannot start: %s", rank, error);
+    job_log_append(c->job, rank, LOG_SYSTEM, 0, note, strlen(note));
+    job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s cannot start: %s", rank, job_rank_host(c->job, rank), error);
+    free(note);
+    if (job_rank_exited(c->job, rank, 127, 0, false, NULL, 0)) ctl_rank_failed_begin_stop(c);
+}
+
+static void on_spawned(struct controller *c, size_t i, const cJSON *m)
+{
+    const cJSON *ranks = get(m, "ranks"), *r;
+    c->nodes[i].spawn_answered = true;
+    cJSON_ArrayForEach(r, ranks) {
+        int rank = (int)num(r, "rank", -1);
+        const char *e = str(r, "error");
+        if (!rank_on_node(c, i, rank) || c->job->ranks[rank].state != RANK_PENDING) continue;
+        if (e) rank_spawn_failed(c, rank, e);
+        else job_rank_started(c->job, rank, (int)num(r, "pid", 0));
+    }
+}
+
+/* One line of a rank's output into its log, its metrics and the front end. */
+static void out_line(struct controller *c, int rank, enum log_stream stream, unsigned flags, const char *t,
+                     size_t len)
+{
+    const struct log_line *ll;
+    job_log_append(c->job, rank, stream, flags, t, len);
+    /* both streams: Python's logging writes to stderr */
+    if (!(flags & LOG_LINE_SPLIT)) metrics_feed_line(c->metrics, c->job, rank, t, len);
+    ll = log_ring_at(&c->job->ranks[rank].log, c->job->ranks[rank].log.count - 1);
+    if (c->fe.on_line && ll) c->fe.on_line(c->fe.ctx, c->job, rank, ll);
+}
+
+static unsigned out_flags(const char *f)
+{
+    unsigned flags = 0;
+    if (f && strchr(f, 'p')) flags |= LOG_LINE_PARTIAL;
+    if (f && strchr(f, 's')) flags |= LOG_LINE_SPLIT;
+    return flags;
+}
+
+static void on_out(struct controller *c, size_t i, const cJSON *m)
+{
+    int rank = (int)num(m, "rank", -1);
+    const char *s = str(m, "s"), *t = str(m, "t"), *b64 = str(m, "b64"), *f = str(m, "f");
+    enum log_stream stream = s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT;
+    char *raw = NULL;
+    size_t len;
+    if (!rank_on_node(c, i, rank)) return;
+    if (t) {
+        len = strlen(t);
+    } else if (b64) {
+        raw = ctl_b64_decode(b64, &len);
+        t = raw;
+    } else {
+        return;
+    }
+    out_line(c, rank, stream, out_flags(f), t, len);
+    free(raw);
+}
+
+/* A short string member decoded (escapes and all) into buf; NULL when absent or not a string,
+ * and *bad when it cannot be decoded here. */
+static const char *flat_short_str(const struct json_flat *o, const char *key, char *buf, size_t cap, bool *bad)
+{
+    const struct json_flat_field *v = json_flat_get(o, key);
+    if (!v || v->type != JF_STRING) return NULL;
+    if (v->str_len >= cap || json_flat_unescape(v->str, v->str_len, buf) == (size_t)-1) {
+        *bad = true;
+        return NULL;
+    }
+    return buf;
+}
+
+/* "out", the message that comes 10,000 times a second with 1,024 ranks, without building a
+ * cJSON tree: the same decisions as on_out. False: not one it takes (base64 text, escapes it
+ * leaves to cJSON, anything unusual), for agent_message to decode with cJSON. */
+static bool fast_out(struct controller *c, size_t i, const char *line)
+{
+    static const char head[] = "{\"ev\":\"out\",";
+    struct json_flat o;
+    const struct json_flat_field *rk, *t;
+    char sbuf[16], fbuf[16], small[4096], *buf = small;
+    const char *s, *f, *text;
+    bool bad = false;
+    int rank;
+    size_t len;
+    if (strncmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, strlen(line), &o)) return false;
+    t = json_flat_get(&o, "t");
+    if (!t || t->type != JF_STRING) return false;
+    s = flat_short_str(&o, "s", sbuf, sizeof sbuf, &bad);
+    f = flat_short_str(&o, "f", fbuf, sizeof fbuf, &bad);
+    if (bad) return false;
+    if (t->str_escaped) {
+        if (t->str_len >= sizeof small) buf = xmalloc(t->str_len + 1);
+        len = json_flat_unescape(t->str, t->str_len, buf);
+        if (len == (size_t)-1) {
+            if (buf != small) free(buf);
+            return false;
+        }
+        text = buf;
+    } else {
+        text = t->str;
+        len = t->str_len;
+    }
+    c->nodes[i].last_msg_ms = mono_ms();
+    c->job->nodes[i].last_heartbeat_ms = c->nodes[i].last_msg_ms;
+    rk = json_flat_get(&o, "rank");
+    rank = rk && rk->type == JF_NUMBER ? (int)rk->num : -1;
+    if (rank_on_node(c, i, rank))
+        out_line(c, rank, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
+    if (buf != small) free(buf);
+    return true;
+}
+
+static void on_status(struct controller *c, size_t i, const cJSON *m)
+{
+    const cJSON *r;
+    int64_t mono = (int64_t)num(m, "mono_ns", 0);
+    cJSON_ArrayForEach(r, get(m, "ranks")) {
+        int rank = (int)num(r, "rank", -1);
+        struct rank_info *ri;
+        struct crank *cr;
+        const char *st = str(r, "state");
+        double cpu = num(r, "cpu_s", -1);
+        if (!rank_on_node(c, i, rank)) continue;
+        ri = &c->job->ranks[rank];
+        cr = &c->ranks[rank];
+        if (ri->state != RANK_RUNNING && ri->state != RANK_STALLED) continue;
+        if (st && *st) ri->proc_state = st[0];
+        if (cpu >= 0 && mono > 0) {
+            if (cr->cpu_mono_ns > 0 && mono > cr->cpu_mono_ns)
+                ri->cpu_pct = 100.0 * (cpu - cr->cpu_s) / ((double)(mono - cr->cpu_mono_ns) / 1e9);
+            cr->cpu_s = cpu;
+            cr->cpu_mono_ns = mono;
+        }
+    }
+    c->job->generation++;
+}
+
+/* Only signals we send end a rank "by us": the agent may say by_us for a rank that died of
+ * SIGSEGV just before our stop reached it. */
+static bool exit_by_us(const cJSON *m)
+{
+    const cJSON *signo = get(m, "signo");
+    int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
+    if (!cJSON_IsTrue(get(m, "by_us"))) return false;
+    return sig == 0 || sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP || sig == SIGPIPE;
+}
+
+static bool exit_is_failure(const cJSON *m)
+{
+    const cJSON *code = get(m, "code"), *signo = get(m, "signo");
+    if (exit_by_us(m)) return false;
+    return cJSON_IsNumber(signo) || !cJSON_IsNumber(code) || code->valueint != 0;
+}
+
+static void apply_exit(struct controller *c, size_t i, const cJSON *m)
+{
+    int rank = (int)num(m, "rank", -1);
+    const cJSON *code = get(m, "code"), *signo = get(m, "signo");
+    const char *ef = str(m, "error_file");
+    int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
+    int ec = cJSON_IsNumber(code) ? code->valueint : sig ? 0 : -1;
+    enum rank_state st;
+    if (!rank_on_node(c, i, rank)) return;
+    st = c->job->ranks[rank].state;
+    if (st != RANK_RUNNING && st != RANK_STALLED && st != RANK_PENDING) return;
+    if (job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
+        ctl_rank_failed_begin_stop(c);
+}
+
+static int by_mono(const void *a, const void *b)
+{
+    double x = num(*(cJSON *const *)a, "mono_ns", 0), y = num(*(cJSON *const *)b, "mono_ns", 0);
+    return x < y ? -1 : x > y;
+}
+
+void ctl_exits_release(struct controller *c, size_t i, bool apply)
+{
+    struct cnode *nd = &c->nodes[i];
+    cJSON **ex = nd->exits;
+    size_t n = nd->n_exits;
+    nd->exits = NULL;
+    nd->n_exits = 0;
+    nd->hold_until_ms = 0;
+    if (apply) qsort(ex, n, sizeof *ex, by_mono);
+    for (size_t k = 0; k < n; k++) {
+        if (apply) apply_exit(c, i, ex[k]);
+        cJSON_Delete(ex[k]);
+    }
+    free(ex);
+}
+
+static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
+{
+    struct cnode *nd = &c->nodes[i];
+    const char *e = str(m, "error");
+    struct node_info *ni = &c->job->nodes[i];
+    if (!e) e = "?";
+    if (id && id == nd->spawn_id && !nd->spawn_answered) {
+        nd->spawn_answered = true;
+        for (int k = 0; k < ni->n_ranks; k++)
+            if (c->job->ranks[ni->first_rank + k].state == RANK_PENDING) rank_spawn_failed(c, ni->first_rank + k, e);
+    } else if (id && id == nd->stop_id) {
+        nd->stopped = true;
+        job_event_add(c->job, EV_INFO, -1, (int)i, "agent on %s refused the stop: %s", ni->name, e);
+    } else if (id && id == nd->stacks_id) {
+        char *text = xasprintf("stacks: %s", e);
+        if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, c->job, nd->stacks_rank, text);
+        free(text);
+    } else {
+        job_event_add(c->job, EV_INFO, -1, (int)i, "agent on %s: %s", ni->name, e);
+    }
+}
+
+static void on_stacks(struct controller *c, size_t i, const cJSON *m)
+{
+    int rank = (int)num(m, "rank", c->nodes[i].stacks_rank);
+    const char *text = str(m, "text"), *tool = str(m, "tool");
+    char *all = xasprintf("stacks of rank %d (%s):\n%s", rank, tool ? tool : "?", text ? text : "");
+    if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, c->job, rank, all);
+    free(all);
+}
+
+/* One message; exits are returned (not applied) so the caller can order them. */
+static cJSON *agent_message(struct controller *c, size_t i, const char *line)
+{
+    struct cnode *nd = &c->nodes[i];
+    cJSON *m;
+    if (fast_out(c, i, line)) return NULL;
+    m = cJSON_Parse(line);
+    const char *ev = str(m, "ev");
+    int id = (int)num(m, "id", 0);
+    if (!m || !ev) {
+        cJSON_Delete(m);
+        return NULL; /* not a protocol message: ignored (a newer agent's extras too) */
+    }
+    nd->last_msg_ms = mono_ms();
+    c->job->nodes[i].last_heartbeat_ms = nd->last_msg_ms;
+    if (strcmp(ev, "exit") == 0 && !id) return m;
+    if (strcmp(ev, "out") == 0) on_out(c, i, m);
+    else if (strcmp(ev, "status") == 0) on_status(c, i, m);
+    else if (strcmp(ev, "hello") == 0) on_hello(c, i, m);
+    else if (strcmp(ev, "spawned") == 0 && id == nd->spawn_id) on_spawned(c, i, m);
+    else if (strcmp(ev, "stopped") == 0 && id == nd->stop_id) nd->stopped = true;
+    else if (strcmp(ev, "stacks") == 0) on_stacks(c, i, m);
+    else if (strcmp(ev, "error") == 0) on_error(c, i, m, id);
+    cJSON_Delete(m);
+    return NULL;
+}
+
+void ctl_agent_lines(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    char *line;
+    enum transport_state st;
+    if (!nd->t || nd->lost) return;
+    /* bounded per call so one chatty node cannot starve the others or the timers */
+    for (int k = 0; !nd->lost && (line = transport_next_line(nd->t)) != NULL; k++) {
+        cJSON *ex = agent_message(c, i, line);
+        free(line);
+        if (ex) {
+            nd->exits = xrealloc(nd->exits, (nd->n_exits + 1) * sizeof *nd->exits);
+            nd->exits[nd->n_exits++] = ex;
+            if (!nd->hold_until_ms && exit_is_failure(ex)) nd->hold_until_ms = mono_ms() + EXIT_HOLD_MS;
+        }
+        if (k == 4096) {
+            c->more_lines = true;
+            break;
+        }
+    }
+    if (nd->lost) return;
+    st = transport_state(nd->t);
+    /* exits without a failure among them need no waiting */
+    if (nd->n_exits && (!nd->hold_until_ms || mono_ms() >= nd->hold_until_ms || st != TRANSPORT_READY))
+        ctl_exits_release(c, i, true);
+    if (nd->hello && !nd->lost && (st == TRANSPORT_CLOSED || st == TRANSPORT_FAILED)) {
+        const char *e = transport_error(nd->t);
+        char *why = xasprintf("connection to its agent ended (%s)", e ? e : "closed");
+        ctl_node_lost(c, i, why);
+        free(why);
+    }
+}

@@ -1,0 +1,121 @@
+/* Internals of the controller shared by controller.c (loop, phases, actions) and
+ * controller_agent.c (decoding the agents' lines into the job model). Other modules use
+ * controller.h. */
+#ifndef DDPTOP_CONTROLLER_INT_H
+#define DDPTOP_CONTROLLER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "controller.h"
+#include "job/hang.h"
+#include "job/metrics_parse.h"
+#include "job/plan.h"
+#include "ssh/transport.h"
+
+#define HEARTBEAT_LOST_MS 10000   /* a node without any message for this long is lost */
+#define PING_EVERY_MS     1000
+#define WATCHDOG_MS       5000    /* the agent kills its ranks without a request for this long */
+#define TICK_EVERY_MS     1000    /* hang detector and log flush */
+#define EXIT_HOLD_MS      300     /* a failure waits this long for earlier exits of its node */
+
+/* One node as the controller drives it (the model's view is job->nodes[i]). */
+struct cnode {
+    struct transport *t;      /* NULL until launched; replaced after it was lost */
+    bool queued;              /* created, waiting for a --fanout slot */
+    bool hello;               /* the agent greeted: requests may flow */
+    bool lost;                /* closed, failed or silent: reconnect before the next spawn */
+    int64_t last_msg_ms;      /* mono_ms of its last message (heartbeat) */
+    int64_t hello_deadline_ms;
+    int spawn_id;             /* the request of this attempt; 0: not sent */
+    bool spawn_answered;
+    int stop_id;              /* the stop request in flight; 0: none */
+    bool stopped;             /* answered the stop (or lost) */
+    int stacks_id, stacks_rank;
+    int gpu_count;            /* from the preflight, -1 unknown */
+    cJSON **exits;            /* exit messages held back to be ordered by the agent's clock */
+    size_t n_exits;
+    int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
+};
+
+/* Per rank, what the model does not keep: the previous CPU sample for cpu_pct. */
+struct crank {
+    double cpu_s;
+    int64_t cpu_mono_ns;
+};
+
+enum cphase {
+    PH_CHECK,         /* preflight not yet run */
+    PH_CHECK_FAILED,  /* refused: wait for launch anyway or quit */
+    PH_CONNECT,       /* agents connecting; spawn when all greeted */
+    PH_RUN,           /* the attempt's ranks run */
+    PH_STOP,          /* stop sent to every node, waiting for their answers */
+    PH_END,           /* done, failed past restarts, or stopped */
+};
+
+enum after_stop { AFTER_END, AFTER_RESTART, AFTER_QUIT };
+
+struct controller {
+    struct run_opts o;
+    const struct hostlist *hl;
+    struct frontend fe;
+    struct job *job;
+    struct cnode *nodes;
+    struct crank *ranks;
+    size_t n;
+    enum cphase phase;
+    enum after_stop after;
+    enum job_state stop_state;  /* the job's state when the stop completes without restart */
+    bool auto_restart;          /* the stop was for a failure: restart if attempts remain */
+    bool quit;
+    bool interactive;           /* the front end has input: stay at the end until quit */
+    int signals;                /* termination signals received */
+    int sig_pipe[2];
+    char token[33];
+    char *log_root;             /* --log-dir made absolute */
+    char *workdir;
+    char *agent_path, *train_path;
+    char **user_argv;           /* CMD (NULL: the default command) */
+    struct env_list exports;
+    struct metrics_parser *metrics;
+    struct hang_opts hang;
+    int next_id;
+    int64_t next_ping_ms, next_tick_ms, stop_deadline_ms;
+    size_t ev_head_seen, ev_count_seen;
+    uint64_t drawn_generation;
+    int64_t fe_due_ms;
+    bool more_lines;            /* a node has lines left unread: poll without waiting */
+};
+
+/* controller.c */
+int ctl_next_id(struct controller *c);
+void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
+/* A new request {"op":op,"id":*id}. */
+cJSON *ctl_request(struct controller *c, const char *op, int *id);
+/* Greeted, not lost: requests can be sent. */
+bool ctl_node_usable(const struct cnode *nd);
+void ctl_events_flush(struct controller *c);                     /* new events -> front end */
+void ctl_node_lost(struct controller *c, size_t node, const char *why);
+void ctl_rank_failed_begin_stop(struct controller *c);
+void ctl_check_progress(struct controller *c);
+/* The job ended in state st (DONE, FAILED, STOPPED); the loop leaves unless interactive. */
+void ctl_finish(struct controller *c, enum job_state st);
+/* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
+void ctl_launch_begin(struct controller *c);
+/* Sends stop to every node; the job is `during` until every node answered, then `after_state`
+ * unless it restarts (after == AFTER_RESTART, or auto_restart with attempts left). */
+void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
+                    enum after_stop after, bool auto_restart);
+/* attempt + 1 and launch again (why: for the event). */
+void ctl_restart(struct controller *c, const char *why);
+
+/* controller_agent.c: every line a node's agent sent since the last call. */
+void ctl_agent_lines(struct controller *c, size_t node);
+/* Applies (flush) or drops the node's held exit messages. */
+void ctl_exits_release(struct controller *c, size_t node, bool apply);
+/* Decodes base64 (standard alphabet, padding optional) into a malloc'd buffer. */
+char *ctl_b64_decode(const char *in, size_t *out_len);
+
+#endif

@@ -1,0 +1,530 @@
+/* The controller's life: controller_new (options -> rank map, job model, command), the
+ * preflight, the poll() loop with its signal self-pipe and timers, the actions a front end
+ * or a signal asks for, and the final cleanup. The phases themselves are in controller.c.
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP stop every rank (SIGCONT, SIGTERM, SIGKILL after
+ * --term-timeout), flush the logs and leave with exit code 1; a second one kills at once.
+ * They are caught only once the preflight is over: before that no rank runs and the default
+ * action (ddptop ends, its agents see end of file and exit) is what a user wants. */
+#include "controller_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check/check_report.h"
+#include "wire/protocol.h"
+#include "util/util.h"
+
+extern char **environ;
+
+static int sig_write_fd = -1;
+
+/* ---- signals ------------------------------------------------------------------------------ */
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (sig_write_fd >= 0 && write(sig_write_fd, &b, 1) < 0) { /* full pipe: one is enough */ }
+    errno = saved;
+}
+
+static int signals_install(struct controller *c)
+{
+    struct sigaction sa;
+    if (pipe2(c->sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
+    sig_write_fd = c->sig_pipe[1];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGWINCH, &sa, NULL);
+    return 0;
+}
+
+static void signals_restore(struct controller *c)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGWINCH, SIG_DFL);
+    sig_write_fd = -1;
+    if (c->sig_pipe[0] >= 0) close(c->sig_pipe[0]);
+    if (c->sig_pipe[1] >= 0) close(c->sig_pipe[1]);
+    c->sig_pipe[0] = c->sig_pipe[1] = -1;
+}
+
+static void send_kill_all(struct controller *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        int id;
+        cJSON *m;
+        if (!ctl_node_usable(&c->nodes[i])) continue;
+        m = ctl_request(c, "signal", &id);
+        cJSON_AddStringToObject(m, "sig", "KILL");
+        ctl_send(c, i, m);
+    }
+}
+
+static void signals_read(struct controller *c)
+{
+    unsigned char buf[64];
+    ssize_t r;
+    while ((r = read(c->sig_pipe[0], buf, sizeof buf)) > 0)
+        for (ssize_t k = 0; k < r; k++) {
+            if (buf[k] == SIGWINCH) {
+                if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
+                continue;
+            }
+            c->signals++;
+            if (c->signals == 1) {
+                job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
+                              strsignal(buf[k]));
+                controller_act(c, ACT_QUIT, -1);
+            } else if (c->signals == 2) {
+                /* a second Ctrl-C: no more grace */
+                job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(buf[k]));
+                send_kill_all(c);
+                c->quit = true;
+                c->phase = PH_END;
+                c->job->state = JOB_STOPPED;
+            }
+        }
+}
+
+/* ---- construction ------------------------------------------------------------------------- */
+
+static char *abs_path(const char *p)
+{
+    char cwd[PATH_MAX];
+    if (p[0] == '/' || !getcwd(cwd, sizeof cwd)) return xstrdup(p);
+    while (p[0] == '.' && p[1] == '/') p += 2;
+    if (strcmp(p, ".") == 0) return xstrdup(cwd);
+    return xasprintf("%s/%s", cwd, p);
+}
+
+/* A file next to our own executable (build/ddptop -> build/ddptop-train). */
+static char *exe_sibling(const char *name)
+{
+    char buf[PATH_MAX], *slash;
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return xstrdup(name);
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash) return xstrdup(name);
+    *slash = '\0';
+    return xasprintf("%s/%s", buf, name);
+}
+
+static struct job *make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
+{
+    const char **names = xcalloc(c->n, sizeof *names);
+    const struct host **hosts = xcalloc(c->n, sizeof *hosts);
+    int *rpn = xcalloc(c->n, sizeof *rpn);
+    struct job *j;
+    const char *run_id = c->job ? c->job->run_id : c->o.run_id;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct host *h = c->o.local ? NULL : &c->hl->hosts[i];
+        names[i] = h ? h->name : "localhost";
+        hosts[i] = h;
+        rpn[i] = plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
+    }
+    j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
+    free(names);
+    free(hosts);
+    free(rpn);
+    return j;
+}
+
+struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
+                                  const struct frontend *fe, char *err, size_t errlen)
+{
+    struct controller *c = xcalloc(1, sizeof *c);
+    char *run_id = NULL;
+    c->o = *o;
+    c->hl = hl;
+    if (fe) c->fe = *fe;
+    c->sig_pipe[0] = c->sig_pipe[1] = -1;
+    c->n = o->local ? 1 : hl ? hl->n : 0;
+    if (!o->local && c->n == 0) {
+        snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
+        goto fail;
+    }
+    if (o->run_id && !plan_run_id_valid(o->run_id)) {
+        snprintf(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", o->run_id);
+        goto fail;
+    }
+    if (!o->run_id) {
+        char tok[33];
+        unsigned rnd = (unsigned)getpid();
+        if (plan_token(tok) == 0) sscanf(tok, "%4x", &rnd);
+        run_id = plan_run_id(wall_ns(), rnd);
+        c->o.run_id = run_id;
+    }
+    if (plan_token(c->token) < 0) {
+        snprintf(err, errlen, "cannot read /dev/urandom for the job token");
+        goto fail;
+    }
+    c->log_root = abs_path(o->log_dir && *o->log_dir ? o->log_dir : "ddptop-logs");
+    c->workdir = abs_path(o->workdir && *o->workdir ? o->workdir : ".");
+    c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
+    c->train_path = exe_sibling("ddptop-train");
+    if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
+    c->metrics = metrics_parser_new(o->loss_regex, err, errlen);
+    if (!c->metrics) goto fail;
+    hang_opts_init(&c->hang);
+    c->hang.hang_timeout_s = o->hang_timeout_s;
+    c->hang.straggler_steps = o->straggler_steps;
+    c->hang.node_timeout_ms = HEARTBEAT_LOST_MS;
+    if (o->check.n_cmd) {
+        c->user_argv = xcalloc(o->check.n_cmd + 1, sizeof *c->user_argv);
+        for (size_t k = 0; k < o->check.n_cmd; k++) c->user_argv[k] = o->check.cmd[k];
+    }
+    c->job = make_job(c, NULL, err, errlen);
+    if (!c->job) goto fail;
+    c->o.run_id = NULL; /* the job holds it now */
+    free(run_id);
+    c->nodes = xcalloc(c->n, sizeof *c->nodes);
+    for (size_t i = 0; i < c->n; i++) c->nodes[i].gpu_count = -1;
+    c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
+    c->interactive = c->fe.input_fd && c->fe.input_fd(c->fe.ctx) >= 0;
+    c->phase = PH_CHECK;
+    return c;
+fail:
+    c->o.run_id = NULL;
+    free(run_id);
+    controller_free(c);
+    return NULL;
+}
+
+void controller_free(struct controller *c)
+{
+    if (!c) return;
+    for (size_t i = 0; c->nodes && i < c->n; i++) {
+        ctl_exits_release(c, i, false);
+        transport_free(c->nodes[i].t);
+    }
+    if (c->job) job_free(c->job);
+    metrics_parser_free(c->metrics);
+    env_list_free(&c->exports);
+    signals_restore(c);
+    free(c->nodes);
+    free(c->ranks);
+    free(c->user_argv);
+    free(c->log_root);
+    free(c->workdir);
+    free(c->agent_path);
+    free(c->train_path);
+    free(c);
+}
+
+const struct job *controller_job(const struct controller *c)
+{
+    return c->job;
+}
+
+/* ---- preflight ---------------------------------------------------------------------------- */
+
+static int report_gpu_count(const struct check_row *row)
+{
+    const cJSON *f = row->checks[CHECK_GPU].fields;
+    const cJSON *cnt = f ? cJSON_GetObjectItemCaseSensitive(f, "count") : NULL;
+    return cJSON_IsNumber(cnt) ? cnt->valueint : -1;
+}
+
+static void draw(struct controller *c)
+{
+    if (c->fe.on_tick) {
+        int ms = c->fe.on_tick(c->fe.ctx, c->job);
+        c->fe_due_ms = ms >= 0 ? mono_ms() + ms : 0;
+    }
+    c->drawn_generation = c->job->generation;
+}
+
+/* The check's loop calls this as hosts answer: the front end shows the table filling in. */
+static void preflight_progress(void *ctx, const struct check_report *r)
+{
+    struct controller *c = ctx;
+    if (!c->interactive) return; /* the headless printer shows the final table once */
+    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, r);
+    if (c->fe.on_tick) c->fe.on_tick(c->fe.ctx, c->job);
+}
+
+/* The fast checks of `ddptop check` (ssh, env, tcp refuse a launch; the others only warn).
+ * Returns false when the launch is refused. */
+static bool preflight(struct controller *c)
+{
+    struct check_report r;
+    size_t pass, warn, fail;
+    bool refused = false;
+    int *gpus;
+    char err[512];
+    c->job->state = JOB_CHECKING;
+    draw(c);
+    c->o.check.on_progress = preflight_progress;
+    c->o.check.progress_ctx = c;
+    check_collect(&c->o.check, c->hl, &r, false, false);
+    gpus = xcalloc(c->n, sizeof *gpus);
+    for (size_t i = 0; i < c->n && i < r.n; i++) {
+        const struct check_row *row = &r.rows[i];
+        gpus[i] = c->nodes[i].gpu_count = report_gpu_count(row);
+        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
+            row->checks[CHECK_TCP].status == CHECK_FAIL)
+            refused = true;
+    }
+    if (c->o.nproc_per_node < 0) {
+        struct job *nj = make_job(c, gpus, err, sizeof err);
+        bool same = nj && nj->n_ranks == c->job->n_ranks;
+        for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
+        if (nj && !same) {
+            job_free(c->job);
+            c->job = nj;
+            free(c->ranks);
+            c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
+            c->ev_head_seen = c->ev_count_seen = 0;
+        } else if (nj) {
+            job_free(nj);
+        }
+    }
+    free(gpus);
+    check_report_summary(&r, &pass, &warn, &fail);
+    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, &r);
+    job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
+                  pass == 1 ? "" : "s", warn, fail, refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
+    check_report_done(&r);
+    if (refused) {
+        c->job->state = JOB_CHECK_FAILED;
+        c->phase = PH_CHECK_FAILED;
+        if (!c->interactive) c->quit = true;
+    }
+    ctl_events_flush(c);
+    return !refused;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+static void timers(struct controller *c)
+{
+    int64_t now = mono_ms();
+    if (now >= c->next_ping_ms) {
+        c->next_ping_ms = now + PING_EVERY_MS;
+        for (size_t i = 0; i < c->n; i++) {
+            struct cnode *nd = &c->nodes[i];
+            int id;
+            if (!ctl_node_usable(nd)) continue;
+            /* while ranks run, hang_check watches the heartbeats (same 10 s) */
+            if (c->phase != PH_RUN && c->phase != PH_STOP && now - nd->last_msg_ms > HEARTBEAT_LOST_MS) {
+                ctl_node_lost(c, i, "no heartbeat for 10 s (network down, node hung or agent killed)");
+                continue;
+            }
+            ctl_send(c, i, ctl_request(c, "ping", &id));
+        }
+    }
+    if (now >= c->next_tick_ms) {
+        c->next_tick_ms = now + TICK_EVERY_MS;
+        if (c->phase == PH_RUN || c->phase == PH_STOP) {
+            /* stalls, stragglers and silent nodes; a node it found lost fails the job */
+            hang_check(c->job, &c->hang, now);
+            for (size_t i = 0; i < c->n; i++)
+                if (c->job->nodes[i].state == NODE_LOST && !c->nodes[i].lost)
+                    ctl_node_lost(c, i, c->job->nodes[i].error ? c->job->nodes[i].error : "no heartbeat for 10 s");
+        }
+        job_flush(c->job);
+    }
+}
+
+static int loop_timeout(struct controller *c, bool any_ssh)
+{
+    int64_t now = mono_ms(), wake = now + (any_ssh ? 100 : 1000);
+    if (c->more_lines) return 0;
+    if (c->next_ping_ms < wake) wake = c->next_ping_ms;
+    if (c->next_tick_ms < wake) wake = c->next_tick_ms;
+    if (c->phase == PH_STOP && c->stop_deadline_ms < wake) wake = c->stop_deadline_ms;
+    if (c->fe_due_ms && c->fe_due_ms < wake) wake = c->fe_due_ms;
+    for (size_t i = 0; i < c->n; i++) {
+        int64_t d = c->nodes[i].t ? transport_deadline_ms(c->nodes[i].t) : 0;
+        if (d && d < wake) wake = d;
+        if (c->nodes[i].hello_deadline_ms && !c->nodes[i].hello && c->nodes[i].hello_deadline_ms < wake)
+            wake = c->nodes[i].hello_deadline_ms;
+        if (c->nodes[i].hold_until_ms && c->nodes[i].hold_until_ms < wake) wake = c->nodes[i].hold_until_ms;
+    }
+    return wake > now ? (int)(wake - now) : 0;
+}
+
+static bool loop_done(const struct controller *c)
+{
+    return c->quit && (c->phase == PH_END || c->phase == PH_CHECK_FAILED || c->phase == PH_CHECK);
+}
+
+/* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
+ * more than the lines themselves (poll, recv and a context switch each time): after a wake-up
+ * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
+ * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
+#define COALESCE_MS 20
+/* A node that sent this much in one pass is streaming output, not trickling metrics. */
+#define STREAMING_BYTES 16384
+
+static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, int64_t *quiet_until_ms)
+{
+    size_t np = 0, first_node;
+    int in_fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1;
+    bool any_ssh = false;
+    int64_t now = mono_ms();
+    bool quiet = !c->more_lines && *quiet_until_ms > now;
+    int timeout;
+    uint64_t gen;
+    short *rev = xcalloc(c->n ? c->n : 1, sizeof *rev);
+    pfd[np++] = (struct pollfd){.fd = c->sig_pipe[0], .events = POLLIN};
+    if (in_fd >= 0) pfd[np++] = (struct pollfd){.fd = in_fd, .events = POLLIN};
+    first_node = np;
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        int k;
+        if (!nd->t || nd->queued) continue;
+        any_ssh = any_ssh || !c->o.local;
+        if (quiet) continue;
+        k = transport_pollfds(nd->t, &pfd[np], 2);
+        for (int m = 0; m < k; m++) owner[np++] = i;
+    }
+    timeout = loop_timeout(c, any_ssh);
+    if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
+    if (poll(pfd, np, timeout) < 0 && errno != EINTR) {
+        free(rev);
+        return;
+    }
+    if (pfd[0].revents) signals_read(c);
+    if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
+    for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;
+    /* After a quiet spell the next pass polls the agents first: stepping a connection without
+     * its revents would read only what libssh already buffered, and the SSH window would let
+     * a node send just a trickle per spell. */
+    if (!quiet) {
+        bool streaming = false;
+        gen = c->job->generation;
+        c->more_lines = false;
+        for (size_t i = 0; i < c->n; i++) {
+            struct cnode *nd = &c->nodes[i];
+            uint64_t before;
+            if (!nd->t || nd->queued) continue;
+            before = transport_bytes_in(nd->t);
+            transport_step(nd->t, rev[i]);
+            if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
+            ctl_agent_lines(c, i);
+        }
+        /* messages came: let the next ones gather (the model's generation moves on every one),
+         * unless a node is streaming: its SSH window would then cap it at a window a spell */
+        *quiet_until_ms = c->job->generation != gen && !streaming ? mono_ms() + COALESCE_MS : 0;
+    }
+    free(rev);
+    timers(c);
+    ctl_check_progress(c);
+    ctl_events_flush(c);
+    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) draw(c);
+}
+
+int controller_run(struct controller *c)
+{
+    struct pollfd *pfd = xcalloc(2 * c->n + 2, sizeof *pfd);
+    size_t *owner = xcalloc(2 * c->n + 2, sizeof *owner);
+    int64_t quiet_until_ms = 0;
+    int rc;
+    if (c->phase == PH_CHECK) {
+        if (c->o.local || c->o.no_check || preflight(c)) ctl_launch_begin(c);
+    }
+    if (signals_install(c) < 0) {
+        job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
+        ctl_events_flush(c);
+    }
+    c->next_ping_ms = c->next_tick_ms = mono_ms();
+    while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
+    /* agents exit on end of file; ranks were stopped (or the job ended) before we got here */
+    for (size_t i = 0; i < c->n; i++)
+        if (c->nodes[i].t) transport_close(c->nodes[i].t);
+    job_flush(c->job);
+    ctl_events_flush(c);
+    draw(c);
+    signals_restore(c);
+    rc = plan_exit_code(c->job->state);
+    free(pfd);
+    free(owner);
+    return rc;
+}
+
+/* ---- actions ------------------------------------------------------------------------------ */
+
+static void act_stacks(struct controller *c, int rank)
+{
+    struct job *j = c->job;
+    int node;
+    cJSON *m;
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    node = j->ranks[rank].node;
+    if (!ctl_node_usable(&c->nodes[node])) {
+        if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, j, rank, "stacks: the rank's node is not connected");
+        return;
+    }
+    m = ctl_request(c, "stacks", &c->nodes[node].stacks_id);
+    c->nodes[node].stacks_rank = rank;
+    cJSON_AddNumberToObject(m, "rank", rank);
+    ctl_send(c, (size_t)node, m);
+}
+
+void controller_act(struct controller *c, enum action a, int rank)
+{
+    switch (a) {
+    case ACT_NONE: break;
+    case ACT_STACKS: act_stacks(c, rank); break;
+    case ACT_LAUNCH_ANYWAY:
+        if (c->phase != PH_CHECK_FAILED) break;
+        job_event_add(c->job, EV_INFO, -1, -1, "launching despite the preflight");
+        ctl_launch_begin(c);
+        break;
+    case ACT_RESTART:
+        if (c->phase == PH_RUN) {
+            job_event_add(c->job, EV_STOP, -1, -1, "restart asked for: stopping every rank");
+            ctl_begin_stop(c, JOB_RESTARTING, JOB_STOPPED, AFTER_RESTART, false);
+        } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
+            c->after = AFTER_RESTART;
+            c->job->state = JOB_RESTARTING;
+        } else if (c->phase == PH_END && !c->quit) {
+            ctl_restart(c, "asked for");
+        } else if (c->phase == PH_CHECK_FAILED) {
+            controller_act(c, ACT_LAUNCH_ANYWAY, -1);
+        }
+        break;
+    case ACT_STOP:
+        if (c->phase == PH_RUN) {
+            job_event_add(c->job, EV_STOP, -1, -1, "stop asked for: stopping every rank");
+            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_END, false);
+        } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
+            c->after = AFTER_END;
+            c->auto_restart = false;
+        } else if (c->phase == PH_CONNECT) {
+            ctl_finish(c, JOB_STOPPED);
+        }
+        break;
+    case ACT_QUIT:
+        if (c->phase == PH_RUN) {
+            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_QUIT, false);
+        } else if (c->phase == PH_STOP) {
+            c->after = AFTER_QUIT;
+            c->auto_restart = false;
+            if (c->job->state == JOB_RESTARTING) c->job->state = JOB_STOPPING;
+        } else if (c->phase == PH_CONNECT) {
+            c->quit = true;
+            ctl_finish(c, JOB_STOPPED);
+        } else {
+            c->quit = true;
+        }
+        break;
+    }
+}

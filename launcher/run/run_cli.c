@@ -1,0 +1,197 @@
+/* Command line of `ddptop run` (run_cli.h). Every value is checked here so that a typo is a
+ * usage error (exit 2) before anything connects. */
+#include "run_cli.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_cli.h"
+#include "job/metrics_parse.h"
+#include "job/plan.h"
+#include "util/util.h"
+
+static int add_export(struct run_opts *o, const char *re, char *err, size_t errlen)
+{
+    regex_t r;
+    char *pat = xasprintf("^(%s)$", re);
+    int e = regcomp(&r, pat, REG_EXTENDED | REG_NOSUB);
+    free(pat);
+    if (e) return cli_fail(err, errlen, "--export '%s' is not a valid extended regular expression", re);
+    regfree(&r);
+    o->export_regex = xrealloc(o->export_regex, (o->n_export + 1) * sizeof *o->export_regex);
+    o->export_regex[o->n_export++] = re;
+    return 0;
+}
+
+void run_cli_usage(FILE *f)
+{
+    fputs("usage: ddptop run [HOSTFILE] [options] [-- CMD ARGS...]\n"
+          "       ddptop run --slurm|--pbs [options] [-- CMD ARGS...]\n"
+          "Launches CMD (default: ddptop-train, resuming from a snapshot in the log directory) on\n"
+          "every node of HOSTFILE, or on this machine without one, with torchrun's environment;\n"
+          "streams every rank's output, stops everything when a rank fails, restarts if asked.\n"
+          "\n"
+          "  --nproc-per-node N|gpu  ranks per node (default: the hostfile's slots, else 1;\n"
+          "                       gpu: the node's GPU count as the preflight found it)\n"
+          "  --master-port P      rendezvous port on the first node (default 29500)\n"
+          "  --max-restarts N     restart the whole job up to N times after a failure (default 0)\n"
+          "  --log-dir DIR        logs go to DIR/RUN_ID/ (default ./ddptop-logs)\n"
+          "  --run-id ID          name of the run (default: date-time-random)\n"
+          "  --env K=V            set K for every rank (repeatable; hostfile keys win)\n"
+          "  --export REGEX       forward the controller's variables whose name matches (repeatable)\n"
+          "  --workdir DIR        directory the ranks start in (default: the current one's path)\n"
+          "  --hang-timeout SEC   a rank whose step stands still this long is stalled (default 300, 0 off)\n"
+          "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
+          "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
+          "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
+          "  --headless           print lines instead of the dashboard (also when stdout is no terminal)\n"
+          "  --no-check           skip the preflight checks (ssh, env, tcp)\n"
+          "  --fanout N           hosts connecting at once (default 64)\n"
+          "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
+          "  --pbs                hosts from PBS_NODEFILE\n"
+          "  -v, --verbose        more messages on stderr\n"
+          "  -h, --help           this text\n",
+          f);
+    ssh_cli_usage(f);
+    fputs("\nExit status: 0 every rank succeeded, 1 the job failed (or was interrupted), 2 usage or\n"
+          "configuration error, 3 the preflight refused the launch. See docs/run.md.\n",
+          f);
+}
+
+#define VALUE(name)                                                                          \
+    ((rc = cli_opt_value(argc, argv, &i, name, NULL, &val)) < 0                                        \
+         ? cli_fail(err, errlen, "%s needs a value (see ddptop run --help)", name) : rc)
+
+/* One option at argv[i]: 1 consumed, 0 unknown, -1 error. */
+static int run_option(int argc, char **argv, int *ip, struct run_opts *o, bool *slurm, bool *pbs, char *err,
+                      size_t errlen)
+{
+    const char *a = argv[*ip], *val = NULL;
+    int i = *ip, rc;
+    if (strcmp(a, "--headless") == 0) o->headless = true;
+    else if (strcmp(a, "--no-check") == 0) o->no_check = true;
+    else if (strcmp(a, "--slurm") == 0) *slurm = true;
+    else if (strcmp(a, "--pbs") == 0) *pbs = true;
+    else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
+    else if (strcmp(a, "-vv") == 0) o->verbose += 2;
+    else if ((rc = VALUE("--nproc-per-node")) != 0) {
+        if (rc < 0) return -1;
+        if (strcmp(val, "gpu") == 0) o->nproc_per_node = -1;
+        else if (cli_parse_int("--nproc-per-node", val, 1, 4096, &o->nproc_per_node, err, errlen) < 0) {
+            snprintf(err, errlen, "--nproc-per-node wants a number from 1 to 4096 or 'gpu', not '%s'", val);
+            return -1;
+        }
+    } else if ((rc = VALUE("--master-port")) != 0) {
+        if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--max-restarts")) != 0) {
+        if (rc < 0 || cli_parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--hang-timeout")) != 0) {
+        if (rc < 0 || cli_parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--term-timeout")) != 0) {
+        if (rc < 0 || cli_parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--straggler-steps")) != 0) {
+        if (rc < 0 || cli_parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--fanout")) != 0) {
+        if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->check.fanout, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--log-dir")) != 0) {
+        if (rc < 0) return -1;
+        if (!*val) return cli_fail(err, errlen, "--log-dir wants a directory");
+        o->log_dir = val;
+    } else if ((rc = VALUE("--workdir")) != 0) {
+        if (rc < 0) return -1;
+        if (!*val) return cli_fail(err, errlen, "--workdir wants a directory");
+        o->workdir = val;
+    } else if ((rc = VALUE("--run-id")) != 0) {
+        if (rc < 0) return -1;
+        if (!plan_run_id_valid(val))
+            return cli_fail(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", val);
+        o->run_id = val;
+    } else if ((rc = VALUE("--env")) != 0) {
+        if (rc < 0 || check_opts_add_env(&o->check, val, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--export")) != 0) {
+        if (rc < 0 || add_export(o, val, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--loss-regex")) != 0) {
+        struct metrics_parser *p;
+        if (rc < 0) return -1;
+        p = metrics_parser_new(val, err, errlen);
+        if (!p) return -1;
+        metrics_parser_free(p);
+        o->loss_regex = val;
+    } else {
+        return 0;
+    }
+    *ip = i;
+    return 1;
+}
+
+int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen)
+{
+    const char *hostfile = NULL;
+    bool slurm = false, pbs = false;
+    int rc;
+    run_opts_init(o);
+    memset(hl, 0, sizeof *hl);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            o->check.cmd = argv + i + 1;
+            o->check.n_cmd = (size_t)(argc - i - 1);
+            if (!o->check.n_cmd) return cli_fail(err, errlen, "nothing after --: give the command or drop the --");
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            run_cli_usage(stdout);
+            return 1;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (hostfile)
+                return cli_fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
+            hostfile = a;
+            continue;
+        }
+        rc = ssh_cli_option(argc, argv, &i, &o->check.ssh, err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
+        rc = run_option(argc, argv, &i, o, &slurm, &pbs, err, errlen);
+        if (rc < 0) return -1;
+        if (rc == 0) return cli_fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
+    }
+    o->check.verbose = o->verbose;
+    o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
+    if ((hostfile != NULL) + slurm + pbs > 1) return cli_fail(err, errlen, "give only one of HOSTFILE, --slurm and --pbs");
+    if (!hostfile && !slurm && !pbs) {
+        o->local = true;
+        return 0;
+    }
+    if (slurm) rc = hostfile_from_slurm(hl, err, errlen);
+    else if (pbs) rc = hostfile_from_pbs(hl, err, errlen);
+    else rc = hostfile_parse(hostfile, hl, err, errlen);
+    if (rc < 0) return -1;
+    if (hl->n == 0)
+        return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+    o->check.ssh.agent_local = ssh_cli_local_agent();
+    return 0;
+}
+
+int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl))
+{
+    struct run_opts o;
+    struct hostlist hl;
+    char err[1024] = "";
+    int rc = run_cli_parse(argc, argv, &o, &hl, err, sizeof err);
+    if (rc == 0) {
+        rc = runner(&o, o.local ? NULL : &hl);
+    } else if (rc == 1) {
+        rc = 0;
+    } else {
+        fprintf(stderr, "ddptop run: %s\n", err);
+        rc = 2;
+    }
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    return rc;
+}

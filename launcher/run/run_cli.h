@@ -1,0 +1,23 @@
+/* Command line of `ddptop run` (and of plain `ddptop [HOSTFILE] [-- CMD]`): options in any
+ * order around an optional HOSTFILE (or --slurm / --pbs), the command after "--". The SSH
+ * options are check's (ssh_cli_option). Documented in docs/run.md. */
+#ifndef DDPTOP_RUN_CLI_H
+#define DDPTOP_RUN_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "controller.h"
+#include "hosts/hostfile.h"
+
+/* Parses the arguments after "run". Returns 0 (run: *o and *hl filled; o->local without
+ * hosts), 1 (--help was printed), or -1 (usage or hostfile error: message in err, exit 2).
+ * Either way the caller calls run_opts_done(o) and hostlist_free(hl). */
+int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen);
+void run_cli_usage(FILE *f);
+
+/* Parses, then hands the options to `runner` (the headless printer or the dashboard, which
+ * live in tui/). Returns the process exit code: runner's, 0 after --help, 2 on a usage error. */
+int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl));
+
+#endif

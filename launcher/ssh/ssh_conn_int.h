@@ -1,0 +1,83 @@
+/* Internals of the SSH transport shared by ssh_conn.c (state machine, host keys),
+ * ssh_conn_net.c (resolve, TCP connect, authentication) and ssh_deploy.c (exec channel,
+ * agent probe and upload). Not for other modules: they use ssh_conn.h. */
+#ifndef DDPTOP_SSH_CONN_INT_H
+#define DDPTOP_SSH_CONN_INT_H
+
+#include <netdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+
+#include "ssh_conn.h"
+#include "util/util.h"
+
+struct gai_req;
+
+struct ssh_conn {
+    const struct host *h;
+    const struct ssh_conn_opts *o;
+    enum ssh_conn_state state;
+    int64_t deadline_ms;
+    char *err, *hint;
+
+    ssh_session session;
+    char *address;             /* HostName after the ssh config */
+    int port;
+    char *user;
+    char *known_hosts;
+    bool proxy;                /* ProxyCommand: libssh connects */
+    bool accepted_new;
+
+    /* resolve + connect */
+    struct gai_req *gai;       /* async lookup in flight (leaked if it cannot be cancelled) */
+    char port_str[16];
+    struct addrinfo *ai_head, *ai_next;
+    int fd;
+    bool fd_given;             /* handed to libssh, which closes it */
+    char connect_err[128];
+
+    /* authentication */
+    struct ssh_callbacks_struct cb;
+    bool tried_agent;          /* SSH_AUTH_SOCK was set: publickey_auto asks the agent first */
+    struct strbuf tried;       /* key files offered: "/root/.ssh/id_ed25519, ..." */
+    bool passphrase_needed;
+
+    /* exec channel: probe, then agent */
+    ssh_channel channel;
+    int exec_stage;            /* 0: open the session channel, 1: request exec */
+    char *exec_cmd;
+    bool probe_done_once;      /* the probe said "absent" once (we uploaded) */
+    bool uploaded;
+    char *remote_dir;
+    struct strbuf in, out, errtail;
+    size_t in_off;             /* bytes of in already returned as lines */
+    uint64_t bytes_in;         /* agent output received, in all */
+
+    /* upload thread */
+    pthread_t upload_tid;
+    bool upload_running;
+    bool upload_timed_out;
+    int upload_pipe[2];
+    char *upload_err;
+};
+
+void ssh_conn_fail(struct ssh_conn *c, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ssh_conn_teardown(struct ssh_conn *c);
+
+void ssh_conn_resolve_begin(struct ssh_conn *c);
+void ssh_conn_resolve_poll(struct ssh_conn *c);
+void ssh_conn_resolve_cancel(struct ssh_conn *c);
+void ssh_conn_connect_next(struct ssh_conn *c);
+void ssh_conn_auth_begin(struct ssh_conn *c);
+void ssh_conn_auth_step(struct ssh_conn *c);
+
+void ssh_conn_exec_begin(struct ssh_conn *c);
+void ssh_conn_exec_step(struct ssh_conn *c);
+void ssh_conn_channel_io(struct ssh_conn *c);
+void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
+
+#endif

@@ -1,0 +1,405 @@
+/* SSH transport, last stages: the exec channel that starts ddptop-agent, and deploying the
+ * agent when the node lacks it. One remote sh command both probes and starts: it execs the
+ * agent when a copy for our version, protocol and architecture is there, else it prints
+ * "ddptop-probe ARCH absent DIR", and we upload our own copy by SFTP and run it again.
+ *
+ * libssh's SFTP API is blocking only. Rather than stall the poll loop (and every other host)
+ * during an upload, a short-lived thread owns the session until the upload is done and then
+ * writes one byte to a pipe that the poll loop watches; the loop does not touch that session
+ * meanwhile. */
+#include "ssh_conn_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <libssh/sftp.h>
+#include <cJSON.h>
+#include <dlfcn.h>
+
+#include "hosts/hostfile.h"
+#include "wire/protocol.h"
+#include "util/version.h"
+
+static const char *our_arch(void)
+{
+    static struct utsname u;
+    if (!u.machine[0] && uname(&u) < 0) return "unknown";
+    return u.machine;
+}
+
+static char *agent_name(void)
+{
+    return xasprintf(AGENT_REMOTE_NAME_FMT, DDPTOP_VERSION, PROTOCOL_VERSION, our_arch());
+}
+
+/* "~" and "~/x" are expanded by the remote shell through $HOME; everything else is quoted. */
+static void add_remote_dir(struct strbuf *sb, const char *dir)
+{
+    if (strcmp(dir, "~") == 0) {
+        strbuf_adds(sb, "\"$HOME\"");
+    } else if (strncmp(dir, "~/", 2) == 0) {
+        strbuf_adds(sb, "\"$HOME\"/");
+        strbuf_add_shell_quoted(sb, dir + 2);
+    } else {
+        strbuf_add_shell_quoted(sb, dir);
+    }
+}
+
+char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char *arch)
+{
+    struct strbuf script, cmd;
+    strbuf_init(&script);
+    strbuf_adds(&script, "d=");
+    add_remote_dir(&script, agent_dir);
+    strbuf_adds(&script, "; n=");
+    strbuf_add_shell_quoted(&script, name);
+    strbuf_adds(&script, "; a=$(uname -m); if [ \"$a\" = ");
+    strbuf_add_shell_quoted(&script, arch);
+    strbuf_adds(&script, " ]; then [ -x \"$d/$n\" ] && [ -r \"$d/" AGENT_BUNDLED_LIB "\" ] && "
+                         "exec \"$d/$n\"; mkdir -p \"$d\"; fi; "
+                         "printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
+    /* the login shell may not be POSIX (fish, csh): run the script with sh */
+    strbuf_init(&cmd);
+    strbuf_adds(&cmd, "exec sh -c ");
+    strbuf_add_shell_quoted(&cmd, script.buf);
+    strbuf_done(&script);
+    return cmd.buf;
+}
+
+void ssh_conn_exec_begin(struct ssh_conn *c)
+{
+    if (!c->exec_cmd) {
+        char *name = agent_name();
+        c->exec_cmd = ssh_conn_probe_command(c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR,
+                                             name, our_arch());
+        free(name);
+    }
+    c->exec_stage = 0;
+    c->state = SSH_CONN_EXEC;
+    c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 1000;
+}
+
+void ssh_conn_exec_step(struct ssh_conn *c)
+{
+    int rc;
+    if (!c->channel) {
+        c->channel = ssh_channel_new(c->session);
+        if (!c->channel) {
+            ssh_conn_fail(c, NULL, "cannot open a channel to %s: %s", c->h->name, ssh_get_error(c->session));
+            return;
+        }
+    }
+    if (c->exec_stage == 0) {
+        rc = ssh_channel_open_session(c->channel);
+        if (rc == SSH_AGAIN) return;
+        if (rc != SSH_OK) {
+            ssh_conn_fail(c, "check MaxSessions and ForceCommand in the node's sshd_config",
+                          "cannot open a session channel on %s: %s", c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        c->exec_stage = 1;
+    }
+    rc = ssh_channel_request_exec(c->channel, c->exec_cmd);
+    if (rc == SSH_AGAIN) return;
+    if (rc != SSH_OK) {
+        ssh_conn_fail(c, "check that the node's sshd allows running commands",
+                      "cannot run a command on %s: %s", c->h->name, ssh_get_error(c->session));
+        return;
+    }
+    c->state = SSH_CONN_PROBING;
+}
+
+static void *upload_thread(void *arg);
+
+static void upload_begin(struct ssh_conn *c, const char *remote_dir)
+{
+    const char *local = c->o->agent_local;
+    free(c->remote_dir);
+    c->remote_dir = xstrdup(remote_dir);
+    ssh_channel_free(c->channel); /* the probe's channel: the shell already exited */
+    c->channel = NULL;
+    if (!local || access(local, R_OK) != 0) {
+        ssh_conn_fail(c, "build it next to ddptop with make, or install it on the node by hand",
+                      "ddptop-agent is not on %s and there is no local copy to upload (looked for %s)",
+                      c->h->name, local ? local : "ddptop-agent next to ddptop");
+        return;
+    }
+    if (pipe2(c->upload_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        ssh_conn_fail(c, NULL, "pipe: %s", strerror(errno));
+        return;
+    }
+    c->state = SSH_CONN_UPLOADING;
+    c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 3000;
+    c->upload_running = true;
+    if (pthread_create(&c->upload_tid, NULL, upload_thread, c) != 0) {
+        c->upload_running = false;
+        ssh_conn_fail(c, NULL, "cannot start the upload thread");
+    }
+}
+
+/* Handles "ddptop-probe ARCH absent DIR"; returns false when the first line is not one. */
+static bool handle_probe_line(struct ssh_conn *c, const char *line)
+{
+    char arch[64];
+    int off = 0;
+    if (sscanf(line, "ddptop-probe %63s absent %n", arch, &off) != 1 || off == 0) return false;
+    if (strcmp(arch, our_arch()) != 0) {
+        ssh_conn_fail(c, "run ddptop from a machine of the node's architecture",
+                      "%s is %s but this ddptop is %s: its agent cannot run there", c->h->name, arch,
+                      our_arch());
+    } else if (c->probe_done_once) {
+        ssh_conn_fail(c, "check that the agent dir is writable and not mounted noexec (--agent-dir)",
+                      "ddptop-agent was uploaded to %s:%s but cannot be run from there", c->h->name,
+                      line + off);
+    } else {
+        upload_begin(c, line + off);
+    }
+    return true;
+}
+
+static void read_stream(struct ssh_conn *c, int is_stderr)
+{
+    char buf[16384];
+    for (;;) {
+        if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
+        int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, is_stderr);
+        if (n == SSH_ERROR) {
+            ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
+                          c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        if (n <= 0) return;
+        if (is_stderr) {
+            strbuf_add(&c->errtail, buf, (size_t)n);
+            if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
+        } else {
+            strbuf_add(&c->in, buf, (size_t)n);
+            c->bytes_in += (uint64_t)n;
+        }
+    }
+}
+
+/* Unread agent output: at most PROTOCOL_BACKLOG_MAX before we stop reading the channel (the
+ * SSH window then stops the agent, and the agent stops its ranks' pipes). */
+static size_t backlog(const struct ssh_conn *c)
+{
+    return c->in.len - c->in_off;
+}
+
+static const char *errtail_line(struct ssh_conn *c)
+{
+    /* the last non-empty line of the remote stderr, for a one-line message */
+    while (c->errtail.len && (c->errtail.buf[c->errtail.len - 1] == '\n' ||
+                              c->errtail.buf[c->errtail.len - 1] == '\r'))
+        c->errtail.buf[--c->errtail.len] = '\0';
+    if (!c->errtail.len) return "";
+    const char *nl = strrchr(c->errtail.buf, '\n');
+    return nl ? nl + 1 : c->errtail.buf;
+}
+
+void ssh_conn_channel_io(struct ssh_conn *c)
+{
+    while (c->out.len) {
+        int n = ssh_channel_write(c->channel, c->out.buf, (uint32_t)c->out.len);
+        if (n == SSH_ERROR) {
+            ssh_conn_fail(c, NULL, "lost the connection to %s: %s", c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        if (n <= 0) break;
+        strbuf_consume(&c->out, (size_t)n);
+    }
+    read_stream(c, 0);
+    if (c->state == SSH_CONN_FAILED) return;
+    read_stream(c, 1);
+    if (c->state == SSH_CONN_FAILED) return;
+    if (c->state == SSH_CONN_PROBING) {
+        char *nl = c->in.len ? memchr(c->in.buf, '\n', c->in.len) : NULL;
+        if (nl) {
+            *nl = '\0';
+            if (handle_probe_line(c, c->in.buf)) {
+                strbuf_reset(&c->in);
+                c->in_off = 0;
+                return;
+            }
+            *nl = '\n';
+            c->state = SSH_CONN_READY; /* the agent's first line (hello) stays queued */
+        }
+    }
+    if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
+    if (backlog(c) > PROTOCOL_MAX_LINE && !memchr(c->in.buf + c->in_off, '\n', backlog(c))) {
+        ssh_conn_fail(c, NULL, "ddptop-agent on %s sent a line longer than %d bytes", c->h->name,
+                      PROTOCOL_MAX_LINE);
+        return;
+    }
+    if (ssh_channel_is_eof(c->channel) || ssh_channel_is_closed(c->channel)) {
+        int status = ssh_channel_is_closed(c->channel) ? ssh_channel_get_exit_status(c->channel) : -1;
+        const char *tail = errtail_line(c);
+        if (c->state == SSH_CONN_PROBING) {
+            ssh_conn_fail(c, "run the agent by hand with ssh to see why",
+                          "starting ddptop-agent on %s failed (exit status %d)%s%s", c->h->name, status,
+                          *tail ? ": " : "", tail);
+        } else if (c->state == SSH_CONN_READY && !(backlog(c) && memchr(c->in.buf + c->in_off, '\n', backlog(c)))) {
+            /* lines already received stay readable; the caller sees CLOSED after them */
+            free(c->err);
+            c->err = xasprintf("ddptop-agent on %s exited (status %d)%s%s", c->h->name, status,
+                               *tail ? ": " : "", tail);
+            c->state = SSH_CONN_CLOSED;
+            ssh_conn_teardown(c);
+        }
+    }
+}
+
+/* Copies local to remote_dir/name over sftp: a private temporary name, then a rename, so
+ * nodes sharing the directory never see a half-written file, and the loser of a race keeps
+ * the winner's identical copy. Returns NULL or a malloc'd error. */
+static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *local,
+                         const char *name, mode_t mode)
+{
+    char *final = xasprintf("%s/%s", c->remote_dir, name);
+    char host[64] = "";
+    char *tmp, *err = NULL;
+    char buf[32768];
+    sftp_file f = NULL;
+    int in = -1;
+    ssize_t n;
+
+    gethostname(host, sizeof host - 1);
+    tmp = xasprintf("%s/.%s.tmp-%s-%d-%p", c->remote_dir, name, host, (int)getpid(), (void *)c);
+    in = open(local, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        err = xasprintf("cannot read %s: %s", local, strerror(errno));
+        goto out;
+    }
+    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
+    if (!f) {
+        err = xasprintf("cannot create %s:%s: %s", c->h->name, tmp, ssh_get_error(c->session));
+        goto out;
+    }
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        if (sftp_write(f, buf, (size_t)n) != n) {
+            err = xasprintf("writing %s:%s failed: %s", c->h->name, tmp, ssh_get_error(c->session));
+            goto out;
+        }
+    }
+    if (n < 0) {
+        err = xasprintf("cannot read %s: %s", local, strerror(errno));
+        goto out;
+    }
+    sftp_close(f);
+    f = NULL;
+    if (sftp_rename(sftp, tmp, final) != 0) {
+        sftp_attributes a = sftp_stat(sftp, final);
+        if (!a) err = xasprintf("cannot rename %s to %s on %s: %s", tmp, final, c->h->name,
+                                ssh_get_error(c->session));
+        sftp_attributes_free(a);
+        sftp_unlink(sftp, tmp);
+    }
+out:
+    if (f) {
+        sftp_close(f);
+        sftp_unlink(sftp, tmp);
+    }
+    if (in >= 0) close(in);
+    free(tmp);
+    free(final);
+    return err;
+}
+
+/* The cJSON shared library as loaded into this process: the agent is linked against the same
+ * one and finds the uploaded copy beside itself (RUNPATH $ORIGIN), so a node needs no cJSON. */
+static const char *bundled_lib_path(void)
+{
+    Dl_info info;
+    if (dladdr((void *)cJSON_Version, &info) && info.dli_fname && info.dli_fname[0] == '/')
+        return info.dli_fname;
+    return NULL;
+}
+
+static char *upload(struct ssh_conn *c)
+{
+    char *name = agent_name(), *err = NULL;
+    const char *lib = bundled_lib_path();
+    sftp_session sftp = sftp_new(c->session);
+    if (!sftp || sftp_init(sftp) != SSH_OK) {
+        err = xasprintf("cannot start SFTP on %s (is the sftp subsystem enabled in sshd_config?): %s",
+                        c->h->name, ssh_get_error(c->session));
+    } else if (!lib) {
+        err = xasprintf("cannot find the local %s to upload beside the agent", AGENT_BUNDLED_LIB);
+    } else {
+        err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
+        if (!err) err = upload_file(c, sftp, c->o->agent_local, name, S_IRWXU);
+    }
+    if (sftp) sftp_free(sftp);
+    free(name);
+    return err;
+}
+
+static void *upload_thread(void *arg)
+{
+    struct ssh_conn *c = arg;
+    long t = c->o->timeout_s * 3L;
+    ssh_options_set(c->session, SSH_OPTIONS_TIMEOUT, &t);
+    ssh_set_blocking(c->session, 1);
+    c->upload_err = upload(c);
+    ssh_set_blocking(c->session, 0);
+    /* pthread_join in the poll loop orders these writes before the loop reads them */
+    if (write(c->upload_pipe[1], "x", 1) < 0) { /* the loop's deadline still ends the wait */ }
+    return NULL;
+}
+
+void ssh_conn_upload_poll(struct ssh_conn *c, short revents)
+{
+    char b;
+    if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
+    if (read(c->upload_pipe[0], &b, 1) != 1) return;
+    pthread_join(c->upload_tid, NULL);
+    c->upload_running = false;
+    close(c->upload_pipe[0]);
+    close(c->upload_pipe[1]);
+    c->upload_pipe[0] = c->upload_pipe[1] = -1;
+    if (c->upload_timed_out) {
+        ssh_conn_fail(c, "check the link to the node, or install the agent there by hand",
+                      "uploading ddptop-agent to %s timed out", c->h->name);
+    } else if (c->upload_err) {
+        ssh_conn_fail(c, "check that --agent-dir is writable on the node", "%s", c->upload_err);
+    } else {
+        c->uploaded = true;
+        c->probe_done_once = true;
+        ssh_conn_exec_begin(c);
+    }
+}
+
+void ssh_conn_send_line(struct ssh_conn *c, const char *line)
+{
+    strbuf_adds(&c->out, line);
+    strbuf_add(&c->out, "\n", 1);
+    if (c->state == SSH_CONN_READY) ssh_conn_channel_io(c);
+}
+
+uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)
+{
+    return c->bytes_in;
+}
+
+char *ssh_conn_next_line(struct ssh_conn *c)
+{
+    if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return NULL;
+    return strbuf_take_line(&c->in, &c->in_off);
+}
+
+void ssh_conn_close(struct ssh_conn *c)
+{
+    if (c->upload_running) return;
+    if (c->channel && c->state == SSH_CONN_READY) {
+        ssh_channel_send_eof(c->channel); /* the agent exits at end of its stdin */
+        ssh_channel_close(c->channel);
+    }
+    ssh_conn_teardown(c);
+    if (c->state != SSH_CONN_FAILED) c->state = SSH_CONN_CLOSED;
+}

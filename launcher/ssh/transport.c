@@ -1,0 +1,321 @@
+/* Transports to a node's agent (transport.h): a thin veneer over ssh_conn for hosts, and a
+ * local child on two pipes for the embedded default (no hostfile). The local agent runs in
+ * its own process group so a Ctrl-C at the terminal reaches only ddptop, which then stops the
+ * ranks in order; if ddptop dies instead, the agent sees end of file on its stdin and kills
+ * its ranks (docs/protocol.md). */
+#include "transport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire/protocol.h"
+#include "util/util.h"
+
+struct transport {
+    bool local;
+    struct ssh_conn *ssh;
+
+    /* local child */
+    char *agent_path, *stderr_path;
+    pid_t pid;
+    bool reaped;
+    int status;
+    int to_fd, from_fd;          /* its stdin (we write), its stdout (we read) */
+    enum transport_state state;
+    struct strbuf in, out;
+    size_t in_off;               /* lines before this offset were handed out */
+    uint64_t bytes_in;           /* agent output received, in all */
+    char *err;
+};
+
+struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_opts *o)
+{
+    struct transport *t = xcalloc(1, sizeof *t);
+    t->ssh = ssh_conn_new(h, o);
+    t->to_fd = t->from_fd = -1;
+    return t;
+}
+
+struct transport *transport_local_new(const char *agent_path, const char *stderr_path)
+{
+    struct transport *t = xcalloc(1, sizeof *t);
+    t->local = true;
+    t->agent_path = xstrdup(agent_path);
+    t->stderr_path = stderr_path ? xstrdup(stderr_path) : NULL;
+    t->to_fd = t->from_fd = -1;
+    t->state = TRANSPORT_CONNECTING;
+    return t;
+}
+
+static void local_fail(struct transport *t, enum transport_state st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void local_fail(struct transport *t, enum transport_state st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    free(t->err);
+    t->err = xvasprintf(fmt, ap);
+    va_end(ap);
+    t->state = st;
+    if (t->to_fd >= 0) close(t->to_fd);
+    t->to_fd = -1;
+}
+
+static void local_reap(struct transport *t)
+{
+    if (t->pid > 0 && !t->reaped && waitpid(t->pid, &t->status, WNOHANG) == t->pid) t->reaped = true;
+}
+
+static void child_exec(struct transport *t, int in_rd, int out_wr)
+{
+    sigset_t none;
+    int efd = open(t->stderr_path ? t->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    setpgid(0, 0);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0) _exit(127);
+    if (efd >= 0) dup2(efd, 2);
+    close_range(3, ~0U, 0);
+    execl(t->agent_path, t->agent_path, (char *)NULL);
+    dprintf(2, "ddptop: cannot execute %s: %s\n", t->agent_path, strerror(errno));
+    _exit(127);
+}
+
+static void local_start(struct transport *t)
+{
+    int in[2], out[2];
+    if (access(t->agent_path, X_OK) != 0) {
+        local_fail(t, TRANSPORT_FAILED, "cannot execute %s: %s (build it: make)", t->agent_path, strerror(errno));
+        return;
+    }
+    if (pipe2(in, O_CLOEXEC) < 0) {
+        local_fail(t, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
+        return;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        local_fail(t, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
+        return;
+    }
+    t->pid = fork();
+    if (t->pid == 0) child_exec(t, in[0], out[1]);
+    close(in[0]);
+    close(out[1]);
+    if (t->pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        local_fail(t, TRANSPORT_FAILED, "fork: %s", strerror(errno));
+        return;
+    }
+    setpgid(t->pid, t->pid); /* also here: no race with a signal sent right after fork */
+    t->to_fd = in[1];
+    t->from_fd = out[0];
+    fd_set_nonblock(t->to_fd);
+    fd_set_nonblock(t->from_fd);
+    t->state = TRANSPORT_READY;
+}
+
+void transport_start(struct transport *t)
+{
+    if (t->local) local_start(t);
+    else ssh_conn_start(t->ssh);
+}
+
+int transport_pollfds(struct transport *t, struct pollfd *p, int max)
+{
+    int n = 0;
+    if (!t->local) return max > 0 && ssh_conn_pollfd(t->ssh, p) ? 1 : 0;
+    if (t->from_fd >= 0 && n < max && t->in.len - t->in_off < PROTOCOL_BACKLOG_MAX)
+        p[n++] = (struct pollfd){.fd = t->from_fd, .events = POLLIN};
+    if (t->to_fd >= 0 && t->out.len && n < max) p[n++] = (struct pollfd){.fd = t->to_fd, .events = POLLOUT};
+    return n;
+}
+
+static void local_flush(struct transport *t)
+{
+    while (t->to_fd >= 0 && t->out.len) {
+        ssize_t w = write(t->to_fd, t->out.buf, t->out.len);
+        if (w > 0) {
+            strbuf_consume(&t->out, (size_t)w);
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else {
+            if (w < 0 && errno != EAGAIN) {
+                /* the agent is gone; its output (and its exit status) tells the rest */
+                close(t->to_fd);
+                t->to_fd = -1;
+                strbuf_reset(&t->out);
+            }
+            return;
+        }
+    }
+}
+
+static void local_read(struct transport *t)
+{
+    char buf[65536];
+    for (int rounds = 0; t->from_fd >= 0 && rounds < 64; rounds++) {
+        if (t->in.len - t->in_off >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
+        ssize_t r = read(t->from_fd, buf, sizeof buf);
+        if (r > 0) {
+            strbuf_add(&t->in, buf, (size_t)r);
+            t->bytes_in += (uint64_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) return;
+        close(t->from_fd);
+        t->from_fd = -1;
+    }
+}
+
+static void local_closed(struct transport *t)
+{
+    char why[160];
+    local_reap(t);
+    if (!t->reaped) snprintf(why, sizeof why, "the local agent closed its output");
+    else if (WIFSIGNALED(t->status))
+        snprintf(why, sizeof why, "the local agent was killed by signal %d (%s)", WTERMSIG(t->status),
+                 strsignal(WTERMSIG(t->status)));
+    else snprintf(why, sizeof why, "the local agent exited with status %d", WEXITSTATUS(t->status));
+    local_fail(t, TRANSPORT_CLOSED, "%s", why);
+}
+
+void transport_step(struct transport *t, short revents)
+{
+    (void)revents;
+    if (!t->local) {
+        ssh_conn_step(t->ssh, revents);
+        return;
+    }
+    if (t->state != TRANSPORT_READY) {
+        local_reap(t);
+        return;
+    }
+    local_flush(t);
+    local_read(t);
+    /* the agent exited: report it once its last lines were taken */
+    if (t->from_fd < 0 && t->in_off >= t->in.len) local_closed(t);
+}
+
+int64_t transport_deadline_ms(const struct transport *t)
+{
+    return t->local ? 0 : ssh_conn_deadline_ms(t->ssh);
+}
+
+enum transport_state transport_state(const struct transport *t)
+{
+    if (t->local) return t->state;
+    switch (ssh_conn_state(t->ssh)) {
+    case SSH_CONN_READY: return TRANSPORT_READY;
+    case SSH_CONN_CLOSED: return TRANSPORT_CLOSED;
+    case SSH_CONN_FAILED: return TRANSPORT_FAILED;
+    default: return TRANSPORT_CONNECTING;
+    }
+}
+
+bool transport_connecting(const struct transport *t)
+{
+    return t->local ? t->state == TRANSPORT_CONNECTING : ssh_conn_connecting(t->ssh);
+}
+
+const char *transport_error(const struct transport *t)
+{
+    return t->local ? t->err : ssh_conn_error(t->ssh);
+}
+
+const char *transport_hint(const struct transport *t)
+{
+    return t->local ? NULL : ssh_conn_hint(t->ssh);
+}
+
+const char *transport_address(const struct transport *t)
+{
+    const char *a = t->local ? NULL : ssh_conn_address(t->ssh);
+    return a ? a : "127.0.0.1";
+}
+
+void transport_send_line(struct transport *t, const char *line)
+{
+    if (!t->local) {
+        ssh_conn_send_line(t->ssh, line);
+        return;
+    }
+    if (t->to_fd < 0) return;
+    strbuf_adds(&t->out, line);
+    strbuf_add(&t->out, "\n", 1);
+    local_flush(t);
+}
+
+uint64_t transport_bytes_in(const struct transport *t)
+{
+    return t->local ? t->bytes_in : ssh_conn_bytes_in(t->ssh);
+}
+
+char *transport_next_line(struct transport *t)
+{
+    char *line;
+    if (!t->local) return ssh_conn_next_line(t->ssh);
+    line = strbuf_take_line(&t->in, &t->in_off);
+    if (!line && t->in.len - t->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
+        /* an agent bug; without a bound this would grow forever */
+        t->in_off = t->in.len;
+        local_fail(t, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
+    }
+    return line;
+}
+
+void transport_close(struct transport *t)
+{
+    if (!t->local) {
+        ssh_conn_close(t->ssh);
+        return;
+    }
+    if (t->to_fd >= 0) {
+        local_flush(t); /* a last request (exit) goes out if the pipe takes it */
+        close(t->to_fd);
+        t->to_fd = -1;
+    }
+    if (t->from_fd >= 0) close(t->from_fd);
+    t->from_fd = -1;
+    if (t->state == TRANSPORT_READY || t->state == TRANSPORT_CONNECTING) {
+        free(t->err);
+        t->err = xstrdup("closed by ddptop");
+        t->state = TRANSPORT_CLOSED;
+    }
+}
+
+void transport_free(struct transport *t)
+{
+    if (!t) return;
+    if (t->local) {
+        transport_close(t);
+        /* The agent stops its ranks on end of file, then exits; give it that long. */
+        for (int i = 0; i < 300 && t->pid > 0 && !t->reaped; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            local_reap(t);
+            if (!t->reaped) nanosleep(&ts, NULL);
+        }
+        if (t->pid > 0 && !t->reaped) {
+            kill(t->pid, SIGKILL);
+            waitpid(t->pid, &t->status, 0);
+        }
+    } else {
+        ssh_conn_free(t->ssh);
+    }
+    strbuf_done(&t->in);
+    strbuf_done(&t->out);
+    free(t->agent_path);
+    free(t->stderr_path);
+    free(t->err);
+    free(t);
+}

@@ -1,0 +1,260 @@
+/* `ddptop run`'s pure decisions: ranks per node, the rank map across a hostfile, every rank's
+ * environment (torchrun's contract, and the precedence --export < --env < hostfile keys <
+ * ddptop's own variables), the default command (local and the remote sh wrapper, which must
+ * never parse a value), run ids, the token, exit codes; and the command line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run/controller.h"
+#include "hosts/hostfile.h"
+#include "run/run_cli.h"
+#include "job/plan.h"
+#include "util/util.h"
+#include "tap.h"
+
+static void test_ranks_per_node(void)
+{
+    struct host h = {.slots = 4};
+    struct host none = {0};
+    CHECK_INT(plan_ranks_per_node(0, &h, -1), 4);      /* slots */
+    CHECK_INT(plan_ranks_per_node(0, &none, -1), 1);   /* no slots: 1 */
+    CHECK_INT(plan_ranks_per_node(0, NULL, -1), 1);    /* local */
+    CHECK_INT(plan_ranks_per_node(3, &h, 8), 3);       /* --nproc-per-node wins */
+    CHECK_INT(plan_ranks_per_node(-1, &h, 8), 8);      /* gpu: the GPU count */
+    CHECK_INT(plan_ranks_per_node(-1, &h, 0), 4);      /* gpu, none found: slots */
+    CHECK_INT(plan_ranks_per_node(-1, NULL, -1), 1);
+}
+
+static struct env_list env_for(const struct hostlist *hl, size_t node, int local_rank, int first_rank,
+                               const struct env_list *exports, const struct host_env *cli, size_t n_cli)
+{
+    struct env_list out = {0};
+    struct rank_env_in in = {
+        .rank = first_rank + local_rank, .local_rank = local_rank, .node = (int)node,
+        .local_world_size = hl->hosts[node].slots, .world_size = 5, .nnodes = (int)hl->n,
+        .master_addr = "10.0.0.1", .master_port = 29500, .attempt = 2, .max_restarts = 3,
+        .run_id = "r1", .token = "00ff", .exports = exports, .cli_env = cli, .n_cli_env = n_cli,
+        .host = &hl->hosts[node],
+    };
+    plan_rank_env(&in, &out);
+    return out;
+}
+
+/* Two nodes, 2 + 3 slots: rank 3 is node 1's local rank 1. */
+static void test_rank_env_contract(void)
+{
+    struct hostlist hl;
+    char err[256];
+    CHECK_INT(hostfile_parse_text("h", "a slots=2\nb slots=3 NCCL_SOCKET_IFNAME=eth1\n", &hl, err, sizeof err), 0);
+    struct env_list e = env_for(&hl, 1, 1, 2, NULL, NULL, 0);
+    CHECK_STR(env_list_get(&e, "RANK"), "3");
+    CHECK_STR(env_list_get(&e, "LOCAL_RANK"), "1");
+    CHECK_STR(env_list_get(&e, "GROUP_RANK"), "1");
+    CHECK_STR(env_list_get(&e, "NODE_RANK"), "1");
+    CHECK_STR(env_list_get(&e, "LOCAL_WORLD_SIZE"), "3");
+    CHECK_STR(env_list_get(&e, "WORLD_SIZE"), "5");
+    CHECK_STR(env_list_get(&e, "NNODES"), "2");
+    CHECK_STR(env_list_get(&e, "MASTER_ADDR"), "10.0.0.1");
+    CHECK_STR(env_list_get(&e, "MASTER_PORT"), "29500");
+    CHECK_STR(env_list_get(&e, "TORCHELASTIC_RESTART_COUNT"), "2");
+    CHECK_STR(env_list_get(&e, "TORCHELASTIC_MAX_RESTARTS"), "3");
+    CHECK_STR(env_list_get(&e, "TORCHELASTIC_RUN_ID"), "r1");
+    CHECK_STR(env_list_get(&e, "DDPTOP_JOB_TOKEN"), "00ff");
+    CHECK_STR(env_list_get(&e, "NCCL_SOCKET_IFNAME"), "eth1");
+    CHECK(env_list_get(&e, "TORCHELASTIC_ERROR_FILE") == NULL); /* the agent picks one per rank */
+    for (size_t i = 0; plan_contract_vars[i]; i++) CHECK(env_list_get(&e, plan_contract_vars[i]) != NULL);
+    env_list_free(&e);
+    hostlist_free(&hl);
+}
+
+static void test_rank_env_precedence(void)
+{
+    struct hostlist hl;
+    char err[256];
+    char *envp[] = {"NCCL_DEBUG=WARN", "NCCL_IB_HCA=mlx5", "MY_NCCL_X=1", "A=exported", "B=exported", "C=exported",
+                    "RANK=99", NULL};
+    const char *re[] = {"NCCL_.*", "A|B|C", "RANK"};
+    struct env_list exports = {0};
+    struct host_env cli[] = {{"B", "cli"}, {"C", "cli"}, {"WORLD_SIZE", "1000"}, {"TORCHELASTIC_ERROR_FILE", "/x"}};
+    CHECK_INT(hostfile_parse_text("h", "n0 slots=1 C=hostfile\n", &hl, err, sizeof err), 0);
+    CHECK_INT(plan_exports(re, 3, envp, &exports, err, sizeof err), 0);
+    CHECK_INT((int)exports.n, 6);                       /* anchored: MY_NCCL_X not taken */
+    CHECK(env_list_get(&exports, "MY_NCCL_X") == NULL);
+    struct env_list e = env_for(&hl, 0, 0, 0, &exports, cli, 4);
+    CHECK_STR(env_list_get(&e, "NCCL_DEBUG"), "WARN");  /* exported */
+    CHECK_STR(env_list_get(&e, "A"), "exported");
+    CHECK_STR(env_list_get(&e, "B"), "cli");            /* --env over --export */
+    CHECK_STR(env_list_get(&e, "C"), "hostfile");       /* hostfile over --env */
+    CHECK_STR(env_list_get(&e, "RANK"), "0");           /* ddptop's own over everything */
+    CHECK_STR(env_list_get(&e, "WORLD_SIZE"), "5");
+    CHECK(env_list_get(&e, "TORCHELASTIC_ERROR_FILE") == NULL);
+    env_list_free(&e);
+    env_list_free(&exports);
+    CHECK_INT(plan_exports((const char *[]){"NCCL_("}, 1, envp, &exports, err, sizeof err), -1);
+    CHECK(strstr(err, "--export 'NCCL_('") != NULL);
+    env_list_free(&exports);
+    hostlist_free(&hl);
+}
+
+static void test_default_argv_local(void)
+{
+    size_t n;
+    char **a = plan_default_argv("/opt/ddptop/ddptop-train", "/logs/run1", false, &n);
+    CHECK_INT((int)n, 3);
+    CHECK_STR(a[0], "/opt/ddptop/ddptop-train");
+    CHECK_STR(a[1], "--snapshot");
+    CHECK_STR(a[2], "/logs/run1/snapshot.bin");
+    CHECK(a[3] == NULL);
+    plan_argv_free(a);
+}
+
+/* The remote wrapper, run by a real sh: creates the run directory, execs the binary when it
+ * exists, and hostile paths stay data (no file is created by an injected command). */
+static void test_default_argv_remote_is_inert(void)
+{
+    char dir[] = "/tmp/ddptop-plan-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *run_dir = malloc(strlen(dir) + 64), *pwned = malloc(strlen(dir) + 16), *fake = malloc(strlen(dir) + 16);
+    sprintf(run_dir, "%s/r$(touch PWNED);`touch PWNED`'\"x", dir);
+    sprintf(pwned, "%s/PWNED", dir);
+    sprintf(fake, "%s/fake-train", dir);
+    FILE *f = fopen(fake, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho \"$@\" > \"$(dirname \"$2\")/args\"\n");
+        fclose(f);
+    }
+    chmod(fake, 0755);
+    size_t n;
+    char **a = plan_default_argv(fake, run_dir, true, &n);
+    CHECK_STR(a[0], "sh");
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(99);
+        execvp(a[0], a);
+        _exit(98);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(access(run_dir, F_OK) == 0);                  /* mkdir -p of the hostile name */
+    char *args = xasprintf("%s/args", run_dir);
+    CHECK(access(args, F_OK) == 0);                     /* the binary ran with --snapshot PATH */
+    CHECK(access(pwned, F_OK) != 0);                    /* nothing injected ran */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("# cleanup failed\n");
+    plan_argv_free(a);
+    free(args);
+    free(run_dir);
+    free(pwned);
+    free(fake);
+}
+
+static void test_run_id_and_token(void)
+{
+    char *id = plan_run_id(1700000000LL * 1000000000LL, 0xabcd);
+    CHECK(strlen(id) == strlen("20231114-221320-abcd"));
+    CHECK(strstr(id, "-abcd") != NULL);
+    CHECK(plan_run_id_valid(id));
+    free(id);
+    CHECK(plan_run_id_valid("exp_1.2-a"));
+    CHECK(!plan_run_id_valid(""));
+    CHECK(!plan_run_id_valid(".."));
+    CHECK(!plan_run_id_valid("a/b"));
+    CHECK(!plan_run_id_valid("a b"));
+    CHECK(!plan_run_id_valid("$(x)"));
+    char t1[33], t2[33];
+    CHECK_INT(plan_token(t1), 0);
+    CHECK_INT(plan_token(t2), 0);
+    CHECK_INT((int)strlen(t1), 32);
+    CHECK(strspn(t1, "0123456789abcdef") == 32);
+    CHECK(strcmp(t1, t2) != 0);
+}
+
+static void test_exit_codes(void)
+{
+    CHECK_INT(plan_exit_code(JOB_DONE), 0);
+    CHECK_INT(plan_exit_code(JOB_FAILED), 1);
+    CHECK_INT(plan_exit_code(JOB_STOPPED), 1);
+    CHECK_INT(plan_exit_code(JOB_CHECK_FAILED), 3);
+}
+
+static int parse(const char *line, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen)
+{
+    static char buf[1024];
+    static char *argv[64];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " ")) argv[argc++] = t;
+    argv[argc] = NULL;
+    return run_cli_parse(argc, argv, o, hl, err, errlen);
+}
+
+static void test_cli(void)
+{
+    struct run_opts o;
+    struct hostlist hl;
+    char err[512];
+    CHECK_INT(parse("--headless --no-check --nproc-per-node gpu --max-restarts 2 --run-id x1 --env A=1 --export NCCL_.* "
+                    "--hang-timeout 0 --term-timeout 3 --master-port 29777 --log-dir /tmp/l --workdir /w -- echo hi",
+                    &o, &hl, err, sizeof err), 0);
+    CHECK(o.local && o.headless && o.no_check);
+    CHECK_INT(o.nproc_per_node, -1);
+    CHECK_INT(o.max_restarts, 2);
+    CHECK_STR(o.run_id, "x1");
+    CHECK_INT((int)o.check.n_env, 1);
+    CHECK_INT((int)o.n_export, 1);
+    CHECK_INT(o.hang_timeout_s, 0);
+    CHECK_INT(o.term_timeout_s, 3);
+    CHECK_INT(o.check.master_port, 29777);
+    CHECK_STR(o.log_dir, "/tmp/l");
+    CHECK_STR(o.workdir, "/w");
+    CHECK_INT((int)o.check.n_cmd, 2);
+    CHECK_STR(o.check.cmd[0], "echo");
+    hostlist_free(&hl);
+    run_opts_done(&o);
+
+    CHECK_INT(parse("", &o, &hl, err, sizeof err), 0); /* defaults */
+    CHECK(o.local);
+    CHECK_INT(o.nproc_per_node, 0);
+    CHECK_INT(o.max_restarts, 0);
+    CHECK_INT(o.hang_timeout_s, 300);
+    CHECK_INT(o.term_timeout_s, 10);
+    CHECK_INT(o.straggler_steps, 3);
+    CHECK_INT(o.check.master_port, 29500);
+    CHECK_STR(o.log_dir, "ddptop-logs");
+    hostlist_free(&hl);
+    run_opts_done(&o);
+
+    static const char *const bad[] = {
+        "--nproc-per-node 0", "--nproc-per-node cpu", "--master-port 70000", "--max-restarts -1", "--run-id a/b",
+        "--env =x", "--env 1A=x", "--export (", "--loss-regex (", "--bogus", "--", "--log-dir", "a b",
+        "--hang-timeout x", "--slurm --pbs",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int rc = parse(bad[k], &o, &hl, err, sizeof err);
+        if (rc != -1) printf("#   '%s' accepted\n", bad[k]);
+        CHECK_INT(rc, -1);
+        CHECK(err[0] != '\0');
+        hostlist_free(&hl);
+        run_opts_done(&o);
+    }
+}
+
+int main(void)
+{
+    RUN(test_ranks_per_node);
+    RUN(test_rank_env_contract);
+    RUN(test_rank_env_precedence);
+    RUN(test_default_argv_local);
+    RUN(test_default_argv_remote_is_inert);
+    RUN(test_run_id_and_token);
+    RUN(test_exit_codes);
+    RUN(test_cli);
+    return tap_done();
+}
