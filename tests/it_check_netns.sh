@@ -35,7 +35,7 @@ expect_rc "three namespaces: check succeeds" 0
 jassert "three namespaces: ssh, clock, env, tcp pass on every node" "$D/all.json" \
     "[e['address'] for e in H] == ['${A[0]}', '${A[1]}', '${A[2]}']" \
     "all(e['port'] == 22 for e in H)" \
-    "all(st(k, c) == 'pass' for k in range(3) for c in ('ssh', 'clock', 'env', 'tcp'))" \
+    "all(ssh_ok(k) and st(k, c) == 'pass' for k in range(3) for c in ('clock', 'env', 'tcp'))" \
     "all(st(k, 'nccl') in ('pass', 'warn') for k in range(3))"
 
 # --- the rendezvous port is taken on node 0 ---
@@ -45,7 +45,7 @@ if sshd_start_silent 0.0.0.0 "${NETNS_NODE[0]}" "$MASTER"; then
     expect_rc "rendezvous port in use on node 0: check fails" 1
     jassert "rendezvous port in use: node 0 tcp fail naming the port" "$D/port.json" \
         "st(0, 'tcp') == 'fail'" "'$MASTER' in txt(0, 'tcp')" \
-        "st(0, 'ssh') == 'pass'"
+        "ssh_ok(0)"
     sshd_stop "$squatter"
 else
     tap_fail "listener on node 0 port $MASTER"
@@ -60,7 +60,7 @@ if netns_unreachable 2 "${A[0]}"; then
         "$D/route.json" \
         "st(2, 'tcp') == 'fail'" \
         "'${A[2]} -> ${A[0]}' in txt(2, 'tcp')" \
-        "st(2, 'ssh') == 'pass' and st(0, 'ssh') == 'pass'"
+        "ssh_ok(2) and ssh_ok(0)"
     netns_reachable 2 "${A[0]}"
 else
     tap_fail "unreachable route in namespace 2"

@@ -199,11 +199,11 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
                  "or '_' (no '/')", run_id ? run_id : "");
         return NULL;
     }
-    if (!log_root || !*log_root) log_root = ".";
+    if (log_root && !*log_root) log_root = ".";
     struct job *j = xcalloc(1, sizeof *j);
     j->state = JOB_CHECKING;
     j->run_id = xstrdup(run_id);
-    j->log_dir = xasprintf("%s/%s", log_root, run_id);
+    j->log_dir = log_root ? xasprintf("%s/%s", log_root, run_id) : NULL;
     j->max_restarts = max_restarts;
     j->started_ms = j->attempt_started_ms = mono_ms();
     j->n_nodes = n_nodes;
@@ -238,6 +238,7 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     }
     j->ev_cap = JOB_EVENTS_MAX;
     j->events = xcalloc(j->ev_cap, sizeof *j->events);
+    if (!j->log_dir) return j; /* in memory only (`ddptop check`) */
     if (mkdir_p(j->log_dir) != 0) {
         snprintf(err, errlen, "cannot create the log directory %s: %s (choose another with "
                  "--log-dir)", j->log_dir, strerror(errno));

@@ -158,7 +158,7 @@ struct root_cause {
 struct job {
     enum job_state state;
     char *run_id;
-    char *log_dir;            /* LOGDIR/RUN_ID */
+    char *log_dir;            /* LOGDIR/RUN_ID; NULL: in memory only */
     int attempt;              /* 0-based; TORCHELASTIC_RESTART_COUNT */
     int max_restarts;
     int world_size;
@@ -180,7 +180,8 @@ struct job {
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
  * (node i's ranks follow node i-1's). log_root is --log-dir; the run's directory is
- * log_root/run_id and is created here. Returns NULL with err filled on an I/O error. */
+ * log_root/run_id and is created here; a NULL log_root keeps the job in memory only (no
+ * directory, log_dir NULL: `ddptop check`). Returns NULL with err filled on an I/O error. */
 struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
                     const char *const *node_names, const struct host *const *hosts,
                     const int *ranks_per_node, size_t n_nodes, char *err, size_t errlen);

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
+#include "controller.h"
 #include "util/util.h"
 #include "util/version.h"
 
@@ -92,6 +95,10 @@ int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char 
         if (rc > 0) return cli_parse_int("--timeout", val, 1, 3600, &o->timeout_s, err, errlen) < 0 ? -1 : 1;
         return rc;
     }
+    if ((rc = TAKE("--login-timeout", NULL)) != 0) {
+        if (rc > 0) return cli_parse_int("--login-timeout", val, 1, 3600, &o->login_timeout_s, err, errlen) < 0 ? -1 : 1;
+        return rc;
+    }
     return 0;
 }
 
@@ -102,7 +109,9 @@ void ssh_cli_usage(FILE *f)
           "  -i, --identity FILE  private key to try first (also the hostfile key identity=FILE)\n"
           "  -F, --ssh-config FILE  ssh config to read instead of ~/.ssh/config\n"
           "  --agent-dir DIR      where the agent lives on the nodes (default ~/.cache/ddptop)\n"
-          "  --timeout SEC        deadline of each connection stage (default 10)\n",
+          "  --timeout SEC        deadline of each connection stage (default 10)\n"
+          "  --login-timeout SEC  deadline of the login shell's start on a node, from the command\n"
+          "                       sent to the agent's first line (default 60; slow ~/.bashrc)\n",
           f);
 }
 
@@ -216,6 +225,105 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
     o->ssh.agent_local = ssh_cli_local_agent();
     return 0;
+}
+
+/* ---- `ddptop check` as a front end of the controller in check-only mode ------------------- */
+
+struct check_screen {
+    bool live, colour, progress;
+    char last_progress[120];
+};
+
+/* Rows past their first round trips (or failed): what "N/M hosts ready" counts. */
+static size_t rows_ready(const struct check_report *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        k += r->rows[i].checks[CHECK_SSH].status == CHECK_FAIL || r->rows[i].checks[CHECK_CLOCK].status != CHECK_PENDING;
+    return k;
+}
+
+static void screen_progress(void *ctx, const struct check_report *r)
+{
+    struct check_screen *s = ctx;
+    char line[120];
+    if (s->live) {
+        /* the live table keeps its cursor (lines drawn) in the report it draws */
+        check_report_live((struct check_report *)r, stdout, s->colour, false);
+        return;
+    }
+    if (!s->progress) return;
+    snprintf(line, sizeof line, "ddptop check: %zu/%zu hosts ready", rows_ready(r), r->n);
+    if (strcmp(line, s->last_progress) == 0) return;
+    snprintf(s->last_progress, sizeof s->last_progress, "%s", line);
+    fprintf(stderr, "\r\033[2K%s", line);
+    fflush(stderr);
+}
+
+static bool table_fits_terminal(size_t rows)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0) return false;
+    return rows + 2 < ws.ws_row;
+}
+
+static void print_report(const struct check_opts *o, const struct check_report *r, const struct check_screen *s)
+{
+    struct strbuf out;
+    strbuf_init(&out);
+    if (o->json) {
+        cJSON *doc = check_report_json(r);
+        char *txt = cJSON_Print(doc);
+        if (!txt) util_fatal("out of memory (cJSON)");
+        strbuf_adds(&out, txt);
+        strbuf_adds(&out, "\n");
+        free(txt);
+        cJSON_Delete(doc);
+    } else {
+        if (!s->live) check_report_table(r, &out, s->colour);
+        check_report_details(r, &out, s->colour);
+    }
+    fwrite(out.buf, 1, out.len, stdout);
+    fflush(stdout);
+    strbuf_done(&out);
+}
+
+int check_run(const struct check_opts *o, const struct hostlist *hl)
+{
+    struct run_opts ro;
+    struct check_screen s = {0};
+    struct frontend fe = {.ctx = &s, .on_check_progress = screen_progress};
+    struct controller *c;
+    const struct check_report *r;
+    char err[512];
+    bool tty = isatty(STDOUT_FILENO);
+    const char *nc = getenv("NO_COLOR");
+    int rc;
+    s.colour = tty && !(nc && *nc);
+    s.live = !o->json && tty && table_fits_terminal(hl->n);
+    /* -v prints log lines instead; both on one terminal would garble each other */
+    s.progress = !s.live && !o->verbose && isatty(STDERR_FILENO);
+    run_opts_init(&ro);
+    check_opts_done(&ro.check);
+    ro.check = *o; /* borrowed: the caller frees its options */
+    ro.check_only = true;
+    ro.headless = true;
+    c = controller_new(&ro, hl, &fe, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "ddptop check: %s\n", err);
+        return 2;
+    }
+    rc = controller_run(c);
+    if (s.last_progress[0]) fputs("\r\033[2K", stderr);
+    r = controller_check_report(c);
+    if (rc == 130 || !r) {
+        fprintf(stderr, "ddptop check: stopped before every host was checked\n");
+    } else {
+        if (s.live) check_report_live((struct check_report *)r, stdout, s.colour, true);
+        print_report(o, r, &s);
+    }
+    controller_free(c);
+    return rc;
 }
 
 int check_cli_main(int argc, char **argv)

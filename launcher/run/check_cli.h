@@ -34,6 +34,10 @@ int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t e
  * printed), or -1 (usage or hostfile error: message in err, exit 2). */
 int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen);
 void check_cli_usage(FILE *f);
+/* Runs the preflight on hl as the controller's check-only mode (one connection per node),
+ * shows the table filling in (a TTY) or a progress line, then prints the table and details, or
+ * --json. Returns the exit code: 0 nothing failed, 1 a check failed (130: interrupted). */
+int check_run(const struct check_opts *o, const struct hostlist *hl);
 /* `ddptop check ARGS`: parse, run, print. Returns the process exit code (0, 1 or 2). */
 int check_cli_main(int argc, char **argv);
 

@@ -1,13 +1,15 @@
-/* The controller of `ddptop run` (controller.h): the preflight, then one poll() loop over the
+/* The controller of `ddptop run` and `ddptop check` (controller.h): one poll() loop over the
  * agents' transports, the front end's input fd and a signal self-pipe, with 1 s timers for
  * pings (the agents' watchdog) and the hang detector. The job moves through phases:
- * CONNECT (agents greet) -> RUN (ranks spawned) -> STOP (stop sent, waiting for answers) ->
- * RUN again for a restart, or END. Agent lines are decoded in controller_agent.c.
+ * CHECK (agents connect and greet, the preflight runs on them: controller_check.c) ->
+ * CONNECT (nodes lost since are connected again; all greeted) -> RUN (ranks spawned) ->
+ * STOP (stop sent, waiting for answers) -> RUN again for a restart, or END. Each node is
+ * logged in to once: the preflight and every attempt use the same connection, unless it was
+ * lost. Agent lines are decoded in controller_agent.c.
  *
- * The preflight is check_collect(), which runs its own loop and connections before ours: so
- * a run connects to each node twice (once for the checks, once to launch). The job object is
- * replaced once, after the preflight, when --nproc-per-node gpu learned GPU counts that change
- * the rank map; front ends take the job from each callback or controller_job(). */
+ * The job object is replaced once, after the preflight, when --nproc-per-node gpu learned GPU
+ * counts that change the rank map; front ends take the job from each callback or
+ * controller_job(). */
 #include "controller_int.h"
 
 #include <errno.h>
@@ -41,28 +43,16 @@ void run_opts_done(struct run_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-int ctl_next_id(struct controller *c)
-{
-    return ++c->next_id;
-}
-
 void ctl_send(struct controller *c, size_t node, cJSON *msg)
 {
-    char *s = cJSON_PrintUnformatted(msg);
-    cJSON_Delete(msg);
-    if (!s) util_fatal("out of memory (cJSON)");
+    char *s = wire_line(msg);
     if (c->nodes[node].t) transport_send_line(c->nodes[node].t, s);
     free(s);
 }
 
-cJSON *ctl_request(struct controller *c, const char *op, int *id)
+cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id)
 {
-    cJSON *m = cJSON_CreateObject();
-    if (!m) util_fatal("out of memory (cJSON)");
-    *id = ctl_next_id(c);
-    cJSON_AddStringToObject(m, "op", op);
-    cJSON_AddNumberToObject(m, "id", *id);
-    return m;
+    return wire_client_request(&c->nodes[node].cl, op, tag, id);
 }
 
 /* Hands the events added since the last call to the front end, oldest first. Works on the
@@ -95,6 +85,11 @@ void ctl_node_lost(struct controller *c, size_t i, const char *why)
     nd->stopped = true;
     ctl_exits_release(c, i, false);
     if (nd->t) transport_close(nd->t);
+    if (c->phase == PH_CHECK) {
+        /* the preflight names it in its report, which decides whether to launch */
+        ctl_check_node_down(c, i, why, NULL);
+        return;
+    }
     /* hang_check may have marked the model already (heartbeats), with its event */
     if (ni->state != NODE_LOST) {
         for (int k = 0; k < ni->n_ranks; k++) {
@@ -122,7 +117,7 @@ void ctl_node_lost(struct controller *c, size_t i, const char *why)
     }
 }
 
-static void start_queued(struct controller *c)
+void ctl_start_queued(struct controller *c)
 {
     size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
     for (size_t i = 0; i < c->n; i++)
@@ -133,12 +128,14 @@ static void start_queued(struct controller *c)
         nd->queued = false;
         nd->hello_deadline_ms = 0;
         transport_start(nd->t);
+        if (c->pf && c->phase == PH_CHECK)
+            preflight_node_connecting(c->pf, i, transport_address(nd->t), transport_port(nd->t));
         busy++;
     }
 }
 
 /* (Re)creates the transport of every node that has none or lost it. */
-static void connect_nodes(struct controller *c)
+void ctl_connect_nodes(struct controller *c)
 {
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
@@ -151,11 +148,13 @@ static void connect_nodes(struct controller *c)
         } else {
             nd->t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
         }
+        wire_client_reset(&nd->cl); /* answers on the old connection never come */
         nd->queued = true;
         nd->hello = nd->lost = false;
+        nd->last_msg_ms = mono_ms();
         c->job->nodes[i].state = NODE_CONNECTING;
     }
-    start_queued(c);
+    ctl_start_queued(c);
 }
 
 /* ---- launching ---------------------------------------------------------------------------- */
@@ -165,14 +164,14 @@ void ctl_launch_begin(struct controller *c)
     c->phase = PH_CONNECT;
     c->job->state = JOB_LAUNCHING;
     c->job->generation++;
-    connect_nodes(c);
+    ctl_connect_nodes(c);
 }
 
 static cJSON *spawn_request(struct controller *c, size_t i, int *id)
 {
     struct job *j = c->job;
     struct node_info *ni = &j->nodes[i];
-    cJSON *m = ctl_request(c, "spawn", id), *argv, *ranks;
+    cJSON *m = ctl_request(c, i, "spawn", WIRE_TAG_SPAWN, id), *argv, *ranks;
     const char *master = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t);
     bool remote = !c->o.local;
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
@@ -238,7 +237,7 @@ static void connect_progress(struct controller *c)
 {
     int64_t now = mono_ms();
     bool all = true;
-    start_queued(c);
+    ctl_start_queued(c);
     for (size_t i = 0; i < c->n && c->phase == PH_CONNECT; i++) {
         struct cnode *nd = &c->nodes[i];
         enum transport_state st;
@@ -279,7 +278,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
             continue;
         }
         nd->stopped = false;
-        m = ctl_request(c, "stop", &nd->stop_id);
+        m = ctl_request(c, i, "stop", WIRE_TAG_STOP, &nd->stop_id);
         cJSON_AddNumberToObject(m, "term_timeout_ms", (double)grace);
         ctl_send(c, i, m);
     }
@@ -361,6 +360,7 @@ static void run_progress(struct controller *c)
 void ctl_check_progress(struct controller *c)
 {
     switch (c->phase) {
+    case PH_CHECK: ctl_check_progress_phase(c); break;
     case PH_CONNECT: connect_progress(c); break;
     case PH_RUN: run_progress(c); break;
     case PH_STOP: stop_progress(c); break;

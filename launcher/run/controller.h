@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "check/check.h"
+#include "check/check_report.h"
 #include "hosts/hostfile.h"
 #include "job/job.h"
 #include "ssh/ssh_conn.h"
@@ -31,6 +32,7 @@ struct run_opts {
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
     bool headless;
     bool no_check;
+    bool check_only;             /* `ddptop check`: the preflight, then end (no job on disk) */
     bool local;                  /* no hostfile: one local agent as a child, no SSH */
     int verbose;
 };
@@ -66,8 +68,12 @@ struct frontend {
     void (*on_event)(void *ctx, const struct job *j, const struct job_event *ev);
     /* The terminal was resized (SIGWINCH through the self-pipe). */
     void (*on_resize)(void *ctx);
-    /* The preflight report, once complete (the dashboard shows it while CHECK_FAILED). */
+    /* The preflight report: once complete, and as rows fill in when the front end has input
+     * (the dashboard shows it while the preflight runs and while CHECK_FAILED). */
     void (*on_check)(void *ctx, const struct check_report *r);
+    /* Every change of the report while the preflight runs, interactive or not (`ddptop
+     * check` draws its live table or progress line from it). */
+    void (*on_check_progress)(void *ctx, const struct check_report *r);
     /* The stacks captured for a rank (ACT_STACKS), as text lines. */
     void (*on_stacks)(void *ctx, const struct job *j, int rank, const char *text);
 };
@@ -78,12 +84,15 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
 void controller_free(struct controller *c);
 
 /* Runs the loop until the job ended (done, failed past its restarts, stopped and quit).
- * Returns the exit code: 0 every rank succeeded; 1 the job failed; 3 the preflight refused. */
+ * Returns the exit code: 0 every rank succeeded; 1 the job failed; 3 the preflight refused.
+ * check_only: the report's (0 nothing failed, 1 a check failed; 130 when stopped before). */
 int controller_run(struct controller *c);
 
 /* From the front end: restart, stop, quit, stacks of a rank. */
 void controller_act(struct controller *c, enum action a, int rank);
 
 const struct job *controller_job(const struct controller *c);
+/* The preflight's report (live while it runs, final after), or NULL without a preflight. */
+const struct check_report *controller_check_report(const struct controller *c);
 
 #endif

@@ -79,17 +79,16 @@ char *ctl_b64_decode(const char *in, size_t *out_len)
 static void on_hello(struct controller *c, size_t i, const cJSON *m)
 {
     struct cnode *nd = &c->nodes[i];
-    const cJSON *proto = get(m, "protocol");
-    if (!cJSON_IsNumber(proto) || proto->valueint != PROTOCOL_VERSION) {
-        char why[200];
-        snprintf(why, sizeof why, "its agent speaks protocol %d, this ddptop speaks %d (remove the stale agent in --agent-dir)",
-                 cJSON_IsNumber(proto) ? proto->valueint : -1, PROTOCOL_VERSION);
+    char buf[200];
+    const char *why = wire_hello_mismatch(m, buf, sizeof buf);
+    if (why) {
         ctl_node_lost(c, i, why);
         return;
     }
     nd->hello = true;
     c->job->nodes[i].state = NODE_READY;
     c->job->generation++;
+    if (c->phase == PH_CHECK && c->pf) ctl_check_node_up(c, i, m);
 }
 
 /* A rank that could not start fails like one that exited 127 (the shell's "not found"). */
@@ -323,17 +322,23 @@ static void on_stacks(struct controller *c, size_t i, const cJSON *m)
 static cJSON *agent_message(struct controller *c, size_t i, const char *line)
 {
     struct cnode *nd = &c->nodes[i];
+    struct wire_msg wm;
     cJSON *m;
+    const char *ev;
+    int id;
     if (fast_out(c, i, line)) return NULL;
-    m = cJSON_Parse(line);
-    const char *ev = str(m, "ev");
-    int id = (int)num(m, "id", 0);
-    if (!m || !ev) {
-        cJSON_Delete(m);
-        return NULL; /* not a protocol message: ignored (a newer agent's extras too) */
-    }
+    if (!wire_client_parse(&nd->cl, line, &wm)) return NULL; /* not a protocol message: ignored */
+    m = wm.json;
+    ev = wm.ev;
+    id = wm.id;
     nd->last_msg_ms = mono_ms();
     c->job->nodes[i].last_heartbeat_ms = nd->last_msg_ms;
+    if (wm.tag >= WIRE_TAG_CHECK) {
+        /* the preflight's answers; after it (a late connect, an unlisten) nobody needs them */
+        if (c->phase == PH_CHECK && c->pf) preflight_node_message(c->pf, i, &wm, line);
+        wire_msg_done(&wm);
+        return NULL;
+    }
     if (strcmp(ev, "exit") == 0 && !id) return m;
     if (strcmp(ev, "out") == 0) on_out(c, i, m);
     else if (strcmp(ev, "status") == 0) on_status(c, i, m);

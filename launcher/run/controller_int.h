@@ -9,11 +9,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "check/preflight.h"
 #include "controller.h"
 #include "job/hang.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "ssh/transport.h"
+#include "wire/client.h"
 
 #define HEARTBEAT_LOST_MS 10000   /* a node without any message for this long is lost */
 #define PING_EVERY_MS     1000
@@ -24,6 +26,7 @@
 /* One node as the controller drives it (the model's view is job->nodes[i]). */
 struct cnode {
     struct transport *t;      /* NULL until launched; replaced after it was lost */
+    struct wire_client cl;    /* request ids and who waits for each answer */
     bool queued;              /* created, waiting for a --fanout slot */
     bool hello;               /* the agent greeted: requests may flow */
     bool lost;                /* closed, failed or silent: reconnect before the next spawn */
@@ -47,7 +50,7 @@ struct crank {
 };
 
 enum cphase {
-    PH_CHECK,         /* preflight not yet run */
+    PH_CHECK,         /* agents connect and the preflight runs on them (controller_check.c) */
     PH_CHECK_FAILED,  /* refused: wait for launch anyway or quit */
     PH_CONNECT,       /* agents connecting; spawn when all greeted */
     PH_RUN,           /* the attempt's ranks run */
@@ -81,7 +84,8 @@ struct controller {
     struct env_list exports;
     struct metrics_parser *metrics;
     struct hang_opts hang;
-    int next_id;
+    struct preflight *pf;       /* the preflight (NULL: --no-check, local, or not begun) */
+    int check_exit;             /* check-only: the report's exit code */
     int64_t next_ping_ms, next_tick_ms, stop_deadline_ms;
     size_t ev_head_seen, ev_count_seen;
     uint64_t drawn_generation;
@@ -90,10 +94,9 @@ struct controller {
 };
 
 /* controller.c */
-int ctl_next_id(struct controller *c);
 void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
-/* A new request {"op":op,"id":*id}. */
-cJSON *ctl_request(struct controller *c, const char *op, int *id);
+/* A new request {"op":op,"id":*id} to node's agent, its answer tagged tag (wire/client.h). */
+cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id);
 /* Greeted, not lost: requests can be sent. */
 bool ctl_node_usable(const struct cnode *nd);
 void ctl_events_flush(struct controller *c);                     /* new events -> front end */
@@ -104,6 +107,24 @@ void ctl_check_progress(struct controller *c);
 void ctl_finish(struct controller *c, enum job_state st);
 /* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
 void ctl_launch_begin(struct controller *c);
+/* Creates the transports of nodes that have none or lost theirs, and starts as many as
+ * --fanout allows; start_queued starts more as others finish connecting. */
+void ctl_connect_nodes(struct controller *c);
+void ctl_start_queued(struct controller *c);
+
+/* controller_run.c */
+void ctl_draw(struct controller *c);
+/* The job of this run's shape; gpu_counts (per node, -1 unknown) for --nproc-per-node gpu. */
+struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen);
+
+/* controller_check.c: the preflight as the first phase, on the run's own connections. */
+void ctl_check_begin(struct controller *c);
+void ctl_check_progress_phase(struct controller *c);
+/* Node i's agent greeted: the preflight's checks begin there. */
+void ctl_check_node_up(struct controller *c, size_t node, const cJSON *hello);
+/* Node i is gone during the preflight (never connected, or its agent went away). */
+void ctl_check_node_down(struct controller *c, size_t node, const char *why, const char *hint);
+int64_t ctl_check_deadline_ms(const struct controller *c);
 /* Sends stop to every node; the job is `during` until every node answered, then `after_state`
  * unless it restarts (after == AFTER_RESTART, or auto_restart with attempts left). */
 void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,

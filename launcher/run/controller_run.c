@@ -69,7 +69,7 @@ static void send_kill_all(struct controller *c)
         int id;
         cJSON *m;
         if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, "signal", &id);
+        m = ctl_request(c, i, "signal", WIRE_TAG_NONE, &id);
         cJSON_AddStringToObject(m, "sig", "KILL");
         ctl_send(c, i, m);
     }
@@ -125,7 +125,7 @@ static char *exe_sibling(const char *name)
     return xasprintf("%s/%s", buf, name);
 }
 
-static struct job *make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
+struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
 {
     const char **names = xcalloc(c->n, sizeof *names);
     const struct host **hosts = xcalloc(c->n, sizeof *hosts);
@@ -174,7 +174,8 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         snprintf(err, errlen, "cannot read /dev/urandom for the job token");
         goto fail;
     }
-    c->log_root = abs_path(o->log_dir && *o->log_dir ? o->log_dir : "ddptop-logs");
+    /* `ddptop check` writes nothing: its job lives in memory only */
+    c->log_root = o->check_only ? NULL : abs_path(o->log_dir && *o->log_dir ? o->log_dir : "ddptop-logs");
     c->workdir = abs_path(o->workdir && *o->workdir ? o->workdir : ".");
     c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
@@ -189,7 +190,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         c->user_argv = xcalloc(o->check.n_cmd + 1, sizeof *c->user_argv);
         for (size_t k = 0; k < o->check.n_cmd; k++) c->user_argv[k] = o->check.cmd[k];
     }
-    c->job = make_job(c, NULL, err, errlen);
+    c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
     c->o.run_id = NULL; /* the job holds it now */
     free(run_id);
@@ -212,8 +213,10 @@ void controller_free(struct controller *c)
     for (size_t i = 0; c->nodes && i < c->n; i++) {
         ctl_exits_release(c, i, false);
         transport_free(c->nodes[i].t);
+        wire_client_done(&c->nodes[i].cl);
     }
     if (c->job) job_free(c->job);
+    preflight_free(c->pf);
     metrics_parser_free(c->metrics);
     env_list_free(&c->exports);
     signals_restore(c);
@@ -232,82 +235,13 @@ const struct job *controller_job(const struct controller *c)
     return c->job;
 }
 
-/* ---- preflight ---------------------------------------------------------------------------- */
-
-static int report_gpu_count(const struct check_row *row)
-{
-    const cJSON *f = row->checks[CHECK_GPU].fields;
-    const cJSON *cnt = f ? cJSON_GetObjectItemCaseSensitive(f, "count") : NULL;
-    return cJSON_IsNumber(cnt) ? cnt->valueint : -1;
-}
-
-static void draw(struct controller *c)
+void ctl_draw(struct controller *c)
 {
     if (c->fe.on_tick) {
         int ms = c->fe.on_tick(c->fe.ctx, c->job);
         c->fe_due_ms = ms >= 0 ? mono_ms() + ms : 0;
     }
     c->drawn_generation = c->job->generation;
-}
-
-/* The check's loop calls this as hosts answer: the front end shows the table filling in. */
-static void preflight_progress(void *ctx, const struct check_report *r)
-{
-    struct controller *c = ctx;
-    if (!c->interactive) return; /* the headless printer shows the final table once */
-    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, r);
-    if (c->fe.on_tick) c->fe.on_tick(c->fe.ctx, c->job);
-}
-
-/* The fast checks of `ddptop check` (ssh, env, tcp refuse a launch; the others only warn).
- * Returns false when the launch is refused. */
-static bool preflight(struct controller *c)
-{
-    struct check_report r;
-    size_t pass, warn, fail;
-    bool refused = false;
-    int *gpus;
-    char err[512];
-    c->job->state = JOB_CHECKING;
-    draw(c);
-    c->o.check.on_progress = preflight_progress;
-    c->o.check.progress_ctx = c;
-    check_collect(&c->o.check, c->hl, &r, false, false);
-    gpus = xcalloc(c->n, sizeof *gpus);
-    for (size_t i = 0; i < c->n && i < r.n; i++) {
-        const struct check_row *row = &r.rows[i];
-        gpus[i] = c->nodes[i].gpu_count = report_gpu_count(row);
-        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
-            row->checks[CHECK_TCP].status == CHECK_FAIL)
-            refused = true;
-    }
-    if (c->o.nproc_per_node < 0) {
-        struct job *nj = make_job(c, gpus, err, sizeof err);
-        bool same = nj && nj->n_ranks == c->job->n_ranks;
-        for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
-        if (nj && !same) {
-            job_free(c->job);
-            c->job = nj;
-            free(c->ranks);
-            c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
-            c->ev_head_seen = c->ev_count_seen = 0;
-        } else if (nj) {
-            job_free(nj);
-        }
-    }
-    free(gpus);
-    check_report_summary(&r, &pass, &warn, &fail);
-    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, &r);
-    job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
-                  pass == 1 ? "" : "s", warn, fail, refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
-    check_report_done(&r);
-    if (refused) {
-        c->job->state = JOB_CHECK_FAILED;
-        c->phase = PH_CHECK_FAILED;
-        if (!c->interactive) c->quit = true;
-    }
-    ctl_events_flush(c);
-    return !refused;
 }
 
 /* ---- the loop ----------------------------------------------------------------------------- */
@@ -322,11 +256,13 @@ static void timers(struct controller *c)
             int id;
             if (!ctl_node_usable(nd)) continue;
             /* while ranks run, hang_check watches the heartbeats (same 10 s) */
-            if (c->phase != PH_RUN && c->phase != PH_STOP && now - nd->last_msg_ms > HEARTBEAT_LOST_MS) {
+            /* the preflight's requests have deadlines of their own (facts may block the agent) */
+            if (c->phase != PH_RUN && c->phase != PH_STOP && c->phase != PH_CHECK &&
+                now - nd->last_msg_ms > HEARTBEAT_LOST_MS) {
                 ctl_node_lost(c, i, "no heartbeat for 10 s (network down, node hung or agent killed)");
                 continue;
             }
-            ctl_send(c, i, ctl_request(c, "ping", &id));
+            ctl_send(c, i, ctl_request(c, i, "ping", WIRE_TAG_PING, &id));
         }
     }
     if (now >= c->next_tick_ms) {
@@ -349,6 +285,10 @@ static int loop_timeout(struct controller *c, bool any_ssh)
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
     if (c->next_tick_ms < wake) wake = c->next_tick_ms;
     if (c->phase == PH_STOP && c->stop_deadline_ms < wake) wake = c->stop_deadline_ms;
+    if (c->phase == PH_CHECK) {
+        int64_t d = ctl_check_deadline_ms(c);
+        if (d && d < wake) wake = d;
+    }
     if (c->fe_due_ms && c->fe_due_ms < wake) wake = c->fe_due_ms;
     for (size_t i = 0; i < c->n; i++) {
         int64_t d = c->nodes[i].t ? transport_deadline_ms(c->nodes[i].t) : 0;
@@ -428,7 +368,7 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     timers(c);
     ctl_check_progress(c);
     ctl_events_flush(c);
-    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) draw(c);
+    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) ctl_draw(c);
 }
 
 int controller_run(struct controller *c)
@@ -437,23 +377,25 @@ int controller_run(struct controller *c)
     size_t *owner = xcalloc(2 * c->n + 2, sizeof *owner);
     int64_t quiet_until_ms = 0;
     int rc;
-    if (c->phase == PH_CHECK) {
-        if (c->o.local || c->o.no_check || preflight(c)) ctl_launch_begin(c);
-    }
     if (signals_install(c) < 0) {
         job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
         ctl_events_flush(c);
     }
     c->next_ping_ms = c->next_tick_ms = mono_ms();
+    if (c->phase == PH_CHECK) {
+        if (c->o.check_only || (!c->o.local && !c->o.no_check)) ctl_check_begin(c);
+        else ctl_launch_begin(c);
+    }
     while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
     /* agents exit on end of file; ranks were stopped (or the job ended) before we got here */
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].t) transport_close(c->nodes[i].t);
     job_flush(c->job);
     ctl_events_flush(c);
-    draw(c);
+    ctl_draw(c);
     signals_restore(c);
     rc = plan_exit_code(c->job->state);
+    if (c->o.check_only) rc = c->pf && preflight_done(c->pf) ? c->check_exit : 130;
     free(pfd);
     free(owner);
     return rc;
@@ -472,7 +414,7 @@ static void act_stacks(struct controller *c, int rank)
         if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, j, rank, "stacks: the rank's node is not connected");
         return;
     }
-    m = ctl_request(c, "stacks", &c->nodes[node].stacks_id);
+    m = ctl_request(c, (size_t)node, "stacks", WIRE_TAG_STACKS, &c->nodes[node].stacks_id);
     c->nodes[node].stacks_rank = rank;
     cJSON_AddNumberToObject(m, "rank", rank);
     ctl_send(c, (size_t)node, m);
@@ -508,7 +450,7 @@ void controller_act(struct controller *c, enum action a, int rank)
         } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
             c->after = AFTER_END;
             c->auto_restart = false;
-        } else if (c->phase == PH_CONNECT) {
+        } else if (c->phase == PH_CONNECT || c->phase == PH_CHECK) {
             ctl_finish(c, JOB_STOPPED);
         }
         break;
@@ -519,7 +461,7 @@ void controller_act(struct controller *c, enum action a, int rank)
             c->after = AFTER_QUIT;
             c->auto_restart = false;
             if (c->job->state == JOB_RESTARTING) c->job->state = JOB_STOPPING;
-        } else if (c->phase == PH_CONNECT) {
+        } else if (c->phase == PH_CONNECT || c->phase == PH_CHECK) {
             c->quit = true;
             ctl_finish(c, JOB_STOPPED);
         } else {

@@ -22,6 +22,7 @@ struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *
     c->h = h;
     c->o = o;
     c->fd = -1;
+    c->login_ms = -1;
     c->upload_pipe[0] = c->upload_pipe[1] = -1;
     c->address = xstrdup(h->name);
     c->port = h->port ? h->port : 22;
@@ -243,12 +244,28 @@ static void fail_timeout(struct ssh_conn *c)
         if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
         c->upload_timed_out = true;
         break;
+    case SSH_CONN_PROBING:
+        ssh_conn_fail(c, "a slow ~/.bashrc, ~/.profile or /etc/profile (conda, pyenv, environment modules) "
+                         "delays every login: make it faster for non-interactive shells, or raise --login-timeout",
+                      "the login shell on %s did not start ddptop-agent within %d s%s%s", c->h->name,
+                      ssh_conn_login_timeout_s(c), c->errtail.len ? ": " : "", c->errtail.len ? c->errtail.buf : "");
+        break;
     default:
         ssh_conn_fail(c, "run the agent by hand with ssh to see what it prints",
                       "starting ddptop-agent on %s timed out after %d s%s%s", c->h->name, t,
                       c->errtail.len ? ": " : "", c->errtail.len ? c->errtail.buf : "");
         break;
     }
+}
+
+int ssh_conn_login_timeout_s(const struct ssh_conn *c)
+{
+    return c->o->login_timeout_s > 0 ? c->o->login_timeout_s : 60;
+}
+
+int64_t ssh_conn_login_ms(const struct ssh_conn *c)
+{
+    return c->login_ms;
 }
 
 static const char *known_hosts_name(struct ssh_conn *c, char *buf, size_t n)

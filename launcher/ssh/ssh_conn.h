@@ -21,6 +21,9 @@ struct ssh_conn_opts {
     const char *agent_dir;     /* remote dir of the agent; NULL: AGENT_REMOTE_DIR */
     const char *agent_local;   /* our own ddptop-agent binary, uploaded when a node lacks it */
     int timeout_s;             /* deadline of each stage (connect, deploy, ...) in seconds */
+    int login_timeout_s;       /* the login shell's start: from the exec request to the agent's
+                                * first line (0: 60 s); apart from timeout_s because real login
+                                * shells (conda, pyenv, modules) can take many seconds */
     int verbose;               /* > 0: libssh warnings on stderr */
 };
 
@@ -31,7 +34,7 @@ enum ssh_conn_state {
     SSH_CONN_HANDSHAKE,    /* banner, key exchange */
     SSH_CONN_AUTH,
     SSH_CONN_EXEC,         /* opening the exec channel (probe or agent) */
-    SSH_CONN_PROBING,      /* channel open: agent hello or probe answer expected */
+    SSH_CONN_PROBING,      /* exec sent: the login shell starts; agent hello or probe answer expected */
     SSH_CONN_UPLOADING,    /* SFTP thread owns the session */
     SSH_CONN_READY,        /* agent running: lines flow */
     SSH_CONN_CLOSED,       /* agent channel ended (see ssh_conn_error) */
@@ -68,6 +71,9 @@ int ssh_conn_port(const struct ssh_conn *c);
 const char *ssh_conn_user(const struct ssh_conn *c);
 /* True when this connection uploaded the agent (it was missing on the node). */
 bool ssh_conn_uploaded(const struct ssh_conn *c);
+/* How long the node's login shell took, from the exec request to the first line it sent (the
+ * agent's hello or the probe's answer), in ms; -1 until known. */
+int64_t ssh_conn_login_ms(const struct ssh_conn *c);
 /* Bytes of agent output received so far (the controller tells streaming from a trickle). */
 uint64_t ssh_conn_bytes_in(const struct ssh_conn *c);
 

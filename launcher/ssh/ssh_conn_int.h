@@ -49,6 +49,8 @@ struct ssh_conn {
     ssh_channel channel;
     int exec_stage;            /* 0: open the session channel, 1: request exec */
     char *exec_cmd;
+    int64_t exec_sent_ms;      /* when the first exec request went out (0: not yet) */
+    int64_t login_ms;          /* see ssh_conn_login_ms */
     bool probe_done_once;      /* the probe said "absent" once (we uploaded) */
     bool uploaded;
     char *remote_dir;
@@ -67,6 +69,8 @@ struct ssh_conn {
 void ssh_conn_fail(struct ssh_conn *c, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ssh_conn_teardown(struct ssh_conn *c);
+/* --login-timeout, or its default (60 s). */
+int ssh_conn_login_timeout_s(const struct ssh_conn *c);
 
 void ssh_conn_resolve_begin(struct ssh_conn *c);
 void ssh_conn_resolve_poll(struct ssh_conn *c);

@@ -112,7 +112,10 @@ void ssh_conn_exec_step(struct ssh_conn *c)
                       "cannot run a command on %s: %s", c->h->name, ssh_get_error(c->session));
         return;
     }
+    /* The login shell's start is its own stage: a slow ~/.bashrc is no dead host. */
     c->state = SSH_CONN_PROBING;
+    c->deadline_ms = mono_ms() + (int64_t)ssh_conn_login_timeout_s(c) * 1000;
+    if (!c->exec_sent_ms) c->exec_sent_ms = mono_ms();
 }
 
 static void *upload_thread(void *arg);
@@ -220,6 +223,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     if (c->state == SSH_CONN_FAILED) return;
     if (c->state == SSH_CONN_PROBING) {
         char *nl = c->in.len ? memchr(c->in.buf, '\n', c->in.len) : NULL;
+        if (nl && c->login_ms < 0) c->login_ms = mono_ms() - c->exec_sent_ms;
         if (nl) {
             *nl = '\0';
             if (handle_probe_line(c, c->in.buf)) {

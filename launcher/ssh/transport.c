@@ -233,6 +233,27 @@ const char *transport_error(const struct transport *t)
     return t->local ? t->err : ssh_conn_error(t->ssh);
 }
 
+const char *transport_user(const struct transport *t)
+{
+    const char *u = getenv("USER");
+    return t->local ? (u && *u ? u : "?") : ssh_conn_user(t->ssh);
+}
+
+int transport_port(const struct transport *t)
+{
+    return t->local ? 0 : ssh_conn_port(t->ssh);
+}
+
+bool transport_uploaded(const struct transport *t)
+{
+    return !t->local && ssh_conn_uploaded(t->ssh);
+}
+
+int64_t transport_login_ms(const struct transport *t)
+{
+    return t->local ? -1 : ssh_conn_login_ms(t->ssh);
+}
+
 const char *transport_hint(const struct transport *t)
 {
     return t->local ? NULL : ssh_conn_hint(t->ssh);

@@ -46,6 +46,13 @@ const char *transport_hint(const struct transport *t);
 /* The address peers use to reach the node: HostName after the ssh config, or 127.0.0.1. */
 const char *transport_address(const struct transport *t);
 
+/* Over SSH: the user and port it logs in with, whether it uploaded the agent, and how long the
+ * login shell took to start it (ms, -1 unknown). Local: the current user, 0, false, -1. */
+const char *transport_user(const struct transport *t);
+int transport_port(const struct transport *t);
+bool transport_uploaded(const struct transport *t);
+int64_t transport_login_ms(const struct transport *t);
+
 /* Queues one line ('\n' added). */
 void transport_send_line(struct transport *t, const char *line);
 /* The next complete line from the agent (malloc'd, without '\n'), or NULL. */

@@ -1,0 +1,548 @@
+/* The preflight (preflight.h): per node, hello -> facts -> CLOCK_SAMPLES clock round trips ->
+ * listen (and the master port on node 0) -> wait for the others -> connects to peers -> done.
+ * The controller owns the connections and the agent client; this file owns what is asked and
+ * what the answers mean. Every request has a deadline; a node that misses one is marked in the
+ * ssh column and skipped for the rest, and the others go on. */
+#include "preflight.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "check_eval.h"
+#include "check_mesh.h"
+#include "clock_est.h"
+#include "hosts/hostfile.h"
+#include "util/util.h"
+
+#define CLOCK_SAMPLES 8
+
+/* The preflight's request tags (wire/client.h); a connect's tag adds its index in p->tcp. */
+enum {
+    TAG_FACTS = WIRE_TAG_CHECK,
+    TAG_CLOCK,
+    TAG_LISTEN,
+    TAG_LISTEN_MASTER,
+    TAG_UNLISTEN,
+    TAG_CONNECT = WIRE_TAG_CHECK + 100,
+};
+
+enum node_phase { NP_CONNECTING, NP_FACTS, NP_CLOCK, NP_LISTEN, NP_TCP_WAIT, NP_TCP, NP_DONE };
+
+static const char *const phase_what[] = {"hello", "facts", "clock", "listen", "", "connect", ""};
+
+struct pf_node {
+    const struct host *h;
+    enum node_phase phase;
+    bool alive;                    /* the agent greeted and answers */
+    bool tested_tcp;
+    int64_t wait_deadline;         /* for the request in flight; 0: none */
+    char *address;
+    cJSON *facts;
+    struct clock_sample samples[CLOCK_SAMPLES];
+    size_t n_samples;
+    int64_t sent_wall, sent_mono;
+    int listens_pending;
+    int eph_port;
+    char *listen_err, *master_err;
+    size_t conns_pending;
+    char *spec;                    /* NCCL_SOCKET_IFNAME in force */
+    char *nonce;
+};
+
+struct preflight {
+    const struct check_opts *o;
+    struct preflight_io io;
+    struct check_report r;
+    struct pf_node *nodes;
+    size_t n;
+    char *master_nonce;
+    struct check_tcp_result *tcp;
+    size_t n_tcp;
+    bool tcp_started, evaluated, dirty;
+    int64_t tcp_deadline;
+};
+
+static void logv(struct preflight *p, const char *host, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logv(struct preflight *p, const char *host, const char *fmt, ...)
+{
+    va_list ap;
+    if (!p->o->verbose) return;
+    fprintf(stderr, "ddptop: %s: ", host);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int64_t stage_ms(const struct preflight *p)
+{
+    return (int64_t)p->o->ssh.timeout_s * 1000;
+}
+
+static cJSON *request(struct preflight *p, size_t i, const char *op, int tag)
+{
+    return p->io.request(p->io.ctx, i, op, tag);
+}
+
+static void send_msg(struct preflight *p, size_t i, cJSON *m)
+{
+    p->io.send(p->io.ctx, i, m);
+}
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+
+static void node_lost(struct preflight *p, size_t i, const char *why)
+{
+    struct pf_node *nd = &p->nodes[i];
+    if (!nd->alive) return;
+    check_result_setf(&p->r.rows[i].checks[CHECK_SSH], CHECK_FAIL,
+                      "run ddptop-agent on the node by hand over ssh to see what it does",
+                      "ddptop-agent on %s: %s", nd->h->name, why);
+    logv(p, nd->h->name, "%s", why);
+    nd->alive = false;
+    nd->phase = NP_DONE;
+    nd->wait_deadline = 0;
+    p->dirty = true;
+}
+
+void preflight_node_connecting(struct preflight *p, size_t i, const char *address, int port)
+{
+    struct pf_node *nd = &p->nodes[i];
+    free(nd->address);
+    nd->address = xstrdup(address);
+    check_row_set_host(&p->r.rows[i], nd->h->name, address, port);
+    logv(p, nd->h->name, "connecting to %s port %d", address, port);
+    p->dirty = true;
+}
+
+void preflight_node_down(struct preflight *p, size_t i, const char *error, const char *hint)
+{
+    struct pf_node *nd = &p->nodes[i];
+    if (nd->phase == NP_DONE) return;
+    if (nd->alive) {
+        node_lost(p, i, error ? error : "connection closed");
+        return;
+    }
+    check_result_set(&p->r.rows[i].checks[CHECK_SSH], CHECK_FAIL, error ? error : "connection closed", hint);
+    logv(p, nd->h->name, "%s", error ? error : "connection closed");
+    nd->phase = NP_DONE;
+    p->dirty = true;
+}
+
+static const char *env_value(const struct check_opts *o, const struct host *h, const char *key)
+{
+    const char *v = host_env_get(h, key);
+    for (size_t i = 0; !v && i < o->n_env; i++)
+        if (strcmp(o->env[i].key, key) == 0) v = o->env[i].value;
+    return v;
+}
+
+static void send_facts(struct preflight *p, size_t i)
+{
+    struct pf_node *nd = &p->nodes[i];
+    cJSON *m = request(p, i, "facts", TAG_FACTS), *env;
+    if (p->o->n_cmd) cJSON_AddStringToObject(m, "cmd", p->o->cmd[0]);
+    else cJSON_AddNullToObject(m, "cmd");
+    env = cJSON_AddObjectToObject(m, "env");
+    /* hostfile keys win over --env */
+    for (size_t k = 0; k < nd->h->n_env; k++) cJSON_AddStringToObject(env, nd->h->env[k].key, nd->h->env[k].value);
+    for (size_t k = 0; k < p->o->n_env; k++)
+        if (!host_env_get(nd->h, p->o->env[k].key) && !cJSON_GetObjectItemCaseSensitive(env, p->o->env[k].key))
+            cJSON_AddStringToObject(env, p->o->env[k].key, p->o->env[k].value);
+    send_msg(p, i, m);
+    nd->phase = NP_FACTS;
+    /* facts may import torch or run nvidia-smi: slower than a round trip */
+    nd->wait_deadline = mono_ms() + 3 * stage_ms(p);
+}
+
+static void send_clock(struct preflight *p, size_t i)
+{
+    struct pf_node *nd = &p->nodes[i];
+    nd->phase = NP_CLOCK;
+    nd->sent_wall = wall_ns();
+    nd->sent_mono = mono_ns();
+    send_msg(p, i, request(p, i, "clock", TAG_CLOCK));
+    nd->wait_deadline = mono_ms() + stage_ms(p);
+}
+
+static void send_listen(struct preflight *p, size_t i)
+{
+    struct pf_node *nd = &p->nodes[i];
+    cJSON *m = request(p, i, "listen", TAG_LISTEN);
+    cJSON_AddNumberToObject(m, "port", 0);
+    cJSON_AddStringToObject(m, "nonce", nd->nonce);
+    send_msg(p, i, m);
+    nd->listens_pending = 1;
+    if (i == 0) {
+        m = request(p, i, "listen", TAG_LISTEN_MASTER);
+        cJSON_AddNumberToObject(m, "port", p->o->master_port);
+        cJSON_AddStringToObject(m, "nonce", p->master_nonce);
+        send_msg(p, i, m);
+        nd->listens_pending = 2;
+    }
+    nd->phase = NP_LISTEN;
+    nd->wait_deadline = mono_ms() + stage_ms(p);
+}
+
+/* The ssh column: who we are on the node, the agent, and how long its login shell took. */
+static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_link *l, const cJSON *hello)
+{
+    struct check_result *res = &p->r.rows[i].checks[CHECK_SSH];
+    const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "version"));
+    const char *arch = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "arch"));
+    const char *host = p->nodes[i].h->name;
+    char login[64] = "";
+    bool slow = l->login_ms > PREFLIGHT_SLOW_LOGIN_MS;
+    cJSON *f;
+    if (l->login_ms >= 0) snprintf(login, sizeof login, ", login shell %.1f s", (double)l->login_ms / 1000);
+    if (slow)
+        check_result_setf(res, CHECK_WARN,
+                          "a slow ~/.bashrc, ~/.profile or /etc/profile (conda, pyenv, environment modules) delays "
+                          "every login: time `ssh HOST true` and make it faster for non-interactive shells",
+                          "%s@%s:%d: the login shell took %.1f s to start the agent (above %d s)", l->user,
+                          l->address, l->port, (double)l->login_ms / 1000, PREFLIGHT_SLOW_LOGIN_MS / 1000);
+    else
+        check_result_setf(res, CHECK_PASS, NULL, "%s@%s:%d, agent %s %s%s%s", l->user, l->address, l->port,
+                          ver ? ver : "?", arch ? arch : "?", l->uploaded ? " (uploaded)" : "", login);
+    f = check_result_fields(res);
+    cJSON_AddBoolToObject(f, "agent_uploaded", l->uploaded);
+    if (l->login_ms >= 0) cJSON_AddNumberToObject(f, "login_shell_ms", (double)l->login_ms);
+    else cJSON_AddNullToObject(f, "login_shell_ms");
+    logv(p, host, "agent ready%s%s", l->uploaded ? " (uploaded)" : "", login);
+}
+
+void preflight_node_up(struct preflight *p, size_t i, const struct preflight_link *l, const cJSON *hello)
+{
+    struct pf_node *nd = &p->nodes[i];
+    if (nd->phase != NP_CONNECTING) return;
+    free(nd->address);
+    nd->address = xstrdup(l->address);
+    nd->alive = true;
+    ssh_verdict(p, i, l, hello);
+    send_facts(p, i);
+    p->dirty = true;
+}
+
+static void on_facts(struct preflight *p, size_t i, const cJSON *m)
+{
+    struct pf_node *nd = &p->nodes[i];
+    const char *spec = env_value(p->o, nd->h, "NCCL_SOCKET_IFNAME");
+    if (!spec)
+        spec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(m, "nccl_env"), "NCCL_SOCKET_IFNAME"));
+    nd->spec = spec ? xstrdup(spec) : NULL;
+    nd->facts = cJSON_Duplicate(m, true);
+    check_eval_gpu(&p->r.rows[i].checks[CHECK_GPU], m, nd->h->slots);
+    send_clock(p, i);
+}
+
+static void on_clock(struct preflight *p, size_t i, const char *line)
+{
+    struct pf_node *nd = &p->nodes[i];
+    int64_t recv_wall = wall_ns(), rtt = mono_ns() - nd->sent_mono;
+    /* parsed from the text: a double cannot hold nanoseconds since 1970 exactly */
+    const char *s = strstr(line, "\"wall_ns\":");
+    if (!s) {
+        node_lost(p, i, "clock answer without wall_ns");
+        return;
+    }
+    nd->samples[nd->n_samples++] = (struct clock_sample){
+        .local_send_ns = nd->sent_wall, .local_recv_ns = recv_wall,
+        .remote_ns = strtoll(s + 10, NULL, 10), .rtt_ns = rtt};
+    if (nd->n_samples < CLOCK_SAMPLES) {
+        send_clock(p, i);
+        return;
+    }
+    check_eval_clock(&p->r.rows[i].checks[CHECK_CLOCK], nd->samples, nd->n_samples, p->o->max_skew_ms);
+    send_listen(p, i);
+}
+
+static void on_listen(struct preflight *p, size_t i, const cJSON *m, int tag)
+{
+    struct pf_node *nd = &p->nodes[i];
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ok"));
+    const char *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "port");
+    if (!ok) err = err ? err : "failed";
+    if (tag == TAG_LISTEN_MASTER) {
+        if (!ok) nd->master_err = xstrdup(err);
+    } else if (ok && cJSON_IsNumber(port)) {
+        nd->eph_port = port->valueint;
+    } else {
+        nd->listen_err = xstrdup(err ? err : "no port in the answer");
+    }
+    if (--nd->listens_pending > 0) return;
+    nd->phase = NP_TCP_WAIT;
+    nd->tested_tcp = true;
+    nd->wait_deadline = 0;
+}
+
+static void on_connect(struct preflight *p, size_t i, const cJSON *m, int tag)
+{
+    size_t k = (size_t)(tag - TAG_CONNECT);
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "ms");
+    const char *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    struct check_tcp_result *t;
+    if (k >= p->n_tcp || p->tcp[k].src != i || p->tcp[k].done) return;
+    t = &p->tcp[k];
+    t->done = true;
+    t->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ok"));
+    t->ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
+    t->error = xstrdup(err ? err : t->ok ? "" : "failed");
+    if (--p->nodes[i].conns_pending == 0) p->nodes[i].phase = NP_DONE;
+}
+
+void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg *m, const char *line)
+{
+    struct pf_node *nd = &p->nodes[i];
+    if (!nd->alive || p->evaluated) return;
+    p->dirty = true;
+    if (m->tag >= TAG_CONNECT) {
+        on_connect(p, i, m->json, m->tag); /* an "error" answer is a failed connect too */
+    } else if (strcmp(m->ev, "error") == 0) {
+        const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->json, "error"));
+        char why[300];
+        snprintf(why, sizeof why, "refused the %s request: %s", phase_what[nd->phase], e ? e : "?");
+        node_lost(p, i, why);
+    } else if (nd->phase == NP_FACTS && m->tag == TAG_FACTS && strcmp(m->ev, "facts") == 0) {
+        on_facts(p, i, m->json);
+    } else if (nd->phase == NP_CLOCK && m->tag == TAG_CLOCK && strcmp(m->ev, "clock") == 0) {
+        on_clock(p, i, line);
+    } else if (nd->phase == NP_LISTEN && strcmp(m->ev, "listen") == 0) {
+        on_listen(p, i, m->json, m->tag);
+    }
+}
+
+/* ---- the tcp phase ------------------------------------------------------------------------ */
+
+static void tcp_add(struct preflight *p, size_t src, size_t dst, int port, bool rdv)
+{
+    p->tcp = xrealloc(p->tcp, (p->n_tcp + 1) * sizeof *p->tcp);
+    p->tcp[p->n_tcp++] = (struct check_tcp_result){.src = src, .dst = dst, .port = port, .rendezvous = rdv};
+}
+
+static void tcp_begin(struct preflight *p)
+{
+    size_t *alive = xcalloc(p->n ? p->n : 1, sizeof *alive), na = 0, np;
+    struct check_pair *pairs = NULL;
+    uint64_t seed = (uint64_t)wall_ns() ^ ((uint64_t)getpid() << 32);
+    int timeout_ms = stage_ms(p) < 3000 ? (int)stage_ms(p) : 3000;
+    p->tcp_started = true;
+    p->dirty = true;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->nodes[i].alive && p->nodes[i].phase == NP_TCP_WAIT && !p->nodes[i].listen_err) alive[na++] = i;
+    np = check_mesh_pairs(na, seed, &pairs);
+    for (size_t k = 0; k < np; k++)
+        tcp_add(p, alive[pairs[k].src], alive[pairs[k].dst], p->nodes[alive[pairs[k].dst]].eph_port, false);
+    if (na && alive[0] == 0 && !p->nodes[0].master_err)
+        for (size_t k = 0; k < na; k++) tcp_add(p, alive[k], 0, p->o->master_port, true);
+    for (size_t k = 0; k < p->n_tcp; k++) {
+        struct check_tcp_result *t = &p->tcp[k];
+        cJSON *m = request(p, t->src, "connect", TAG_CONNECT + (int)k);
+        cJSON_AddStringToObject(m, "addr", p->nodes[t->dst].address);
+        cJSON_AddNumberToObject(m, "port", t->port);
+        cJSON_AddStringToObject(m, "nonce", t->rendezvous ? p->master_nonce : p->nodes[t->dst].nonce);
+        cJSON_AddNumberToObject(m, "timeout_ms", timeout_ms);
+        send_msg(p, t->src, m);
+        p->nodes[t->src].conns_pending++;
+    }
+    /* nodes that never got here (listen failed, not alive) are done as they are */
+    for (size_t i = 0; i < p->n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        if (nd->phase == NP_TCP_WAIT) nd->phase = nd->conns_pending ? NP_TCP : NP_DONE;
+    }
+    p->tcp_deadline = mono_ms() + timeout_ms + stage_ms(p);
+    free(alive);
+    free(pairs);
+}
+
+void preflight_step(struct preflight *p, int64_t now)
+{
+    bool ready = true;
+    for (size_t i = 0; i < p->n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        if (nd->alive && nd->wait_deadline && now >= nd->wait_deadline) {
+            char why[160];
+            snprintf(why, sizeof why, "no answer to the %s request in time", phase_what[nd->phase]);
+            node_lost(p, i, why);
+        }
+        if (nd->phase < NP_TCP_WAIT) ready = false;
+    }
+    if (!p->tcp_started && ready) {
+        tcp_begin(p);
+    } else if (p->tcp_started && now >= p->tcp_deadline) {
+        for (size_t i = 0; i < p->n; i++)
+            if (p->nodes[i].phase == NP_TCP) p->nodes[i].phase = NP_DONE; /* unanswered: "no answer" */
+    }
+}
+
+int64_t preflight_deadline_ms(const struct preflight *p)
+{
+    int64_t d = p->tcp_started && !p->evaluated ? p->tcp_deadline : 0;
+    for (size_t i = 0; i < p->n; i++) {
+        int64_t w = p->nodes[i].alive ? p->nodes[i].wait_deadline : 0;
+        if (w && (!d || w < d)) d = w;
+    }
+    return d;
+}
+
+/* ---- the verdicts ------------------------------------------------------------------------- */
+
+static bool is_loopback(const char *addr)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (!addr) return false;
+    if (strcmp(addr, "localhost") == 0) return true;
+    if (inet_pton(AF_INET, addr, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, addr, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+    return false;
+}
+
+static void evaluate_all(struct preflight *p)
+{
+    struct check_node_info *info = xcalloc(p->n ? p->n : 1, sizeof *info);
+    bool *tested = xcalloc(p->n ? p->n : 1, sizeof *tested);
+    const char **lerr = xcalloc(p->n ? p->n : 1, sizeof *lerr);
+    for (size_t i = 0; i < p->n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        info[i] = (struct check_node_info){.name = nd->h->name, .facts = nd->facts, .ifname_spec = nd->spec,
+                                           .loopback = is_loopback(nd->address), .slots = nd->h->slots};
+        tested[i] = nd->tested_tcp;
+        lerr[i] = nd->listen_err;
+    }
+    check_eval_env(&p->r, info, p->n, p->o->n_cmd > 0);
+    check_eval_nccl(&p->r, info, p->n);
+    check_eval_tcp(&p->r, info, p->n, tested, lerr, p->n ? p->nodes[0].master_err : NULL, p->o->master_port,
+                   p->tcp, p->n_tcp);
+    for (size_t i = 0; i < p->n; i++) {
+        bool ssh_failed = p->r.rows[i].checks[CHECK_SSH].status == CHECK_FAIL;
+        for (int k = 0; k < CHECK_KINDS; k++) {
+            struct check_result *res = &p->r.rows[i].checks[k];
+            if (res->status == CHECK_PENDING)
+                check_result_set(res, CHECK_SKIP, ssh_failed ? "not run: ssh failed" : "not run", NULL);
+        }
+    }
+    free(info);
+    free(tested);
+    free(lerr);
+    p->evaluated = true;
+    p->dirty = true;
+}
+
+/* The agents stay for the run: the check's listeners must go, or the rendezvous store could
+ * not bind --master-port on node 0. Requests are served in order, so they are gone before any
+ * spawn request that follows on the same connection. */
+static void unlisten_all(struct preflight *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        cJSON *m;
+        if (!nd->alive || !nd->tested_tcp) continue;
+        if (nd->eph_port > 0) {
+            m = request(p, i, "unlisten", TAG_UNLISTEN);
+            cJSON_AddNumberToObject(m, "port", nd->eph_port);
+            send_msg(p, i, m);
+        }
+        if (i == 0 && !nd->master_err) {
+            m = request(p, i, "unlisten", TAG_UNLISTEN);
+            cJSON_AddNumberToObject(m, "port", p->o->master_port);
+            send_msg(p, i, m);
+        }
+    }
+}
+
+bool preflight_done(struct preflight *p)
+{
+    if (p->evaluated) return true;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->nodes[i].phase != NP_DONE) return false;
+    unlisten_all(p);
+    evaluate_all(p);
+    return true;
+}
+
+const struct check_report *preflight_report(const struct preflight *p)
+{
+    return &p->r;
+}
+
+bool preflight_take_dirty(struct preflight *p)
+{
+    bool d = p->dirty;
+    p->dirty = false;
+    return d;
+}
+
+size_t preflight_ready_count(const struct preflight *p)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) k += p->nodes[i].phase >= NP_TCP_WAIT;
+    return k;
+}
+
+bool preflight_testing_tcp(const struct preflight *p)
+{
+    return p->tcp_started;
+}
+
+int preflight_gpu_count(const struct preflight *p, size_t i)
+{
+    const cJSON *f = i < p->n ? p->r.rows[i].checks[CHECK_GPU].fields : NULL;
+    const cJSON *cnt = f ? cJSON_GetObjectItemCaseSensitive(f, "count") : NULL;
+    return cJSON_IsNumber(cnt) ? cnt->valueint : -1;
+}
+
+/* ---- life --------------------------------------------------------------------------------- */
+
+struct preflight *preflight_new(const struct check_opts *o, const struct host *hosts, size_t n,
+                                const struct preflight_io *io)
+{
+    struct preflight *p = xcalloc(1, sizeof *p);
+    unsigned char rnd[8] = {0};
+    char run_nonce[17];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        uint64_t x = (uint64_t)wall_ns() ^ (uint64_t)getpid();
+        memcpy(rnd, &x, sizeof rnd);
+    }
+    for (int k = 0; k < 8; k++) snprintf(run_nonce + 2 * k, 3, "%02x", rnd[k]);
+    p->o = o;
+    p->io = *io;
+    p->n = n;
+    p->master_nonce = xasprintf("%s-m", run_nonce);
+    check_report_init(&p->r, n);
+    p->nodes = xcalloc(n ? n : 1, sizeof *p->nodes);
+    for (size_t i = 0; i < n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        nd->h = &hosts[i];
+        nd->nonce = xasprintf("%s-%zu", run_nonce, i);
+        check_row_set_host(&p->r.rows[i], nd->h->name, nd->h->name, nd->h->port ? nd->h->port : 22);
+    }
+    p->dirty = true;
+    return p;
+}
+
+void preflight_free(struct preflight *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->n; i++) {
+        struct pf_node *nd = &p->nodes[i];
+        cJSON_Delete(nd->facts);
+        free(nd->address);
+        free(nd->listen_err);
+        free(nd->master_err);
+        free(nd->spec);
+        free(nd->nonce);
+    }
+    for (size_t k = 0; k < p->n_tcp; k++) free((char *)p->tcp[k].error);
+    free(p->tcp);
+    free(p->nodes);
+    free(p->master_nonce);
+    check_report_done(&p->r);
+    free(p);
+}

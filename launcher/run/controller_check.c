@@ -1,0 +1,157 @@
+/* The preflight as the controller's first phase (PH_CHECK): the agents connect through the
+ * same transports the run will use, and as each one greets, check/preflight.c asks it its
+ * questions through the node's agent client. When every node is done the report decides:
+ * `ddptop check` ends there; `ddptop run` launches on the same connections, or, when ssh, env
+ * or tcp failed, refuses (PH_CHECK_FAILED) until the user launches anyway or quits. Keys and
+ * signals work throughout, since nothing here blocks the loop. */
+#include "controller_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check_report.h"
+#include "util/util.h"
+
+static cJSON *pf_request(void *ctx, size_t node, const char *op, int tag)
+{
+    return ctl_request(ctx, node, op, tag, NULL);
+}
+
+static void pf_send(void *ctx, size_t node, cJSON *msg)
+{
+    ctl_send(ctx, node, msg);
+}
+
+void ctl_check_begin(struct controller *c)
+{
+    struct preflight_io io = {.ctx = c, .request = pf_request, .send = pf_send};
+    c->pf = preflight_new(&c->o.check, c->hl->hosts, c->n, &io);
+    c->phase = PH_CHECK;
+    c->job->state = JOB_CHECKING;
+    c->job->generation++;
+    ctl_connect_nodes(c);
+}
+
+void ctl_check_node_up(struct controller *c, size_t i, const cJSON *hello)
+{
+    struct transport *t = c->nodes[i].t;
+    struct preflight_link l = {.user = transport_user(t), .address = transport_address(t),
+                               .port = transport_port(t), .uploaded = transport_uploaded(t),
+                               .login_ms = transport_login_ms(t)};
+    preflight_node_up(c->pf, i, &l, hello);
+}
+
+void ctl_check_node_down(struct controller *c, size_t i, const char *why, const char *hint)
+{
+    struct node_info *ni = &c->job->nodes[i];
+    struct cnode *nd = &c->nodes[i];
+    nd->lost = true;
+    if (nd->t) transport_close(nd->t);
+    preflight_node_down(c->pf, i, why, hint);
+    free(ni->error);
+    ni->error = xstrdup(why);
+    ni->state = NODE_FAILED;
+    c->job->generation++;
+}
+
+int64_t ctl_check_deadline_ms(const struct controller *c)
+{
+    return c->pf ? preflight_deadline_ms(c->pf) : 0;
+}
+
+/* --nproc-per-node gpu: the rank map follows the GPU counts the preflight found. */
+static void remap_by_gpus(struct controller *c)
+{
+    int *gpus = xcalloc(c->n ? c->n : 1, sizeof *gpus);
+    char err[512];
+    struct job *nj;
+    bool same;
+    for (size_t i = 0; i < c->n; i++) gpus[i] = c->nodes[i].gpu_count = preflight_gpu_count(c->pf, i);
+    if (c->o.nproc_per_node >= 0) {
+        free(gpus);
+        return;
+    }
+    nj = ctl_make_job(c, gpus, err, sizeof err);
+    same = nj && nj->n_ranks == c->job->n_ranks;
+    for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
+    if (nj && !same) {
+        for (size_t i = 0; i < c->n; i++) nj->nodes[i].state = c->job->nodes[i].state;
+        job_free(c->job);
+        c->job = nj;
+        free(c->ranks);
+        c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
+        c->ev_head_seen = c->ev_count_seen = 0;
+    } else if (nj) {
+        job_free(nj);
+    }
+    free(gpus);
+}
+
+/* Every node is done: ssh, env or tcp failures refuse the launch; the others only warn. */
+static void check_complete(struct controller *c)
+{
+    const struct check_report *r = preflight_report(c->pf);
+    size_t pass, warn, fail;
+    bool refused = false;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct check_row *row = &r->rows[i];
+        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
+            row->checks[CHECK_TCP].status == CHECK_FAIL)
+            refused = true;
+    }
+    check_report_summary(r, &pass, &warn, &fail);
+    if (c->fe.on_check) c->fe.on_check(c->fe.ctx, r);
+    if (c->o.check_only) {
+        c->check_exit = check_report_exit_code(r);
+        c->quit = true;
+        ctl_finish(c, fail ? JOB_FAILED : JOB_DONE);
+        return;
+    }
+    remap_by_gpus(c);
+    job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
+                  pass == 1 ? "" : "s", warn, fail,
+                  refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
+    if (refused) {
+        c->job->state = JOB_CHECK_FAILED;
+        c->phase = PH_CHECK_FAILED;
+        c->job->generation++;
+        if (!c->interactive) c->quit = true;
+    } else {
+        ctl_launch_begin(c); /* every node greeted: the same connections launch */
+    }
+    ctl_events_flush(c);
+}
+
+void ctl_check_progress_phase(struct controller *c)
+{
+    int64_t now = mono_ms();
+    ctl_start_queued(c);
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        enum transport_state st;
+        if (nd->hello || nd->queued || nd->lost || !nd->t) continue;
+        st = transport_state(nd->t);
+        if (st == TRANSPORT_FAILED || st == TRANSPORT_CLOSED) {
+            ctl_check_node_down(c, i, transport_error(nd->t) ? transport_error(nd->t) : "connection closed",
+                                transport_hint(nd->t));
+        } else if (st == TRANSPORT_READY) {
+            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + (int64_t)c->o.check.ssh.timeout_s * 1000;
+            else if (now >= nd->hello_deadline_ms)
+                ctl_check_node_down(c, i, "the agent did not greet in time",
+                                    "run ddptop-agent by hand on the node to see why");
+        }
+    }
+    preflight_step(c->pf, now);
+    if (preflight_take_dirty(c->pf)) {
+        if (c->fe.on_check_progress) c->fe.on_check_progress(c->fe.ctx, preflight_report(c->pf));
+        if (c->interactive && c->fe.on_check) c->fe.on_check(c->fe.ctx, preflight_report(c->pf));
+        c->job->generation++;
+    }
+    if (preflight_done(c->pf)) check_complete(c);
+}
+
+const struct check_report *controller_check_report(const struct controller *c)
+{
+    return c->pf ? preflight_report(c->pf) : NULL;
+}

@@ -1,0 +1,96 @@
+/* The agent client (client.h): request ids and the table of requests in flight. A node has a
+ * few requests in flight at a time (pings, the preflight's connects: one per peer it tests),
+ * so the table is a small array searched from the end, where the newest are. */
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+#include "util/util.h"
+
+void wire_client_init(struct wire_client *cl)
+{
+    memset(cl, 0, sizeof *cl);
+}
+
+void wire_client_done(struct wire_client *cl)
+{
+    free(cl->pending);
+    memset(cl, 0, sizeof *cl);
+}
+
+void wire_client_reset(struct wire_client *cl)
+{
+    cl->n_pending = 0;
+}
+
+cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m) util_fatal("out of memory (cJSON)");
+    cl->next_id++;
+    cJSON_AddStringToObject(m, "op", op);
+    cJSON_AddNumberToObject(m, "id", cl->next_id);
+    if (cl->n_pending == cl->cap) {
+        cl->cap = cl->cap ? 2 * cl->cap : 16;
+        cl->pending = xrealloc(cl->pending, cl->cap * sizeof *cl->pending);
+    }
+    cl->pending[cl->n_pending++] = (struct wire_pending){.id = cl->next_id, .tag = tag};
+    if (id) *id = cl->next_id;
+    return m;
+}
+
+char *wire_line(cJSON *msg)
+{
+    char *s = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (!s) util_fatal("out of memory (cJSON)");
+    return s;
+}
+
+/* The tag of request id, removed from the table; WIRE_TAG_NONE when none waits. */
+static int take_pending(struct wire_client *cl, int id)
+{
+    for (size_t k = cl->n_pending; k-- > 0;) {
+        if (cl->pending[k].id != id) continue;
+        int tag = cl->pending[k].tag;
+        memmove(&cl->pending[k], &cl->pending[k + 1], (cl->n_pending - k - 1) * sizeof *cl->pending);
+        cl->n_pending--;
+        return tag;
+    }
+    return WIRE_TAG_NONE;
+}
+
+bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg *out)
+{
+    cJSON *m = cJSON_Parse(line);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(m, "ev");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    memset(out, 0, sizeof *out);
+    if (!m || !cJSON_IsString(ev)) {
+        cJSON_Delete(m);
+        return false;
+    }
+    out->json = m;
+    out->ev = ev->valuestring;
+    out->id = cJSON_IsNumber(id) ? id->valueint : 0;
+    out->tag = out->id ? take_pending(cl, out->id) : WIRE_TAG_NONE;
+    return true;
+}
+
+void wire_msg_done(struct wire_msg *m)
+{
+    cJSON_Delete(m->json);
+    memset(m, 0, sizeof *m);
+}
+
+const char *wire_hello_mismatch(const cJSON *hello, char *buf, size_t len)
+{
+    const cJSON *proto = cJSON_GetObjectItemCaseSensitive(hello, "protocol");
+    if (cJSON_IsNumber(proto) && proto->valueint == PROTOCOL_VERSION) return NULL;
+    snprintf(buf, len, "its agent speaks protocol %d, this ddptop speaks %d (remove the stale agent in --agent-dir)",
+             cJSON_IsNumber(proto) ? proto->valueint : -1, PROTOCOL_VERSION);
+    return buf;
+}
