@@ -53,11 +53,18 @@ jassert "good hosts unaffected: ssh, clock, env, tcp pass" "$D/t.json" \
     "all(ssh_ok(k) and st(k, c) == 'pass' for k in (0, 3) for c in ('clock', 'env', 'tcp'))" \
     "d['summary']['fail'] == 2"
 # Both dead hosts time out at the same time, not one after the other: about 3 s in all. The
-# slack is for two shared cores; a sequential or per-stage timeout would take 6 s or more.
-if [ "$ELAPSED_MS" -ge 2500 ] && [ "$ELAPSED_MS" -le 5500 ]; then
-    tap_ok "whole run within --timeout 3 plus slack (${ELAPSED_MS} ms)"
+# slack is for two shared cores; a sequential or per-stage timeout would take 6 s or more. The
+# good hosts' login shells have a deadline of their own (60 s): on a loaded machine root's
+# ~/.bashrc (pyenv) can take seconds, and then the run lasts as long as they do, not longer.
+LOGIN_MS=$(/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(max(int(d["hosts"][k]["checks"]["ssh"].get("login_shell_ms") or 0) for k in (0, 3)))' "$D/t.json")
+MAX_MS=$((5500 + ${LOGIN_MS:-0}))
+if [ "$ELAPSED_MS" -ge 2500 ] && [ "$ELAPSED_MS" -le "$MAX_MS" ]; then
+    tap_ok "whole run within --timeout 3 plus slack (${ELAPSED_MS} ms; the good hosts' login shells ${LOGIN_MS} ms)"
 else
-    tap_fail "whole run within --timeout 3 plus slack: ${ELAPSED_MS} ms (want 2500..5500)"
+    tap_fail "whole run within --timeout 3 plus slack: ${ELAPSED_MS} ms (want 2500..${MAX_MS}: 5500 + the good hosts' login shells)"
 fi
 
 tap_done
