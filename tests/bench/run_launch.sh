@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
 # Benchmark: `ddptop run` against what a user would use instead, on real sshd servers on
-# loopback ports (one per "node"):
-#  1. launch: time from start until every one of 16 nodes x 4 ranks printed its first line,
-#     ddptop (headless, --no-check, agent already uploaded; and with the preflight) side by
+# loopback ports (one per "node"), every contender logging in as a throwaway user with a plain
+# shell (see "login user" below):
+#  logins: how many SSH logins (sshd's "Accepted publickey" lines) each node sees during one
+#     `ddptop run` with its preflight: the first run (agent uploaded) and one with the agent
+#     already on the node;
+#  launch: time from start until every one of 16 nodes x 4 ranks printed its first line,
+#     ddptop (headless, agent already uploaded) with the preflight and with --no-check, side by
 #     side with `pdsh -R ssh -f 64` starting the same 4 processes per node;
-#  2. log throughput: 8 ranks (8 nodes x 1) printing 100-byte lines as fast as they can, ddptop
-#     (every byte to its log file, headless output to /dev/null) side by side with 8 parallel
-#     `ssh host CMD > /dev/null`;
-#  3. the controller's CPU and peak RSS during a 64-rank run (16 x 4) where every rank prints a
-#     metrics line 10 times a second for 10 s.
-# Best of BENCH_REPEAT (default 3) rounds for 1 and 2, the contenders taking turns. Prints a table, the ratios and a markdown
-# snippet for docs/performance.md. BENCH_RUN_MB: MB per rank in 2 (default 25).
+#  slow: the same launch (with the preflight, ddptop's default --timeout) against pdsh, once,
+#     on 16 nodes of which one's login takes 12 s (a plain `ssh` to that node alone is timed
+#     too, to show the slowness is real): that node's sshd alone has PermitUserRC yes, and the
+#     user's ~/.ssh/rc sleeps, so every session there starts 12 s late, as behind a slow
+#     ~/.bashrc. (Not sshd's SetEnv BASH_ENV=slow.sh: Debian's bash, started by sshd, reads
+#     ~/.bashrc and returns before it would read $BASH_ENV.)
+#     ddptop's outcome (exit status, its last error line) is printed, a refusal is a figure too;
+#  tput: log throughput, 8 ranks (8 nodes x 1) printing 100-byte lines as fast as they can,
+#     ddptop (every byte to its log file, headless output to /dev/null) side by side with 8
+#     parallel `ssh host CMD > /dev/null`;
+#  cpu: the controller's CPU and peak RSS during a 64-rank run (16 x 4) where every rank prints
+#     a metrics line 10 times a second for 10 s.
+# Login user: many concurrent logins as root can serialize on whatever root's ~/.bashrc does
+# (bash sources it for every `ssh host CMD`; on the dev machine pyenv's init takes a lock, and
+# 16 concurrent `ssh host true` took 22 s), which would measure root's dotfiles, not the
+# launchers. So the bench creates user ddpbench<pid> (login shell bash, empty ~/.bashrc, its
+# own ed25519 key) and removes it with its home and processes at the end, on failure and
+# Ctrl-C too (tests/lib/sshd.sh: sshd_user_create, sshd_cleanup). Needs root.
+# Env: BENCH_ONLY=logins,launch,slow,tput,cpu (comma-separated; default all of them),
+# BENCH_REPEAT (default 3: best of that many rounds for launch and tput, the contenders taking
+# turns), BENCH_RUN_MB (MB per rank in tput, default 25), BENCH_SLOW_S (the slow node's login
+# login delay, default 12), BENCH_SLOW_TIMEOUT (ddptop --timeout in the slow row; default: none, so
+# ddptop's default). Prints a table, the ratios and a markdown snippet for docs/performance.md.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/tap.sh      # run_job.sh's assertions print TAP lines; unused here
@@ -19,50 +39,95 @@ cd "$(dirname "$0")/../.."
 
 REPEAT=${BENCH_REPEAT:-3}
 MB=${BENCH_RUN_MB:-25}
+SLOW_S=${BENCH_SLOW_S:-12}
+SLOW_TIMEOUT=${BENCH_SLOW_TIMEOUT:-}
+ONLY=${BENCH_ONLY:-all}
 NODES=16
 PY=/usr/bin/python3
+BUSER=ddpbench$$
+
+part() { [ "$ONLY" = all ] || [[ ",$ONLY," == *",$1,"* ]]; }
+for p in ${ONLY//,/ }; do
+    case $p in
+    all | logins | launch | slow | tput | cpu) ;;
+    *) echo "bench: BENCH_ONLY: unknown part '$p' (logins, launch, slow, tput, cpu)" >&2; exit 2 ;;
+    esac
+done
 
 bench_cleanup() {
     rj_cleanup
-    sshd_cleanup
+    sshd_cleanup     # the servers, then the throwaway user (its processes, userdel -r), the dir
 }
 trap bench_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+[ "$(id -u)" = 0 ] || { echo "bench: needs root (creates a throwaway user)" >&2; exit 1; }
 [ -x "$DDPTOP" ] || { echo "bench: $DDPTOP not built (make all)" >&2; exit 1; }
 command -v pdsh >/dev/null || { echo "bench: pdsh missing (make deps)" >&2; exit 1; }
 sshd_setup || exit 1
 D=$SSHD_DIR
-echo "starting $NODES sshd servers on loopback ..."
-sshd_start_fleet n "$NODES" || { echo "bench: the sshd servers did not start" >&2; exit 1; }
+sshd_user_create "$BUSER" || { echo "bench: could not create user $BUSER" >&2; exit 1; }
+UHOME=$(getent passwd "$BUSER" | cut -d: -f6)
+echo "login user: every contender logs in as throwaway user $BUSER (login shell bash, empty"
+echo "  ~/.bashrc, own key), created now and removed at the end: concurrent logins as root"
+echo "  would measure root's ~/.bashrc (pyenv's lock serializes them), not the launchers."
+# What the user's sessions need: the agent dir (the agents are uploaded there), the ranks'
+# working directory (its home), and the slow node's ~/.ssh/rc (only that node's sshd runs it).
+mkdir -p "$D/agent" && chown "$BUSER:" "$D/agent"
+printf 'sleep %s\n' "$SLOW_S" >"$UHOME/.ssh/rc" && chown "$BUSER:" "$UHOME/.ssh/rc"
+runuser -u "$BUSER" -- test -r "$UHOME/.ssh/rc" -a -w "$D/agent" -a -x "$UHOME" ||
+    { echo "bench: $BUSER cannot reach $D or its home" >&2; exit 1; }
+
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+echo "starting $NODES sshd servers on loopback (LogLevel VERBOSE, one log each) ..."
+sshd_start_fleet n "$NODES" "LogLevel VERBOSE" "PermitUserRC no" || { echo "bench: the sshd servers did not start" >&2; exit 1; }
 for ((i = 0; i < NODES; i++)); do
-    echo "127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=4" >>"$D/hosts16x4"
-    [ "$i" -lt 8 ] && echo "127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=1" >>"$D/hosts8x1"
+    echo "$BUSER@127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=4" >>"$D/hosts16x4"
+    [ "$i" -lt 8 ] && echo "$BUSER@127.0.0.1:${SSHD_FLEET_PORTS[i]} slots=1" >>"$D/hosts8x1"
 done
-SSHOPT=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --agent-dir "$D/agent"
-        --timeout 30 --log-dir "$D/logs" --headless)
+CONN=(--known-hosts "$D/known_hosts" -i "$SSHD_USER_KEY" -F "$D/ssh_config" --agent-dir "$D/agent"
+      --log-dir "$D/logs" --headless --workdir "$UHOME")
+SSHOPT=("${CONN[@]}" --timeout 30)
+PDSH=(pdsh -R ssh -l "$BUSER")   # pdsh passes ssh "-l <local user>" unless told
+export PDSH_SSH_ARGS_APPEND="-F $D/pdsh_config"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# first_lines N CMD...: runs CMD, reads its stdout; prints the ms until N lines holding
-# "first " arrived, then the ms until CMD ended. Fails when CMD fails or fewer lines came.
+# first_lines [--report] ERRFILE N CMD...: runs CMD (stderr in ERRFILE), reads its stdout;
+# prints the ms until N lines holding "first " arrived, then the ms until CMD ended. Fails when
+# CMD fails or fewer lines came. --report: never fails; prints "MS_ALL|- MS_END RC SEEN"; CMD's
+# stdout goes to ERRFILE too (ddptop's headless messages are there).
 cat >"$D/first_lines.py" <<'PY'
-import subprocess, sys, time
-n, cmd = int(sys.argv[1]), sys.argv[2:]
+import signal, subprocess, sys, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)   # Ctrl-C: die quietly, the bench's trap cleans up
+report = sys.argv[1] == "--report"
+args = sys.argv[2:] if report else sys.argv[1:]
+err = open(args[0], "wb")
+args = args[1:]
+n, cmd = int(args[0]), args[1:]
 t0 = time.monotonic()
-p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if report else err,
+                     stdin=subprocess.DEVNULL)
 seen, t_all = 0, None
 for line in p.stdout:
+    if report:
+        err.write(line)
     if b"first " in line:
         seen += 1
         if seen == n:
             t_all = time.monotonic()
 rc = p.wait()
 t_end = time.monotonic()
+if report:
+    a = "-" if t_all is None else f"{(t_all - t0) * 1000:.0f}"
+    print(f"{a} {(t_end - t0) * 1000:.0f} {rc} {seen}"); sys.exit(0)
 if rc != 0 or t_all is None:
     print(f"rc={rc} seen={seen}", file=sys.stderr); sys.exit(1)
 print(f"{(t_all - t0) * 1000:.0f} {(t_end - t0) * 1000:.0f}")
 PY
+
+# bench_err: the stderr of the launch that failed last.
+bench_err() { [ -s "$D/launch.err" ] && tail -n 15 "$D/launch.err" >&2; }
 
 # best_turns VAR=FUNC...: one warm-up of each FUNC, then REPEAT rounds in which every FUNC runs
 # once in turn (so that load coming and going on a shared machine hits all of them alike).
@@ -70,13 +135,13 @@ PY
 best_turns() {
     local spec var fn out r
     for spec in "$@"; do
-        "${spec#*=}" >/dev/null || { echo "bench: ${spec#*=} failed" >&2; return 1; }
+        "${spec#*=}" >/dev/null || { echo "bench: ${spec#*=} failed" >&2; bench_err; return 1; }
         printf -v "${spec%%=*}" '%s' ""
     done
     for ((r = 0; r < REPEAT; r++)); do
         for spec in "$@"; do
             var=${spec%%=*} fn=${spec#*=}
-            out=$("$fn") || { echo "bench: $fn failed" >&2; return 1; }
+            out=$("$fn") || { echo "bench: $fn failed" >&2; bench_err; return 1; }
             if [ -z "${!var}" ] || [ "${out%% *}" -lt "$(echo "${!var}" | cut -d' ' -f1)" ]; then
                 printf -v "$var" '%s' "$out"
             fi
@@ -84,24 +149,82 @@ best_turns() {
     done
 }
 
-# --- 1. launch: 64 ranks' first lines -------------------------------------------------------
+# --- launch: 64 ranks' first lines -------------------------------------------------------
 RANK_CMD='echo "first $RANK"'
 launch_ddptop() {
-    $PY "$D/first_lines.py" 64 "$DDPTOP" run "$D/hosts16x4" "${SSHOPT[@]}" "$@" \
+    $PY "$D/first_lines.py" "$D/launch.err" 64 "$DDPTOP" run "$D/hosts16x4" "${SSHOPT[@]}" "$@" \
         --master-port "$(sshd_pick_port)" --run-id "launch-$RANDOM$RANDOM" -- sh -c "$RANK_CMD"
 }
 launch_nocheck() { launch_ddptop --no-check; }
 launch_check() { launch_ddptop; }
 PDSH_CMD='for r in 0 1 2 3; do RANK=$r sh -c '"'"'echo "first $RANK"'"'"' & done; wait'
 launch_pdsh() {
-    PDSH_SSH_ARGS_APPEND="-F $D/pdsh_config" $PY "$D/first_lines.py" 64 \
-        pdsh -R ssh -f 64 -w "n[01-16]" "$PDSH_CMD"
+    $PY "$D/first_lines.py" "$D/launch.err" 64 "${PDSH[@]}" -f 64 -w "n[01-16]" "$PDSH_CMD"
 }
-echo "1. launch: 16 nodes x 4 ranks, best of $REPEAT ..."
-LOAD0=$(cut -d' ' -f1 /proc/loadavg)
-best_turns L_DDP=launch_nocheck L_CHK=launch_check L_PDSH=launch_pdsh || exit 1
 
-# --- 2. log throughput: 8 ranks as fast as they can ------------------------------------------
+# --- logins per node during one `ddptop run` with the preflight ---------------------------
+# accepted NODE...: each node's count of "Accepted publickey for USER" in its sshd log.
+accepted() {
+    local n
+    for n in "$@"; do
+        grep -c "Accepted publickey for $BUSER " "$D/$n.sshd.log"
+    done
+}
+FLEET=($(for ((i = 1; i <= NODES; i++)); do printf 'n%02d ' "$i"; done))
+# logins_of_one_run FUNC: "MAX MIN" logins per node during one FUNC (launch_check, launch_pdsh).
+logins_of_one_run() {
+    local before after i max=0 min=999999 d
+    before=($(accepted "${FLEET[@]}"))
+    "$1" >/dev/null || return 1
+    after=($(accepted "${FLEET[@]}"))
+    for ((i = 0; i < NODES; i++)); do
+        d=$((after[i] - before[i]))
+        [ "$d" -gt "$max" ] && max=$d
+        [ "$d" -lt "$min" ] && min=$d
+    done
+    echo "$max $min"
+}
+LOGINS_COLD="" LOGINS="" LOGINS_PDSH=""
+if part logins; then
+    echo "logins: SSH logins per node during one \`ddptop run\` with the preflight, and one pdsh ..."
+    LOGINS_COLD=$(logins_of_one_run launch_check) || { echo "bench: ddptop run (first, agent uploaded) failed" >&2; bench_err; exit 1; }
+    LOGINS=$(logins_of_one_run launch_check) || { echo "bench: ddptop run failed" >&2; bench_err; exit 1; }
+    LOGINS_PDSH=$(logins_of_one_run launch_pdsh) || { echo "bench: pdsh failed" >&2; bench_err; exit 1; }
+fi
+
+L_DDP="" L_CHK="" L_PDSH=""
+if part launch; then
+    echo "launch: 16 nodes x 4 ranks, best of $REPEAT ..."
+    best_turns L_DDP=launch_nocheck L_CHK=launch_check L_PDSH=launch_pdsh || exit 1
+fi
+
+# --- slow: one node's login shell takes SLOW_S seconds -------------------------------------
+S_SSH="" S_DDP="" S_PDSH="" S_ERR=""
+if part slow; then
+    echo "slow: 16 nodes x 4 ranks, node slow16's logins take $SLOW_S s (~/.ssh/rc), once ..."
+    sshd_fleet_add slow16 "LogLevel VERBOSE" "PermitUserRC yes" ||
+        { echo "bench: the slow sshd did not start" >&2; exit 1; }
+    # The agent on the nodes already, as in the launch row (they share $D/agent).
+    [ -n "$L_CHK$LOGINS" ] || launch_nocheck >/dev/null || { echo "bench: warm-up failed" >&2; bench_err; exit 1; }
+    head -n $((NODES - 1)) "$D/hosts16x4" >"$D/hosts16x4slow"
+    echo "$BUSER@127.0.0.1:$SSHD_PORT slots=4" >>"$D/hosts16x4slow"
+    t0=$(now_ms)
+    ssh -F "$D/pdsh_config" slow16 true || { echo "bench: ssh slow16 true failed" >&2; exit 1; }
+    S_SSH=$(($(now_ms) - t0))
+    SLOWOPT=("${CONN[@]}")
+    [ -n "$SLOW_TIMEOUT" ] && SLOWOPT+=(--timeout "$SLOW_TIMEOUT")
+    # The agent is on the node already when an earlier part ran (as for the other nodes).
+    S_DDP=$($PY "$D/first_lines.py" --report "$D/slow.err" 64 "$DDPTOP" run "$D/hosts16x4slow" "${SLOWOPT[@]}" \
+        --master-port "$(sshd_pick_port)" --run-id "slow-$RANDOM$RANDOM" -- sh -c "$RANK_CMD")
+    # Why ddptop stopped: its first line saying so (the check table's detail, else the last line).
+    S_ERR=$(grep -m1 -E '^\[ddptop\] check: [^ ]+ +[a-z]+ +fail ' "$D/slow.err" ||
+        grep -m1 -E 'timed out|refused' "$D/slow.err" || grep -v '^[[:space:]]*$' "$D/slow.err" | tail -n 1)
+    S_ERR=$(echo "$S_ERR" | sed 's/^\[ddptop\] check: *//; s/   */  /g' | cut -c1-200)
+    S_PDSH=$($PY "$D/first_lines.py" --report "$D/slow.pdsh.err" 64 "${PDSH[@]}" -f 64 \
+        -w "n[01-15],slow16" "$PDSH_CMD")
+fi
+
+# --- tput: 8 ranks as fast as they can ------------------------------------------------------
 PRINT="head -c ${MB}000000 /dev/zero | tr '\\0' x | fold -w 99"
 BYTES=$((8 * MB * 1000000 / 99 * 100))   # fold adds a newline per 99 bytes (the last line has one too)
 tput_ddptop() {
@@ -127,54 +250,114 @@ tput_ssh() {
     t=$(($(now_ms) - t0))
     echo "$t"
 }
-echo "2. log throughput: 8 ranks x $MB MB, best of $REPEAT ..."
-best_turns T_DDP=tput_ddptop T_SSH=tput_ssh || { cat "$D/tput.err" >&2; exit 1; }
-T_BYTES=${T_DDP#* }
+T_DDP="" T_SSH="" T_BYTES=""
+if part tput; then
+    echo "tput: 8 ranks x $MB MB, best of $REPEAT ..."
+    best_turns T_DDP=tput_ddptop T_SSH=tput_ssh || { cat "$D/tput.err" >&2; exit 1; }
+    T_BYTES=${T_DDP#* }
+fi
 
-# --- 3. controller CPU and RSS, 64 ranks printing metrics lines ------------------------------
+# --- cpu: controller CPU and RSS, 64 ranks printing metrics lines ----------------------------
 STEPPER='$|=1; for $i (1..100) { printf "{\"event\":\"step\",\"v\":1,\"rank\":%d,\"step\":%d,\"loss\":%.4f,\"step_ms\":100.0}\n", $ENV{RANK}, $i, 5/$i; select(undef,undef,undef,0.1) }'
-echo "3. controller CPU and RSS: 64 ranks, 10 metrics lines/s each for 10 s ..."
-rj_start "$D/c64.out" --discard "$D/hosts16x4" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
-    --run-id "cpu64-$RANDOM" -- perl -e "$STEPPER"
-rj_wait 120
-[ "$RJ_RC" = 0 ] || { echo "bench: 64-rank run failed (exit $RJ_RC)" >&2; tail "$D/c64.out.err" >&2; exit 1; }
-HZ=$(getconf CLK_TCK)
-C64_CPU=$(awk -v t="$RJ_CPU_TICKS" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }')
-C64_WALL=$(awk -v ms="$RJ_MS" 'BEGIN { printf "%.1f", ms / 1000 }')
-C64_PCT=$(awk -v c="$C64_CPU" -v w="$C64_WALL" 'BEGIN { printf "%.1f", 100 * c / w }')
-C64_RSS=$(awk -v k="$RJ_HWM_KB" 'BEGIN { printf "%.1f", k / 1024 }')
+C64_CPU=""
+if part cpu; then
+    echo "cpu: controller CPU and RSS, 64 ranks, 10 metrics lines/s each for 10 s ..."
+    rj_start "$D/c64.out" --discard "$D/hosts16x4" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
+        --run-id "cpu64-$RANDOM" -- perl -e "$STEPPER"
+    rj_wait 120
+    [ "$RJ_RC" = 0 ] || { echo "bench: 64-rank run failed (exit $RJ_RC)" >&2; tail "$D/c64.out.err" >&2; exit 1; }
+    HZ=$(getconf CLK_TCK)
+    C64_CPU=$(awk -v t="$RJ_CPU_TICKS" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }')
+    C64_WALL=$(awk -v ms="$RJ_MS" 'BEGIN { printf "%.1f", ms / 1000 }')
+    C64_PCT=$(awk -v c="$C64_CPU" -v w="$C64_WALL" 'BEGIN { printf "%.1f", 100 * c / w }')
+    C64_RSS=$(awk -v k="$RJ_HWM_KB" 'BEGIN { printf "%.1f", k / 1024 }')
+fi
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 
 # --- report ---------------------------------------------------------------------------------
 sec() { awk -v ms="$1" 'BEGIN { printf "%.2f s", ms / 1000 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 mbs() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.1f", b / 1e6 / (ms / 1000) }'; }
 kls() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.0f", b / 100 / (ms / 1000) / 1000 }'; }
-l_ddp=${L_DDP%% *} l_chk=${L_CHK%% *} l_pdsh=${L_PDSH%% *}
-t_ddp=${T_DDP%% *} t_ssh=${T_SSH%% *}
 CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+NR="not run"
+# Rows: WHAT|DDPTOP|BASELINE|RATIO|GOAL (markdown and the terminal table alike).
+mm() { if [ "${1%% *}" = "${1#* }" ]; then echo "${1%% *}"; else echo "${1%% *} (min ${1#* })"; fi; }
+ROWS=()
+if [ -n "$LOGINS" ]; then
+    ROWS+=("logins per node, one run with the preflight / pdsh|$(mm "$LOGINS")|$(mm "$LOGINS_PDSH")|-|1")
+    ROWS+=("  the same, first run (agent uploaded)|$(mm "$LOGINS_COLD")|||")
+else
+    ROWS+=("logins per node, one run with the preflight / pdsh|$NR|||1")
+fi
+if [ -n "$L_CHK" ]; then
+    l_ddp=${L_DDP%% *} l_chk=${L_CHK%% *} l_pdsh=${L_PDSH%% *}
+    ROWS+=("launch 16 x 4, with the preflight / pdsh|$(sec "$l_chk")|$(sec "$l_pdsh")|$(ratio "$l_chk" "$l_pdsh")|<= 1.0x")
+    ROWS+=("launch 16 x 4, --no-check / pdsh|$(sec "$l_ddp")|$(sec "$l_pdsh")|$(ratio "$l_ddp" "$l_pdsh")|<= 0.7x")
+else
+    ROWS+=("launch 16 x 4, with the preflight / pdsh|$NR|||<= 1.0x" "launch 16 x 4, --no-check / pdsh|$NR|||<= 0.7x")
+fi
+if [ -n "$S_DDP" ]; then
+    read -r s_all s_end s_rc s_seen <<<"$S_DDP"
+    read -r p_all p_end p_rc p_seen <<<"$S_PDSH"
+    if [ "$s_rc" = 0 ] && [ "$s_all" != - ]; then s_txt=$(sec "$s_all"); else s_txt="exit $s_rc, $(sec "$s_end")"; fi
+    if [ "$p_rc" = 0 ] && [ "$p_all" != - ]; then p_txt=$(sec "$p_all"); else p_txt="exit $p_rc, $(sec "$p_end")"; fi
+    s_ratio=-
+    [ "$s_rc" = 0 ] && [ "$s_all" != - ] && [ "$p_all" != - ] && s_ratio=$(ratio "$s_all" "$p_all")
+    ROWS+=("launch 16 x 4, preflight, 1 node ${SLOW_S} s slow / pdsh|$s_txt|$p_txt|$s_ratio|")
+else
+    ROWS+=("launch 16 x 4, preflight, 1 node slow / pdsh|$NR|||")
+fi
+if [ -n "$T_DDP" ]; then
+    t_ddp=${T_DDP%% *} t_ssh=${T_SSH%% *}
+    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / plain ssh|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_ddp")|>= 0.8x")
+    ROWS+=("  wall time|$(sec "$t_ddp")|$(sec "$t_ssh")|$(ratio "$t_ddp" "$t_ssh")|")
+    ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
+else
+    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / plain ssh|$NR|||>= 0.8x")
+fi
+# The slow row in words: ddptop's outcome and the proof that the node is slow.
+SLOW_NOTE=""
+if [ -n "$S_DDP" ]; then
+    if [ "$s_rc" = 0 ]; then s_how="succeeded (exit 0), $s_seen/64 first lines, ended after $(sec "$s_end")"
+    else s_how="failed (exit $s_rc) after $(sec "$s_end"), $s_seen/64 first lines: ${S_ERR:-no message}"; fi
+    SLOW_NOTE="slow row (once; ddptop --timeout ${SLOW_TIMEOUT:-default}): plain \`ssh\` to the slow node alone took $(sec "$S_SSH"); pdsh exit $p_rc, $p_seen/64 first lines; ddptop $s_how"
+fi
+
 echo
-printf '%-44s %-12s %-12s %s\n' "" ddptop baseline "ddptop/baseline"
-printf '%-44s %-12s %-12s %s\n' "launch 16x4, all first lines (--no-check)" "$(sec "$l_ddp")" "$(sec "$l_pdsh")" "$(ratio "$l_ddp" "$l_pdsh")"
-printf '%-44s %-12s %-12s %s\n' "launch 16x4, all first lines (preflight)" "$(sec "$l_chk")" "$(sec "$l_pdsh")" "$(ratio "$l_chk" "$l_pdsh")"
-printf '%-44s %-12s %-12s %s\n' "8 ranks x $MB MB output, wall" "$(sec "$t_ddp")" "$(sec "$t_ssh")" "$(ratio "$t_ddp" "$t_ssh")"
-printf '%-44s %-12s %-12s %s\n' "  MB/s" "$(mbs "$T_BYTES" "$t_ddp")" "$(mbs "$T_BYTES" "$t_ssh")" "$(ratio "$t_ssh" "$t_ddp")"
-printf '%-44s %-12s %-12s\n' "  thousand lines/s" "$(kls "$T_BYTES" "$t_ddp")" "$(kls "$T_BYTES" "$t_ssh")"
-echo "64-rank run (16x4, 6400 metrics lines in ${C64_WALL} s): controller CPU ${C64_CPU} s (${C64_PCT}% of one core), peak RSS ${C64_RSS} MiB"
+printf '%-52s %-16s %-10s %-7s %s\n' "" ddptop baseline ratio goal
+for r in "${ROWS[@]}"; do
+    IFS='|' read -r w a b c g <<<"$r"
+    printf '%-52s %-16s %-10s %-7s %s\n' "$w" "$a" "$b" "$c" "$g"
+done
+echo "baselines: pdsh -R ssh -f 64 (logins, launch); 8 parallel \`ssh host CMD > /dev/null\` (throughput)"
+[ -n "$LOGINS" ] && echo "logins per node (max min): ddptop $LOGINS (first run: $LOGINS_COLD), pdsh $LOGINS_PDSH"
+[ -n "$SLOW_NOTE" ] && echo "$SLOW_NOTE"
+[ -n "$C64_CPU" ] && echo "64-rank run (16x4, 6400 metrics lines in ${C64_WALL} s): controller CPU ${C64_CPU} s (${C64_PCT}% of one core), peak RSS ${C64_RSS} MiB"
 echo "load average (1 min) before/after: $LOAD0 / $LOAD1"
 echo
 echo "--- markdown for docs/performance.md ---"
-echo "Measured $DATE on $(nproc) CPU cores ($CPU), $NODES sshd servers on loopback, best of $REPEAT;"
-echo "load average $LOAD0 before, $LOAD1 after."
+echo "Measured $DATE on $(nproc) CPU cores ($CPU), $NODES sshd servers (OpenSSH, loopback), best of"
+echo "$REPEAT (the slow row once); load average $LOAD0 before, $LOAD1 after. Every contender logs in as a"
+echo "throwaway user with a plain shell (bash, empty ~/.bashrc) that the bench creates and removes, not as"
+echo "root, whose ~/.bashrc serializes concurrent logins (pyenv's lock). Launch: until every one of 16"
+echo "nodes x 4 ranks printed its first line, ddptop headless with its agent on the nodes, against"
+echo "\`pdsh -R ssh -f 64\`; logins: sshd's \"Accepted publickey\" lines per node; throughput: ddptop"
+echo "(every byte to its log files) against 8 parallel \`ssh host CMD > /dev/null\`."
 echo
-echo "| measurement | ddptop run | baseline | ddptop / baseline |"
-echo "|---|---:|---:|---:|"
-echo "| launch, 16 nodes x 4 ranks, until every rank's first line (\`--no-check\`, agent cached) | $(sec "$l_ddp") | $(sec "$l_pdsh") (pdsh -R ssh -f 64) | $(ratio "$l_ddp" "$l_pdsh") |"
-echo "| the same with the preflight | $(sec "$l_chk") | $(sec "$l_pdsh") | $(ratio "$l_chk" "$l_pdsh") |"
-echo "| 8 ranks x $MB MB of 100-byte lines, wall | $(sec "$t_ddp") | $(sec "$t_ssh") (8 x ssh CMD > /dev/null) | $(ratio "$t_ddp" "$t_ssh") |"
-echo "| throughput, MB/s | $(mbs "$T_BYTES" "$t_ddp") | $(mbs "$T_BYTES" "$t_ssh") | $(ratio "$t_ssh" "$t_ddp") |"
-echo "| throughput, thousand lines/s | $(kls "$T_BYTES" "$t_ddp") | $(kls "$T_BYTES" "$t_ssh") | |"
-echo
-echo "- 64-rank run (16 x 4, every rank 10 metrics lines/s for 10 s): controller CPU ${C64_CPU} s in ${C64_WALL} s"
-echo "  (${C64_PCT}% of one core), peak RSS (VmHWM) ${C64_RSS} MiB"
+echo "| measurement | ddptop | baseline | ratio | goal |"
+echo "|---|---:|---:|---:|---:|"
+for r in "${ROWS[@]}"; do
+    IFS='|' read -r w a b c g <<<"$r"
+    echo "| ${w#  } | $a | $b | $c | $g |"
+done
+if [ -n "$SLOW_NOTE" ]; then
+    echo
+    echo "- ${SLOW_NOTE^}."
+fi
+if [ -n "$C64_CPU" ]; then
+    echo
+    echo "- 64-rank run (16 x 4, every rank 10 metrics lines/s for 10 s): controller CPU ${C64_CPU} s in ${C64_WALL} s"
+    echo "  (${C64_PCT}% of one core), peak RSS (VmHWM) ${C64_RSS} MiB"
+fi

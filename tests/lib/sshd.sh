@@ -7,7 +7,8 @@
 # Use:   . tests/lib/sshd.sh; sshd_setup || exit 1; trap sshd_cleanup EXIT
 #        sshd_start_loopback h1 || ...; echo "$SSHD_PORT"
 # Every server runs as root with its own config in $SSHD_DIR, so nothing outside that
-# directory is read or written (no ~/.ssh, no /etc/ssh keys).
+# directory is read or written (no ~/.ssh, no /etc/ssh keys), except the throwaway user's own
+# ~/.ssh/authorized_keys once sshd_user_create made one (see there).
 
 SSHD_BIN=${SSHD_BIN:-/usr/sbin/sshd}
 SSHD_DIR=""        # the test directory (mktemp -d), removed by sshd_cleanup
@@ -18,6 +19,8 @@ SSHD_PORT=""       # port of the last sshd_start_loopback / sshd_start_silent / 
 # other process never holds the port we are about to listen on.
 SSHD_PORT_MIN=${SSHD_PORT_MIN:-20000}
 SSHD_PORT_MAX=${SSHD_PORT_MAX:-32000}
+SSHD_USER=""       # the throwaway login user (sshd_user_create), removed by sshd_cleanup
+SSHD_USER_KEY=""   # its client key (private half in $SSHD_DIR, public half in its authorized_keys)
 
 # Creates the directory, a client key ($SSHD_DIR/id_ed25519, authorized for root) and the
 # default host key ($SSHD_DIR/host_ed25519).
@@ -89,6 +92,11 @@ sshd_start() {
         echo "Subsystem sftp internal-sftp"
         local line
         for line in "$@"; do echo "$line"; done
+        # Last: a Match block takes every line after it.
+        if [ -n "$SSHD_USER" ]; then
+            echo "Match User $SSHD_USER"
+            echo "    AuthorizedKeysFile .ssh/authorized_keys"
+        fi
     } >"$cfg"
     local -a pre=()
     [ -n "$ns" ] && pre=(ip netns exec "$ns")
@@ -177,15 +185,16 @@ sshd_known_hosts_line() {
     if [ "$port" = 22 ]; then echo "$addr $kt $kb"; else echo "[$addr]:$port $kt $kb"; fi
 }
 
-# sshd_write_ssh_config FILE ALIAS ADDR PORT [USER]: appends a Host block using the test key.
+# sshd_write_ssh_config FILE ALIAS ADDR PORT [USER [KEY]]: appends a Host block using the test
+# key (or KEY).
 sshd_write_ssh_config() {
-    local file=$1 alias=$2 addr=$3 port=$4 user=${5:-root}
+    local file=$1 alias=$2 addr=$3 port=$4 user=${5:-root} key=${6:-$SSHD_DIR/id_ed25519}
     cat >>"$file" <<EOF
 Host $alias
     HostName $addr
     Port $port
     User $user
-    IdentityFile $SSHD_DIR/id_ed25519
+    IdentityFile $key
     IdentitiesOnly yes
     UserKnownHostsFile $SSHD_DIR/known_hosts
     StrictHostKeyChecking yes
@@ -193,19 +202,74 @@ Host $alias
 EOF
 }
 
-# sshd_start_fleet PREFIX N: N sshd servers on 127.0.0.1 (PREFIX01, PREFIX02, ...), each in
-# $SSHD_DIR/known_hosts and as a Host alias in $SSHD_DIR/pdsh_config (for pdsh and plain ssh);
-# their ports in SSHD_FLEET_PORTS, in order. The benches compare ddptop with pdsh on these.
+# sshd_fleet_add NAME [CONFIG LINE...]: one sshd on 127.0.0.1 (sshd_start_loopback), put in
+# $SSHD_DIR/known_hosts and as Host alias NAME in $SSHD_DIR/pdsh_config (for pdsh and plain
+# ssh), logging in as the throwaway user with its key once sshd_user_create made one, else as
+# root with the test key. Its log is $SSHD_DIR/NAME.sshd.log; sets SSHD_PORT.
+sshd_fleet_add() {
+    local name=$1; shift
+    sshd_start_loopback "$name" "$@" || { echo "sshd $name did not start" >&2; return 1; }
+    sshd_known_hosts_line 127.0.0.1 "$SSHD_PORT" >>"$SSHD_DIR/known_hosts"
+    if [ -n "$SSHD_USER" ]; then
+        sshd_write_ssh_config "$SSHD_DIR/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT" "$SSHD_USER" "$SSHD_USER_KEY"
+    else
+        sshd_write_ssh_config "$SSHD_DIR/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT"
+    fi
+}
+
+# sshd_start_fleet PREFIX N [CONFIG LINE...]: N servers (sshd_fleet_add PREFIX01, PREFIX02, ...,
+# each with the CONFIG LINEs, e.g. "LogLevel VERBOSE"); their ports in SSHD_FLEET_PORTS, in
+# order. The benches compare ddptop with pdsh on these.
 sshd_start_fleet() {
-    local prefix=$1 n=$2 i name
+    local prefix=$1 n=$2 i; shift 2
     SSHD_FLEET_PORTS=()
     for ((i = 1; i <= n; i++)); do
-        name=$(printf '%s%02d' "$prefix" "$i")
-        sshd_start_loopback "$name" || { echo "sshd $name did not start" >&2; return 1; }
-        sshd_known_hosts_line 127.0.0.1 "$SSHD_PORT" >>"$SSHD_DIR/known_hosts"
-        sshd_write_ssh_config "$SSHD_DIR/pdsh_config" "$name" 127.0.0.1 "$SSHD_PORT"
+        sshd_fleet_add "$(printf '%s%02d' "$prefix" "$i")" "$@" || return 1
         SSHD_FLEET_PORTS+=("$SSHD_PORT")
     done
+}
+
+# sshd_user_create NAME: a throwaway local user to log in as (needs root), for when root's own
+# login is not what is measured (root's ~/.bashrc may be slow: bash sources it for every
+# `ssh host CMD`). Login shell /bin/bash with an empty ~/.bashrc, so a login costs only
+# bash's start; its own ed25519 key ($SSHD_DIR/NAME_ed25519, public half in its
+# ~/.ssh/authorized_keys, which the servers started from now on read for it and only for it).
+# Sets SSHD_USER and SSHD_USER_KEY; call before starting the servers. sshd_cleanup kills its
+# processes and removes it with its home (userdel -r).
+sshd_user_create() {
+    local name=$1 home
+    if getent passwd "$name" >/dev/null; then echo "user $name exists already" >&2; return 1; fi
+    # -p '*': no password, yet not locked ("!"), which sshd (UsePAM no) would refuse outright.
+    useradd -m -s /bin/bash -p '*' -c "ddptop throwaway bench user" "$name" || return 1
+    SSHD_USER=$name
+    home=$(getent passwd "$name" | cut -d: -f6)
+    SSHD_USER_KEY=$SSHD_DIR/${name}_ed25519
+    ssh-keygen -q -t ed25519 -N '' -C "ddptop-test-$name" -f "$SSHD_USER_KEY" || return 1
+    : >"$home/.bashrc"
+    mkdir -p "$home/.ssh"
+    cp "$SSHD_USER_KEY.pub" "$home/.ssh/authorized_keys"
+    chown -R "$name:" "$home"
+    chmod 700 "$home/.ssh"
+    chmod 600 "$home/.ssh/authorized_keys"
+}
+
+# sshd_user_remove: kills every process of the throwaway user (by pid) and removes the user
+# and its home. Safe to call twice.
+sshd_user_remove() {
+    [ -n "$SSHD_USER" ] || return 0
+    local uid i pids
+    if uid=$(id -u "$SSHD_USER" 2>/dev/null); then
+        for i in $(seq 1 20); do
+            pids=$(pgrep -u "$uid")
+            [ -n "$pids" ] || break
+            kill -KILL $pids 2>/dev/null
+            sleep 0.05
+        done
+        userdel -r "$SSHD_USER" 2>/dev/null || userdel -r -f "$SSHD_USER" 2>/dev/null ||
+            echo "could not remove user $SSHD_USER (userdel -r)" >&2
+    fi
+    SSHD_USER=""
+    SSHD_USER_KEY=""
 }
 
 # The pids of PID's descendants, deepest first (sshd's per-connection children and the
@@ -239,8 +303,8 @@ sshd_stop() {
     return 0
 }
 
-# Stops every server and listener started here (and their session children), then removes
-# the directory. Safe to call twice and from a trap.
+# Stops every server and listener started here (and their session children), removes the
+# throwaway user if there is one (sshd_user_remove), then the directory. Safe to call twice and from a trap.
 sshd_cleanup() {
     local pid kids=() all=()
     for pid in "${SSHD_PIDS[@]}"; do
@@ -258,6 +322,7 @@ sshd_cleanup() {
         wait "${SSHD_PIDS[@]}" 2>/dev/null
     fi
     SSHD_PIDS=()
+    sshd_user_remove
     if [ -n "$SSHD_DIR" ] && [ -d "$SSHD_DIR" ]; then rm -rf "$SSHD_DIR"; fi
     SSHD_DIR=""
 }
