@@ -199,12 +199,17 @@ static void on_hello(struct check_ctx *c, size_t i, const cJSON *m)
         agent_lost(c, i, why);
         return;
     }
+    const char *how = ssh_conn_upload_method(nd->conn); /* NULL, "sftp" or "exec" */
+    const char *note = !how ? "" : strcmp(how, "exec") == 0 ? " (uploaded over exec: no sftp subsystem)"
+                                                            : " (uploaded)";
     check_result_setf(&c->r->rows[i].checks[CHECK_SSH], CHECK_PASS, NULL, "%s@%s:%d, agent %s %s%s",
                       ssh_conn_user(nd->conn), ssh_conn_address(nd->conn), ssh_conn_port(nd->conn),
-                      ver ? ver : "?", arch ? arch : "?", ssh_conn_uploaded(nd->conn) ? " (uploaded)" : "");
-    cJSON_AddBoolToObject(check_result_fields(&c->r->rows[i].checks[CHECK_SSH]), "agent_uploaded",
-                          ssh_conn_uploaded(nd->conn));
-    logv(c, nd->h->name, "agent ready%s", ssh_conn_uploaded(nd->conn) ? " (uploaded)" : "");
+                      ver ? ver : "?", arch ? arch : "?", note);
+    cJSON *ssh_fields = check_result_fields(&c->r->rows[i].checks[CHECK_SSH]);
+    cJSON_AddBoolToObject(ssh_fields, "agent_uploaded", ssh_conn_uploaded(nd->conn));
+    if (how) cJSON_AddStringToObject(ssh_fields, "agent_upload", how);
+    else cJSON_AddNullToObject(ssh_fields, "agent_upload");
+    logv(c, nd->h->name, "agent ready%s", note);
     send_facts(c, nd);
 }
 
