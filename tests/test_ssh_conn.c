@@ -1,14 +1,19 @@
-/* Unit tests for the remote command that probes for and starts the agent: run here through
- * sh exactly as a node's sshd would run it, with a hostile --agent-dir, to show that nothing
- * from the user reaches the shell unquoted and that it execs the agent only when it fits. */
+/* Unit tests for the remote commands that probe for and start the agent, and that install it
+ * over an exec channel when the node has no sftp subsystem: run here through sh exactly as a
+ * node's sshd would run them, with a hostile --agent-dir, to show that nothing from the user
+ * reaches the shell unquoted, that the agent is exec'd only when it fits, and that an upload is
+ * installed only when its SHA-256 matches, never leaving a partial file behind. */
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ssh/ssh_conn.h"
 #include "wire/protocol.h"
 #include "tap.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 static char tmp[] = "/tmp/ddptop-test-sshconn-XXXXXX";
@@ -112,6 +117,144 @@ static void test_home_dir_expands_remotely(void)
     free(cmd);
 }
 
+/* Runs cmd with /bin/sh -c in tmp, its stdin the n bytes of data, under env prefix pre (e.g.
+ * "PATH=/x"); returns its last output line (static). */
+static const char *run_input(const char *pre, const char *cmd, const char *data, size_t n)
+{
+    static char line[4096];
+    char buf[4096];
+    char *in = xasprintf("%s/.stdin", tmp);
+    struct strbuf sb;
+    FILE *f = fopen(in, "w"), *p;
+    line[0] = '\0';
+    if (f) {
+        fwrite(data, 1, n, f);
+        fclose(f);
+    }
+    strbuf_init(&sb);
+    strbuf_addf(&sb, "cd %s && %s /bin/sh -c ", tmp, pre);
+    strbuf_add_shell_quoted(&sb, cmd);
+    strbuf_addf(&sb, " <%s 2>&1", in);
+    p = popen(sb.buf, "r");
+    if (p) {
+        while (fgets(buf, sizeof buf, p))
+            if (buf[0] != '\n') snprintf(line, sizeof line, "%s", buf);
+        pclose(p);
+    }
+    unlink(in);
+    free(in);
+    strbuf_done(&sb);
+    line[strcspn(line, "\n")] = '\0';
+    return line;
+}
+
+static void hex_of(const char *data, size_t n, char hex[65])
+{
+    struct sha256 h;
+    unsigned char d[32];
+    sha256_init(&h);
+    sha256_update(&h, data, n);
+    sha256_final(&h, d);
+    sha256_hex(d, hex);
+}
+
+/* Entries of dir other than . and .., e.g. temporary files left behind. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_upload_installs_verified_file(void)
+{
+    static const char data[] = "\x7f" "ELF pretend agent\0with a NUL and 'quotes' $(touch pwned)\n";
+    char *dir = xasprintf("%s/up a'$(touch pwned)`touch pwned2`;x/sub", tmp);
+    char *path = xasprintf("%s/the-agent", dir), *p1 = xasprintf("%s/pwned", tmp);
+    char hex[65], got[sizeof data];
+    struct stat st;
+    FILE *f;
+    hex_of(data, sizeof data - 1, hex);
+    char *cmd = ssh_conn_upload_command(dir, "the-agent", hex, 0700);
+    CHECK_STR(run_input("", cmd, data, sizeof data - 1), "ddptop-upload ok");
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0700);
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fread(got, 1, sizeof got, f) == sizeof data - 1 && memcmp(got, data, sizeof data - 1) == 0);
+        fclose(f);
+    }
+    CHECK(count_entries(dir) == 1); /* no temporary file left */
+    CHECK(access(p1, F_OK) != 0);
+    /* again over the existing copy (another node sharing the directory): replaced in place */
+    free(cmd);
+    cmd = ssh_conn_upload_command(dir, "the-agent", hex, 0600);
+    CHECK_STR(run_input("", cmd, data, sizeof data - 1), "ddptop-upload ok");
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+    CHECK(count_entries(dir) == 1);
+    free(cmd);
+    free(p1);
+    free(path);
+    free(dir);
+}
+
+static void test_upload_mismatch_leaves_nothing(void)
+{
+    static const char data[] = "the bytes that arrived";
+    char *dir = xasprintf("%s/mismatch", tmp), *path = xasprintf("%s/the-agent", dir);
+    char hex[65];
+    char *want;
+    hex_of(data, sizeof data - 1, hex);
+    want = xasprintf("ddptop-upload mismatch %s", hex);
+    /* we claim another hash than the bytes have: refused, the node's hash reported */
+    char *cmd = ssh_conn_upload_command(dir, "the-agent", "0123456789abcdef0123456789abcdef"
+                                        "0123456789abcdef0123456789abcdef", 0700);
+    CHECK_STR(run_input("", cmd, data, sizeof data - 1), want);
+    CHECK(access(path, F_OK) != 0);
+    CHECK(count_entries(dir) == 0);
+    free(cmd);
+    free(want);
+    free(path);
+    free(dir);
+}
+
+static void test_upload_without_sha256sum(void)
+{
+    char *dir = xasprintf("%s/nosum", tmp), *bin = xasprintf("%s/onlysh", tmp);
+    char *sh = xasprintf("%s/sh", bin), *pre = xasprintf("PATH=%s", bin);
+    char *cmd = ssh_conn_upload_command(dir, "the-agent", "00", 0700);
+    mkdir(bin, 0700);
+    CHECK(symlink("/bin/sh", sh) == 0);
+    /* only sh on PATH: the check comes first, before anything is written */
+    CHECK_STR(run_input(pre, cmd, "x", 1), "ddptop-upload no-sha256sum");
+    CHECK(access(dir, F_OK) != 0);
+    unlink(sh);
+    rmdir(bin);
+    free(cmd);
+    free(pre);
+    free(sh);
+    free(bin);
+    free(dir);
+}
+
+static void test_upload_unwritable_dir_fails(void)
+{
+    char *file = xasprintf("%s/plainfile", tmp), *dir = xasprintf("%s/plainfile/agent", tmp);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    char *cmd = ssh_conn_upload_command(dir, "the-agent", "00", 0700);
+    CHECK_STR(run_input("", cmd, "x", 1), "ddptop-upload failed");
+    free(cmd);
+    unlink(file);
+    free(file);
+    free(dir);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmp)) {
@@ -122,6 +265,10 @@ int main(void)
     RUN(test_absent_creates_dir_and_reports_it);
     RUN(test_present_agent_is_executed);
     RUN(test_home_dir_expands_remotely);
+    RUN(test_upload_installs_verified_file);
+    RUN(test_upload_mismatch_leaves_nothing);
+    RUN(test_upload_without_sha256sum);
+    RUN(test_upload_unwritable_dir_fails);
     char *rm = xasprintf("rm -rf '%s'", tmp);
     if (system(rm) != 0) printf("# could not remove %s\n", tmp);
     free(rm);

@@ -198,6 +198,9 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
     const char *host = p->nodes[i].h->name;
     char login[64] = "";
     bool slow = l->login_ms > PREFLIGHT_SLOW_LOGIN_MS;
+    const char *how = l->upload_method;
+    const char *note = !l->uploaded ? "" : how && strcmp(how, "exec") == 0 ? " (uploaded over exec: no sftp subsystem)"
+                                                                            : " (uploaded)";
     cJSON *f;
     if (l->login_ms >= 0) snprintf(login, sizeof login, ", login shell %.1f s", (double)l->login_ms / 1000);
     if (slow)
@@ -208,12 +211,14 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
                           l->address, l->port, (double)l->login_ms / 1000, PREFLIGHT_SLOW_LOGIN_MS / 1000);
     else
         check_result_setf(res, CHECK_PASS, NULL, "%s@%s:%d, agent %s %s%s%s", l->user, l->address, l->port,
-                          ver ? ver : "?", arch ? arch : "?", l->uploaded ? " (uploaded)" : "", login);
+                          ver ? ver : "?", arch ? arch : "?", note, login);
     f = check_result_fields(res);
     cJSON_AddBoolToObject(f, "agent_uploaded", l->uploaded);
+    if (l->uploaded && how) cJSON_AddStringToObject(f, "agent_upload", how);
+    else cJSON_AddNullToObject(f, "agent_upload");
     if (l->login_ms >= 0) cJSON_AddNumberToObject(f, "login_shell_ms", (double)l->login_ms);
     else cJSON_AddNullToObject(f, "login_shell_ms");
-    logv(p, host, "agent ready%s%s", l->uploaded ? " (uploaded)" : "", login);
+    logv(p, host, "agent ready%s%s", note, login);
 }
 
 void preflight_node_up(struct preflight *p, size_t i, const struct preflight_link *l, const cJSON *hello)

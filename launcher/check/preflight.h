@@ -36,6 +36,7 @@ struct preflight_link {
     const char *address;     /* HostName after the ssh config: the address peers use */
     int port;
     bool uploaded;           /* the agent was uploaded by this connection */
+    const char *upload_method; /* "sftp", "exec" (no sftp subsystem), NULL: not uploaded */
     int64_t login_ms;        /* the login shell's start, -1 unknown */
 };
 

@@ -38,6 +38,7 @@ void ctl_check_node_up(struct controller *c, size_t i, const cJSON *hello)
     struct transport *t = c->nodes[i].t;
     struct preflight_link l = {.user = transport_user(t), .address = transport_address(t),
                                .port = transport_port(t), .uploaded = transport_uploaded(t),
+                               .upload_method = transport_upload_method(t),
                                .login_ms = transport_login_ms(t)};
     preflight_node_up(c->pf, i, &l, hello);
 }

@@ -92,6 +92,7 @@ void ssh_conn_free(struct ssh_conn *c)
     free(c->remote_dir);
     free(c->exec_cmd);
     free(c->upload_err);
+    free(c->upload_hint);
     free(c->known_hosts);
     strbuf_done(&c->in);
     strbuf_done(&c->out);

@@ -2,7 +2,8 @@
  * host key verification, public key authentication, agent deployment, agent exec channel) that
  * the caller drives from its one poll() loop. Once ready, the connection carries the agent's
  * JSON lines both ways (docs/protocol.md). Nothing here blocks the caller's loop; the only
- * blocking work (SFTP upload of the agent) runs in a short-lived thread, see ssh_deploy.c. */
+ * blocking work (uploading the agent by SFTP, or over an exec channel when the node's sshd has
+ * no sftp subsystem) runs in a short-lived thread, see ssh_deploy.c. */
 #ifndef DDPTOP_SSH_CONN_H
 #define DDPTOP_SSH_CONN_H
 
@@ -35,7 +36,7 @@ enum ssh_conn_state {
     SSH_CONN_AUTH,
     SSH_CONN_EXEC,         /* opening the exec channel (probe or agent) */
     SSH_CONN_PROBING,      /* exec sent: the login shell starts; agent hello or probe answer expected */
-    SSH_CONN_UPLOADING,    /* SFTP thread owns the session */
+    SSH_CONN_UPLOADING,    /* the upload thread owns the session */
     SSH_CONN_READY,        /* agent running: lines flow */
     SSH_CONN_CLOSED,       /* agent channel ended (see ssh_conn_error) */
     SSH_CONN_FAILED,
@@ -74,6 +75,9 @@ bool ssh_conn_uploaded(const struct ssh_conn *c);
 /* How long the node's login shell took, from the exec request to the first line it sent (the
  * agent's hello or the probe's answer), in ms; -1 until known. */
 int64_t ssh_conn_login_ms(const struct ssh_conn *c);
+/* How it uploaded: "sftp", "exec" (the node's sshd has no sftp subsystem: an exec channel ran
+ * `sh -c` and the copy was verified with sha256sum there), or NULL when it did not upload. */
+const char *ssh_conn_upload_method(const struct ssh_conn *c);
 /* Bytes of agent output received so far (the controller tells streaming from a trickle). */
 uint64_t ssh_conn_bytes_in(const struct ssh_conn *c);
 
@@ -88,5 +92,16 @@ void ssh_conn_close(struct ssh_conn *c);
  * else prints "ddptop-probe ARCH absent DIR" (DIR expanded). Exposed for tests: every value
  * from the user reaches the shell single-quoted. Returns a malloc'd string. */
 char *ssh_conn_probe_command(const char *agent_dir, const char *agent_name, const char *arch);
+
+/* The remote sh command that installs one file uploaded over an exec channel (no sftp
+ * subsystem): it reads the file from stdin into a private temporary name in dir (umask 077,
+ * mkdir -p dir), checks its SHA-256 with the node's sha256sum against sha256_hex, sets mode,
+ * and renames it to dir/name; on any failure the temporary file is removed and stdin is read
+ * to its end. Its last output line is "ddptop-upload ok", "ddptop-upload no-sha256sum",
+ * "ddptop-upload mismatch HEX" or "ddptop-upload failed" (the shell's own error lines before
+ * it). Every value reaches the shell single-quoted. Exposed for tests; returns a malloc'd
+ * string. */
+char *ssh_conn_upload_command(const char *dir, const char *name, const char *sha256_hex,
+                              unsigned mode);
 
 #endif

@@ -1,6 +1,7 @@
 /* Internals of the SSH transport shared by ssh_conn.c (state machine, host keys),
- * ssh_conn_net.c (resolve, TCP connect, authentication) and ssh_deploy.c (exec channel,
- * agent probe and upload). Not for other modules: they use ssh_conn.h. */
+ * ssh_conn_net.c (resolve, TCP connect, authentication), ssh_deploy.c (exec channel, agent
+ * probe, upload by SFTP) and ssh_upload_exec.c (upload over an exec channel when the node has
+ * no sftp subsystem). Not for other modules: they use ssh_conn.h. */
 #ifndef DDPTOP_SSH_CONN_INT_H
 #define DDPTOP_SSH_CONN_INT_H
 
@@ -53,6 +54,7 @@ struct ssh_conn {
     int64_t login_ms;          /* see ssh_conn_login_ms */
     bool probe_done_once;      /* the probe said "absent" once (we uploaded) */
     bool uploaded;
+    const char *upload_method; /* "sftp" or "exec" (static), set by the upload thread */
     char *remote_dir;
     struct strbuf in, out, errtail;
     size_t in_off;             /* bytes of in already returned as lines */
@@ -64,6 +66,7 @@ struct ssh_conn {
     bool upload_timed_out;
     int upload_pipe[2];
     char *upload_err;
+    char *upload_hint;         /* NULL: the generic "is --agent-dir writable" hint */
 };
 
 void ssh_conn_fail(struct ssh_conn *c, const char *hint, const char *fmt, ...)
@@ -83,5 +86,8 @@ void ssh_conn_exec_begin(struct ssh_conn *c);
 void ssh_conn_exec_step(struct ssh_conn *c);
 void ssh_conn_channel_io(struct ssh_conn *c);
 void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
+/* In the upload thread (blocking session): installs local as c->remote_dir/name with mode over
+ * an exec channel. Returns NULL or a malloc'd error (and may set c->upload_hint). */
+char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode);
 
 #endif

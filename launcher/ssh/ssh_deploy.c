@@ -1,7 +1,9 @@
 /* SSH transport, last stages: the exec channel that starts ddptop-agent, and deploying the
  * agent when the node lacks it. One remote sh command both probes and starts: it execs the
  * agent when a copy for our version, protocol and architecture is there, else it prints
- * "ddptop-probe ARCH absent DIR", and we upload our own copy by SFTP and run it again.
+ * "ddptop-probe ARCH absent DIR", and we upload our own copy by SFTP and run it again. When
+ * the node's sshd has no sftp subsystem (common on clusters), the upload goes over an exec
+ * channel instead, checked with sha256sum on the node (ssh_upload_exec.c).
  *
  * libssh's SFTP API is blocking only. Rather than stall the poll loop (and every other host)
  * during an upload, a short-lived thread owns the session until the upload is done and then
@@ -325,20 +327,31 @@ static const char *bundled_lib_path(void)
     return NULL;
 }
 
+/* The library first: the probe runs the agent only when both are there. */
 static char *upload(struct ssh_conn *c)
 {
     char *name = agent_name(), *err = NULL;
     const char *lib = bundled_lib_path();
-    sftp_session sftp = sftp_new(c->session);
-    if (!sftp || sftp_init(sftp) != SSH_OK) {
-        err = xasprintf("cannot start SFTP on %s (is the sftp subsystem enabled in sshd_config?): %s",
-                        c->h->name, ssh_get_error(c->session));
-    } else if (!lib) {
+    sftp_session sftp = NULL;
+    if (!lib) {
         err = xasprintf("cannot find the local %s to upload beside the agent", AGENT_BUNDLED_LIB);
-    } else {
+        goto out;
+    }
+    sftp = sftp_new(c->session);
+    if (sftp && sftp_init(sftp) == SSH_OK) {
+        c->upload_method = "sftp";
         err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
         if (!err) err = upload_file(c, sftp, c->o->agent_local, name, S_IRWXU);
+    } else {
+        /* sftp_new fails when sshd refuses the subsystem (no `Subsystem sftp` line), sftp_init
+         * when its server does not start: both mean no SFTP here, so the same over exec */
+        if (sftp) sftp_free(sftp);
+        sftp = NULL;
+        c->upload_method = "exec";
+        err = ssh_conn_upload_exec(c, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
+        if (!err) err = ssh_conn_upload_exec(c, c->o->agent_local, name, S_IRWXU);
     }
+out:
     if (sftp) sftp_free(sftp);
     free(name);
     return err;
@@ -371,7 +384,8 @@ void ssh_conn_upload_poll(struct ssh_conn *c, short revents)
         ssh_conn_fail(c, "check the link to the node, or install the agent there by hand",
                       "uploading ddptop-agent to %s timed out", c->h->name);
     } else if (c->upload_err) {
-        ssh_conn_fail(c, "check that --agent-dir is writable on the node", "%s", c->upload_err);
+        ssh_conn_fail(c, c->upload_hint ? c->upload_hint : "check that --agent-dir is writable on the node",
+                      "%s", c->upload_err);
     } else {
         c->uploaded = true;
         c->probe_done_once = true;
@@ -384,6 +398,11 @@ void ssh_conn_send_line(struct ssh_conn *c, const char *line)
     strbuf_adds(&c->out, line);
     strbuf_add(&c->out, "\n", 1);
     if (c->state == SSH_CONN_READY) ssh_conn_channel_io(c);
+}
+
+const char *ssh_conn_upload_method(const struct ssh_conn *c)
+{
+    return c->uploaded ? c->upload_method : NULL;
 }
 
 uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)

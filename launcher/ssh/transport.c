@@ -249,6 +249,11 @@ bool transport_uploaded(const struct transport *t)
     return !t->local && ssh_conn_uploaded(t->ssh);
 }
 
+const char *transport_upload_method(const struct transport *t)
+{
+    return t->local ? NULL : ssh_conn_upload_method(t->ssh);
+}
+
 int64_t transport_login_ms(const struct transport *t)
 {
     return t->local ? -1 : ssh_conn_login_ms(t->ssh);

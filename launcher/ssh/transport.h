@@ -52,6 +52,8 @@ const char *transport_user(const struct transport *t);
 int transport_port(const struct transport *t);
 bool transport_uploaded(const struct transport *t);
 int64_t transport_login_ms(const struct transport *t);
+/* ssh_conn_upload_method's answer; NULL when local or not uploaded. */
+const char *transport_upload_method(const struct transport *t);
 
 /* Queues one line ('\n' added). */
 void transport_send_line(struct transport *t, const char *line);

@@ -60,18 +60,20 @@ sshd_pick_port() {
     return 1
 }
 
-# sshd_start NAME ADDR PORT [--netns NS] [--hostkey FILE] [CONFIG LINE...]
+# sshd_start NAME ADDR PORT [--netns NS] [--hostkey FILE] [--no-sftp] [CONFIG LINE...]
 # Starts /usr/sbin/sshd -D -e with $SSHD_DIR/NAME.sshd_config listening on ADDR:PORT (IPv6 as
 # ::1), optionally inside namespace NS; extra arguments are appended to the config as lines
-# (e.g. "SetEnv FAKETIME=+3s"). Waits until it listens. Returns 1 (with the log on stderr)
-# when it exits or does not listen within 5 s, e.g. because the port was taken.
+# (e.g. "SetEnv FAKETIME=+3s"). --no-sftp leaves out the "Subsystem sftp" line, like many
+# clusters' sshd: sftp is then refused. Waits until it listens. Returns 1 (with the log on
+# stderr) when it exits or does not listen within 5 s, e.g. because the port was taken.
 sshd_start() {
     local name=$1 addr=$2 port=$3; shift 3
-    local ns="" hostkey="$SSHD_DIR/host_ed25519"
+    local ns="" hostkey="$SSHD_DIR/host_ed25519" sftp=1
     while [ $# -gt 0 ]; do
         case $1 in
         --netns) ns=$2; shift 2 ;;
         --hostkey) hostkey=$2; shift 2 ;;
+        --no-sftp) sftp=""; shift ;;
         *) break ;;
         esac
     done
@@ -89,7 +91,7 @@ sshd_start() {
         echo "KbdInteractiveAuthentication no"
         echo "UseDNS no"
         echo "PrintMotd no"
-        echo "Subsystem sftp internal-sftp"
+        [ -n "$sftp" ] && echo "Subsystem sftp internal-sftp"
         local line
         for line in "$@"; do echo "$line"; done
         # Last: a Match block takes every line after it.
@@ -120,7 +122,7 @@ sshd_start() {
     return 1
 }
 
-# sshd_start_loopback NAME [--addr 127.0.0.N] [--hostkey FILE] [CONFIG LINE...]: sshd on a
+# sshd_start_loopback NAME [--addr 127.0.0.N] [--hostkey FILE] [--no-sftp] [CONFIG LINE...]: sshd on a
 # loopback address (default 127.0.0.1) at a free port, retried on another port when the chosen
 # one was taken meanwhile. Sets SSHD_PORT.
 sshd_start_loopback() {
