@@ -3,6 +3,7 @@
  * step median the upper one, so with two ranks the slow one is compared with the fast one
  * (a plain mean of the two would hide a rank twice as slow from a 1.5x rule). */
 #include "hang.h"
+#include "job_state.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,9 +36,7 @@ unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now
             int64_t ref = r->step_changed_ms ? r->step_changed_ms : j->attempt_started_ms;
             int64_t idle = now_ms - ref;
             if (idle < (int64_t)o->hang_timeout_s * 1000) continue;
-            r->state = RANK_STALLED;
-            r->stalled_step = r->step;
-            r->stalled_has_step = r->has_step;
+            job_rank_stalled(j, (int)i);
             if (r->has_step)
                 job_event_add(j, EV_STALL, r->rank, r->node, "rank %d on %s stalled: step %ld "
                               "has not advanced for %lld s", r->rank, job_rank_host(j, r->rank),
@@ -51,7 +50,7 @@ unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now
             if (r->has_step == r->stalled_has_step && r->step == r->stalled_step &&
                 o->hang_timeout_s > 0)
                 continue;
-            r->state = RANK_RUNNING;
+            job_rank_resumed(j, (int)i);
             if (r->has_step)
                 job_event_add(j, EV_RESUME, r->rank, r->node, "rank %d on %s resumed at step %ld",
                               r->rank, job_rank_host(j, r->rank), r->step);
@@ -161,16 +160,9 @@ unsigned hang_check_nodes(struct job *j, const struct hang_opts *o, int64_t now_
         int64_t ref = n->last_heartbeat_ms ? n->last_heartbeat_ms : j->attempt_started_ms;
         int64_t quiet = now_ms - ref;
         if (quiet < o->node_timeout_ms) continue;
-        n->state = NODE_LOST;
-        free(n->error);
-        n->error = xasprintf("no heartbeat for %lld s", (long long)(quiet / 1000));
-        for (int k = 0; k < n->n_ranks; k++) {
-            struct rank_info *r = &j->ranks[n->first_rank + k];
-            if (!rank_alive(r) && r->state != RANK_PENDING) continue;
-            r->state = RANK_LOST;
-            r->straggler = false;
-            r->straggler_since_ms = 0;
-        }
+        char *why = xasprintf("no heartbeat for %lld s", (long long)(quiet / 1000));
+        job_node_lost(j, i, why, true);
+        free(why);
         if (n->n_ranks > 1)
             job_event_add(j, EV_NODE_LOST, -1, (int)i, "node %s lost: %s (ranks %d-%d)",
                           n->name, n->error, n->first_rank, n->first_rank + n->n_ranks - 1);
@@ -185,14 +177,7 @@ unsigned hang_check_nodes(struct job *j, const struct hang_opts *o, int64_t now_
 
 unsigned hang_update_job_state(struct job *j)
 {
-    if (j->state != JOB_RUNNING && j->state != JOB_STALLED) return 0;
-    enum job_state want = JOB_RUNNING;
-    for (size_t i = 0; i < j->n_ranks; i++)
-        if (j->ranks[i].state == RANK_STALLED) { want = JOB_STALLED; break; }
-    if (want == j->state) return 0;
-    j->state = want;
-    j->generation++;
-    return HANG_CHANGED;
+    return job_stall_update(j) ? HANG_CHANGED : 0;
 }
 
 unsigned hang_check(struct job *j, const struct hang_opts *o, int64_t now_ms)

@@ -3,6 +3,7 @@
  * lines and bytes (oldest dropped); the disk gets every byte, written through stdio buffers
  * that job_flush empties on the controller's timer. Events live in job_events.c. */
 #include "job.h"
+#include "job_state.h"
 
 #include <errno.h>
 #include <math.h>
@@ -441,11 +442,7 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
 void job_rank_started(struct job *j, int rank, int pid)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks) return;
-    struct rank_info *r = &j->ranks[rank];
-    r->state = RANK_RUNNING;
-    r->pid = pid;
-    r->step_changed_ms = mono_ms();
-    j->generation++;
+    job_rank_running(j, rank, pid);
 }
 
 bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bool by_us,
@@ -461,7 +458,7 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
     r->straggler = false;
     bool failed = false;
     if (by_us) {
-        r->state = RANK_STOPPED;
+        job_rank_ended(j, rank, RANK_STOPPED);
         if (term_signal)
             job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (%s)", rank, host,
                           root_cause_signal_name(term_signal));
@@ -469,10 +466,10 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
             job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (exit code %d)",
                           rank, host, exit_code);
     } else if (!term_signal && exit_code == 0) {
-        r->state = RANK_EXITED;
+        job_rank_ended(j, rank, RANK_EXITED);
         job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s exited with code 0", rank, host);
     } else {
-        r->state = RANK_FAILED;
+        job_rank_ended(j, rank, RANK_FAILED);
         failed = true;
         if (term_signal)
             job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s", rank, host,

@@ -92,17 +92,8 @@ void ctl_node_lost(struct controller *c, size_t i, const char *why)
     }
     /* hang_check may have marked the model already (heartbeats), with its event */
     if (ni->state != NODE_LOST) {
-        for (int k = 0; k < ni->n_ranks; k++) {
-            struct rank_info *r = &c->job->ranks[ni->first_rank + k];
-            if (r->state == RANK_RUNNING || r->state == RANK_STALLED || (c->phase == PH_RUN && r->state == RANK_PENDING)) {
-                r->state = RANK_LOST;
-                r->pid = 0;
-            }
-        }
-        free(ni->error);
-        ni->error = xstrdup(why);
-        ni->state = c->phase == PH_CONNECT && !nd->hello ? NODE_FAILED : NODE_LOST;
-        c->job->generation++;
+        if (c->phase == PH_CONNECT && !nd->hello) job_node_unreachable(c->job, i, why);
+        else job_node_lost(c->job, i, why, c->phase == PH_RUN);
         job_event_add(c->job, EV_NODE_LOST, -1, (int)i, "node %s %s: %s", ni->name,
                       ni->state == NODE_FAILED ? "unreachable" : "lost", why);
         if (c->phase == PH_RUN || c->phase == PH_CONNECT) root_cause_node(c->job, (int)i, why);
@@ -152,7 +143,7 @@ void ctl_connect_nodes(struct controller *c)
         nd->queued = true;
         nd->hello = nd->lost = false;
         nd->last_msg_ms = mono_ms();
-        c->job->nodes[i].state = NODE_CONNECTING;
+        job_node_connecting(c->job, i);
     }
     ctl_start_queued(c);
 }
@@ -162,8 +153,7 @@ void ctl_connect_nodes(struct controller *c)
 void ctl_launch_begin(struct controller *c)
 {
     c->phase = PH_CONNECT;
-    c->job->state = JOB_LAUNCHING;
-    c->job->generation++;
+    job_launching(c->job);
     ctl_connect_nodes(c);
 }
 
@@ -225,11 +215,10 @@ static void spawn_all(struct controller *c)
         nd->stop_id = 0;
         nd->stopped = false;
         ctl_send(c, i, spawn_request(c, i, &nd->spawn_id));
-        j->nodes[i].state = NODE_RUNNING;
+        job_node_running(j, i);
     }
     c->phase = PH_RUN;
-    j->state = JOB_RUNNING;
-    j->generation++;
+    job_running(j);
 }
 
 /* In CONNECT: spawn once every node greeted; fail nodes that never do. */
@@ -265,7 +254,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
 {
     int64_t grace = (int64_t)c->o.term_timeout_s * 1000;
     c->phase = PH_STOP;
-    c->job->state = during;
+    job_stopping(c->job, during);
     c->stop_state = after_state;
     c->after = after;
     c->auto_restart = auto_restart;
@@ -294,9 +283,7 @@ void ctl_rank_failed_begin_stop(struct controller *c)
 void ctl_finish(struct controller *c, enum job_state st)
 {
     c->phase = PH_END;
-    c->job->state = st;
-    c->job->ended_ms = mono_ms(); /* the header's elapsed time stops here */
-    c->job->generation++;
+    job_ended(c->job, st);
     job_attempt_end(c->job);
     if (!c->interactive) c->quit = true;
 }
@@ -312,10 +299,9 @@ void ctl_restart(struct controller *c, const char *why)
 static void stop_complete(struct controller *c)
 {
     struct job *j = c->job;
-    for (size_t r = 0; r < j->n_ranks; r++)
-        if (j->ranks[r].state == RANK_RUNNING || j->ranks[r].state == RANK_STALLED) j->ranks[r].state = RANK_STOPPED;
+    job_ranks_stopped(j);
     for (size_t i = 0; i < c->n; i++)
-        if (!c->nodes[i].lost) j->nodes[i].state = NODE_READY;
+        if (!c->nodes[i].lost) job_node_ready(j, i);
     job_attempt_end(j);
     if (c->after == AFTER_QUIT) {
         c->quit = true;
@@ -353,7 +339,7 @@ static void run_progress(struct controller *c)
     if (!done) return;
     job_event_add(j, EV_DONE, -1, -1, "all %d rank%s exited with code 0 (attempt %d)", j->world_size,
                   j->world_size == 1 ? "" : "s", j->attempt);
-    for (size_t i = 0; i < c->n; i++) j->nodes[i].state = NODE_DONE;
+    for (size_t i = 0; i < c->n; i++) job_node_done(j, i);
     ctl_finish(c, JOB_DONE);
 }
 

@@ -86,8 +86,7 @@ static void on_hello(struct controller *c, size_t i, const cJSON *m)
         return;
     }
     nd->hello = true;
-    c->job->nodes[i].state = NODE_READY;
-    c->job->generation++;
+    job_node_ready(c->job, i);
     if (c->phase == PH_CHECK && c->pf) ctl_check_node_up(c, i, m);
 }
 

@@ -28,8 +28,7 @@ void ctl_check_begin(struct controller *c)
     struct preflight_io io = {.ctx = c, .request = pf_request, .send = pf_send};
     c->pf = preflight_new(&c->o.check, c->hl->hosts, c->n, &io);
     c->phase = PH_CHECK;
-    c->job->state = JOB_CHECKING;
-    c->job->generation++;
+    job_checking(c->job);
     ctl_connect_nodes(c);
 }
 
@@ -45,15 +44,11 @@ void ctl_check_node_up(struct controller *c, size_t i, const cJSON *hello)
 
 void ctl_check_node_down(struct controller *c, size_t i, const char *why, const char *hint)
 {
-    struct node_info *ni = &c->job->nodes[i];
     struct cnode *nd = &c->nodes[i];
     nd->lost = true;
     if (nd->t) transport_close(nd->t);
     preflight_node_down(c->pf, i, why, hint);
-    free(ni->error);
-    ni->error = xstrdup(why);
-    ni->state = NODE_FAILED;
-    c->job->generation++;
+    job_node_unreachable(c->job, i, why);
 }
 
 int64_t ctl_check_deadline_ms(const struct controller *c)
@@ -77,7 +72,8 @@ static void remap_by_gpus(struct controller *c)
     same = nj && nj->n_ranks == c->job->n_ranks;
     for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
     if (nj && !same) {
-        for (size_t i = 0; i < c->n; i++) nj->nodes[i].state = c->job->nodes[i].state;
+        for (size_t i = 0; i < c->n; i++)
+            if (c->job->nodes[i].state == NODE_READY) job_node_ready(nj, i);
         job_free(c->job);
         c->job = nj;
         free(c->ranks);
@@ -114,9 +110,8 @@ static void check_complete(struct controller *c)
                   pass == 1 ? "" : "s", warn, fail,
                   refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
     if (refused) {
-        c->job->state = JOB_CHECK_FAILED;
+        job_check_refused(c->job);
         c->phase = PH_CHECK_FAILED;
-        c->job->generation++;
         if (!c->interactive) c->quit = true;
     } else {
         ctl_launch_begin(c); /* every node greeted: the same connections launch */

@@ -12,6 +12,7 @@
 #include "check/preflight.h"
 #include "controller.h"
 #include "job/hang.h"
+#include "job/job_state.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "ssh/transport.h"

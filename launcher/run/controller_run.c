@@ -96,7 +96,7 @@ static void signals_read(struct controller *c)
                 send_kill_all(c);
                 c->quit = true;
                 c->phase = PH_END;
-                c->job->state = JOB_STOPPED;
+                job_ended(c->job, JOB_STOPPED);
             }
         }
 }
@@ -436,7 +436,7 @@ void controller_act(struct controller *c, enum action a, int rank)
             ctl_begin_stop(c, JOB_RESTARTING, JOB_STOPPED, AFTER_RESTART, false);
         } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
             c->after = AFTER_RESTART;
-            c->job->state = JOB_RESTARTING;
+            job_restart_asked(c->job);
         } else if (c->phase == PH_END && !c->quit) {
             ctl_restart(c, "asked for");
         } else if (c->phase == PH_CHECK_FAILED) {
@@ -460,7 +460,7 @@ void controller_act(struct controller *c, enum action a, int rank)
         } else if (c->phase == PH_STOP) {
             c->after = AFTER_QUIT;
             c->auto_restart = false;
-            if (c->job->state == JOB_RESTARTING) c->job->state = JOB_STOPPING;
+            job_stop_asked(c->job);
         } else if (c->phase == PH_CONNECT || c->phase == PH_CHECK) {
             c->quit = true;
             ctl_finish(c, JOB_STOPPED);
