@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "job/json_flat.h"
+#include "wire/json_flat.h"
 #include "tap.h"
 
 /* Every member of a flat object agrees with cJSON's reading. */

@@ -19,6 +19,7 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
+#include "wire/base64.h"
 
 #define STATUS_EVERY_MS 1000
 /* Rank output is read only while fewer than OUT_HIGH bytes wait for stdout, and again once
@@ -67,7 +68,7 @@ static void emit_piece(void *ctx, const char *data, size_t len, int flags)
         stream_json_string(sb, data, len);
     } else {
         strbuf_adds(sb, "\"b64\":\"");
-        stream_base64(sb, data, len);
+        base64_encode(sb, data, len);
         strbuf_adds(sb, "\"");
     }
     strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld}", flags & STREAM_PARTIAL ? "p" : "",

@@ -168,25 +168,3 @@ void stream_json_string(struct strbuf *sb, const char *s, size_t n)
     strbuf_add(sb, s + run, n - run);
     strbuf_add(sb, "\"", 1);
 }
-
-void stream_base64(struct strbuf *sb, const void *data, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *p = data;
-    char quad[4 * 1024];
-    size_t q = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        quad[q++] = tab[v >> 18];
-        quad[q++] = tab[(v >> 12) & 63];
-        quad[q++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        quad[q++] = i + 2 < n ? tab[v & 63] : '=';
-        if (q == sizeof quad) {
-            strbuf_add(sb, quad, q);
-            q = 0;
-        }
-    }
-    strbuf_add(sb, quad, q);
-}

@@ -1,6 +1,6 @@
 /* A rank's output stream as the agent forwards it: raw bytes in, "out" pieces out (whole lines,
  * 64 KiB pieces of longer lines, and partial lines that waited 200 ms), plus the text encodings
- * the out messages need (UTF-8 check, JSON string, base64). Pure functions, no I/O, so the unit
+ * the out messages need (UTF-8 check, JSON string; base64 is wire/base64.c). Pure functions, no I/O, so the unit
  * test drives them directly. docs/protocol.md, "Run requests", says what the controller sees. */
 #ifndef DDPTOP_AGENT_STREAM_H
 #define DDPTOP_AGENT_STREAM_H
@@ -42,8 +42,6 @@ int64_t stream_deadline(const struct stream_buf *s);
 int stream_utf8_valid(const char *s, size_t n);
 /* Appends s[0..n) as a quoted JSON string; s must pass stream_utf8_valid. */
 void stream_json_string(struct strbuf *sb, const char *s, size_t n);
-/* Appends the standard base64 (RFC 4648, with '=' padding) of data[0..n). */
-void stream_base64(struct strbuf *sb, const void *data, size_t n);
 /* Appends s[0..n) with each byte that is not part of valid UTF-8, and each NUL, replaced by
  * '?': for text from other programs (gdb, /proc) that must be a JSON string. */
 void stream_sanitize(struct strbuf *sb, const char *s, size_t n);

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/json_flat.h"
+#include "wire/base64.h"
+#include "wire/json_flat.h"
 #include "job/metrics_parse.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
@@ -39,39 +40,6 @@ static bool rank_on_node(const struct controller *c, size_t node, int rank)
 {
     const struct node_info *ni = &c->job->nodes[node];
     return rank >= ni->first_rank && rank < ni->first_rank + ni->n_ranks;
-}
-
-/* ---- base64 ------------------------------------------------------------------------------- */
-
-static int b64_val(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+') return 62;
-    if (ch == '/') return 63;
-    return -1;
-}
-
-char *ctl_b64_decode(const char *in, size_t *out_len)
-{
-    size_t n = strlen(in), k = 0;
-    char *out = xmalloc(n / 4 * 3 + 4);
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_val((unsigned char)in[i]);
-        if (v < 0) continue; /* padding, whitespace */
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[k++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    out[k] = '\0';
-    *out_len = k;
-    return out;
 }
 
 /* ---- messages ----------------------------------------------------------------------------- */
@@ -144,7 +112,7 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     if (t) {
         len = strlen(t);
     } else if (b64) {
-        raw = ctl_b64_decode(b64, &len);
+        raw = base64_decode(b64, strlen(b64), &len);
         t = raw;
     } else {
         return;

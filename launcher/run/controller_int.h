@@ -137,7 +137,5 @@ void ctl_restart(struct controller *c, const char *why);
 void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
-/* Decodes base64 (standard alphabet, padding optional) into a malloc'd buffer. */
-char *ctl_b64_decode(const char *in, size_t *out_len);
 
 #endif
