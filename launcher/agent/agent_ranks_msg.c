@@ -11,6 +11,7 @@
 #include "agent_ranks_int.h"
 #include "util/util.h"
 #include "wire/step_line.h"
+#include "wire/protocol.h"
 
 #define ERROR_FILE_MAX 65536
 
@@ -84,7 +85,7 @@ static void attach_error_file(const struct run_rank *r, cJSON *msg)
 cJSON *run_exit_msg(const struct run_rank *r)
 {
     int ws = r->wait_status;
-    cJSON *msg = agent_reply_new("exit", NULL);
+    cJSON *msg = agent_reply_new(WIRE_EV_EXIT, NULL);
     cJSON_AddNumberToObject(msg, "rank", r->rank);
     if (r->k.rank_pid > 0) cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
     else cJSON_AddNullToObject(msg, "pid"); /* it never started */

@@ -55,15 +55,29 @@ void metrics_parser_free(struct metrics_parser *p)
 }
 
 /* "loss" in any ASCII case. OR-ing 0x20 into each byte folds exactly L/O/S onto l/o/s (no
- * other byte maps onto those), so one 4-byte compare per position does it. */
+ * other byte maps onto those), so one 4-byte compare per position does it; eight bytes at a
+ * time are first asked whether any of them is an 'l' at all (most text is turned away there:
+ * this runs over every byte every rank prints). */
 static bool has_loss_word(const char *s, size_t n)
 {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
     uint32_t want;
+    size_t i = 0;
     memcpy(&want, "loss", 4);
-    for (size_t i = 0; i + 4 <= n; i++) {
-        uint32_t w;
-        memcpy(&w, s + i, 4);
-        if ((w | 0x20202020u) == want) return true;
+    while (i + 4 <= n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            w = (w | 0x2020202020202020u) ^ (ones * 'l');   /* a zero byte where an 'l' is */
+            if (!((w - ones) & ~w & highs)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint32_t w4;
+        memcpy(&w4, s + i, 4);
+        if ((w4 | 0x20202020u) == want) return true;
+        i++;
     }
     return false;
 }
@@ -157,4 +171,10 @@ bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,
     job_metric_add(j, rank, s.has_step ? s.step : JOB_STEP_UNKNOWN, s.has_loss ? s.loss : NAN,
                    s.has_step_ms ? s.step_ms : NAN, s.has_tokens ? s.tokens_per_s : NAN);
     return true;
+}
+
+bool metrics_block_may_hold(const struct metrics_parser *p, const char *text, size_t len)
+{
+    if (!p->is_default) return true;
+    return memmem(text, len, "\"step\"", 6) || has_loss_word(text, len);
 }

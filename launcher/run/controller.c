@@ -161,7 +161,7 @@ static cJSON *spawn_request(struct controller *c, size_t i, int *id)
 {
     struct job *j = c->job;
     struct node_info *ni = &j->nodes[i];
-    cJSON *m = ctl_request(c, i, "spawn", WIRE_TAG_SPAWN, id), *argv, *ranks;
+    cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     const char *master = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t);
     bool remote = !c->o.local;
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
@@ -267,7 +267,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
             continue;
         }
         nd->stopped = false;
-        m = ctl_request(c, i, "stop", WIRE_TAG_STOP, &nd->stop_id);
+        m = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id);
         cJSON_AddNumberToObject(m, "term_timeout_ms", (double)grace);
         ctl_send(c, i, m);
     }
