@@ -191,8 +191,8 @@ void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
     for (size_t i = 0; plan_default_vars[i]; i++) {
         const char *key = plan_default_vars[i], *v = user_value(in, key);
         bool omp = strcmp(key, "OMP_NUM_THREADS") == 0;
-        if (!v && !(omp && plan_omp_defaulted(in))) continue;    /* a single rank: left alone */
-        env_list_set(out, key, v ? v : "1");
+        if (v) env_list_set(out, key, v);
+        else if (!omp || plan_omp_defaulted(in)) env_list_set(out, key, "1");
     }
 }
 
