@@ -76,7 +76,7 @@ EXCLUDED = {
         "torchrun's environment, for the FileTimerServer that torchrun then runs in its agent; ddptop runs "
         "no such server, so a worker's FileTimerClient would write to a pipe no one reads",
 }
-def rules(a, r, env):
+def rules(a, r):
     """torchrun's value of each key for rank r of attempt a (a callable: a check of the value)."""
     return {
         "RANK": str(r),
@@ -101,8 +101,9 @@ def rules(a, r, env):
         "NCCL_ASYNC_ERROR_HANDLING": None,             # from the source's default, below
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": None,
     }
-bad, compared = [], []
-unknown = [k for k in keys if k not in EXCLUDED and k not in rules(0, 0, {})]
+bad = []
+unknown = [k for k in keys if k not in EXCLUDED and k not in rules(0, 0)]
+compared = [k for k in keys if k not in EXCLUDED and k not in unknown]
 for k in unknown:
     bad.append(f"{k} ({keys[k]['where']}): no rule for its value here; add one (and set it in launcher/job/plan.c)")
 for k in EXCLUDED:
@@ -116,7 +117,7 @@ for a in (0, 1):
             env = json.load(open(path))
         except (OSError, ValueError) as e:
             bad.append(f"{path}: {e}"); continue
-        want = rules(a, r, env)
+        want = rules(a, r)
         for k, meta in keys.items():
             if k in EXCLUDED or k in unknown:
                 continue
@@ -130,8 +131,6 @@ for a in (0, 1):
             ok = w(env[k]) if callable(w) else env[k] == w
             if not ok:
                 bad.append(f"attempt {a} rank {r}: {k}={env[k]!r}, torchrun: {w if not callable(w) else 'see rule'}")
-            if a == 0 and r == 0:
-                compared.append(k)
         err_files.add(env.get("TORCHELASTIC_ERROR_FILE"))
     if len(err_files) != WORLD:
         bad.append(f"attempt {a}: ranks share TORCHELASTIC_ERROR_FILE: {sorted(map(str, err_files))}")
