@@ -92,6 +92,7 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
 };
 
 /* controller.c */
