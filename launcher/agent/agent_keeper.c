@@ -2,6 +2,8 @@
  * runs in the child of a single-threaded agent, and ends in _exit() or execvp(). */
 #include "agent_keeper.h"
 
+#define KEEPER_PIPE_SIZE (512 * 1024)
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -236,6 +238,12 @@ int keeper_fork(const struct keeper_spec *spec, struct keeper *k, char *err, siz
     close(out[1]);
     close(errp[1]);
     close(st[1]);
+    /* Room for what a rank prints while its stream rests between reads (agent_ranks.c,
+     * STREAM_REST_MS): 512 KiB in 2 ms is 256 MB/s before the rank waits on a write. Best effort:
+     * past the user's pipe quota the kernel refuses, and the default 64 KiB stays. Pages are
+     * taken only as output waits in the pipe. */
+    (void)fcntl(out[0], F_SETPIPE_SZ, KEEPER_PIPE_SIZE);
+    (void)fcntl(errp[0], F_SETPIPE_SZ, KEEPER_PIPE_SIZE);
     fd_set_nonblock(st[0]);
     fd_set_nonblock(out[0]);
     fd_set_nonblock(errp[0]);
