@@ -378,7 +378,9 @@ check("back-pressure: 40 MB printed while the controller does not read; the agen
 print(f"# agent RSS grew by {grew:.1f} MB while its output was paused")
 check("back-pressure: every line arrives, in order, once the controller reads again",
       e13.get("code") == 0 and len(o13) == N and
-      all(l[:8] == b"%07d " % i and len(l) == 1000 for i, l in enumerate(o13)), len(o13), e13)
+      all(l[:8] == b"%07d " % i and len(l) == 1000 for i, l in enumerate(o13)), len(o13), e13,
+      [(i, f, len(l), l[:12]) for i, (f, l) in enumerate(lines(ag.outs(13, "o")))
+       if f or len(l) != 1000][:4])
 
 st = ag.request({"op": "stop"})
 check("stop with no rank running: stopped at once", st.get("ev") == "stopped", st)

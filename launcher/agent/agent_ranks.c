@@ -471,7 +471,7 @@ void run_schedule(void)
         for (struct run_rank *r = run.ranks; r; r = r->next) {
             for (int i = 0; i < 2; i++) {
                 if (!r->st[i].w) continue;
-                SOONER(d, stream_deadline(&r->st[i].buf));
+                if (!run.paused) SOONER(d, stream_deadline(&r->st[i].buf));
                 SOONER(d, r->st[i].rest_until);
                 if (r->have_status && !run.paused) SOONER(d, eof_wait_until(r));
             }
@@ -496,7 +496,9 @@ static void tick_ranks(int64_t now)
                 s->rest_until = 0;
                 stream_watch_fd(s);
             }
-            int64_t due = stream_deadline(&s->buf);
+            /* While output is paused the rest of a waiting line is likely in the pipe already:
+             * it is not cut as a partial line for a wait that is ours. */
+            int64_t due = run.paused ? 0 : stream_deadline(&s->buf);
             if (due && due <= now) {
                 run.piece_ns = mono_ns();
                 stream_flush(&s->buf, emit_piece, s);
@@ -527,6 +529,8 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
     if (run.paused && agent_output_pending(ag) < OUT_LOW) {
         run.paused = 0;
         apply_pause();
+        for (struct run_rank *r = run.ranks; r; r = r->next)
+            for (int i = 0; i < 2; i++) stream_rewait(&r->st[i].buf, now);
     }
     tick_ranks(now);
     run_spawn_pump(); /* the next batch of keepers, and spawns now answerable */

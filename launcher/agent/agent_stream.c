@@ -76,6 +76,11 @@ void stream_flush(struct stream_buf *s, stream_piece_fn fn, void *ctx)
     s->first_ms = 0;
 }
 
+void stream_rewait(struct stream_buf *s, int64_t now_ms)
+{
+    if (s->buf.len) s->first_ms = now_ms;
+}
+
 int64_t stream_deadline(const struct stream_buf *s)
 {
     return s->buf.len ? s->first_ms + STREAM_PARTIAL_MS : 0;

@@ -38,6 +38,9 @@ void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_m
 /* Emits what is buffered as one partial piece (nothing when empty): at EOF, or when
  * stream_deadline has passed. */
 void stream_flush(struct stream_buf *s, stream_piece_fn fn, void *ctx);
+/* Starts the buffered partial line's 200 ms wait again from now_ms: after a pause of the
+ * agent's own (back-pressure), during which the rest of the line may have reached the pipe. */
+void stream_rewait(struct stream_buf *s, int64_t now_ms);
 /* When the buffered partial line is due (mono_ms clock), or 0 when nothing is buffered. */
 int64_t stream_deadline(const struct stream_buf *s);
 
