@@ -14,6 +14,7 @@
 
 #include "root_cause.h"
 #include "util/util.h"
+#include "wire/signals.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
  * costs about 80 bytes besides its text: its slot and the allocation's header). */
@@ -461,7 +462,7 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
         job_rank_ended(j, rank, RANK_STOPPED);
         if (term_signal)
             job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (%s)", rank, host,
-                          root_cause_signal_name(term_signal));
+                          signals_label(term_signal));
         else
             job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (exit code %d)",
                           rank, host, exit_code);
@@ -473,7 +474,7 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
         failed = true;
         if (term_signal)
             job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s", rank, host,
-                          root_cause_signal_name(term_signal));
+                          signals_label(term_signal));
         else
             job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s exited with code %d",
                           rank, host, exit_code);

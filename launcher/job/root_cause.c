@@ -11,24 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/util.h"
-
-const char *root_cause_signal_name(int signo)
-{
-    static const char *const names[] = {
-        [1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL", [5] = "SIGTRAP",
-        [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE", [9] = "SIGKILL", [10] = "SIGUSR1",
-        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
-        [16] = "SIGSTKFLT", [17] = "SIGCHLD", [18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
-        [21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG", [24] = "SIGXCPU", [25] = "SIGXFSZ",
-        [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO", [30] = "SIGPWR",
-        [31] = "SIGSYS",
-    };
-    static char buf[32];
-    if (signo > 0 && (size_t)signo < sizeof names / sizeof *names && names[signo])
-        return names[signo];
-    snprintf(buf, sizeof buf, "signal %d", signo);
-    return buf;
-}
+#include "wire/signals.h"
 
 void root_cause_clear(struct root_cause *c)
 {
@@ -140,7 +123,7 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     c->term_signal = term_signal;
     if (term_signal)
         c->summary = xasprintf("rank %d on %s killed by %s", rank, job_rank_host(j, rank),
-                               root_cause_signal_name(term_signal));
+                               signals_label(term_signal));
     else
         c->summary = xasprintf("rank %d on %s exited with code %d", rank,
                                job_rank_host(j, rank), exit_code);

@@ -25,9 +25,6 @@ bool root_cause_node(struct job *j, int node, const char *why);
 /* Frees the strings and unsets it (job_attempt_begin does this for the new attempt). */
 void root_cause_clear(struct root_cause *c);
 
-/* "SIGSEGV" for 11; "signal 77" (static buffer) for one without a name. */
-const char *root_cause_signal_name(int signo);
-
 /* PyTorch's error file ({"message":{"message":"...","extraInfo":{"py_callstack":"...",
  * "timestamp":"..."}}}, or "message" as a plain string) as readable text: the message, the
  * call stack, the time. Anything else is returned as it is. Caller frees. */
