@@ -4,7 +4,6 @@
 #include "check_cli.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -117,15 +116,7 @@ void ssh_cli_usage(FILE *f)
 
 char *ssh_cli_local_agent(void)
 {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    char *slash;
-    if (n <= 0) return NULL;
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (!slash) return NULL;
-    *slash = '\0';
-    return xasprintf("%s/ddptop-agent", buf);
+    return util_exe_sibling("ddptop-agent");
 }
 
 void check_cli_usage(FILE *f)
