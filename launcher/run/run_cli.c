@@ -2,16 +2,16 @@
  * usage error (exit 2) before anything connects. */
 #include "run_cli.h"
 
-#include <errno.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_cli.h"
+#include "check/check.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
+#include "ssh/ssh_cli.h"
+#include "util/cli.h"
 #include "util/util.h"
 
 static int add_export(struct run_opts *o, const char *re, char *err, size_t errlen)
