@@ -12,6 +12,7 @@
 
 #include "check/check.h"
 #include "controller.h"
+#include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"
 #include "util/util.h"
@@ -43,8 +44,8 @@ void check_cli_usage(FILE *f)
 
 int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
-    const char *hostfile = NULL, *val = NULL;
-    bool slurm = false, pbs = false;
+    const char *val = NULL;
+    struct hosts_source src = {0};
     int rc;
     int *i, idx;
     check_opts_init(o);
@@ -63,16 +64,14 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
             return 1;
         }
         if (a[0] != '-' || a[1] == '\0') {
-            if (hostfile) return cli_fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
-            hostfile = a;
+            if (hosts_source_file(&src, a, err, errlen) < 0) return -1;
             continue;
         }
+        if (hosts_source_option(&src, a)) continue;
         rc = ssh_cli_option(argc, argv, i, &o->ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;
-        else if (strcmp(a, "--slurm") == 0) slurm = true;
-        else if (strcmp(a, "--pbs") == 0) pbs = true;
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
         else if (strcmp(a, "-vv") == 0) o->verbose += 2;
         else if ((rc = TAKE("--fanout", NULL)) != 0) {
@@ -88,16 +87,7 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         }
     }
     o->ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if ((hostfile != NULL) + slurm + pbs != 1)
-        return cli_fail(err, errlen, hostfile || slurm || pbs
-                                         ? "give only one of HOSTFILE, --slurm and --pbs"
-                                         : "no hosts: give a HOSTFILE (or --slurm / --pbs inside an allocation)");
-    if (slurm) rc = hostfile_from_slurm(hl, err, errlen);
-    else if (pbs) rc = hostfile_from_pbs(hl, err, errlen);
-    else rc = hostfile_parse(hostfile, hl, err, errlen);
-    if (rc < 0) return -1;
-    if (hl->n == 0)
-        return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+    if (hosts_source_load(&src, hl, err, errlen) < 0) return -1;
     o->ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }
