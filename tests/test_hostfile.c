@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hosts/hostfile.h"
+#include "hosts/hostlist.h"
 #include "tap.h"
 
 static char err[1024];

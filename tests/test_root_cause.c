@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "job/job.h"
+#include "job/rank_report.h"
 #include "job/root_cause.h"
 #include "tap.h"
 #include "util/util.h"

@@ -27,6 +27,19 @@ static const char KNOWN_KEYS_HINT[] =
     "(known: slots, port, user, identity, or an upper-case environment variable such as "
     "NCCL_SOCKET_IFNAME)";
 
+/* Writes the message to err (when there is room) and returns -1: the parser's error path. */
+static int hostfile_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int hostfile_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 /* ---- host records and the duplicate index ---- */
 
 /* Two entries are the same host when the name (case-insensitive, as DNS is) and the port

@@ -13,15 +13,6 @@
 #include "util/util.h"
 #include "wire/signals.h"
 
-void root_cause_clear(struct root_cause *c)
-{
-    free(c->summary);
-    for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
-    free(c->last_lines);
-    free(c->error_file);
-    *c = (struct root_cause){ .rank = -1, .node = -1 };
-}
-
 /* "2023-11-14T22:13:20Z" from PyTorch's timestamp (seconds since the epoch, as a string). */
 static void format_epoch(const char *s, char *buf, size_t n)
 {
@@ -114,7 +105,7 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
     const struct rank_info *r = &j->ranks[rank];
     struct root_cause *c = &j->cause;
-    root_cause_clear(c);
+    job_cause_clear(j);
     c->set = true;
     c->rank = rank;
     c->node = r->node;
@@ -144,7 +135,7 @@ bool root_cause_node(struct job *j, int node, const char *why)
     if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
     const struct node_info *n = &j->nodes[node];
     struct root_cause *c = &j->cause;
-    root_cause_clear(c);
+    job_cause_clear(j);
     c->set = true;
     c->rank = -1;
     c->node = node;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "hosts/hostfile.h"
+#include "hosts/hostlist.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
