@@ -5,10 +5,12 @@
 #   includes.py cycles                     modules that include each other, directly or in a
 #                                          loop through others (exit 1 if any)
 #   includes.py rooms ROOM:DEP,DEP ...     includes against the rooms' direction (exit 1 if any)
+# --root DIR first looks at another tree (tests/it_rooms.sh checks the checker on a made-up one).
 # A module is a .c and its .h (foo.c + foo.h), with an internal header foo_int.h counted as
 # part of foo: so "two modules include each other" means foo's files use bar's header and
-# bar's files use foo's. Quoted includes are resolved the way the Makefile's -I flags do
-# (the file's own folder, then launcher/); one that resolves nowhere is reported as such.
+# bar's files use foo's. Quoted includes are resolved the way the compiler does with the
+# Makefile's -I flags (the file's own folder, then launcher/, runtime/, tui/); one that
+# resolves nowhere is reported as such.
 # A room is the folder under launcher/ (tui/ is the room "tui"). Within a room includes are
 # bare ("job.h"); across rooms they name the room ("job/job.h").
 import os
@@ -45,7 +47,7 @@ def edges():
             text = fh.read()
         for inc in INCLUDE.findall(text):
             target = None
-            for base in (os.path.dirname(f), "launcher"):
+            for base in (os.path.dirname(f), "launcher", "runtime", "tui"):   # as -I says
                 cand = os.path.normpath(os.path.join(base, inc))
                 if os.path.isfile(os.path.join(ROOT, cand)):
                     target = cand
@@ -142,7 +144,8 @@ def cmd_rooms(rules):
             print(f"{f}: room '{ra}' is not in the table")
             bad += 1
         elif ra != rb and rb not in allowed[ra]:
-            print(f"{f}: includes {t}: {ra}/ may include only {', '.join(sorted(allowed[ra])) or 'nothing'}")
+            may = ", ".join(sorted(allowed[ra]))
+            print(f"{f}: includes {t}: {ra}/ may include " + (f"only {may}" if may else "no other room"))
             bad += 1
         elif ra != rb and "/" not in inc:
             print(f"{f}: includes {t} as \"{inc}\": across rooms an include names the room")
@@ -154,6 +157,10 @@ def cmd_rooms(rules):
 
 
 def main(argv):
+    global ROOT
+    if len(argv) >= 3 and argv[1] == "--root":
+        ROOT = os.path.abspath(argv[2])
+        argv = argv[:1] + argv[3:]
     if len(argv) >= 2 and argv[1] == "edges":
         return cmd_edges()
     if len(argv) >= 2 and argv[1] == "cycles":
