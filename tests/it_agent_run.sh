@@ -131,6 +131,24 @@ class Agent:
 def data(m):
     return base64.b64decode(m["b64"]) if "b64" in m else m["t"].encode()
 
+def lines(msgs, text=False):
+    """The rank's lines out of its out messages (protocol 2): f "" holds whole lines, each
+    ending with its newline; f "p" or "s" one piece of a line. [(f, bytes)], or [str] (text)."""
+    out = []
+    for m in msgs:
+        d, f = data(m), m.get("f", "")
+        if f:
+            out.append((f, d))
+            continue
+        check_block(m, d)
+        out.extend(("", l) for l in d[:-1].split(b"\n"))
+    return [l.decode() for f, l in out] if text else out
+
+bad_blocks = []
+def check_block(m, d):
+    if not d.endswith(b"\n"):
+        bad_blocks.append(m)
+
 def spawn(ag, argv, ranks, **kw):
     req = dict({"op": "spawn", "argv": argv, "ranks": ranks}, **kw)
     return ag.request(req)
@@ -177,8 +195,8 @@ check("spawn answers each rank with its pid", sp.get("ev") == "spawned" and
       all(isinstance(pids.get(r), int) and pids[r] > 0 for r in (0, 1)), sp)
 e0, e1 = ag.exit_of(0), ag.exit_of(1)
 for r in (0, 1):
-    out = [data(m).decode() for m in ag.outs(r, "o")]
-    err = [data(m).decode() for m in ag.outs(r, "e")]
+    out = lines(ag.outs(r, "o"), text=True)
+    err = lines(ag.outs(r, "e"), text=True)
     want = (f"pid={pids.get(r)} rank={r} local={r} ws=2 keep=kept agent_only=unset "
             f"pwd={TMP}/work ef=set")
     check(f"rank {r}: the request's env (null removes), the agent's env, workdir and the error "
@@ -219,21 +237,26 @@ check("a partial line (no newline) arrives flagged p within 0.5 s",
 
 e3 = ag.exit_of(3)
 o3 = ag.outs(3, "o")
-want = "".join(chr(97 + i % 26) for i in range(204800))
-check("a 200 KiB line arrives as 4 pieces, s on all but the last, that concatenate to the line",
-      [m.get("f") for m in o3[:4]] == ["s", "s", "s", ""] and
-      "".join(m.get("t", "") for m in o3[:4]) == want and [len(m.get("t", "")) for m in o3[:3]] == [65536] * 3,
-      [(m.get("f"), len(m.get("t", ""))) for m in o3])
-check("the line after the long one arrives whole", [m.get("t") for m in o3[4:]] == ["after"], o3[4:])
+l3 = lines(o3)
+want = "".join(chr(97 + i % 26) for i in range(204800)).encode()
+check("a 200 KiB line arrives as 3 pieces of 64 KiB flagged s and its whole end, that "
+      "concatenate to the line",
+      [f for f, l in l3[:4]] == ["s", "s", "s", ""] and b"".join(l for f, l in l3[:4]) == want and
+      [len(l) for f, l in l3[:3]] == [65536] * 3 and all("t" in m for m in o3),
+      [(f, len(l)) for f, l in l3])
+check("the line after the long one arrives whole", l3[4:] == [("", b"after")], l3[4:])
 
 ag.exit_of(4)
 o4 = ag.outs(4, "o")
-check("invalid UTF-8 arrives as b64 with the exact bytes",
-      len(o4) == 3 and "b64" in o4[0] and "t" not in o4[0] and data(o4[0]) == b"a\xffb", o4[:1])
-check("a NUL byte arrives as b64 with the exact bytes",
-      len(o4) > 1 and "b64" in o4[1] and data(o4[1]) == b"x\x00y", o4[1:2])
+l4 = lines(o4)
+b64 = [data(m) for m in o4 if "b64" in m]
+check("invalid UTF-8 arrives as b64 with the exact bytes, that line alone",
+      l4[:1] == [("", b"a\xffb")] and b"a\xffb\n" in b64, o4)
+check("a NUL byte arrives as b64 with the exact bytes, that line alone",
+      l4[1:2] == [("", b"x\x00y")] and b"x\x00y\n" in b64, o4)
 check("valid UTF-8 with escapes, tabs and \\r stays text, byte for byte",
-      len(o4) > 2 and o4[2].get("t") == "caf\u00e9 \x1b[31mred\t10%\r20%", o4[2:])
+      l4[2:] == [("", "caf\u00e9 \x1b[31mred\t10%\r20%".encode())] and
+      any(m.get("t", "").endswith("caf\u00e9 \x1b[31mred\t10%\r20%\n") for m in o4), o4)
 
 e5 = ag.exit_of(5)
 check("a rank killed by SIGSEGV: signal SIGSEGV, signo 11, code null, by_us false",
@@ -256,11 +279,11 @@ e9, e10 = ag.exit_of(9), ag.exit_of(10)
 o9 = [m for m in ag.outs(9)]
 check("exec failure: a line on the rank's stderr says why, then its exit with code 127",
       [(m.get("s"), m.get("t")) for m in o9] ==
-      [("e", "ddptop-agent: cannot execute 'no-such-command-xyz': No such file or directory")] and
+      [("e", "ddptop-agent: cannot execute 'no-such-command-xyz': No such file or directory\n")] and
       e9.get("code") == 127 and e9.get("signal") is None and e9.get("by_us") is False and
       o9[0]["_t"] <= e9["_t"] and e9["_t"] >= bad.get("_t", 99), o9, e9)
 check("a workdir that does not exist: the stderr line names it, exit code 127",
-      [m.get("t") for m in ag.outs(10, "e")] ==
+      lines(ag.outs(10, "e"), text=True) ==
       [f"ddptop-agent: cannot change to workdir '{TMP}/no/such/dir': No such file or directory"] and
       e10.get("code") == 127, ag.outs(10), e10)
 e = ag.request({"op": "spawn", "argv": [], "ranks": [{"rank": 11}]})
@@ -346,7 +369,10 @@ spawn(ag, [sys.executable, "-c", gen], [{"rank": 13}])
 time.sleep(3)   # 40 MB printed while nobody reads the agent's stdout
 grew = rss_mb(ag.p.pid) - rss0
 e13 = ag.exit_of(13, 60)
-o13 = [data(m) for m in ag.outs(13, "o")]
+o13 = [l for f, l in lines(ag.outs(13, "o"))]
+check("a rank printing fast: one out message carries what one read brought, many lines",
+      max((data(m).count(b"\n") for m in ag.outs(13, "o")), default=0) >= 16,
+      max((data(m).count(b"\n") for m in ag.outs(13, "o")), default=0))
 check("back-pressure: 40 MB printed while the controller does not read; the agent's RSS grows "
       "by less than 24 MB", grew < 24, grew)
 print(f"# agent RSS grew by {grew:.1f} MB while its output was paused")
@@ -376,7 +402,7 @@ s = ag3.wait(lambda m: m.get("id") == sid, 30) or {}
 t1 = s.get("_t", 0)
 sts = [m["_t"] for m in ag3.msgs if m.get("ev") == "status" and t0 <= m["_t"] <= t1]
 gaps = [b - a for a, b in zip([t0] + sts, sts + [t1])]
-ticks = [m for m in ag3.outs(1) if t0 <= m["_t"] <= t1]
+ticks = lines([m for m in ag3.outs(1) if t0 <= m["_t"] <= t1])
 check("stacks with a 3 s gdb: the answer comes afterwards with gdb's text",
       s.get("ev") == "stacks" and s.get("tool") == "gdb" and "#0  fake_frame" in s.get("text", "")
       and t1 - t0 >= 2.5, s, t1 - t0)
@@ -461,6 +487,8 @@ orphan_case("agent SIGKILLed", "kill")
 orphan_case("agent SIGTERMed", "term", want_rc=128 + 15)
 took = orphan_case("watchdog_ms 1500, no request", "watchdog", watchdog_ms=1500, limit=3.0, want_rc=1)
 check("watchdog: the ranks die about 1.5 s after the last request", 1.3 < took < 2.6, took)
+
+check("protocol 2: every out message of whole lines ends with a newline", not bad_blocks, bad_blocks[:2])
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -3,7 +3,9 @@
 # servers on 127.0.0.1 and 127.0.0.2) with two ranks each: torch.distributed with the gloo
 # backend and init_method="env://" reads only the environment ddptop gives it, so every rank
 # seeing world size 4, its own RANK, and the all-reduced sum 1+2+3+4 = 10 proves the contract
-# works for torch as torchrun's does. PyTorch comes from Debian (python3-torch, installed by
+# works for torch as torchrun's does (with TORCHELASTIC_USE_AGENT_STORE=False torch's rank 0
+# serves the store itself: "True" would hang here). Each rank also reports torchrun's group and
+# role variables across the two nodes. PyTorch comes from Debian (python3-torch, installed by
 # `make deps`): when /usr/bin/python3 cannot import it this test fails, it does not skip.
 set -u
 cd "$(dirname "$0")/.."
@@ -54,6 +56,9 @@ t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)   # SUM
 print(f"RESULT rank={rank} env_rank={os.environ['RANK']} local_rank={os.environ['LOCAL_RANK']} "
       f"world={world} sum={t.item():g}", flush=True)
+e = os.environ
+print("TORCHENV " + " ".join(f"{k}={e.get(k)}" for k in ("GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+      "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "OMP_NUM_THREADS")), flush=True)
 dist.destroy_process_group()
 PY
 
@@ -74,6 +79,16 @@ if [ $ok = 4 ]; then
 else
     tap_fail "every rank sees world size 4 and sum 10 ($ok of 4)" "$diag" "$(tail -20 "$D/torch.out")"
 fi
+# torchrun's per-node keys across two real nodes (tests/it_torch_env.sh checks them all on one).
+ok=0 diag=""
+for r in 0 1 2 3; do
+    line=$(grep '^TORCHENV ' "$run_dir/attempt-0/rank-$r.log" 2>/dev/null)
+    want="TORCHENV GROUP_RANK=$((r / 2)) GROUP_WORLD_SIZE=2 ROLE_RANK=$r ROLE_WORLD_SIZE=4 ROLE_NAME=default"
+    want="$want TORCHELASTIC_USE_AGENT_STORE=False OMP_NUM_THREADS=${OMP_NUM_THREADS-1}"
+    if [ "$line" = "$want" ]; then ok=$((ok + 1)); else diag="$diag rank $r: '$line' want '$want';"; fi
+done
+if [ $ok = 4 ]; then tap_ok "every rank: GROUP_RANK = its node, GROUP_WORLD_SIZE 2, ROLE_* of one role, agent store False"
+else tap_fail "torchrun's group and role variables on 2 nodes ($ok of 4)" "$diag"; fi
 n=0
 for r in 0 1 2 3; do
     grep -qx "\[r$r ${ADDR[r / 2]}\] RESULT rank=$r env_rank=$r local_rank=$((r % 2)) world=4 sum=10" "$D/torch.out" && n=$((n + 1))

@@ -2,10 +2,15 @@
  * parser: what the controller's log files depend on to get every byte back as the rank wrote it. */
 #include "agent/agent_proc.h"
 #include "agent/agent_stream.h"
+#include "wire/base64.h"
 #include "tap.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 struct piece {
     char *data;
@@ -39,10 +44,11 @@ static void test_lines_in_pieces_of_any_size(void)
     const char *in = "one\ntwo\n\nthree";
     stream_init(&s);
     for (size_t i = 0; in[i]; i++) stream_feed(&s, in + i, 1, 100, collect, NULL);
+    /* byte by byte: each newline completes one line, a block of its own */
     CHECK_INT(npieces, 3);
-    CHECK_STR(pieces[0].data, "one");
-    CHECK_STR(pieces[1].data, "two");
-    CHECK_INT(pieces[2].len, 0); /* an empty line is a line */
+    CHECK_STR(pieces[0].data, "one\n");
+    CHECK_STR(pieces[1].data, "two\n");
+    CHECK_STR(pieces[2].data, "\n"); /* an empty line is a line */
     CHECK_INT(pieces[0].flags | pieces[1].flags | pieces[2].flags, 0);
     CHECK_INT(stream_deadline(&s), 100 + STREAM_PARTIAL_MS);
     stream_flush(&s, collect, NULL);
@@ -66,7 +72,7 @@ static void test_partial_ages_from_its_first_byte(void)
     CHECK_INT(stream_deadline(&s), 1000 + STREAM_PARTIAL_MS);
     stream_feed(&s, "done\nnext", 9, 1300, collect, NULL);
     CHECK_INT(npieces, 1);
-    CHECK_STR(pieces[0].data, "10%\r20%\rdone"); /* '\r' kept as written */
+    CHECK_STR(pieces[0].data, "10%\r20%\rdone\n"); /* '\r' kept as written */
     CHECK_INT(stream_deadline(&s), 1300 + STREAM_PARTIAL_MS);
     stream_done(&s);
     reset();
@@ -90,7 +96,7 @@ static void test_long_lines_split_at_64k(void)
         total += pieces[i].len;
     }
     CHECK_INT(pieces[0].len, STREAM_PIECE_MAX);
-    CHECK_INT(total, n);
+    CHECK_INT(total, n + 1); /* the last piece ends the line: its newline comes with it */
     stream_done(&s);
     reset();
     free(line);
@@ -107,11 +113,53 @@ static void test_exactly_64k_is_one_piece(void)
     CHECK_INT(npieces, 0); /* its newline may be the next byte */
     stream_feed(&s, line + STREAM_PIECE_MAX, 1, 1, collect, NULL);
     CHECK_INT(npieces, 1);
-    CHECK_INT(pieces[0].len, STREAM_PIECE_MAX);
+    CHECK_INT(pieces[0].len, STREAM_PIECE_MAX + 1);
     CHECK_INT(pieces[0].flags, 0);
     stream_done(&s);
     reset();
     free(line);
+}
+
+/* What one read brought goes as one block: one message for many lines, every byte kept. */
+static void test_one_read_one_block(void)
+{
+    struct stream_buf s;
+    stream_init(&s);
+    stream_feed(&s, "a\nbb\n\nccc\ndd", 12, 5, collect, NULL);
+    CHECK_INT(npieces, 1);
+    CHECK_STR(pieces[0].data, "a\nbb\n\nccc\n");
+    CHECK_INT(pieces[0].flags, 0);
+    CHECK_INT(s.buf.len, 2); /* "dd" waits for its newline */
+    stream_feed(&s, "d\ne\n", 4, 6, collect, NULL);
+    CHECK_INT(npieces, 2);
+    CHECK_STR(pieces[1].data, "ddd\ne\n");
+    stream_done(&s);
+    reset();
+}
+
+/* A block holds at most 64 KiB of whole lines (and one newline more): 1,000-byte lines worth
+ * 200 KiB in one read come as 4 blocks, none longer, each of whole lines, together the input. */
+static void test_blocks_bounded_at_64k(void)
+{
+    struct stream_buf s;
+    size_t n = 200 * 1024 / 1000 * 1000, total = 0;
+    char *in = xmalloc(n);
+    for (size_t i = 0; i < n; i++) in[i] = i % 1000 == 999 ? '\n' : (char)('a' + i % 26);
+    stream_init(&s);
+    stream_feed(&s, in, n, 1, collect, NULL);
+    CHECK_INT(npieces, 4);
+    for (int i = 0; i < npieces; i++) {
+        CHECK(pieces[i].len <= STREAM_PIECE_MAX + 1);
+        CHECK(pieces[i].len % 1000 == 0);
+        CHECK_INT(pieces[i].flags, 0);
+        CHECK(memcmp(pieces[i].data, in + total, pieces[i].len) == 0);
+        total += pieces[i].len;
+    }
+    CHECK_INT(total, n);
+    CHECK_INT(s.buf.len, 0);
+    stream_done(&s);
+    reset();
+    free(in);
 }
 
 static void test_split_keeps_characters_whole(void)
@@ -155,13 +203,13 @@ static void test_base64_vectors(void)
     for (int i = 0; i < 7; i++) {
         struct strbuf sb;
         strbuf_init(&sb);
-        stream_base64(&sb, in[i], strlen(in[i]));
+        base64_encode(&sb, in[i], strlen(in[i]));
         CHECK_STR(sb.buf ? sb.buf : "", out[i]);
         strbuf_done(&sb);
     }
     struct strbuf sb;
     strbuf_init(&sb);
-    stream_base64(&sb, "x\0\xff", 3);
+    base64_encode(&sb, "x\0\xff", 3);
     CHECK_STR(sb.buf, "eAD/");
     strbuf_done(&sb);
 }
@@ -176,6 +224,38 @@ static void test_json_string_and_sanitize(void)
     stream_sanitize(&sb, "ok\xff\0\xc3\xa9\xe2\x82", 8);
     CHECK_STR(sb.buf, "ok??\xc3\xa9??");
     strbuf_done(&sb);
+}
+
+/* Text goes 8 bytes at a time: a byte to escape or an invalid one at any offset of a longer
+ * text is still seen, and cJSON reads back exactly what went in. */
+static void test_word_at_a_time(void)
+{
+    static const char *const odd[] = { "\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\xe2\x82\xac" };
+    bool ok = true;
+    for (size_t k = 0; k < sizeof odd / sizeof *odd && ok; k++)
+        for (size_t off = 0; off < 24 && ok; off++) {
+            char in[40];
+            struct strbuf sb;
+            memset(in, 'a', sizeof in);
+            memcpy(in + off, odd[k], strlen(odd[k]));
+            strbuf_init(&sb);
+            strbuf_adds(&sb, "[");
+            stream_json_string(&sb, in, 32);
+            strbuf_adds(&sb, "]");
+            cJSON *j = cJSON_Parse(sb.buf);
+            const char *back = cJSON_GetStringValue(cJSON_GetArrayItem(j, 0));
+            if (!stream_utf8_valid(in, 32) || !back || strlen(back) != 32 || memcmp(back, in, 32) != 0) {
+                printf("#   case %zu at %zu: %s\n", k, off, sb.buf);
+                ok = false;
+            }
+            cJSON_Delete(j);
+            strbuf_done(&sb);
+            in[off] = '\0';
+            if (stream_utf8_valid(in, 32)) ok = false;         /* NUL anywhere */
+            in[off] = '\xff';
+            if (stream_utf8_valid(in, 32)) ok = false;         /* not UTF-8 anywhere */
+        }
+    CHECK(ok);
 }
 
 static void test_proc_stat_parse(void)
@@ -201,8 +281,11 @@ int main(void)
     RUN(test_exactly_64k_is_one_piece);
     RUN(test_split_keeps_characters_whole);
     RUN(test_utf8_validity);
+    RUN(test_one_read_one_block);
+    RUN(test_blocks_bounded_at_64k);
     RUN(test_base64_vectors);
     RUN(test_json_string_and_sanitize);
+    RUN(test_word_at_a_time);
     RUN(test_proc_stat_parse);
     return tap_done();
 }

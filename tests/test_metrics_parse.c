@@ -230,6 +230,34 @@ static void test_bad_regex(void)
 }
 
 /* Lines with no step: the model counts loss lines; a line with a step wins from then on. */
+/* The block pre-check turns away only blocks in which no line can carry a metric: "loss" in any
+ * case at any offset (8-byte steps must not skip one), or the runtime's "step" key, keeps it. */
+static void test_block_may_hold(void)
+{
+    char msg[256], buf[200];
+    struct metrics_parser *p = metrics_parser_new(NULL, msg, sizeof msg);
+    struct metrics_parser *u = metrics_parser_new("perplexity", msg, sizeof msg);
+    static const char *const words[] = { "loss", "LOSS", "LoSs", "lOsS" };
+    CHECK(p && u);
+    if (!p || !u) return;
+    memset(buf, 'x', sizeof buf);
+    CHECK(!metrics_block_may_hold(p, buf, sizeof buf));
+    CHECK(!metrics_block_may_hold(p, "los\nss los lo\n", 15));
+    CHECK(metrics_block_may_hold(u, buf, sizeof buf));      /* a user regex: every line is tried */
+    for (size_t off = 0; off + 4 <= 40; off++) {
+        memset(buf, 'l', sizeof buf);                        /* 'l' everywhere: the slow path too */
+        memcpy(buf + off, words[off % 4], 4);
+        CHECK(metrics_block_may_hold(p, buf, 40));
+        memset(buf, 'x', sizeof buf);
+        memcpy(buf + off, words[off % 4], 4);
+        CHECK(metrics_block_may_hold(p, buf, 40));
+        CHECK(!metrics_block_may_hold(p, buf, off + 3));     /* cut before its last letter */
+    }
+    CHECK(metrics_block_may_hold(p, "a\n{\"event\":\"step\",\"step\":3}\n", 30));
+    metrics_parser_free(p);
+    metrics_parser_free(u);
+}
+
 static void test_feed_infers_steps(void)
 {
     char dir[] = "/tmp/ddptop-test-metrics-XXXXXX";
@@ -272,5 +300,6 @@ int main(void)
     RUN(test_user_regex);
     RUN(test_bad_regex);
     RUN(test_feed_infers_steps);
+    RUN(test_block_may_hold);
     return tap_done();
 }

@@ -100,6 +100,129 @@ static void test_rank_env_precedence(void)
     hostlist_free(&hl);
 }
 
+/* Rank r of a 2-node x 2-rank job on hl's first two hosts. */
+static struct rank_env_in in_2x2(const struct hostlist *hl, int r)
+{
+    return (struct rank_env_in){
+        .rank = r, .local_rank = r % 2, .node = r / 2, .local_world_size = 2, .world_size = 4, .nnodes = 2,
+        .master_addr = "10.0.0.1", .master_port = 29500, .attempt = 1, .max_restarts = 2, .run_id = "r1",
+        .token = "00ff", .host = &hl->hosts[r / 2],
+    };
+}
+
+/* Every key torchrun's LocalElasticAgent gives a worker, with torchrun's values, for each rank
+ * of 2 nodes x 2 ranks: one role ("default") of all 4 ranks, 2 agents (nodes). */
+static void test_rank_env_torchrun_keys(void)
+{
+    struct hostlist hl;
+    char err[256];
+    CHECK_INT(hostfile_parse_text("h", "a slots=2\nb slots=2\n", &hl, err, sizeof err), 0);
+    for (int r = 0; r < 4; r++) {
+        struct rank_env_in in = in_2x2(&hl, r);
+        struct env_list e = {0};
+        char want[8];
+        plan_rank_env(&in, &e);
+        snprintf(want, sizeof want, "%d", r);
+        CHECK_STR(env_list_get(&e, "RANK"), want);
+        CHECK_STR(env_list_get(&e, "ROLE_RANK"), want);          /* the only role holds every rank */
+        snprintf(want, sizeof want, "%d", r % 2);
+        CHECK_STR(env_list_get(&e, "LOCAL_RANK"), want);
+        snprintf(want, sizeof want, "%d", r / 2);
+        CHECK_STR(env_list_get(&e, "GROUP_RANK"), want);
+        CHECK_STR(env_list_get(&e, "ROLE_NAME"), "default");     /* torchrun's --role default */
+        CHECK_STR(env_list_get(&e, "LOCAL_WORLD_SIZE"), "2");
+        CHECK_STR(env_list_get(&e, "WORLD_SIZE"), "4");
+        CHECK_STR(env_list_get(&e, "ROLE_WORLD_SIZE"), "4");
+        CHECK_STR(env_list_get(&e, "GROUP_WORLD_SIZE"), "2");    /* agents = nodes */
+        CHECK_STR(env_list_get(&e, "TORCHELASTIC_USE_AGENT_STORE"), "False");
+        CHECK_STR(env_list_get(&e, "TORCHELASTIC_RESTART_COUNT"), "1");
+        CHECK_STR(env_list_get(&e, "TORCHELASTIC_MAX_RESTARTS"), "2");
+        CHECK_STR(env_list_get(&e, "NCCL_ASYNC_ERROR_HANDLING"), "1");
+        CHECK_STR(env_list_get(&e, "TORCH_NCCL_ASYNC_ERROR_HANDLING"), "1");
+        CHECK_STR(env_list_get(&e, "OMP_NUM_THREADS"), "1");
+        CHECK(plan_omp_defaulted(&in));
+        for (size_t i = 0; plan_contract_vars[i]; i++) CHECK(env_list_get(&e, plan_contract_vars[i]) != NULL);
+        for (size_t i = 0; plan_default_vars[i]; i++) CHECK(env_list_get(&e, plan_default_vars[i]) != NULL);
+        env_list_free(&e);
+    }
+    /* ddptop's own variables stay its own: a user ROLE_NAME or agent store would break the
+     * rendezvous or lie about the job. */
+    struct host_env cli[] = {{"ROLE_NAME", "trainer"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                             {"GROUP_WORLD_SIZE", "9"}};
+    struct rank_env_in in = in_2x2(&hl, 3);
+    struct env_list e = {0};
+    in.cli_env = cli;
+    in.n_cli_env = 3;
+    plan_rank_env(&in, &e);
+    CHECK_STR(env_list_get(&e, "ROLE_NAME"), "default");
+    CHECK_STR(env_list_get(&e, "TORCHELASTIC_USE_AGENT_STORE"), "False");
+    CHECK_STR(env_list_get(&e, "GROUP_WORLD_SIZE"), "2");
+    env_list_free(&e);
+    hostlist_free(&hl);
+}
+
+static const char *omp_of(struct rank_env_in *in, struct env_list *e)
+{
+    env_list_free(e);
+    plan_rank_env(in, e);
+    return env_list_get(e, "OMP_NUM_THREADS");
+}
+
+/* OMP_NUM_THREADS=1 only where torchrun sets it: more than one rank on the node and no value
+ * from the user, wherever the user put one. */
+static void test_rank_env_omp(void)
+{
+    struct hostlist hl;
+    char err[256];
+    struct env_list e = {0}, exports = {0};
+    CHECK_INT(hostfile_parse_text("h", "a slots=2\nb slots=2 OMP_NUM_THREADS=2\nc slots=1\n", &hl, err, sizeof err), 0);
+    struct rank_env_in in = in_2x2(&hl, 1);
+    CHECK_STR(omp_of(&in, &e), "1");                             /* node a, 2 ranks, nobody set it */
+    CHECK(plan_omp_defaulted(&in));
+    in = in_2x2(&hl, 2);
+    CHECK_STR(omp_of(&in, &e), "2");                             /* node b's hostfile key */
+    CHECK(!plan_omp_defaulted(&in));
+
+    in = in_2x2(&hl, 0);                                         /* one rank on the node: untouched */
+    in.local_world_size = 1;
+    CHECK(omp_of(&in, &e) == NULL);
+    CHECK(!plan_omp_defaulted(&in));
+    char *launcher_env[] = {"PATH=/bin", "OMP_NUM_THREADS=6", "NCCL_ASYNC_ERROR_HANDLING=0", NULL};
+    in.launcher_env = launcher_env;
+    CHECK_STR(omp_of(&in, &e), "6");                             /* ddptop's own value handed on */
+
+    in = in_2x2(&hl, 0);
+    in.launcher_env = launcher_env;
+    CHECK_STR(omp_of(&in, &e), "6");                             /* set in ddptop's environment: kept */
+    CHECK(!plan_omp_defaulted(&in));
+    CHECK_STR(env_list_get(&e, "NCCL_ASYNC_ERROR_HANDLING"), "0");       /* the same for NCCL's */
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_ASYNC_ERROR_HANDLING"), "1");
+    struct host_env cli[] = {{"OMP_NUM_THREADS", "8"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}};
+    in.cli_env = cli;
+    in.n_cli_env = 2;
+    CHECK_STR(omp_of(&in, &e), "8");                             /* --env over ddptop's environment */
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_ASYNC_ERROR_HANDLING"), "3");
+
+    char *envp[] = {"OMP_NUM_THREADS=3", NULL};
+    CHECK_INT(plan_exports((const char *[]){"OMP_.*"}, 1, envp, &exports, err, sizeof err), 0);
+    in = in_2x2(&hl, 0);
+    in.exports = &exports;
+    CHECK_STR(omp_of(&in, &e), "3");                             /* --export */
+    CHECK(!plan_omp_defaulted(&in));
+    in.cli_env = cli;
+    in.n_cli_env = 1;
+    CHECK_STR(omp_of(&in, &e), "8");                             /* --env over --export */
+    in = in_2x2(&hl, 2);
+    in.cli_env = cli;
+    in.n_cli_env = 1;
+    CHECK_STR(omp_of(&in, &e), "2");                             /* hostfile over --env */
+
+    CHECK(strstr(plan_omp_notice, "Setting OMP_NUM_THREADS environment variable for each process to be 1") != NULL);
+    env_list_free(&e);
+    env_list_free(&exports);
+    hostlist_free(&hl);
+}
+
 static void test_default_argv_local(void)
 {
     size_t n;
@@ -251,6 +374,8 @@ int main(void)
     RUN(test_ranks_per_node);
     RUN(test_rank_env_contract);
     RUN(test_rank_env_precedence);
+    RUN(test_rank_env_torchrun_keys);
+    RUN(test_rank_env_omp);
     RUN(test_default_argv_local);
     RUN(test_default_argv_remote_is_inert);
     RUN(test_run_id_and_token);

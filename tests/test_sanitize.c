@@ -128,6 +128,35 @@ static void test_every_byte_pair(void)
     CHECK(ok);
 }
 
+/* Long printable runs go 8 bytes at a time: a control, DEL, tab or UTF-8 byte at any offset
+ * inside one is still seen, and the rest comes out as it went in. */
+static void test_word_at_a_time(void)
+{
+    static const char *const odd[] = { "\x1b", "\x7f", "\t", "\x01", "\xc3\xa9" };
+    static const char *const want[] = { "^[", "^?", "        ", "^A", "\xc3\xa9" };
+    bool ok = true;
+    for (size_t k = 0; k < 5 && ok; k++)
+        for (size_t off = 0; off < 24 && ok; off++) {
+            char in[40], expect[64];
+            size_t ol = strlen(odd[k]);
+            memset(in, 'a', sizeof in);
+            memcpy(in + off, odd[k], ol);
+            char *out = sanitize_str(in, 32, 0);
+            if (k == 2) /* a tab goes to the next multiple of 8 columns */
+                snprintf(expect, sizeof expect, "%.*s%.*s%.*s", (int)off, in, (int)(8 - off % 8), want[k],
+                         (int)(32 - off - ol), in + off + ol);
+            else
+                snprintf(expect, sizeof expect, "%.*s%s%.*s", (int)off, in, want[k], (int)(32 - off - ol),
+                         in + off + ol);
+            if (strcmp(out, expect) != 0) {
+                printf("#   byte %zu at %zu: '%s', want '%s'\n", k, off, out, expect);
+                ok = false;
+            }
+            free(out);
+        }
+    CHECK(ok);
+}
+
 /* Random bytes: safe, and sanitizing the output again changes nothing except that carets
  * stay carets (idempotent on already safe text). */
 static void test_random_idempotent(void)
@@ -155,5 +184,6 @@ int main(void)
     RUN(test_keep_tab);
     RUN(test_every_byte_pair);
     RUN(test_random_idempotent);
+    RUN(test_word_at_a_time);
     return tap_done();
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
@@ -50,6 +51,19 @@ static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp, size_t *b
     return need;
 }
 
+/* Whether the 8 bytes at s are all printable ASCII (0x20..0x7e), asked of a whole word at once:
+ * headless output runs every line every rank prints through here. */
+static bool printable8(const unsigned char *s)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t w, del;
+    memcpy(&w, s, 8);
+    if (w & highs) return false;                          /* a byte >= 0x80 */
+    if ((w - ones * 0x20) & ~w & highs) return false;     /* a byte < 0x20 */
+    del = w ^ (ones * 0x7f);
+    return !((del - ones) & ~del & highs);                /* no DEL */
+}
+
 static void add_caret(struct strbuf *sb, unsigned c)
 {
     char t[3] = {'^', (char)(c == 0x7f ? '?' : (char)(c + '@')), '\0'};
@@ -75,9 +89,12 @@ void sanitize_append(struct strbuf *sb, const char *in, size_t len, unsigned fla
     while (i < len) {
         unsigned char b = s[i];
         if (b >= 0x20 && b < 0x7f) {
-            run++;
-            i++;
-            col++;
+            size_t k = i + 1;
+            while (k + 8 <= len && printable8(s + k)) k += 8;
+            while (k < len && s[k] >= 0x20 && s[k] < 0x7f) k++;
+            run += k - i;
+            col += k - i;
+            i = k;
             continue;
         }
         FLUSH_RUN();

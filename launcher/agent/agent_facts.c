@@ -17,6 +17,7 @@
 #include "util/sha256.h"
 #include "util/util.h"
 #include "util/version.h"
+#include "wire/protocol.h"
 
 #define PYTHON_TIMEOUT_MS 3000
 /* A cold `import torch` reads hundreds of MB of shared libraries, often from NFS. */
@@ -242,7 +243,7 @@ void agent_facts_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     cJSON *facts = agent_facts_collect(cJSON_IsString(cmd) ? cmd->valuestring : NULL, env);
-    cJSON *msg = agent_reply_new("facts", id);
+    cJSON *msg = agent_reply_new(WIRE_EV_FACTS, id);
     cJSON *item = facts->child;
     /* Move the facts' members after "ev" and "id" so the answer reads in protocol order. */
     while (item) {

@@ -184,7 +184,7 @@ void agent_send_error(struct agent *ag, const cJSON *id, const char *fmt, ...)
     va_start(ap, fmt);
     char *text = xvasprintf(fmt, ap);
     va_end(ap);
-    cJSON *msg = agent_reply_new("error", id);
+    cJSON *msg = agent_reply_new(WIRE_EV_ERROR, id);
     cJSON_AddStringToObject(msg, "error", text);
     free(text);
     agent_send(ag, msg);
@@ -335,7 +335,7 @@ static void send_hello(struct agent *ag)
 {
     struct utsname u;
     char host[256] = "";
-    cJSON *msg = agent_reply_new("hello", NULL);
+    cJSON *msg = agent_reply_new(WIRE_EV_HELLO, NULL);
     cJSON_AddNumberToObject(msg, "protocol", PROTOCOL_VERSION);
     cJSON_AddStringToObject(msg, "version", DDPTOP_VERSION);
     if (uname(&u) == 0) cJSON_AddStringToObject(msg, "arch", u.machine);

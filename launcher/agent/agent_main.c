@@ -12,6 +12,7 @@
 #include "agent_ranks.h"
 #include "util/util.h"
 #include "util/version.h"
+#include "wire/protocol.h"
 
 /* {"op":"clock"}: the agent's CLOCK_REALTIME, taken first thing so the controller's round-trip
  * midpoint matches it as closely as possible. Written as an integer: a double would round the
@@ -22,7 +23,7 @@ static void op_clock(struct agent *ag, const cJSON *req, const cJSON *id)
     char num[32];
     (void)req;
     snprintf(num, sizeof num, "%lld", (long long)now);
-    cJSON *msg = agent_reply_new("clock", id);
+    cJSON *msg = agent_reply_new(WIRE_EV_CLOCK, id);
     cJSON_AddRawToObject(msg, "wall_ns", num);
     agent_send(ag, msg);
 }
@@ -31,22 +32,22 @@ static void op_clock(struct agent *ag, const cJSON *req, const cJSON *id)
 static void op_exit(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     (void)req;
-    agent_send(ag, agent_reply_new("exit", id));
+    agent_send(ag, agent_reply_new(WIRE_EV_EXIT, id));
     agent_quit(ag, 0);
 }
 
 static const struct agent_op agent_ops[] = {
-    { "facts", agent_facts_op },
-    { "clock", op_clock },
-    { "listen", agent_net_listen_op },
-    { "connect", agent_net_connect_op },
-    { "unlisten", agent_net_unlisten_op },
-    { "spawn", agent_ranks_spawn_op },
-    { "signal", agent_ranks_signal_op },
-    { "stop", agent_ranks_stop_op },
-    { "stacks", agent_ranks_stacks_op },
-    { "ping", agent_ranks_ping_op },
-    { "exit", op_exit },
+    { WIRE_OP_FACTS, agent_facts_op },
+    { WIRE_OP_CLOCK, op_clock },
+    { WIRE_OP_LISTEN, agent_net_listen_op },
+    { WIRE_OP_CONNECT, agent_net_connect_op },
+    { WIRE_OP_UNLISTEN, agent_net_unlisten_op },
+    { WIRE_OP_SPAWN, agent_ranks_spawn_op },
+    { WIRE_OP_SIGNAL, agent_ranks_signal_op },
+    { WIRE_OP_STOP, agent_ranks_stop_op },
+    { WIRE_OP_STACKS, agent_ranks_stacks_op },
+    { WIRE_OP_PING, agent_ranks_ping_op },
+    { WIRE_OP_EXIT, op_exit },
     { NULL, NULL },
 };
 

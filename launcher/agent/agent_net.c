@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/util.h"
+#include "wire/protocol.h"
 
 #define GREETING "ddptop "
 #define NONCE_MAX 128
@@ -140,12 +141,12 @@ void agent_net_listen_op(struct agent *ag, const cJSON *req, const cJSON *id)
     }
     int p = (int)port;
     if (p && agent_watch_find(ag, listener_ready, listener_port_is, &p)) {
-        reply_fail(ag, "listen", id, "port %d is in use (by an earlier listen request)", p);
+        reply_fail(ag, WIRE_EV_LISTEN, id, "port %d is in use (by an earlier listen request)", p);
         return;
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        reply_fail(ag, "listen", id, "socket: %s", strerror(errno));
+        reply_fail(ag, WIRE_EV_LISTEN, id, "socket: %s", strerror(errno));
         return;
     }
     int one = 1;
@@ -158,9 +159,9 @@ void agent_net_listen_op(struct agent *ag, const cJSON *req, const cJSON *id)
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0) {
         int e = errno;
         close(fd);
-        if (e == EADDRINUSE) reply_fail(ag, "listen", id, "port %d is in use", p);
-        else if (e == EACCES) reply_fail(ag, "listen", id, "port %d: permission denied (ports below 1024 need root)", p);
-        else reply_fail(ag, "listen", id, "port %d: %s", p, strerror(e));
+        if (e == EADDRINUSE) reply_fail(ag, WIRE_EV_LISTEN, id, "port %d is in use", p);
+        else if (e == EACCES) reply_fail(ag, WIRE_EV_LISTEN, id, "port %d: permission denied (ports below 1024 need root)", p);
+        else reply_fail(ag, WIRE_EV_LISTEN, id, "port %d: %s", p, strerror(e));
         return;
     }
     if (getsockname(fd, (struct sockaddr *)&sa, &salen) == 0) p = ntohs(sa.sin_port);
@@ -168,7 +169,7 @@ void agent_net_listen_op(struct agent *ag, const cJSON *req, const cJSON *id)
     l->port = p;
     l->nonce = xstrdup(nonce);
     agent_watch_add(ag, fd, POLLIN, listener_ready, l, listener_free);
-    reply_ok(ag, "listen", id, p);
+    reply_ok(ag, WIRE_EV_LISTEN, id, p);
 }
 
 void agent_net_unlisten_op(struct agent *ag, const cJSON *req, const cJSON *id)
@@ -182,11 +183,11 @@ void agent_net_unlisten_op(struct agent *ag, const cJSON *req, const cJSON *id)
     int p = (int)port;
     struct agent_watch *w = agent_watch_find(ag, listener_ready, listener_port_is, &p);
     if (!w) {
-        reply_fail(ag, "unlisten", id, "not listening on port %d", p);
+        reply_fail(ag, WIRE_EV_UNLISTEN, id, "not listening on port %d", p);
         return;
     }
     agent_watch_del(ag, w);
-    reply_ok(ag, "unlisten", id, 0);
+    reply_ok(ag, WIRE_EV_UNLISTEN, id, 0);
 }
 
 /* ---- connect ---- */
@@ -213,8 +214,8 @@ static const char *connect_error(int e)
 static void conn_fail_errno(struct agent *ag, const cJSON *id, int e)
 {
     const char *m = connect_error(e);
-    if (m) reply_fail(ag, "connect", id, "%s", m);
-    else reply_fail(ag, "connect", id, "%s", strerror(e));
+    if (m) reply_fail(ag, WIRE_EV_CONNECT, id, "%s", m);
+    else reply_fail(ag, WIRE_EV_CONNECT, id, "%s", strerror(e));
 }
 
 /* Answers and ends the connect: the greeting line (without '\n') decides. */
@@ -223,7 +224,7 @@ static void conn_finish(struct agent *ag, struct agent_watch *w, const char *lin
     struct conn *c = w->ctx;
     if (line && strncmp(line, GREETING, strlen(GREETING)) == 0 &&
         strcmp(line + strlen(GREETING), c->nonce) == 0) {
-        cJSON *msg = agent_reply_new("connect", c->id);
+        cJSON *msg = agent_reply_new(WIRE_EV_CONNECT, c->id);
         cJSON_AddBoolToObject(msg, "ok", 1);
         cJSON_AddNumberToObject(msg, "ms", round(c->ms * 1000.0) / 1000.0);
         agent_send(ag, msg);
@@ -235,8 +236,8 @@ static void conn_finish(struct agent *ag, struct agent_watch *w, const char *lin
         for (const char *p = line ? line : ""; *p && n < sizeof said - 4; p++)
             said[n++] = (*p >= 0x20 && *p <= 0x7e && *p != '"') ? *p : '?';
         said[n] = '\0';
-        if (n) reply_fail(ag, "connect", c->id, "wrong service on port %d (it said \"%s\")", c->port, said);
-        else reply_fail(ag, "connect", c->id, "wrong service on port %d", c->port);
+        if (n) reply_fail(ag, WIRE_EV_CONNECT, c->id, "wrong service on port %d (it said \"%s\")", c->port, said);
+        else reply_fail(ag, WIRE_EV_CONNECT, c->id, "wrong service on port %d", c->port);
     }
     agent_watch_del(ag, w);
 }
@@ -270,10 +271,10 @@ static void conn_ready(struct agent *ag, struct agent_watch *w, short revents)
     struct conn *c = w->ctx;
     if (!revents) {
         if (c->connected)
-            reply_fail(ag, "connect", c->id, "timed out waiting for the ddptop greeting on port %d",
+            reply_fail(ag, WIRE_EV_CONNECT, c->id, "timed out waiting for the ddptop greeting on port %d",
                        c->port);
         else
-            reply_fail(ag, "connect", c->id, "timed out after %d ms", c->timeout_ms);
+            reply_fail(ag, WIRE_EV_CONNECT, c->id, "timed out after %d ms", c->timeout_ms);
         agent_watch_del(ag, w);
         return;
     }
@@ -335,7 +336,7 @@ void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
                      ? xstrndup(addr + 1, strlen(addr) - 2) : xstrdup(addr);
     struct addrinfo *ai = resolve(host, (int)port);
     if (!ai) {
-        reply_fail(ag, "connect", id, "unknown host %s", host);
+        reply_fail(ag, WIRE_EV_CONNECT, id, "unknown host %s", host);
         free(host);
         return;
     }
@@ -343,7 +344,7 @@ void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
     int64_t t0 = mono_ns();
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        reply_fail(ag, "connect", id, "socket: %s", strerror(errno));
+        reply_fail(ag, WIRE_EV_CONNECT, id, "socket: %s", strerror(errno));
         freeaddrinfo(ai);
         return;
     }

@@ -19,6 +19,8 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
+#include "wire/base64.h"
+#include "wire/protocol.h"
 
 #define STATUS_EVERY_MS 1000
 /* Rank output is read only while fewer than OUT_HIGH bytes wait for stdout, and again once
@@ -27,6 +29,12 @@
 #define OUT_HIGH (4u << 20)
 #define OUT_LOW (1u << 20)
 #define PAUSE_CHECK_MS 20
+/* A read that brought less than STREAM_REST_BELOW bytes lets that stream rest STREAM_REST_MS
+ * before the next one: a rank printing steadily is then read in a few large pieces instead of
+ * its every 4 KiB stdio write (a poll, a read and a write each, here and in sshd), and one
+ * that prints now and then is read at once, as the rest only follows a read. */
+#define STREAM_REST_BELOW (32 * 1024)
+#define STREAM_REST_MS 2
 /* After a rank's exit status, how long anything it left holding its pipes may keep them open
  * before the agent stops waiting for their end of file. */
 #define EOF_WAIT_MS 2000
@@ -56,31 +64,75 @@ static int sig_pipe[2] = { -1, -1 };
 
 /* ---- output ---- */
 
-static void emit_piece(void *ctx, const char *data, size_t len, int flags)
+/* The rank's last step, from each whole line of the block that may be the runtime's step line
+ * (one memmem turns away a block that holds none). */
+static void note_steps(struct run_rank *r, const char *data, size_t len)
 {
-    struct rank_stream *s = ctx;
+    const char *end = data + len;
+    if (!memmem(data, len, "\"step\"", 6)) return;
+    while (data < end) {
+        const char *nl = memchr(data, '\n', (size_t)(end - data));
+        size_t n = nl ? (size_t)(nl - data) : (size_t)(end - data);
+        run_note_step(r, data, n);
+        data += n + 1;
+    }
+}
+
+static void send_out(struct rank_stream *s, const char *data, size_t len, int flags, int text)
+{
     struct strbuf *sb = &run.line;
     strbuf_reset(sb);
     strbuf_addf(sb, "{\"ev\":\"out\",\"rank\":%d,\"s\":\"%c\",", s->r->rank, s->name);
-    if (stream_utf8_valid(data, len)) {
+    if (text) {
         strbuf_adds(sb, "\"t\":");
         stream_json_string(sb, data, len);
     } else {
         strbuf_adds(sb, "\"b64\":\"");
-        stream_base64(sb, data, len);
+        base64_encode(sb, data, len);
         strbuf_adds(sb, "\"");
     }
     strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld}", flags & STREAM_PARTIAL ? "p" : "",
                 flags & STREAM_SPLIT ? "s" : "", (long long)run.piece_ns);
     agent_send_line(run.ag, sb->buf, sb->len);
-    if (!flags) run_note_step(s->r, data, len);
+}
+
+/* One out message for one block (agent_stream.h): whole lines with their newlines, or one
+ * piece of a line, as JSON text when it is valid UTF-8 without NUL. A block that is not goes
+ * line by line, so that only a line that is not valid text travels as base64. */
+static void emit_piece(void *ctx, const char *data, size_t len, int flags)
+{
+    struct rank_stream *s = ctx;
+    if (stream_utf8_valid(data, len)) {
+        send_out(s, data, len, flags, 1);
+    } else if (flags) {
+        send_out(s, data, len, flags, 0);
+    } else {
+        const char *end = data + len, *run_start = data, *p = data;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *next = nl ? nl + 1 : end;
+            if (!stream_utf8_valid(p, (size_t)(next - p))) {
+                if (p > run_start) send_out(s, run_start, (size_t)(p - run_start), 0, 1);
+                send_out(s, p, (size_t)(next - p), 0, 0);
+                run_start = next;
+            }
+            p = next;
+        }
+        if (end > run_start) send_out(s, run_start, (size_t)(end - run_start), 0, 1);
+    }
+    if (!flags) note_steps(s->r, data, len);
+}
+
+/* The fd a stream's watch polls: none while output is paused or the stream rests. */
+static void stream_watch_fd(struct rank_stream *s)
+{
+    if (s->w) s->w->fd = run.paused || s->rest_until ? -1 : s->fd;
 }
 
 static void apply_pause(void)
 {
     for (struct run_rank *r = run.ranks; r; r = r->next)
-        for (int i = 0; i < 2; i++)
-            if (r->st[i].w) r->st[i].w->fd = run.paused ? -1 : r->st[i].fd;
+        for (int i = 0; i < 2; i++) stream_watch_fd(&r->st[i]);
 }
 
 static void stream_close(struct rank_stream *s)
@@ -112,6 +164,10 @@ static void stream_ready(struct agent *ag, struct agent_watch *w, short revents)
         int64_t now = run.piece_ns / 1000000;
         s->r->last_out_ms = now;
         stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
+        if ((size_t)n < STREAM_REST_BELOW) {
+            s->rest_until = now + STREAM_REST_MS;
+            stream_watch_fd(s);
+        }
         if (!run.paused && agent_output_pending(ag) > OUT_HIGH) {
             run.paused = 1;
             apply_pause();
@@ -148,7 +204,7 @@ static void check_stopped(void)
     if (!run.stops || run_unfinished()) return;
     cJSON *id;
     cJSON_ArrayForEach(id, run.stops)
-        agent_send(run.ag, agent_reply_new("stopped", cJSON_IsNull(id) ? NULL : id));
+        agent_send(run.ag, agent_reply_new(WIRE_EV_STOPPED, cJSON_IsNull(id) ? NULL : id));
     cJSON_Delete(run.stops);
     run.stops = NULL;
     run.kill_at = 0;
@@ -294,7 +350,7 @@ struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keepe
 
 void run_rank_start_failed(struct run_rank *r, const char *why)
 {
-    char *line = xasprintf("ddptop-agent: %s", why);
+    char *line = xasprintf("ddptop-agent: %s\n", why); /* a whole line: newline kept */
     r->starting = 0;
     free(r->start_error);
     r->start_error = xstrdup(why);
@@ -389,7 +445,7 @@ void run_set_watchdog(long ms)
 static void send_status(void)
 {
     int64_t now = mono_ms();
-    cJSON *msg = agent_reply_new("status", NULL);
+    cJSON *msg = agent_reply_new(WIRE_EV_STATUS, NULL);
     run_add_mono_ns(msg, mono_ns());
     cJSON *arr = cJSON_AddArrayToObject(msg, "ranks");
     for (struct run_rank *r = run.ranks; r; r = r->next)
@@ -416,6 +472,7 @@ void run_schedule(void)
             for (int i = 0; i < 2; i++) {
                 if (!r->st[i].w) continue;
                 SOONER(d, stream_deadline(&r->st[i].buf));
+                SOONER(d, r->st[i].rest_until);
                 if (r->have_status && !run.paused) SOONER(d, eof_wait_until(r));
             }
             if (!r->status_w && !r->keeper_reaped) SOONER(d, now + REAP_RETRY_MS);
@@ -435,13 +492,17 @@ static void tick_ranks(int64_t now)
         for (int i = 0; i < 2; i++) {
             struct rank_stream *s = &r->st[i];
             if (!s->w) continue;
+            if (s->rest_until && s->rest_until <= now) {
+                s->rest_until = 0;
+                stream_watch_fd(s);
+            }
             int64_t due = stream_deadline(&s->buf);
             if (due && due <= now) {
                 run.piece_ns = mono_ns();
                 stream_flush(&s->buf, emit_piece, s);
             }
             /* Something the rank left behind (in another group) still holds its pipes. */
-            if (r->have_status && !run.paused && eof_wait_until(r) <= now) stream_close(s);
+            if (r->have_status && !run.paused && !s->rest_until && eof_wait_until(r) <= now) stream_close(s);
         }
         if (!r->status_w) rank_reap_keeper(r);
         if (r->starting) run_spawn_check_timeout(r, now);

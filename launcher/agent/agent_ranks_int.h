@@ -16,9 +16,11 @@ struct run_spawn;
 struct rank_stream {
     struct run_rank *r;
     char name;              /* 'o' stdout, 'e' stderr */
-    int fd;                 /* read end (the watch holds -1 instead while output is paused) */
+    int fd;                 /* read end (the watch holds -1 instead while output is paused
+                             * or the stream rests) */
     struct agent_watch *w;  /* NULL once the stream reached end of file */
     struct stream_buf buf;
+    int64_t rest_until;     /* mono_ms: not read before then (STREAM_REST_MS); 0 when awake */
 };
 
 struct run_rank {

@@ -9,7 +9,9 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
+#include "wire/protocol.h"
 #include "wire/signals.h"
+#include "wire/step_line.h"
 
 #define ERROR_FILE_MAX 65536
 
@@ -23,16 +25,10 @@ void run_add_mono_ns(cJSON *msg, int64_t ns)
 
 void run_note_step(struct run_rank *r, const char *data, size_t len)
 {
-    while (len && (*data == ' ' || *data == '\t')) data++, len--;
-    if (!len || *data != '{' || len > STREAM_PIECE_MAX || !memmem(data, len, "\"step\"", 6)) return;
-    cJSON *j = cJSON_ParseWithLength(data, len);
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "event");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
-    if (cJSON_IsString(ev) && strcmp(ev->valuestring, "step") == 0 && cJSON_IsNumber(step)) {
-        r->step = (long long)step->valuedouble;
-        r->have_step = 1;
-    }
-    cJSON_Delete(j);
+    struct step_line sl;
+    if (len > STREAM_PIECE_MAX || !step_line_parse(data, len, &sl) || !sl.has_step) return;
+    r->step = sl.step;
+    r->have_step = 1;
 }
 
 static void attach_error_file(const struct run_rank *r, cJSON *msg)
@@ -61,7 +57,7 @@ static void attach_error_file(const struct run_rank *r, cJSON *msg)
 cJSON *run_exit_msg(const struct run_rank *r)
 {
     int ws = r->wait_status;
-    cJSON *msg = agent_reply_new("exit", NULL);
+    cJSON *msg = agent_reply_new(WIRE_EV_EXIT, NULL);
     cJSON_AddNumberToObject(msg, "rank", r->rank);
     if (r->k.rank_pid > 0) cJSON_AddNumberToObject(msg, "pid", r->k.rank_pid);
     else cJSON_AddNullToObject(msg, "pid"); /* it never started */

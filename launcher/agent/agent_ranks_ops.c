@@ -19,6 +19,7 @@
 #include "agent_stacks.h"
 #include "agent_stream.h"
 #include "util/util.h"
+#include "wire/protocol.h"
 #include "wire/signals.h"
 
 #define TERM_TIMEOUT_DEFAULT_MS 10000
@@ -68,7 +69,7 @@ void agent_ranks_signal_op(struct agent *ag, const cJSON *req, const cJSON *id)
     if (req_ranks(ag, req, id, &list) < 0) return;
     /* Signals that end a rank make its exit ours (by_us); CONT, USR1 and the like do not. */
     int ending = sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
-    cJSON *msg = agent_reply_new("signal", id);
+    cJSON *msg = agent_reply_new(WIRE_EV_SIGNAL, id);
     cJSON_AddBoolToObject(msg, "ok", 1);
     cJSON *done = cJSON_AddArrayToObject(msg, "ranks");
     for (struct run_rank *r = run_ranks(); r; r = r->next)
@@ -177,7 +178,7 @@ static void stacks_answer(struct agent *ag, struct stacks_job *j, int timed_out)
     struct strbuf clean;
     strbuf_init(&clean);
     stream_sanitize(&clean, nl + 1, j->got.len - (size_t)(nl + 1 - text));
-    cJSON *msg = agent_reply_new("stacks", j->id);
+    cJSON *msg = agent_reply_new(WIRE_EV_STACKS, j->id);
     cJSON_AddNumberToObject(msg, "rank", j->rank);
     cJSON_AddNumberToObject(msg, "pid", j->rank_pid);
     cJSON_AddStringToObject(msg, "tool", text);
@@ -284,6 +285,6 @@ void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     (void)req;
     run_heartbeat_start();
-    agent_send(ag, agent_reply_new("pong", id));
+    agent_send(ag, agent_reply_new(WIRE_EV_PONG, id));
     run_schedule();
 }

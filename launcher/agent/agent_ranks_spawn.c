@@ -16,6 +16,7 @@
 
 #include "agent_ranks_int.h"
 #include "util/util.h"
+#include "wire/protocol.h"
 
 extern char **environ;
 
@@ -222,7 +223,7 @@ void run_spawn_resolved(struct run_spawn *sp)
     if (sp->next < sp->n) return;
     for (int i = 0; i < sp->n; i++)
         if (sp->slot[i].r && sp->slot[i].r->starting) return;
-    cJSON *msg = agent_reply_new("spawned", sp->id);
+    cJSON *msg = agent_reply_new(WIRE_EV_SPAWNED, sp->id);
     cJSON *out = cJSON_AddArrayToObject(msg, "ranks");
     for (int i = 0; i < sp->n; i++) {
         struct spawn_slot *sl = &sp->slot[i];

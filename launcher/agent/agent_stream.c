@@ -1,6 +1,7 @@
 /* Line assembly and text encodings for rank output: see agent_stream.h. */
 #include "agent_stream.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void stream_init(struct stream_buf *s)
@@ -37,13 +38,14 @@ void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_m
         const char *base = s->buf.buf + start;
         size_t avail = s->buf.len - start;
         if (!avail) break;
-        /* A line of exactly STREAM_PIECE_MAX bytes is one piece: look one byte further for its
-         * newline before splitting. */
+        /* Every whole line within the first STREAM_PIECE_MAX + 1 bytes goes as one block: a
+         * line of exactly STREAM_PIECE_MAX bytes is still whole when its newline is the next
+         * byte. */
         size_t lim = avail < STREAM_PIECE_MAX + 1 ? avail : STREAM_PIECE_MAX + 1;
         size_t from = s->scanned < lim ? s->scanned : lim;
-        const char *nl = memchr(base + from, '\n', lim - from);
+        const char *nl = memrchr(base + from, '\n', lim - from);
         if (nl) {
-            fn(ctx, base, (size_t)(nl - base), 0);
+            fn(ctx, base, (size_t)(nl - base) + 1, 0);
             start += (size_t)(nl - base) + 1;
             s->scanned = 0;
             continue;
@@ -81,6 +83,33 @@ int64_t stream_deadline(const struct stream_buf *s)
 
 /* ---- text ---- */
 
+/* Rank output is mostly plain ASCII: these ask 8 bytes at a time before looking at each. */
+#define ONES 0x0101010101010101u
+#define HIGHS 0x8080808080808080u
+
+static int has_zero_byte(uint64_t w)
+{
+    return ((w - ONES) & ~w & HIGHS) != 0;
+}
+
+/* 8 bytes of ASCII without NUL: valid UTF-8 as they are. */
+static int ascii8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return !(w & HIGHS) && !has_zero_byte(w);
+}
+
+/* 8 bytes that a JSON string takes as they are: no control, no '"', no '\\'. (Bytes >= 0x80
+ * pass: they are UTF-8 the caller has checked.) */
+static int json_plain8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    if (((w & ~HIGHS) - ONES * 0x20) & ~w & HIGHS) return 0;  /* a byte < 0x20 */
+    return !has_zero_byte(w ^ (ONES * '"')) && !has_zero_byte(w ^ (ONES * '\\'));
+}
+
 /* Length of the valid UTF-8 sequence (NUL excluded) at p, or 0 when there is none. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
 {
@@ -113,6 +142,10 @@ int stream_utf8_valid(const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
+        if (i + 8 <= n && ascii8(p + i)) {
+            i += 8;
+            continue;
+        }
         if (p[i] >= 0x01 && p[i] < 0x80) {
             i++;
             continue;
@@ -147,6 +180,8 @@ void stream_json_string(struct strbuf *sb, const char *s, size_t n)
     size_t run = 0;
     strbuf_add(sb, "\"", 1);
     for (size_t i = 0; i < n; i++) {
+        while (i + 8 <= n && json_plain8((const unsigned char *)s + i)) i += 8;
+        if (i == n) break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         strbuf_add(sb, s + run, i - run);
@@ -167,26 +202,4 @@ void stream_json_string(struct strbuf *sb, const char *s, size_t n)
     }
     strbuf_add(sb, s + run, n - run);
     strbuf_add(sb, "\"", 1);
-}
-
-void stream_base64(struct strbuf *sb, const void *data, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *p = data;
-    char quad[4 * 1024];
-    size_t q = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        quad[q++] = tab[v >> 18];
-        quad[q++] = tab[(v >> 12) & 63];
-        quad[q++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        quad[q++] = i + 2 < n ? tab[v & 63] : '=';
-        if (q == sizeof quad) {
-            strbuf_add(sb, quad, q);
-            q = 0;
-        }
-    }
-    strbuf_add(sb, quad, q);
 }

@@ -1,7 +1,9 @@
-/* A rank's output stream as the agent forwards it: raw bytes in, "out" pieces out (whole lines,
- * 64 KiB pieces of longer lines, and partial lines that waited 200 ms), plus the text encodings
- * the out messages need (UTF-8 check, JSON string, base64). Pure functions, no I/O, so the unit
- * test drives them directly. docs/protocol.md, "Run requests", says what the controller sees. */
+/* A rank's output stream as the agent forwards it: raw bytes in, "out" blocks out, each one
+ * message: all the whole lines one read completed (up to 64 KiB of them, newlines kept), or one
+ * piece of a line: a 64 KiB piece of a longer line, or a partial line that waited 200 ms. Plus
+ * the text checks the out messages need (UTF-8, JSON string). Pure functions, no I/O, so the
+ * unit test drives them directly. docs/protocol.md, "Run requests", says what the controller
+ * sees. */
 #ifndef DDPTOP_AGENT_STREAM_H
 #define DDPTOP_AGENT_STREAM_H
 
@@ -10,7 +12,8 @@
 
 #include "util/util.h"
 
-#define STREAM_PIECE_MAX 65536 /* longest piece of one line in one out message */
+#define STREAM_PIECE_MAX 65536 /* longest piece of one line; a block of whole lines holds at
+                                  * most this much and one newline more */
 #define STREAM_PARTIAL_MS 200  /* a line with no newline yet is sent after waiting this long */
 
 #define STREAM_PARTIAL 0x1     /* "p": no newline ended this piece (yet) */
@@ -22,13 +25,14 @@ struct stream_buf {
     int64_t first_ms;       /* mono_ms() when the oldest byte in buf arrived; 0 when empty */
 };
 
-/* Called for each piece: data without its newline, flags STREAM_*. */
+/* Called for each block: flags 0, data holds one or more whole lines, each ending with its
+ * '\n'; or one piece of a line (no '\n' in it), flags STREAM_SPLIT or STREAM_PARTIAL. */
 typedef void (*stream_piece_fn)(void *ctx, const char *data, size_t len, int flags);
 
 void stream_init(struct stream_buf *s);
 void stream_done(struct stream_buf *s);
-/* Takes n bytes the rank wrote at now_ms; emits every line they complete and every 64 KiB piece
- * of a line that grew longer. */
+/* Takes n bytes the rank wrote at now_ms; emits the lines they complete (as few blocks as the
+ * 64 KiB bound allows) and every 64 KiB piece of a line that grew longer. */
 void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_ms,
                  stream_piece_fn fn, void *ctx);
 /* Emits what is buffered as one partial piece (nothing when empty): at EOF, or when
@@ -42,8 +46,6 @@ int64_t stream_deadline(const struct stream_buf *s);
 int stream_utf8_valid(const char *s, size_t n);
 /* Appends s[0..n) as a quoted JSON string; s must pass stream_utf8_valid. */
 void stream_json_string(struct strbuf *sb, const char *s, size_t n);
-/* Appends the standard base64 (RFC 4648, with '=' padding) of data[0..n). */
-void stream_base64(struct strbuf *sb, const void *data, size_t n);
 /* Appends s[0..n) with each byte that is not part of valid UTF-8, and each NUL, replaced by
  * '?': for text from other programs (gdb, /proc) that must be a JSON string. */
 void stream_sanitize(struct strbuf *sb, const char *s, size_t n);

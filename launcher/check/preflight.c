@@ -18,6 +18,7 @@
 #include "clock_est.h"
 #include "hosts/hostfile.h"
 #include "util/util.h"
+#include "wire/protocol.h"
 
 #define CLOCK_SAMPLES 8
 
@@ -145,7 +146,7 @@ static const char *env_value(const struct check_opts *o, const struct host *h, c
 static void send_facts(struct preflight *p, size_t i)
 {
     struct pf_node *nd = &p->nodes[i];
-    cJSON *m = request(p, i, "facts", TAG_FACTS), *env;
+    cJSON *m = request(p, i, WIRE_OP_FACTS, TAG_FACTS), *env;
     if (p->o->n_cmd) cJSON_AddStringToObject(m, "cmd", p->o->cmd[0]);
     else cJSON_AddNullToObject(m, "cmd");
     env = cJSON_AddObjectToObject(m, "env");
@@ -166,20 +167,20 @@ static void send_clock(struct preflight *p, size_t i)
     nd->phase = NP_CLOCK;
     nd->sent_wall = wall_ns();
     nd->sent_mono = mono_ns();
-    send_msg(p, i, request(p, i, "clock", TAG_CLOCK));
+    send_msg(p, i, request(p, i, WIRE_OP_CLOCK, TAG_CLOCK));
     nd->wait_deadline = mono_ms() + stage_ms(p);
 }
 
 static void send_listen(struct preflight *p, size_t i)
 {
     struct pf_node *nd = &p->nodes[i];
-    cJSON *m = request(p, i, "listen", TAG_LISTEN);
+    cJSON *m = request(p, i, WIRE_OP_LISTEN, TAG_LISTEN);
     cJSON_AddNumberToObject(m, "port", 0);
     cJSON_AddStringToObject(m, "nonce", nd->nonce);
     send_msg(p, i, m);
     nd->listens_pending = 1;
     if (i == 0) {
-        m = request(p, i, "listen", TAG_LISTEN_MASTER);
+        m = request(p, i, WIRE_OP_LISTEN, TAG_LISTEN_MASTER);
         cJSON_AddNumberToObject(m, "port", p->o->master_port);
         cJSON_AddStringToObject(m, "nonce", p->master_nonce);
         send_msg(p, i, m);
@@ -309,16 +310,16 @@ void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg
     p->dirty = true;
     if (m->tag >= TAG_CONNECT) {
         on_connect(p, i, m->json, m->tag); /* an "error" answer is a failed connect too */
-    } else if (strcmp(m->ev, "error") == 0) {
+    } else if (strcmp(m->ev, WIRE_EV_ERROR) == 0) {
         const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->json, "error"));
         char why[300];
         snprintf(why, sizeof why, "refused the %s request: %s", phase_what[nd->phase], e ? e : "?");
         node_lost(p, i, why);
-    } else if (nd->phase == NP_FACTS && m->tag == TAG_FACTS && strcmp(m->ev, "facts") == 0) {
+    } else if (nd->phase == NP_FACTS && m->tag == TAG_FACTS && strcmp(m->ev, WIRE_EV_FACTS) == 0) {
         on_facts(p, i, m->json);
-    } else if (nd->phase == NP_CLOCK && m->tag == TAG_CLOCK && strcmp(m->ev, "clock") == 0) {
+    } else if (nd->phase == NP_CLOCK && m->tag == TAG_CLOCK && strcmp(m->ev, WIRE_EV_CLOCK) == 0) {
         on_clock(p, i, line);
-    } else if (nd->phase == NP_LISTEN && strcmp(m->ev, "listen") == 0) {
+    } else if (nd->phase == NP_LISTEN && strcmp(m->ev, WIRE_EV_LISTEN) == 0) {
         on_listen(p, i, m->json, m->tag);
     }
 }
@@ -348,7 +349,7 @@ static void tcp_begin(struct preflight *p)
         for (size_t k = 0; k < na; k++) tcp_add(p, alive[k], 0, p->o->master_port, true);
     for (size_t k = 0; k < p->n_tcp; k++) {
         struct check_tcp_result *t = &p->tcp[k];
-        cJSON *m = request(p, t->src, "connect", TAG_CONNECT + (int)k);
+        cJSON *m = request(p, t->src, WIRE_OP_CONNECT, TAG_CONNECT + (int)k);
         cJSON_AddStringToObject(m, "addr", p->nodes[t->dst].address);
         cJSON_AddNumberToObject(m, "port", t->port);
         cJSON_AddStringToObject(m, "nonce", t->rendezvous ? p->master_nonce : p->nodes[t->dst].nonce);
@@ -450,12 +451,12 @@ static void unlisten_all(struct preflight *p)
         cJSON *m;
         if (!nd->alive || !nd->tested_tcp) continue;
         if (nd->eph_port > 0) {
-            m = request(p, i, "unlisten", TAG_UNLISTEN);
+            m = request(p, i, WIRE_OP_UNLISTEN, TAG_UNLISTEN);
             cJSON_AddNumberToObject(m, "port", nd->eph_port);
             send_msg(p, i, m);
         }
         if (i == 0 && !nd->master_err) {
-            m = request(p, i, "unlisten", TAG_UNLISTEN);
+            m = request(p, i, WIRE_OP_UNLISTEN, TAG_UNLISTEN);
             cJSON_AddNumberToObject(m, "port", p->o->master_port);
             send_msg(p, i, m);
         }

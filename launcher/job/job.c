@@ -267,6 +267,8 @@ static void rank_close_log(struct job *j, struct rank_info *r)
                       strerror(errno));
     }
     r->log_file = NULL;
+    free(r->log_buf);
+    r->log_buf = NULL;
 }
 
 void job_cause_clear(struct job *j)
@@ -349,6 +351,10 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
         char *path = xasprintf("%s/rank-%zu.log", dir, i);
         /* Append, never truncate: a reused --run-id must not destroy an earlier run's logs. */
         r->log_file = fopen(path, "ab");
+        if (r->log_file) {
+            r->log_buf = xmalloc(JOB_LOG_BUF);
+            setvbuf(r->log_file, r->log_buf, _IOFBF, JOB_LOG_BUF);
+        }
         if (!r->log_file && rc == 0) {
             snprintf(err, errlen, "cannot open %s: %s (free descriptors or disk space, or "
                      "choose another --log-dir)", path, strerror(errno));
@@ -386,27 +392,32 @@ void job_attempt_end(struct job *j)
     job_flush(j);
 }
 
-void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
-                    const char *text, size_t len)
+/* The rank's log file takes bytes as they came: one write for a whole block of lines. */
+void job_log_write(struct job *j, int rank, const char *data, size_t len, bool newline)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks) return;
     struct rank_info *r = &j->ranks[rank];
-    /* ddptop's own notes go to events.jsonl, not into the file of what the rank printed. */
-    if (r->log_file && stream != LOG_SYSTEM) {
-        bool ok = fwrite(text, 1, len, r->log_file) == len;
-        if (!(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)))
-            ok = ok && fputc('\n', r->log_file) != EOF;
-        if (!ok && !j->log_error_reported) {
-            j->log_error_reported = true;
-            job_event_add(j, EV_INFO, rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: %s"
-                          " (logs on disk are incomplete)", j->log_dir, j->attempt, rank,
-                          strerror(errno));
-        }
+    r->last_output_ms = mono_ms();
+    if (!r->log_file) return;
+    bool ok = fwrite(data, 1, len, r->log_file) == len;
+    if (newline) ok = ok && fputc('\n', r->log_file) != EOF;
+    if (!ok && !j->log_error_reported) {
+        j->log_error_reported = true;
+        job_event_add(j, EV_INFO, rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: %s"
+                      " (logs on disk are incomplete)", j->log_dir, j->attempt, rank,
+                      strerror(errno));
     }
+}
+
+void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                  const char *text, size_t len, int64_t wall)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    struct rank_info *r = &j->ranks[rank];
     if (len > UINT32_MAX) len = UINT32_MAX;
     size_t keep = len > r->log.max_bytes ? r->log.max_bytes : len;
     struct log_line line = {
-        .wall_ns = wall_ns(),
+        .wall_ns = wall,
         .stream = (uint8_t)stream,
         .flags = (uint8_t)(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)),
         .attempt = j->attempt,
@@ -419,8 +430,16 @@ void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned fl
         line.flags |= LOG_LINE_TRUNCATED;
     }
     log_ring_push(&r->log, &line);
-    if (stream != LOG_SYSTEM) r->last_output_ms = mono_ms();
     j->generation++;
+}
+
+void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                    const char *text, size_t len)
+{
+    /* ddptop's own notes go to events.jsonl, not into the file of what the rank printed. */
+    if (stream != LOG_SYSTEM)
+        job_log_write(j, rank, text, len, !(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)));
+    job_log_keep(j, rank, stream, flags, text, len, wall_ns());
 }
 
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,

@@ -48,6 +48,10 @@ enum node_state {
 enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own notes */ };
 
 /* Flags of a log line. */
+/* A rank's log file buffer: a rank printing 25 MB/s reaches the disk in 64 KiB writes, not
+ * 4 KiB ones; its pages are touched only once the rank prints that much. */
+#define JOB_LOG_BUF (64 * 1024)
+
 #define LOG_LINE_PARTIAL 0x1   /* flushed without a newline (200 ms idle, or \r progress) */
 #define LOG_LINE_SPLIT   0x2   /* a piece of a line longer than 64 KiB; more follows */
 #define LOG_LINE_TRUNCATED 0x4 /* set by the model: only the first max_bytes are kept in memory
@@ -111,6 +115,7 @@ struct rank_info {
     struct metric_series series;
     struct log_ring log;
     FILE *log_file;           /* LOGDIR/RUN_ID/attempt-N/rank-R.log */
+    char *log_buf;            /* its stdio buffer, JOB_LOG_BUF bytes */
     char *partial_text;       /* not used by the model; reserved for decoders */
     /* Kept by the model and the hang detector (per attempt). */
     long loss_lines;          /* metric lines seen this attempt (step inference) */
@@ -195,6 +200,13 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen);
  * lines go to the ring only. */
 void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
                     const char *text, size_t len);
+/* job_log_append's two halves, for a block of whole lines (docs/architecture.md, "One output
+ * line"): the bytes to the log file in one write (newline: add a '\n' after them; this also
+ * marks the rank's last output time), then each line to the ring with job_log_keep, all with
+ * the one wall clock reading (wall_ns()) taken for the block. */
+void job_log_write(struct job *j, int rank, const char *data, size_t len, bool newline);
+void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                  const char *text, size_t len, int64_t wall);
 /* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
                     double tokens_per_s);

@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
-#include "json_flat.h"
+#include "wire/step_line.h"
 #include "util/util.h"
 
 struct metrics_parser {
@@ -57,79 +55,45 @@ void metrics_parser_free(struct metrics_parser *p)
 }
 
 /* "loss" in any ASCII case. OR-ing 0x20 into each byte folds exactly L/O/S onto l/o/s (no
- * other byte maps onto those), so one 4-byte compare per position does it. */
+ * other byte maps onto those), so one 4-byte compare per position does it; eight bytes at a
+ * time are first asked whether any of them is an 'l' at all (most text is turned away there:
+ * this runs over every byte every rank prints). */
 static bool has_loss_word(const char *s, size_t n)
 {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
     uint32_t want;
+    size_t i = 0;
     memcpy(&want, "loss", 4);
-    for (size_t i = 0; i + 4 <= n; i++) {
-        uint32_t w;
-        memcpy(&w, s + i, 4);
-        if ((w | 0x20202020u) == want) return true;
+    while (i + 4 <= n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            w = (w | 0x2020202020202020u) ^ (ones * 'l');   /* a zero byte where an 'l' is */
+            if (!((w - ones) & ~w & highs)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint32_t w4;
+        memcpy(&w4, s + i, 4);
+        if ((w4 | 0x20202020u) == want) return true;
+        i++;
     }
     return false;
 }
 
-static double json_number(const cJSON *o, const char *key, bool *has)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    *has = cJSON_IsNumber(v);
-    return *has ? v->valuedouble : NAN;
-}
-
-static double flat_number(const struct json_flat *o, const char *key, bool *has)
-{
-    const struct json_flat_field *v = json_flat_get(o, key);
-    *has = v && v->type == JF_NUMBER;
-    return *has ? v->num : NAN;
-}
-
-/* parse_runtime_json without a cJSON tree, for the flat line the runtime writes. Returns -1
- * when it cannot tell (not flat, an escaped "event"): cJSON decides then. */
-static int parse_runtime_flat(const char *s, size_t n, struct metrics_sample *out)
-{
-    struct json_flat o;
-    if (!json_flat_scan(s, n, &o)) return -1;
-    const struct json_flat_field *ev = json_flat_get(&o, "event");
-    if (ev && ev->type == JF_STRING && ev->str_escaped) return -1;
-    if (!ev || ev->type != JF_STRING || ev->str_len != 4 || memcmp(ev->str, "step", 4) != 0) return 0;
-    double step = flat_number(&o, "step", &out->has_step);
-    out->step = out->has_step ? (long)step : 0;
-    const struct json_flat_field *loss = json_flat_get(&o, "loss");
-    if (loss && loss->type == JF_NUMBER) { out->has_loss = true; out->loss = loss->num; }
-    else if (loss && loss->type == JF_NULL) { out->has_loss = true; out->loss = INFINITY; }
-    out->step_ms = flat_number(&o, "step_ms", &out->has_step_ms);
-    out->tokens_per_s = flat_number(&o, "tokens_per_s", &out->has_tokens);
-    return out->has_step || out->has_loss;
-}
-
-/* The runtime's {"event":"step",...}; false for anything else (which may still match the
- * regex: a user's JSON with a "loss" key, say). */
+/* The runtime's {"event":"step",...} (wire/step_line.c, shared with the agent); false for
+ * anything else (which may still match the regex: a user's JSON with a "loss" key, say). */
 static bool parse_runtime_json(const char *s, size_t n, struct metrics_sample *out)
 {
-    size_t i = 0;
-    while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
-    if (i == n || s[i] != '{' || !memmem(s, n, "\"step\"", 6)) return false;
-    int fast = parse_runtime_flat(s + i, n - i, out);
-    if (fast >= 0) return fast;
-    *out = (struct metrics_sample){ .loss = NAN, .step_ms = NAN, .tokens_per_s = NAN };
-    cJSON *o = cJSON_ParseWithLength(s + i, n - i);
-    if (!o) return false;
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(o, "event");
-    bool ok = cJSON_IsString(ev) && strcmp(ev->valuestring, "step") == 0;
-    if (ok) {
-        double step = json_number(o, "step", &out->has_step);
-        out->step = out->has_step ? (long)step : 0;
-        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(o, "loss");
-        /* The runtime writes a non-finite loss as null: a diverged run, not a missing loss. */
-        if (cJSON_IsNumber(loss)) { out->has_loss = true; out->loss = loss->valuedouble; }
-        else if (cJSON_IsNull(loss)) { out->has_loss = true; out->loss = INFINITY; }
-        out->step_ms = json_number(o, "step_ms", &out->has_step_ms);
-        out->tokens_per_s = json_number(o, "tokens_per_s", &out->has_tokens);
-        ok = out->has_step || out->has_loss;
-    }
-    cJSON_Delete(o);
-    return ok;
+    struct step_line sl;
+    if (!step_line_parse(s, n, &sl)) return false;
+    *out = (struct metrics_sample){
+        .has_step = sl.has_step, .has_loss = sl.has_loss, .has_step_ms = sl.has_step_ms,
+        .has_tokens = sl.has_tokens, .step = sl.step, .loss = sl.loss, .step_ms = sl.step_ms,
+        .tokens_per_s = sl.tokens_per_s,
+    };
+    return true;
 }
 
 /* Copies the text a regex should see into buf (NUL-terminated): the last \r-separated
@@ -207,4 +171,10 @@ bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,
     job_metric_add(j, rank, s.has_step ? s.step : JOB_STEP_UNKNOWN, s.has_loss ? s.loss : NAN,
                    s.has_step_ms ? s.step_ms : NAN, s.has_tokens ? s.tokens_per_s : NAN);
     return true;
+}
+
+bool metrics_block_may_hold(const struct metrics_parser *p, const char *text, size_t len)
+{
+    if (!p->is_default) return true;
+    return memmem(text, len, "\"step\"", 6) || has_loss_word(text, len);
 }

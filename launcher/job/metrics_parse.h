@@ -49,6 +49,11 @@ void metrics_parser_free(struct metrics_parser *p);
 bool metrics_parse_line(const struct metrics_parser *p, const char *text, size_t len,
                         struct metrics_sample *out);
 
+/* Whether any line of a block of lines may carry a metric: false lets the caller skip every
+ * line of it (with the default regex, a block without "loss" in any case and without the
+ * runtime's "step" key; a user's --loss-regex is tried on every line). */
+bool metrics_block_may_hold(const struct metrics_parser *p, const char *text, size_t len);
+
 /* Parses one line of rank output and, when it carries a metric, records it with
  * job_metric_add (a missing step is inferred by the model). Returns true when it did. */
 bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,

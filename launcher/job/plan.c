@@ -103,16 +103,56 @@ int plan_exports(const char *const *regex, size_t n_regex, char *const *envp,
 }
 
 const char *const plan_contract_vars[] = {
-    "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "NNODES",
-    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
-    "TORCHELASTIC_RUN_ID", "DDPTOP_JOB_TOKEN", NULL,
+    "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
+    "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "NNODES", "MASTER_ADDR", "MASTER_PORT",
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_USE_AGENT_STORE", "DDPTOP_JOB_TOKEN", NULL,
 };
+
+/* PyTorch up to 2.1 reads NCCL_ASYNC_ERROR_HANDLING, from 2.2 on TORCH_NCCL_ASYNC_ERROR_HANDLING
+ * (the old name still works there); torchrun sets the one its version reads. The nodes' PyTorch
+ * is not ours to know, so both get torchrun's default. */
+const char *const plan_default_vars[] = {
+    "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS", NULL,
+};
+
+const char plan_omp_notice[] =
+    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid "
+    "your system being overloaded, please further tune the variable for optimal performance in "
+    "your application as needed.";
 
 static void set_int(struct env_list *l, const char *key, int v)
 {
     char buf[24];
     snprintf(buf, sizeof buf, "%d", v);
     env_list_set(l, key, buf);
+}
+
+/* The value of key in an environ-style vector, or NULL. */
+static const char *envp_get(char *const *envp, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], key, n) == 0 && envp[i][n] == '=') return envp[i] + n + 1;
+    return NULL;
+}
+
+/* The user's value of key: --export, --env, hostfile keys (highest wins), else ddptop's own
+ * environment; NULL when none sets it. */
+static const char *user_value(const struct rank_env_in *in, const char *key)
+{
+    const char *v = NULL;
+    if (in->exports) v = env_list_get(in->exports, key);
+    for (size_t i = 0; i < in->n_cli_env; i++)
+        if (strcmp(in->cli_env[i].key, key) == 0) v = in->cli_env[i].value;
+    for (size_t i = 0; in->host && i < in->host->n_env; i++)
+        if (strcmp(in->host->env[i].key, key) == 0) v = in->host->env[i].value;
+    return v ? v : envp_get(in->launcher_env, key);
+}
+
+bool plan_omp_defaulted(const struct rank_env_in *in)
+{
+    return in->local_world_size > 1 && !user_value(in, "OMP_NUM_THREADS");
 }
 
 void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
@@ -127,15 +167,33 @@ void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
     set_int(out, "LOCAL_RANK", in->local_rank);
     set_int(out, "GROUP_RANK", in->node);
     set_int(out, "NODE_RANK", in->node);
+    /* One role, torchrun's default "default", holding every rank: role rank and size are the
+     * global ones. */
+    set_int(out, "ROLE_RANK", in->rank);
+    env_list_set(out, "ROLE_NAME", "default");
     set_int(out, "LOCAL_WORLD_SIZE", in->local_world_size);
     set_int(out, "WORLD_SIZE", in->world_size);
+    set_int(out, "GROUP_WORLD_SIZE", in->nnodes);  /* one agent per node, as torchrun */
+    set_int(out, "ROLE_WORLD_SIZE", in->world_size);
     set_int(out, "NNODES", in->nnodes);
     env_list_set(out, "MASTER_ADDR", in->master_addr);
     set_int(out, "MASTER_PORT", in->master_port);
     set_int(out, "TORCHELASTIC_RESTART_COUNT", in->attempt);
     set_int(out, "TORCHELASTIC_MAX_RESTARTS", in->max_restarts);
     env_list_set(out, "TORCHELASTIC_RUN_ID", in->run_id);
+    /* "True" tells torch's env:// rendezvous that the launcher already serves the store at
+     * MASTER_ADDR:MASTER_PORT, so every rank, rank 0 too, only connects to it (torchrun's static
+     * rendezvous, where node 0's agent hosts it). No ddptop process serves a store there: rank 0
+     * does (torch's TCPStore, or ddptop-train's own), as under torchrun's c10d rendezvous, which
+     * sets "False". With "True" rank 0 would wait for a server nobody starts. */
+    env_list_set(out, "TORCHELASTIC_USE_AGENT_STORE", "False");
     env_list_set(out, "DDPTOP_JOB_TOKEN", in->token);
+    for (size_t i = 0; plan_default_vars[i]; i++) {
+        const char *key = plan_default_vars[i], *v = user_value(in, key);
+        bool omp = strcmp(key, "OMP_NUM_THREADS") == 0;
+        if (v) env_list_set(out, key, v);
+        else if (!omp || plan_omp_defaulted(in)) env_list_set(out, key, "1");
+    }
 }
 
 /* $0 names the program in sh's own messages ("ddptop-train: not found"). */

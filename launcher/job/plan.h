@@ -45,16 +45,34 @@ struct rank_env_in {
     const struct host_env *cli_env;      /* --env K=V in order */
     size_t n_cli_env;
     const struct host *host;             /* hostfile keys of the node; NULL locally */
+    /* ddptop's own environment (environ-style; NULL: empty). torchrun reads
+     * NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS from its
+     * own environment and hands them on; ddptop does the same with its own. */
+    char *const *launcher_env;
 };
 
 /* Builds a rank's environment. Precedence, lowest first: --export, --env, hostfile keys,
- * then ddptop's own variables (RANK ... DDPTOP_JOB_TOKEN), which nothing overrides.
+ * then ddptop's own variables (plan_contract_vars), which nothing overrides.
  * TORCHELASTIC_ERROR_FILE is left to the agent (one file per rank), so a user value of it is
- * dropped. */
+ * dropped. torchrun's tunables (plan_default_vars) are user choices: the value from --export,
+ * --env or the hostfile when one is given, else ddptop's own environment's, else torchrun's
+ * default ("1" for both NCCL variables; OMP_NUM_THREADS=1 only when the node runs more than one
+ * rank, see plan_omp_defaulted). */
 void plan_rank_env(const struct rank_env_in *in, struct env_list *out);
+
+/* True when plan_rank_env sets OMP_NUM_THREADS=1 by default for this rank, as torchrun does:
+ * its node runs more than one rank and neither --export, --env, the node's hostfile keys nor
+ * ddptop's own environment sets OMP_NUM_THREADS. The controller says so once per run. */
+bool plan_omp_defaulted(const struct rank_env_in *in);
+
+/* torchrun's words for that default, printed once (run.py's warning). */
+extern const char plan_omp_notice[];
 
 /* The names ddptop sets itself, in the order plan_rank_env adds them (NULL-terminated). */
 extern const char *const plan_contract_vars[];
+/* torchrun's tunables that the user may set, in the order plan_rank_env adds them when the user
+ * did not (NULL-terminated); OMP_NUM_THREADS only on nodes with more than one rank. */
+extern const char *const plan_default_vars[];
 
 /* The default command (no CMD given): ddptop-train with default arguments and
  * --snapshot RUN_DIR/snapshot.bin. Locally: train_path (absolute, next to ddptop) is run

@@ -26,6 +26,8 @@
 #include "job/root_cause.h"
 #include "util/util.h"
 
+extern char **environ;
+
 void run_opts_init(struct run_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -157,12 +159,27 @@ void ctl_launch_begin(struct controller *c)
     ctl_connect_nodes(c);
 }
 
+/* What the environment of node i's local rank k depends on. */
+static struct rank_env_in rank_env_in_for(const struct controller *c, size_t i, int k)
+{
+    const struct job *j = c->job;
+    const struct node_info *ni = &j->nodes[i];
+    return (struct rank_env_in){
+        .rank = ni->first_rank + k, .local_rank = k, .node = (int)i, .local_world_size = ni->n_ranks,
+        .world_size = j->world_size, .nnodes = (int)j->n_nodes,
+        .master_addr = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t),
+        .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
+        .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
+        .n_cli_env = c->o.check.n_env, .host = c->o.local ? NULL : &c->hl->hosts[i],
+        .launcher_env = environ,
+    };
+}
+
 static cJSON *spawn_request(struct controller *c, size_t i, int *id)
 {
     struct job *j = c->job;
     struct node_info *ni = &j->nodes[i];
-    cJSON *m = ctl_request(c, i, "spawn", WIRE_TAG_SPAWN, id), *argv, *ranks;
-    const char *master = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t);
+    cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     bool remote = !c->o.local;
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
     argv = cJSON_AddArrayToObject(m, "argv");
@@ -179,13 +196,7 @@ static cJSON *spawn_request(struct controller *c, size_t i, int *id)
     ranks = cJSON_AddArrayToObject(m, "ranks");
     for (int k = 0; k < ni->n_ranks; k++) {
         struct env_list env = {0};
-        struct rank_env_in in = {
-            .rank = ni->first_rank + k, .local_rank = k, .node = (int)i, .local_world_size = ni->n_ranks,
-            .world_size = j->world_size, .nnodes = (int)j->n_nodes, .master_addr = master,
-            .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
-            .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
-            .n_cli_env = c->o.check.n_env, .host = c->o.local ? NULL : &c->hl->hosts[i],
-        };
+        struct rank_env_in in = rank_env_in_for(c, i, k);
         cJSON *r = cJSON_CreateObject(), *e;
         plan_rank_env(&in, &env);
         cJSON_AddNumberToObject(r, "rank", in.rank);
@@ -206,6 +217,13 @@ static void spawn_all(struct controller *c)
         job_event_add(j, EV_INFO, -1, -1, "%s", err);
     }
     for (size_t r = 0; r < j->n_ranks; r++) c->ranks[r] = (struct crank){0};
+    /* Once per run, as torchrun warns once per launch: not per node, rank or attempt. */
+    for (size_t i = 0; i < c->n && !c->omp_noticed; i++) {
+        struct rank_env_in in = rank_env_in_for(c, i, 0);
+        if (!plan_omp_defaulted(&in)) continue;
+        job_event_add(j, EV_INFO, -1, -1, "%s", plan_omp_notice);
+        c->omp_noticed = true;
+    }
     job_event_add(j, EV_LAUNCH, -1, -1, "attempt %d: launching %d rank%s on %zu node%s (run %s, logs in %s/attempt-%d)",
                   j->attempt, j->world_size, j->world_size == 1 ? "" : "s", j->n_nodes, j->n_nodes == 1 ? "" : "s",
                   j->run_id, j->log_dir, j->attempt);
@@ -267,7 +285,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
             continue;
         }
         nd->stopped = false;
-        m = ctl_request(c, i, "stop", WIRE_TAG_STOP, &nd->stop_id);
+        m = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id);
         cJSON_AddNumberToObject(m, "term_timeout_ms", (double)grace);
         ctl_send(c, i, m);
     }

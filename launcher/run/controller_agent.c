@@ -13,11 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/json_flat.h"
+#include "wire/base64.h"
+#include "wire/json_flat.h"
 #include "job/metrics_parse.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
 #include "util/util.h"
+
+#define CTL_READ_BYTES_MAX (256 * 1024)
 
 static const cJSON *get(const cJSON *m, const char *k)
 {
@@ -39,39 +42,6 @@ static bool rank_on_node(const struct controller *c, size_t node, int rank)
 {
     const struct node_info *ni = &c->job->nodes[node];
     return rank >= ni->first_rank && rank < ni->first_rank + ni->n_ranks;
-}
-
-/* ---- base64 ------------------------------------------------------------------------------- */
-
-static int b64_val(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+') return 62;
-    if (ch == '/') return 63;
-    return -1;
-}
-
-char *ctl_b64_decode(const char *in, size_t *out_len)
-{
-    size_t n = strlen(in), k = 0;
-    char *out = xmalloc(n / 4 * 3 + 4);
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_val((unsigned char)in[i]);
-        if (v < 0) continue; /* padding, whitespace */
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[k++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    out[k] = '\0';
-    *out_len = k;
-    return out;
 }
 
 /* ---- messages ----------------------------------------------------------------------------- */
@@ -115,14 +85,40 @@ static void on_spawned(struct controller *c, size_t i, const cJSON *m)
 
 /* One line of a rank's output into its log, its metrics and the front end. */
 static void out_line(struct controller *c, int rank, enum log_stream stream, unsigned flags, const char *t,
-                     size_t len)
+                     size_t len, bool metrics, int64_t wall)
 {
     const struct log_line *ll;
-    job_log_append(c->job, rank, stream, flags, t, len);
+    job_log_keep(c->job, rank, stream, flags, t, len, wall);
     /* both streams: Python's logging writes to stderr */
-    if (!(flags & LOG_LINE_SPLIT)) metrics_feed_line(c->metrics, c->job, rank, t, len);
+    if (metrics && !(flags & LOG_LINE_SPLIT)) metrics_feed_line(c->metrics, c->job, rank, t, len);
     ll = log_ring_at(&c->job->ranks[rank].log, c->job->ranks[rank].log.count - 1);
     if (c->fe.on_line && ll) c->fe.on_line(c->fe.ctx, c->job, rank, ll);
+}
+
+/* One out message: a piece of a line (flags), or a block of whole lines, each ending with its
+ * newline (docs/protocol.md). The log file gets the bytes as they came, in one write; the
+ * ring, the metrics parser and the front end get each line. */
+static void out_block(struct controller *c, int rank, enum log_stream stream, unsigned flags, const char *t,
+                      size_t len)
+{
+    const char *end = t + len;
+    int64_t wall = wall_ns();
+    bool metrics;
+    if (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)) {
+        job_log_write(c->job, rank, t, len, false);
+        out_line(c, rank, stream, flags, t, len, true, wall);
+        return;
+    }
+    /* An agent's block always ends with a newline; should one not, the log file still gets
+     * whole lines. */
+    job_log_write(c->job, rank, t, len, len == 0 || t[len - 1] != '\n');
+    metrics = metrics_block_may_hold(c->metrics, t, len);
+    do {
+        const char *nl = memchr(t, '\n', (size_t)(end - t));
+        size_t n = nl ? (size_t)(nl - t) : (size_t)(end - t);
+        out_line(c, rank, stream, 0, t, n, metrics, wall);
+        t += n + 1;
+    } while (t < end);
 }
 
 static unsigned out_flags(const char *f)
@@ -144,12 +140,12 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     if (t) {
         len = strlen(t);
     } else if (b64) {
-        raw = ctl_b64_decode(b64, &len);
+        raw = base64_decode(b64, strlen(b64), &len);
         t = raw;
     } else {
         return;
     }
-    out_line(c, rank, stream, out_flags(f), t, len);
+    out_block(c, rank, stream, out_flags(f), t, len);
     free(raw);
 }
 
@@ -202,7 +198,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     rk = json_flat_get(&o, "rank");
     rank = rk && rk->type == JF_NUMBER ? (int)rk->num : -1;
     if (rank_on_node(c, i, rank))
-        out_line(c, rank, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
+        out_block(c, rank, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
     if (buf != small) free(buf);
     return true;
 }
@@ -338,14 +334,14 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
         wire_msg_done(&wm);
         return NULL;
     }
-    if (strcmp(ev, "exit") == 0 && !id) return m;
-    if (strcmp(ev, "out") == 0) on_out(c, i, m);
-    else if (strcmp(ev, "status") == 0) on_status(c, i, m);
-    else if (strcmp(ev, "hello") == 0) on_hello(c, i, m);
-    else if (strcmp(ev, "spawned") == 0 && id == nd->spawn_id) on_spawned(c, i, m);
-    else if (strcmp(ev, "stopped") == 0 && id == nd->stop_id) nd->stopped = true;
-    else if (strcmp(ev, "stacks") == 0) on_stacks(c, i, m);
-    else if (strcmp(ev, "error") == 0) on_error(c, i, m, id);
+    if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) return m;
+    if (strcmp(ev, WIRE_EV_OUT) == 0) on_out(c, i, m);
+    else if (strcmp(ev, WIRE_EV_STATUS) == 0) on_status(c, i, m);
+    else if (strcmp(ev, WIRE_EV_HELLO) == 0) on_hello(c, i, m);
+    else if (strcmp(ev, WIRE_EV_SPAWNED) == 0 && id == nd->spawn_id) on_spawned(c, i, m);
+    else if (strcmp(ev, WIRE_EV_STOPPED) == 0 && id == nd->stop_id) nd->stopped = true;
+    else if (strcmp(ev, WIRE_EV_STACKS) == 0) on_stacks(c, i, m);
+    else if (strcmp(ev, WIRE_EV_ERROR) == 0) on_error(c, i, m, id);
     cJSON_Delete(m);
     return NULL;
 }
@@ -356,8 +352,11 @@ void ctl_agent_lines(struct controller *c, size_t i)
     char *line;
     enum transport_state st;
     if (!nd->t || nd->lost) return;
-    /* bounded per call so one chatty node cannot starve the others or the timers */
+    /* bounded per call (messages and bytes: one out message may carry 64 KiB of lines) so one
+     * chatty node cannot starve the others or the timers, pings included, on a starved CPU */
+    size_t bytes = 0;
     for (int k = 0; !nd->lost && (line = transport_next_line(nd->t)) != NULL; k++) {
+        bytes += strlen(line);
         cJSON *ex = agent_message(c, i, line);
         free(line);
         if (ex) {
@@ -365,7 +364,7 @@ void ctl_agent_lines(struct controller *c, size_t i)
             nd->exits[nd->n_exits++] = ex;
             if (!nd->hold_until_ms && exit_is_failure(ex)) nd->hold_until_ms = mono_ms() + EXIT_HOLD_MS;
         }
-        if (k == 4096) {
+        if (k == 4096 || bytes >= CTL_READ_BYTES_MAX) {
             c->more_lines = true;
             break;
         }

@@ -93,6 +93,7 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
 };
 
 /* controller.c */
@@ -138,7 +139,5 @@ void ctl_restart(struct controller *c, const char *why);
 void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
-/* Decodes base64 (standard alphabet, padding optional) into a malloc'd buffer. */
-char *ctl_b64_decode(const char *in, size_t *out_len);
 
 #endif

@@ -69,7 +69,7 @@ static void send_kill_all(struct controller *c)
         int id;
         cJSON *m;
         if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, i, "signal", WIRE_TAG_NONE, &id);
+        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
         cJSON_AddStringToObject(m, "sig", "KILL");
         ctl_send(c, i, m);
     }
@@ -257,7 +257,7 @@ static void timers(struct controller *c)
                 ctl_node_lost(c, i, "no heartbeat for 10 s (network down, node hung or agent killed)");
                 continue;
             }
-            ctl_send(c, i, ctl_request(c, i, "ping", WIRE_TAG_PING, &id));
+            ctl_send(c, i, ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id));
         }
     }
     if (now >= c->next_tick_ms) {
@@ -409,7 +409,7 @@ static void act_stacks(struct controller *c, int rank)
         if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, j, rank, "stacks: the rank's node is not connected");
         return;
     }
-    m = ctl_request(c, (size_t)node, "stacks", WIRE_TAG_STACKS, &c->nodes[node].stacks_id);
+    m = ctl_request(c, (size_t)node, WIRE_OP_STACKS, WIRE_TAG_STACKS, &c->nodes[node].stacks_id);
     c->nodes[node].stacks_rank = rank;
     cJSON_AddNumberToObject(m, "rank", rank);
     ctl_send(c, (size_t)node, m);

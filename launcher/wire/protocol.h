@@ -5,7 +5,38 @@
 #ifndef DDPTOP_PROTOCOL_H
 #define DDPTOP_PROTOCOL_H
 
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
+
+/* Every message name (docs/protocol.md). Requests carry "op"; answers and the agent's own
+ * messages carry "ev" (an answer is named after its request, except spawn -> spawned,
+ * stop -> stopped and ping -> pong). */
+#define WIRE_OP_FACTS     "facts"
+#define WIRE_OP_CLOCK     "clock"
+#define WIRE_OP_LISTEN    "listen"
+#define WIRE_OP_CONNECT   "connect"
+#define WIRE_OP_UNLISTEN  "unlisten"
+#define WIRE_OP_SPAWN     "spawn"
+#define WIRE_OP_SIGNAL    "signal"
+#define WIRE_OP_STOP      "stop"
+#define WIRE_OP_STACKS    "stacks"
+#define WIRE_OP_PING      "ping"
+#define WIRE_OP_EXIT      "exit"
+
+#define WIRE_EV_HELLO     "hello"
+#define WIRE_EV_OUT       "out"
+#define WIRE_EV_STATUS    "status"
+#define WIRE_EV_EXIT      "exit"
+#define WIRE_EV_SPAWNED   "spawned"
+#define WIRE_EV_STOPPED   "stopped"
+#define WIRE_EV_STACKS    "stacks"
+#define WIRE_EV_ERROR     "error"
+#define WIRE_EV_PONG      "pong"
+#define WIRE_EV_FACTS     "facts"
+#define WIRE_EV_CLOCK     "clock"
+#define WIRE_EV_LISTEN    "listen"
+#define WIRE_EV_CONNECT   "connect"
+#define WIRE_EV_UNLISTEN  "unlisten"
+#define WIRE_EV_SIGNAL    "signal"
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */

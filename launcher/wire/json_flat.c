@@ -14,19 +14,25 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
-/* A string starting after its opening quote; i ends after the closing one. */
+/* A string starting after its opening quote; i ends after the closing one. memchr finds the
+ * quote and each backslash: an out message's text is up to 64 KiB with a "\n" every line. */
 static bool scan_string(const char *s, size_t n, size_t *i, const char **str, size_t *len, bool *escaped)
 {
     size_t k = *i;
+    const char *q = NULL;
     *escaped = false;
-    while (k < n && s[k] != '"') {
-        if (s[k] == '\\') {
-            *escaped = true;
-            if (++k >= n) return false;
+    for (;;) {
+        if (k >= n) return false;
+        if (!q || q < s + k) {        /* the quote found last time was escaped */
+            q = memchr(s + k, '"', n - k);
+            if (!q) return false;
         }
-        k++;
+        const char *b = memchr(s + k, '\\', (size_t)(q - (s + k)));
+        if (!b) break;
+        *escaped = true;
+        k = (size_t)(b - s) + 2;      /* the backslash and the byte it escapes */
     }
-    if (k >= n) return false;
+    k = (size_t)(q - s);
     *str = s + *i;
     *len = k - *i;
     *i = k + 1;
@@ -145,8 +151,12 @@ size_t json_flat_unescape(const char *s, size_t len, char *out)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned cp;
-        if (s[i] != '\\') {
-            out[o++] = s[i];
+        if (s[i] != '\\') {          /* the run up to the next backslash, in one copy */
+            const char *b = memchr(s + i, '\\', len - i);
+            size_t run = b ? (size_t)(b - (s + i)) : len - i;
+            memcpy(out + o, s + i, run);
+            o += run;
+            i += run - 1;
             continue;
         }
         if (++i >= len) return (size_t)-1;
