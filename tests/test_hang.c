@@ -13,6 +13,7 @@
 
 #include "job/hang.h"
 #include "job/job.h"
+#include "job/rank_report.h"
 #include "tap.h"
 #include "util/util.h"
 

@@ -1,6 +1,7 @@
-/* Unit tests for launcher/hostfile.c: the hostfile format of docs/hostfile.md (hostlists,
- * IPv6, keys, DeepSpeed files), every error message with its FILE:LINE prefix, and the
- * --slurm / --pbs sources driven through setenv() and temporary files. */
+/* Unit tests for launcher/hosts/ (hostfile.c, hostfile_build.c, hostfile_sched.c, hostlist.c):
+ * the hostfile format of docs/hostfile.md (hostlists, IPv6, keys, DeepSpeed files), every
+ * error message with its FILE:LINE prefix, and the --slurm / --pbs sources driven through
+ * setenv() and temporary files. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "hosts/hostfile.h"
+#include "hosts/hostlist.h"
 #include "tap.h"
 
 static char err[1024];

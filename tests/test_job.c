@@ -17,6 +17,7 @@
 
 #include "job/job.h"
 #include "job/job_stats.h"
+#include "job/rank_report.h"
 #include "tap.h"
 #include "util/util.h"
 

@@ -11,9 +11,11 @@
 #include <cjson/cJSON.h>
 
 #include "job/job.h"
+#include "job/rank_report.h"
 #include "job/root_cause.h"
 #include "tap.h"
 #include "util/util.h"
+#include "wire/signals.h"
 
 static char tmpdir[64];
 static char err[512];
@@ -38,12 +40,12 @@ static size_t count_events(const struct job *j, enum job_event_kind k)
 
 static void test_signal_names(void)
 {
-    CHECK_STR(root_cause_signal_name(9), "SIGKILL");
-    CHECK_STR(root_cause_signal_name(11), "SIGSEGV");
-    CHECK_STR(root_cause_signal_name(15), "SIGTERM");
-    CHECK_STR(root_cause_signal_name(6), "SIGABRT");
-    CHECK_STR(root_cause_signal_name(7), "SIGBUS");
-    CHECK_STR(root_cause_signal_name(64), "signal 64");
+    CHECK_STR(signals_label(9), "SIGKILL");
+    CHECK_STR(signals_label(11), "SIGSEGV");
+    CHECK_STR(signals_label(15), "SIGTERM");
+    CHECK_STR(signals_label(6), "SIGABRT");
+    CHECK_STR(signals_label(7), "SIGBUS");
+    CHECK_STR(signals_label(64), "signal 64");
 }
 
 static void test_first_failure_wins(void)

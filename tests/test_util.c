@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "util/util.h"
@@ -64,10 +65,24 @@ static void test_take_line_reassembles_across_reads(void)
     strbuf_done(&sb);
 }
 
+/* The agent and the trainer are found beside ddptop; here, beside this test program. */
+static void test_exe_sibling(void)
+{
+    char *self = util_exe_sibling("test_util");
+    char *up = util_exe_sibling("../tests");
+    CHECK(self && self[0] == '/');
+    CHECK(self && strstr(self, "/tests/test_util") != NULL);
+    CHECK(self && access(self, X_OK) == 0);
+    CHECK(up && access(up, X_OK) == 0);   /* a name may climb: themes live in ../themes */
+    free(self);
+    free(up);
+}
+
 int main(void)
 {
     RUN(test_strbuf_grows_and_consumes);
     RUN(test_shell_quote_is_one_word);
     RUN(test_take_line_reassembles_across_reads);
+    RUN(test_exe_sibling);
     return tap_done();
 }

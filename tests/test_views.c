@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "job/job.h"
+#include "job/rank_report.h"
 #include "keymap.h"
 #include "tap.h"
 #include "util/util.h"

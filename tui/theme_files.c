@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/util.h"
+
 #define THEME_MAX_BYTES (256 * 1024)
 
 /* The order shipped themes come in for `t`; others follow alphabetically. */
@@ -84,18 +86,15 @@ void theme_dirs_init(struct theme_dirs *d, const char *xdg_config_home, const ch
     else if (home && *home)
         add_dir(d, home, "/.config/ddptop/themes");
 
-    char exe[PATH_MAX];
-    if (!exe_path) {
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n > 0) {
-            exe[n] = '\0';
-            exe_path = exe;
-        }
-    } else {
+    if (exe_path) {
+        char exe[PATH_MAX];
         snprintf(exe, sizeof exe, "%s", exe_path);
-        exe_path = exe;
+        add_dir(d, dirname(exe), "/../themes");
+    } else {
+        char *beside = util_exe_sibling("../themes");
+        add_dir(d, beside, "");
+        free(beside);
     }
-    if (exe_path) add_dir(d, dirname(exe), "/../themes");
     add_dir(d, "/usr/share/ddptop/themes", "");
 }
 

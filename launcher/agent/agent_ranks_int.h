@@ -8,6 +8,7 @@
 #include "agent.h"
 #include "agent_keeper.h"
 #include "agent_stream.h"
+#include "wire/signals.h"
 
 struct run_rank;
 struct run_spawn;
@@ -96,10 +97,9 @@ cJSON *run_exit_msg(const struct run_rank *r);
 cJSON *run_status_entry(const struct run_rank *r, int64_t now_ms);
 void run_note_step(struct run_rank *r, const char *data, size_t len);
 void run_add_mono_ns(cJSON *msg, int64_t ns);
-/* "SIGSEGV" for 11 and so on; NULL when unknown. */
-const char *run_signal_name(int signo);
-/* The signal called name ("TERM" or "SIGTERM") among those a request may send; 0 when none. */
-int run_signal_parse(const char *name);
+/* "SIGSEGV" for 11 and so on; NULL when unknown. The table is the protocol's
+ * (wire/signals.h); this name stays for agent_ranks.c. */
+static inline const char *run_signal_name(int signo) { return signals_name(signo); }
 
 static inline int run_is_int_in(const cJSON *v, double lo, double hi)
 {

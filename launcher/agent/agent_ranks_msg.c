@@ -1,7 +1,6 @@
 /* The run side's messages about one rank: its exit (with the error file), its entry in the
- * status heartbeat, the step seen in its metrics lines, and signal names both ways. Kept apart
- * from agent_ranks.c, which decides when they are sent. */
-#include <signal.h>
+ * status heartbeat, the step seen in its metrics lines. Kept apart from agent_ranks.c, which
+ * decides when they are sent. Signal names are the protocol's (wire/signals.h). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,38 +9,11 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
-#include "wire/step_line.h"
 #include "wire/protocol.h"
+#include "wire/signals.h"
+#include "wire/step_line.h"
 
 #define ERROR_FILE_MAX 65536
-
-static const struct { int no; const char *name; int requestable; } sig_table[] = {
-    { SIGHUP, "SIGHUP", 1 },   { SIGINT, "SIGINT", 1 },   { SIGQUIT, "SIGQUIT", 1 },
-    { SIGILL, "SIGILL", 0 },   { SIGTRAP, "SIGTRAP", 0 }, { SIGABRT, "SIGABRT", 0 },
-    { SIGBUS, "SIGBUS", 0 },   { SIGFPE, "SIGFPE", 0 },   { SIGKILL, "SIGKILL", 1 },
-    { SIGUSR1, "SIGUSR1", 1 }, { SIGSEGV, "SIGSEGV", 0 }, { SIGUSR2, "SIGUSR2", 1 },
-    { SIGPIPE, "SIGPIPE", 0 }, { SIGALRM, "SIGALRM", 0 }, { SIGTERM, "SIGTERM", 1 },
-    { SIGCHLD, "SIGCHLD", 0 }, { SIGCONT, "SIGCONT", 1 }, { SIGSTOP, "SIGSTOP", 1 },
-    { SIGTSTP, "SIGTSTP", 0 }, { SIGTTIN, "SIGTTIN", 0 }, { SIGTTOU, "SIGTTOU", 0 },
-    { SIGURG, "SIGURG", 0 },   { SIGXCPU, "SIGXCPU", 0 }, { SIGXFSZ, "SIGXFSZ", 0 },
-    { SIGVTALRM, "SIGVTALRM", 0 }, { SIGPROF, "SIGPROF", 0 }, { SIGWINCH, "SIGWINCH", 0 },
-    { SIGIO, "SIGIO", 0 },     { SIGPWR, "SIGPWR", 0 },   { SIGSYS, "SIGSYS", 0 },
-};
-
-const char *run_signal_name(int signo)
-{
-    for (size_t i = 0; i < sizeof sig_table / sizeof sig_table[0]; i++)
-        if (sig_table[i].no == signo) return sig_table[i].name;
-    return NULL;
-}
-
-int run_signal_parse(const char *name)
-{
-    if (strncmp(name, "SIG", 3) == 0) name += 3;
-    for (size_t i = 0; i < sizeof sig_table / sizeof sig_table[0]; i++)
-        if (sig_table[i].requestable && strcmp(sig_table[i].name + 3, name) == 0) return sig_table[i].no;
-    return 0;
-}
 
 /* As an integer: a double would round nanoseconds since boot after about 104 days. */
 void run_add_mono_ns(cJSON *msg, int64_t ns)
@@ -93,7 +65,7 @@ cJSON *run_exit_msg(const struct run_rank *r)
     if (!r->keeper_died && WIFEXITED(ws)) cJSON_AddNumberToObject(msg, "code", WEXITSTATUS(ws));
     else cJSON_AddNullToObject(msg, "code");
     if (!r->keeper_died && WIFSIGNALED(ws)) {
-        const char *name = run_signal_name(WTERMSIG(ws));
+        const char *name = signals_name(WTERMSIG(ws));
         if (name) cJSON_AddStringToObject(msg, "signal", name);
         else cJSON_AddNullToObject(msg, "signal");
         cJSON_AddNumberToObject(msg, "signo", WTERMSIG(ws));

@@ -20,6 +20,7 @@
 #include "agent_stream.h"
 #include "util/util.h"
 #include "wire/protocol.h"
+#include "wire/signals.h"
 
 #define TERM_TIMEOUT_DEFAULT_MS 10000
 #define TERM_TIMEOUT_MAX_MS 3600000L
@@ -59,7 +60,7 @@ void agent_ranks_signal_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     const char *name = agent_req_str(req, "sig");
     const cJSON *list;
-    int sig = name ? run_signal_parse(name) : 0;
+    int sig = name ? signals_parse_request(name) : 0;
     if (!sig) {
         agent_send_error(ag, id, "\"sig\" must be one of CONT, TERM, KILL, INT, HUP, QUIT, USR1, "
                                  "USR2, STOP");

@@ -1,8 +1,12 @@
-/* The preflight's options (check.h): defaults and their release. */
+/* The preflight's options (check.h): defaults, --env, and their release. */
 #include "check.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/cli.h"
+#include "util/util.h"
 
 void check_opts_init(struct check_opts *o)
 {
@@ -23,4 +27,21 @@ void check_opts_done(struct check_opts *o)
     free(o->env);
     free((char *)o->ssh.agent_local);
     memset(o, 0, sizeof *o);
+}
+
+int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
+{
+    const char *eq = strchr(kv, '=');
+    size_t kl = eq ? (size_t)(eq - kv) : 0;
+    if (!eq || kl == 0) return cli_fail(err, errlen, "--env wants KEY=VALUE, not '%s'", kv);
+    for (size_t k = 0; k < kl; k++) {
+        char ch = kv[k];
+        bool ok = ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (k && ch >= '0' && ch <= '9');
+        if (!ok) return cli_fail(err, errlen, "--env %s: '%.*s' is not a variable name", kv, (int)kl, kv);
+    }
+    o->env = xrealloc(o->env, (o->n_env + 1) * sizeof *o->env);
+    o->env[o->n_env].key = xstrndup(kv, kl);
+    o->env[o->n_env].value = xstrdup(eq + 1);
+    o->n_env++;
+    return 0;
 }

@@ -25,5 +25,7 @@ struct check_opts {
 /* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500. */
 void check_opts_init(struct check_opts *o);
 void check_opts_done(struct check_opts *o);
+/* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
+int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);
 
 #endif

@@ -43,10 +43,6 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen);
 /* PBS: PBS_NODEFILE lists one line per slot; consecutive or repeated names add up to slots. */
 int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen);
 
-/* Expands one hostlist expression ("gpu[01-04,07]", "a[1-2]b[3-4]", "node1") into names.
- * Zero padding is kept. Returns the count, or -1 with a message in err. */
-int hostlist_expand(const char *expr, char ***names, char *err, size_t errlen);
-
 void hostlist_free(struct hostlist *hl);
 /* The value of KEY for host h (hostfile env), or NULL. */
 const char *host_env_get(const struct host *h, const char *key);

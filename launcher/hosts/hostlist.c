@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostfile.h"
 #include "util/util.h"
 
 #define RANGE_DIGITS   9               /* fits an unsigned long everywhere */
 
-int hostfile_fail(char *err, size_t errlen, const char *fmt, ...)
+/* Writes the message to err (when there is room) and returns -1. */
+static int expr_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int expr_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     if (err && errlen) {
@@ -54,20 +55,20 @@ static int range_parse(const char *item, size_t n, const char *expr, struct rang
     const char *hi = dash ? dash + 1 : item;
     size_t hi_n = dash ? n - lo_n - 1 : n;
     if (!is_digits(item, lo_n) || !is_digits(hi, hi_n))
-        return hostfile_fail(err, errlen, "bad range [%.*s] in %s (ranges are decimal numbers, "
+        return expr_fail(err, errlen, "bad range [%.*s] in %s (ranges are decimal numbers, "
                     "e.g. [1-4] or [01-04,07])", (int)n, item, expr);
     if (lo_n > RANGE_DIGITS || hi_n > RANGE_DIGITS)
-        return hostfile_fail(err, errlen, "bad range [%.*s] in %s (numbers have at most %d digits)",
+        return expr_fail(err, errlen, "bad range [%.*s] in %s (numbers have at most %d digits)",
                     (int)n, item, expr, RANGE_DIGITS);
     bool lo_pad = lo_n > 1 && item[0] == '0', hi_pad = hi_n > 1 && hi[0] == '0';
     if ((lo_pad || hi_pad) && lo_n != hi_n)
-        return hostfile_fail(err, errlen, "bad range [%.*s] in %s (zero-padded bounds need the same "
+        return expr_fail(err, errlen, "bad range [%.*s] in %s (zero-padded bounds need the same "
                     "width, e.g. [001-100])", (int)n, item, expr);
     r->lo = digits_value(item, lo_n);
     r->hi = digits_value(hi, hi_n);
     r->width = lo_pad ? (int)lo_n : 0;
     if (r->lo > r->hi)
-        return hostfile_fail(err, errlen, "bad range [%.*s] in %s (ranges go low-high)", (int)n, item,
+        return expr_fail(err, errlen, "bad range [%.*s] in %s (ranges go low-high)", (int)n, item,
                     expr);
     return 0;
 }
@@ -96,20 +97,20 @@ static long hostlist_split(const char *expr, struct part **out, size_t *n_out, c
         pt->lit_len = strcspn(p, "[]");
         p += pt->lit_len;
         if (*p == ']') {
-            hostfile_fail(err, errlen, "unmatched ']' in %s (hostlists look like gpu[01-04,07])", expr);
+            expr_fail(err, errlen, "unmatched ']' in %s (hostlists look like gpu[01-04,07])", expr);
             goto bad;
         }
         if (*p != '[') break;
         p++;
         const char *close = p + strcspn(p, "[]");
         if (*close != ']') {
-            hostfile_fail(err, errlen, *close == '[' ? "nested '[' in %s (one level of brackets only)"
+            expr_fail(err, errlen, *close == '[' ? "nested '[' in %s (one level of brackets only)"
                  : "unterminated bracket in %s (close it with ']'; no spaces inside [...])",
                  expr);
             goto bad;
         }
         if (close == p) {
-            hostfile_fail(err, errlen, "bad range [] in %s (an empty bracket; e.g. [1-4])", expr);
+            expr_fail(err, errlen, "bad range [] in %s (an empty bracket; e.g. [1-4])", expr);
             goto bad;
         }
         unsigned long long count = 0;
@@ -126,7 +127,7 @@ static long hostlist_split(const char *expr, struct part **out, size_t *n_out, c
         }
         total = (count > HOSTS_MAX || total * count > HOSTS_MAX) ? HOSTS_MAX + 1 : total * count;
         if (total > HOSTS_MAX) {
-            hostfile_fail(err, errlen, "%s expands to more than %d hosts (is a range mistyped?)", expr,
+            expr_fail(err, errlen, "%s expands to more than %d hosts (is a range mistyped?)", expr,
                  HOSTS_MAX);
             goto bad;
         }
@@ -145,7 +146,7 @@ int hostlist_expand(const char *expr, char ***names, char *err, size_t errlen)
     struct part *parts;
     size_t n_parts;
     *names = NULL;
-    if (!expr || !*expr) return hostfile_fail(err, errlen, "empty host name");
+    if (!expr || !*expr) return expr_fail(err, errlen, "empty host name");
     long total = hostlist_split(expr, &parts, &n_parts, err, errlen);
     if (total < 0) return -1;
 

@@ -1,5 +1,6 @@
-/* Hostlist expansion helpers shared by the hostfile parser (hostlist_expand itself is
- * declared in hostfile.h, its public home). */
+/* Hostlist expressions as Slurm writes them ("gpu[01-04,07]", "a[1-2]b[3-4]", "node1"):
+ * checking and expanding them into host names. Used by the hostfile parser and by --slurm;
+ * knows nothing of hosts or hostfiles. */
 #ifndef DDPTOP_HOSTLIST_H
 #define DDPTOP_HOSTLIST_H
 
@@ -10,8 +11,10 @@
  * near this, and it bounds the parser's memory and time under fuzzing. */
 #define HOSTS_MAX      100000
 
-/* Writes the message to err (when there is room) and returns -1: the parser's error path. */
-int hostfile_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Expands one hostlist expression into names. Zero padding is kept. Returns the count (names
+ * malloc'd, free with hostlist_names_free), or -1 with a message in err. */
+int hostlist_expand(const char *expr, char ***names, char *err, size_t errlen);
+/* Decimal digits only, at least one; their value (no overflow check: callers bound n). */
 bool is_digits(const char *s, size_t n);
 unsigned long digits_value(const char *s, size_t n);
 /* 0 when expr is a well-formed hostlist expression, else -1 with a message in err. */

@@ -3,7 +3,6 @@
  * lines and bytes (oldest dropped); the disk gets every byte, written through stdio buffers
  * that job_flush empties on the controller's timer. Events live in job_events.c. */
 #include "job.h"
-#include "job_state.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,7 +11,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "root_cause.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -273,6 +271,16 @@ static void rank_close_log(struct job *j, struct rank_info *r)
     r->log_buf = NULL;
 }
 
+void job_cause_clear(struct job *j)
+{
+    struct root_cause *c = &j->cause;
+    free(c->summary);
+    for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
+    free(c->last_lines);
+    free(c->error_file);
+    *c = (struct root_cause){ .rank = -1, .node = -1 };
+}
+
 void job_free(struct job *j)
 {
     if (!j) return;
@@ -288,7 +296,7 @@ void job_free(struct job *j)
         free(j->nodes[i].error);
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
-    root_cause_clear(&j->cause);
+    job_cause_clear(j);
     if (j->events_file) fclose(j->events_file);
     free(j->events);
     free(j->ranks);
@@ -355,7 +363,7 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
         free(path);
     }
     free(dir);
-    root_cause_clear(&j->cause);
+    job_cause_clear(j);
     j->attempt_started_ms = now;
     j->ended_ms = 0;
     j->log_error_reported = false;
@@ -456,50 +464,6 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
     struct metric_point p = { .step = step, .loss = loss, .step_ms = step_ms };
     series_push(&r->series, &p);
     j->generation++;
-}
-
-void job_rank_started(struct job *j, int rank, int pid)
-{
-    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
-    job_rank_running(j, rank, pid);
-}
-
-bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bool by_us,
-                     const char *error_file, size_t error_len)
-{
-    if (rank < 0 || (size_t)rank >= j->n_ranks) return false;
-    struct rank_info *r = &j->ranks[rank];
-    const char *host = job_rank_host(j, rank);
-    r->pid = 0;
-    r->proc_state = '?';
-    r->exit_code = term_signal ? 0 : exit_code;
-    r->term_signal = term_signal;
-    r->straggler = false;
-    bool failed = false;
-    if (by_us) {
-        job_rank_ended(j, rank, RANK_STOPPED);
-        if (term_signal)
-            job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (%s)", rank, host,
-                          root_cause_signal_name(term_signal));
-        else
-            job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s stopped (exit code %d)",
-                          rank, host, exit_code);
-    } else if (!term_signal && exit_code == 0) {
-        job_rank_ended(j, rank, RANK_EXITED);
-        job_event_add(j, EV_EXIT, rank, r->node, "rank %d on %s exited with code 0", rank, host);
-    } else {
-        job_rank_ended(j, rank, RANK_FAILED);
-        failed = true;
-        if (term_signal)
-            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s", rank, host,
-                          root_cause_signal_name(term_signal));
-        else
-            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s exited with code %d",
-                          rank, host, exit_code);
-        root_cause_rank(j, rank, exit_code, term_signal, error_file, error_len);
-    }
-    j->generation++;
-    return failed;
 }
 
 const char *job_rank_host(const struct job *j, int rank)

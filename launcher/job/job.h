@@ -149,7 +149,7 @@ struct job_event {
     char *text;               /* one line for people */
 };
 
-/* What failed first, for the events, the screen and events.jsonl. */
+/* What failed first, for the events, the screen and events.jsonl (set by root_cause.h). */
 struct root_cause {
     bool set;
     int rank, node, attempt;
@@ -227,14 +227,9 @@ void job_set_series_limit(struct job *j, size_t max_points);
 void job_flush(struct job *j);
 void job_attempt_end(struct job *j);
 
-/* A rank was spawned (RUNNING, pid, its stall clock starts now). */
-void job_rank_started(struct job *j, int rank, int pid);
-/* A rank ended: exit_code (when term_signal is 0) or term_signal; by_us when we had sent it a
- * stop signal. Sets RANK_EXITED / RANK_FAILED / RANK_STOPPED, adds EV_EXIT or EV_FAILURE, and
- * makes a failure the root cause when it is the attempt's first (root_cause.h). error_file is
- * the TORCHELASTIC_ERROR_FILE contents or NULL. Returns true when it was a failure. */
-bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bool by_us,
-                     const char *error_file, size_t error_len);
+/* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
+ * it for each new attempt; root_cause.h sets it. */
+void job_cause_clear(struct job *j);
 
 /* The host name of a rank or node, for messages ("?" when out of range). */
 const char *job_rank_host(const struct job *j, int rank);

@@ -11,8 +11,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "root_cause.h"
 #include "util/util.h"
+#include "wire/signals.h"
 
 const char *job_event_kind_name(enum job_event_kind k)
 {
@@ -84,7 +84,7 @@ static void add_cause_fields(cJSON *o, const struct root_cause *c)
 {
     if (c->term_signal) {
         cJSON_AddNullToObject(o, "exit_code");
-        cJSON_AddStringToObject(o, "signal", root_cause_signal_name(c->term_signal));
+        cJSON_AddStringToObject(o, "signal", signals_label(c->term_signal));
     } else if (c->rank >= 0) {
         cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
         cJSON_AddNullToObject(o, "signal");

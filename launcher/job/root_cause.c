@@ -11,33 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/util.h"
-
-const char *root_cause_signal_name(int signo)
-{
-    static const char *const names[] = {
-        [1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL", [5] = "SIGTRAP",
-        [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE", [9] = "SIGKILL", [10] = "SIGUSR1",
-        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
-        [16] = "SIGSTKFLT", [17] = "SIGCHLD", [18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
-        [21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG", [24] = "SIGXCPU", [25] = "SIGXFSZ",
-        [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO", [30] = "SIGPWR",
-        [31] = "SIGSYS",
-    };
-    static char buf[32];
-    if (signo > 0 && (size_t)signo < sizeof names / sizeof *names && names[signo])
-        return names[signo];
-    snprintf(buf, sizeof buf, "signal %d", signo);
-    return buf;
-}
-
-void root_cause_clear(struct root_cause *c)
-{
-    free(c->summary);
-    for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
-    free(c->last_lines);
-    free(c->error_file);
-    *c = (struct root_cause){ .rank = -1, .node = -1 };
-}
+#include "wire/signals.h"
 
 /* "2023-11-14T22:13:20Z" from PyTorch's timestamp (seconds since the epoch, as a string). */
 static void format_epoch(const char *s, char *buf, size_t n)
@@ -131,7 +105,7 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
     const struct rank_info *r = &j->ranks[rank];
     struct root_cause *c = &j->cause;
-    root_cause_clear(c);
+    job_cause_clear(j);
     c->set = true;
     c->rank = rank;
     c->node = r->node;
@@ -140,7 +114,7 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     c->term_signal = term_signal;
     if (term_signal)
         c->summary = xasprintf("rank %d on %s killed by %s", rank, job_rank_host(j, rank),
-                               root_cause_signal_name(term_signal));
+                               signals_label(term_signal));
     else
         c->summary = xasprintf("rank %d on %s exited with code %d", rank,
                                job_rank_host(j, rank), exit_code);
@@ -161,7 +135,7 @@ bool root_cause_node(struct job *j, int node, const char *why)
     if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
     const struct node_info *n = &j->nodes[node];
     struct root_cause *c = &j->cause;
-    root_cause_clear(c);
+    job_cause_clear(j);
     c->set = true;
     c->rank = -1;
     c->node = node;

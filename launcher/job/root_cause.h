@@ -22,12 +22,6 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
 /* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
 bool root_cause_node(struct job *j, int node, const char *why);
 
-/* Frees the strings and unsets it (job_attempt_begin does this for the new attempt). */
-void root_cause_clear(struct root_cause *c);
-
-/* "SIGSEGV" for 11; "signal 77" (static buffer) for one without a name. */
-const char *root_cause_signal_name(int signo);
-
 /* PyTorch's error file ({"message":{"message":"...","extraInfo":{"py_callstack":"...",
  * "timestamp":"..."}}}, or "message" as a plain string) as readable text: the message, the
  * call stack, the time. Anything else is returned as it is. Caller frees. */

@@ -3,9 +3,6 @@
  * `ddptop run` accepts the same ones. Usage and hostfile errors return 2; nothing exits. */
 #include "check_cli.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,120 +10,16 @@
 
 #include <sys/ioctl.h>
 
+#include "check/check.h"
 #include "controller.h"
+#include "hosts/hosts_source.h"
+#include "ssh/ssh_cli.h"
+#include "util/cli.h"
 #include "util/util.h"
-#include "util/version.h"
-
-int cli_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int cli_opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val)
-{
-    const char *a = argv[*i];
-    size_t ln = strlen(lng);
-    if (strncmp(a, lng, ln) == 0 && a[ln] == '=') {
-        *val = a + ln + 1;
-        return 1;
-    }
-    if (strcmp(a, lng) == 0 || (shrt && strcmp(a, shrt) == 0)) {
-        if (*i + 1 >= argc) return -1;
-        *val = argv[++*i];
-        return 1;
-    }
-    if (shrt && strncmp(a, shrt, 2) == 0 && a[2]) {
-        *val = a + 2;
-        return 1;
-    }
-    return 0;
-}
-
-int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out, char *err, size_t errlen)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return cli_fail(err, errlen, "%s wants a whole number from %ld to %ld, not '%s'", opt, lo, hi, s);
-    *out = (int)v;
-    return 0;
-}
 
 #define TAKE(lng, shrt)                                                                  \
     (rc = cli_opt_value(argc, argv, i, lng, shrt, &val)) < 0                                 \
         ? cli_fail(err, errlen, "%s needs a value (see ddptop check --help)", lng) : rc
-
-int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err, size_t errlen)
-{
-    const char *val = NULL;
-    int rc;
-    if (strcmp(argv[*i], "--accept-new-hosts") == 0) {
-        o->accept_new_hosts = true;
-        return 1;
-    }
-    if ((rc = TAKE("--known-hosts", NULL)) != 0) {
-        if (rc > 0) o->known_hosts = val;
-        return rc;
-    }
-    if ((rc = TAKE("--identity", "-i")) != 0) {
-        if (rc > 0 && access(val, R_OK) != 0)
-            return cli_fail(err, errlen, "-i %s: %s", val, strerror(errno));
-        if (rc > 0) o->identity = val;
-        return rc;
-    }
-    if ((rc = TAKE("--ssh-config", "-F")) != 0) {
-        if (rc > 0 && access(val, R_OK) != 0)
-            return cli_fail(err, errlen, "-F %s: %s", val, strerror(errno));
-        if (rc > 0) o->ssh_config = val;
-        return rc;
-    }
-    if ((rc = TAKE("--agent-dir", NULL)) != 0) {
-        if (rc > 0 && !*val) return cli_fail(err, errlen, "--agent-dir wants a directory");
-        if (rc > 0) o->agent_dir = val;
-        return rc;
-    }
-    if ((rc = TAKE("--timeout", NULL)) != 0) {
-        if (rc > 0) return cli_parse_int("--timeout", val, 1, 3600, &o->timeout_s, err, errlen) < 0 ? -1 : 1;
-        return rc;
-    }
-    if ((rc = TAKE("--login-timeout", NULL)) != 0) {
-        if (rc > 0) return cli_parse_int("--login-timeout", val, 1, 3600, &o->login_timeout_s, err, errlen) < 0 ? -1 : 1;
-        return rc;
-    }
-    return 0;
-}
-
-void ssh_cli_usage(FILE *f)
-{
-    fputs("  --known-hosts FILE   host keys to verify against (default ~/.ssh/known_hosts)\n"
-          "  --accept-new-hosts   add unknown host keys to that file (changed keys are always refused)\n"
-          "  -i, --identity FILE  private key to try first (also the hostfile key identity=FILE)\n"
-          "  -F, --ssh-config FILE  ssh config to read instead of ~/.ssh/config\n"
-          "  --agent-dir DIR      where the agent lives on the nodes (default ~/.cache/ddptop)\n"
-          "  --timeout SEC        deadline of each connection stage (default 10)\n"
-          "  --login-timeout SEC  deadline of the login shell's start on a node, from the command\n"
-          "                       sent to the agent's first line (default 60; slow ~/.bashrc)\n",
-          f);
-}
-
-char *ssh_cli_local_agent(void)
-{
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    char *slash;
-    if (n <= 0) return NULL;
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (!slash) return NULL;
-    *slash = '\0';
-    return xasprintf("%s/ddptop-agent", buf);
-}
 
 void check_cli_usage(FILE *f)
 {
@@ -149,27 +42,10 @@ void check_cli_usage(FILE *f)
     fputs("\nExit status: 0 nothing failed, 1 a check failed, 2 usage or hostfile error.\n", f);
 }
 
-int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
-{
-    const char *eq = strchr(kv, '=');
-    size_t kl = eq ? (size_t)(eq - kv) : 0;
-    if (!eq || kl == 0) return cli_fail(err, errlen, "--env wants KEY=VALUE, not '%s'", kv);
-    for (size_t k = 0; k < kl; k++) {
-        char ch = kv[k];
-        bool ok = ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (k && ch >= '0' && ch <= '9');
-        if (!ok) return cli_fail(err, errlen, "--env %s: '%.*s' is not a variable name", kv, (int)kl, kv);
-    }
-    o->env = xrealloc(o->env, (o->n_env + 1) * sizeof *o->env);
-    o->env[o->n_env].key = xstrndup(kv, kl);
-    o->env[o->n_env].value = xstrdup(eq + 1);
-    o->n_env++;
-    return 0;
-}
-
 int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
-    const char *hostfile = NULL, *val = NULL;
-    bool slurm = false, pbs = false;
+    const char *val = NULL;
+    struct hosts_source src = {0};
     int rc;
     int *i, idx;
     check_opts_init(o);
@@ -188,16 +64,14 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
             return 1;
         }
         if (a[0] != '-' || a[1] == '\0') {
-            if (hostfile) return cli_fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
-            hostfile = a;
+            if (hosts_source_file(&src, a, err, errlen) < 0) return -1;
             continue;
         }
+        if (hosts_source_option(&src, a)) continue;
         rc = ssh_cli_option(argc, argv, i, &o->ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;
-        else if (strcmp(a, "--slurm") == 0) slurm = true;
-        else if (strcmp(a, "--pbs") == 0) pbs = true;
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
         else if (strcmp(a, "-vv") == 0) o->verbose += 2;
         else if ((rc = TAKE("--fanout", NULL)) != 0) {
@@ -213,16 +87,7 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         }
     }
     o->ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if ((hostfile != NULL) + slurm + pbs != 1)
-        return cli_fail(err, errlen, hostfile || slurm || pbs
-                                         ? "give only one of HOSTFILE, --slurm and --pbs"
-                                         : "no hosts: give a HOSTFILE (or --slurm / --pbs inside an allocation)");
-    if (slurm) rc = hostfile_from_slurm(hl, err, errlen);
-    else if (pbs) rc = hostfile_from_pbs(hl, err, errlen);
-    else rc = hostfile_parse(hostfile, hl, err, errlen);
-    if (rc < 0) return -1;
-    if (hl->n == 0)
-        return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+    if (hosts_source_load(&src, hl, err, errlen) < 0) return -1;
     o->ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }

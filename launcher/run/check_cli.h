@@ -1,4 +1,5 @@
-/* Command line of `ddptop check` (and the SSH options that `ddptop run` will share). */
+/* Command line of `ddptop check`, and the check-only run it starts. The SSH options it shares
+ * with `ddptop run` are ssh/ssh_cli.h; the option helpers util/cli.h. */
 #ifndef DDPTOP_CHECK_CLI_H
 #define DDPTOP_CHECK_CLI_H
 
@@ -7,28 +8,6 @@
 
 #include "check/check.h"
 #include "hosts/hostfile.h"
-#include "ssh/ssh_conn.h"
-
-/* Tries the option at argv[*i] as one of the SSH options (--known-hosts, --accept-new-hosts,
- * -i/--identity, -F/--ssh-config, --agent-dir, --timeout). Returns 1 when consumed (*i moved
- * past its value), 0 when it is not an SSH option, -1 with a message in err. */
-int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err, size_t errlen);
-/* The SSH options' lines of the usage text. */
-void ssh_cli_usage(FILE *f);
-/* Our ddptop-agent: next to the running executable. malloc'd, NULL when unknown. */
-char *ssh_cli_local_agent(void);
-
-/* Shared by the command lines of check and run. */
-/* Writes the message to err and returns -1. */
-int cli_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Matches argv[*i] against a long name (and an optional short one, or NULL) that takes a
- * value: "--name VALUE", "--name=VALUE", "-x VALUE", "-xVALUE". Returns 1 with *val set, 0 when
- * it is another option, -1 when the value is missing. */
-int cli_opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val);
-/* A whole number in [lo, hi] for option opt, or -1 with a message naming both. */
-int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out, char *err, size_t errlen);
-/* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
-int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);
 
 /* Parses the arguments after "check". Returns 0 (run: *o and *hl filled), 1 (--help was
  * printed), or -1 (usage or hostfile error: message in err, exit 2). */

@@ -15,6 +15,7 @@
 #include "job/job_state.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
+#include "job/rank_report.h"
 #include "ssh/transport.h"
 #include "wire/client.h"
 

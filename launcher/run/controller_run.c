@@ -112,17 +112,12 @@ static char *abs_path(const char *p)
     return xasprintf("%s/%s", cwd, p);
 }
 
-/* A file next to our own executable (build/ddptop -> build/ddptop-train). */
+/* A program next to our own executable (build/ddptop -> build/ddptop-train); its bare name,
+ * found on PATH, when our own path cannot be read. */
 static char *exe_sibling(const char *name)
 {
-    char buf[PATH_MAX], *slash;
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return xstrdup(name);
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (!slash) return xstrdup(name);
-    *slash = '\0';
-    return xasprintf("%s/%s", buf, name);
+    char *p = util_exe_sibling(name);
+    return p ? p : xstrdup(name);
 }
 
 struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)

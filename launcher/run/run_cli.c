@@ -2,16 +2,17 @@
  * usage error (exit 2) before anything connects. */
 #include "run_cli.h"
 
-#include <errno.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_cli.h"
+#include "check/check.h"
+#include "hosts/hosts_source.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
+#include "ssh/ssh_cli.h"
+#include "util/cli.h"
 #include "util/util.h"
 
 static int add_export(struct run_opts *o, const char *re, char *err, size_t errlen)
@@ -67,15 +68,12 @@ void run_cli_usage(FILE *f)
          ? cli_fail(err, errlen, "%s needs a value (see ddptop run --help)", name) : rc)
 
 /* One option at argv[i]: 1 consumed, 0 unknown, -1 error. */
-static int run_option(int argc, char **argv, int *ip, struct run_opts *o, bool *slurm, bool *pbs, char *err,
-                      size_t errlen)
+static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *err, size_t errlen)
 {
     const char *a = argv[*ip], *val = NULL;
     int i = *ip, rc;
     if (strcmp(a, "--headless") == 0) o->headless = true;
     else if (strcmp(a, "--no-check") == 0) o->no_check = true;
-    else if (strcmp(a, "--slurm") == 0) *slurm = true;
-    else if (strcmp(a, "--pbs") == 0) *pbs = true;
     else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
     else if (strcmp(a, "-vv") == 0) o->verbose += 2;
     else if ((rc = VALUE("--nproc-per-node")) != 0) {
@@ -130,8 +128,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, bool *
 
 int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
-    const char *hostfile = NULL;
-    bool slurm = false, pbs = false;
+    struct hosts_source src = {0};
     int rc;
     run_opts_init(o);
     memset(hl, 0, sizeof *hl);
@@ -148,31 +145,24 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
             return 1;
         }
         if (a[0] != '-' || a[1] == '\0') {
-            if (hostfile)
-                return cli_fail(err, errlen, "two hostfiles given ('%s' and '%s'); put the command after --", hostfile, a);
-            hostfile = a;
+            if (hosts_source_file(&src, a, err, errlen) < 0) return -1;
             continue;
         }
+        if (hosts_source_option(&src, a)) continue;
         rc = ssh_cli_option(argc, argv, &i, &o->check.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
-        rc = run_option(argc, argv, &i, o, &slurm, &pbs, err, errlen);
+        rc = run_option(argc, argv, &i, o, err, errlen);
         if (rc < 0) return -1;
         if (rc == 0) return cli_fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
     }
     o->check.verbose = o->verbose;
     o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if ((hostfile != NULL) + slurm + pbs > 1) return cli_fail(err, errlen, "give only one of HOSTFILE, --slurm and --pbs");
-    if (!hostfile && !slurm && !pbs) {
+    if (!hosts_source_given(&src)) {   /* no hosts: the ranks run here, no SSH */
         o->local = true;
         return 0;
     }
-    if (slurm) rc = hostfile_from_slurm(hl, err, errlen);
-    else if (pbs) rc = hostfile_from_pbs(hl, err, errlen);
-    else rc = hostfile_parse(hostfile, hl, err, errlen);
-    if (rc < 0) return -1;
-    if (hl->n == 0)
-        return cli_fail(err, errlen, "%s: no hosts in it", hostfile ? hostfile : slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+    if (hosts_source_load(&src, hl, err, errlen) < 0) return -1;
     o->check.ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }

@@ -1,6 +1,6 @@
 /* Command line of `ddptop run` (and of plain `ddptop [HOSTFILE] [-- CMD]`): options in any
  * order around an optional HOSTFILE (or --slurm / --pbs), the command after "--". The SSH
- * options are check's (ssh_cli_option). Documented in docs/run.md. */
+ * options are check's (ssh/ssh_cli.h). Documented in docs/run.md. */
 #ifndef DDPTOP_RUN_CLI_H
 #define DDPTOP_RUN_CLI_H
 

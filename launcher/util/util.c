@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void (*fatal_hook)(void);
 
@@ -207,4 +209,16 @@ int fd_set_cloexec(int fd)
     int fl = fcntl(fd, F_GETFD);
     if (fl < 0) return -1;
     return fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+char *util_exe_sibling(const char *name)
+{
+    char buf[PATH_MAX], *slash;
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return NULL;
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    return xasprintf("%s/%s", buf, name);
 }

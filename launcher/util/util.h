@@ -1,5 +1,6 @@
 /* Small shared helpers for the launcher and the TUI: allocation that never returns NULL,
- * clocks, a growable string buffer, fd flags and POSIX shell quoting. */
+ * clocks, a growable string buffer, fd flags, POSIX shell quoting and our executable's
+ * directory. */
 #ifndef DDPTOP_UTIL_H
 #define DDPTOP_UTIL_H
 
@@ -45,6 +46,11 @@ void strbuf_consume(struct strbuf *sb, size_t n);
  * line is there. The consumed front is dropped only once it is at least half the buffer, so
  * taking lines costs amortised O(1) per byte however large the backlog. */
 char *strbuf_take_line(struct strbuf *sb, size_t *off);
+
+/* The file `name` in the directory of our own executable (/proc/self/exe), e.g. build/ddptop
+ * -> build/ddptop-agent; name may climb ("../themes"). malloc'd; NULL when the executable's
+ * path cannot be read. How ddptop finds the agent and the trainer it ships with, and themes. */
+char *util_exe_sibling(const char *name);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);

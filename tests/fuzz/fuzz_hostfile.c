@@ -1,15 +1,20 @@
-/* libFuzzer harness for the hostfile parser and the hostlist expander (launcher/hostfile.c).
- * Not built by `make` (tests/fuzz/ is outside the unit-test glob). Build and run with clang:
+/* libFuzzer harness for the hostfile parser and the hostlist expander (launcher/hosts/:
+ * hostfile.c, hostfile_build.c, hostlist.c). Not built by `make` (tests/fuzz/ is outside the
+ * unit-test glob). Build and run with clang:
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher \
- *       tests/fuzz/fuzz_hostfile.c launcher/hostfile.c launcher/util.c -o build/fuzz_hostfile
+ *       tests/fuzz/fuzz_hostfile.c launcher/hosts/hostfile.c \
+ *       launcher/hosts/hostfile_build.c launcher/hosts/hostfile_sched.c launcher/hosts/hostlist.c \
+ *       launcher/util/util.c -o build/fuzz_hostfile
  *   mkdir -p build/fuzz-corpus && ./build/fuzz_hostfile -max_len=4096 build/fuzz-corpus
  *
  * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds a few thousand mutations of
  * representative hostfiles (any C compiler; pair it with -fsanitize=address,undefined):
  *
  *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN \
- *       -Ilauncher tests/fuzz/fuzz_hostfile.c launcher/hostfile.c launcher/util.c \
+ *       -Ilauncher tests/fuzz/fuzz_hostfile.c launcher/hosts/hostfile.c \
+ *       launcher/hosts/hostfile_build.c launcher/hosts/hostfile_sched.c launcher/hosts/hostlist.c \
+ *       launcher/util/util.c \
  *       -o build/fuzz_hostfile_smoke && ./build/fuzz_hostfile_smoke 20000
  *
  * Besides "no crash, no leak", it checks what callers rely on: success means at least one host,
@@ -21,6 +26,7 @@
 #include <string.h>
 
 #include "hosts/hostfile.h"
+#include "hosts/hostlist.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
