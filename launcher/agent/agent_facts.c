@@ -19,7 +19,6 @@
 #include "util/version.h"
 #include "wire/protocol.h"
 
-#define PYTHON_TIMEOUT_MS 3000
 /* A cold `import torch` reads hundreds of MB of shared libraries, often from NFS. */
 #define TORCH_TIMEOUT_MS 8000
 
@@ -137,16 +136,35 @@ static void add_cmd(cJSON *o, const char *cmd, const cJSON *env)
 }
 
 /* The probe programs run side by side: facts cost the slowest of them, not their sum. */
-enum { PROBE_PYTHON, PROBE_TORCH, PROBE_NVSMI_QUERY, PROBE_NVSMI_BANNER, PROBE_COUNT };
+enum { PROBE_PYTHON, PROBE_NVSMI_QUERY, PROBE_NVSMI_BANNER, PROBE_COUNT };
 
-static char *const python_argv[] = { "python3", "--version", NULL };
-/* The installed package's version from its metadata: reading it costs a few ms, where
- * `import torch` loads hundreds of MB of libraries (seconds on a GPU node); import only when
- * the metadata is missing (a source build, or Python before 3.8). */
-static char *const torch_argv[] = {
+/* One python3 for both versions (a start of python3 is most of the cost): its own first, then
+ * torch.__version__ without importing torch (which loads hundreds of MB of libraries: seconds
+ * on a GPU node). find_spec locates the package and its version.py holds the very string
+ * torch.__version__ is; the package metadata (it scans every installed distribution), then the
+ * import, only when that fails. "-" when there is no torch. */
+static char *const python_argv[] = {
     "python3", "-c",
-    "try:\n import importlib.metadata as m; print(m.version('torch'))\n"
-    "except Exception:\n import torch; print(torch.__version__)",
+    "import sys\n"
+    "print('Python %d.%d.%d' % sys.version_info[:3], flush=True)\n"
+    "import importlib.util, os\n"
+    "v = None\n"
+    "try:\n"
+    " s = importlib.util.find_spec('torch')\n"
+    " for l in open(os.path.join(os.path.dirname(s.origin), 'version.py')):\n"
+    "  if l.startswith('__version__'):\n"
+    "   v = l.split('=', 1)[1].strip().strip('\\'\"'); break\n"
+    "except Exception:\n"
+    " pass\n"
+    "if not v:\n"
+    " try:\n"
+    "  import importlib.metadata as m; v = m.version('torch')\n"
+    " except Exception:\n"
+    "  try:\n"
+    "   import torch; v = torch.__version__\n"
+    "  except Exception:\n"
+    "   v = '-'\n"
+    "print(v)\n",
     NULL,
 };
 
@@ -154,9 +172,7 @@ static char *const torch_argv[] = {
 static int run_probes(struct agent_probe p[PROBE_COUNT])
 {
     int n = PROBE_NVSMI_QUERY;
-    p[PROBE_PYTHON] = (struct agent_probe){ .argv = python_argv, .timeout_ms = PYTHON_TIMEOUT_MS,
-                                            .merge_stderr = 1 };
-    p[PROBE_TORCH] = (struct agent_probe){ .argv = torch_argv, .timeout_ms = TORCH_TIMEOUT_MS };
+    p[PROBE_PYTHON] = (struct agent_probe){ .argv = python_argv, .timeout_ms = TORCH_TIMEOUT_MS };
     if (agent_exec_on_path("nvidia-smi", NULL)) {
         agent_gpu_probes(&p[PROBE_NVSMI_QUERY], &p[PROBE_NVSMI_BANNER]);
         n = PROBE_COUNT;
@@ -165,22 +181,26 @@ static int run_probes(struct agent_probe p[PROBE_COUNT])
     return n;
 }
 
-/* "Python 3.11.2" -> "3.11.2"; torch.__version__ only when python3 itself ran. */
-static void add_python(cJSON *o, struct agent_probe *py, struct agent_probe *tp)
+/* "Python 3.11.2" (the first line; it comes even when the torch part then hangs) -> "3.11.2";
+ * torch's version from the last line, when the probe ended well. */
+static void add_python(cJSON *o, struct agent_probe *py)
 {
-    char *ver = NULL, *torch = NULL;
-    if (py->status == 0 && py->out.buf) {
-        char *s = agent_exec_clean(py->out.buf);
-        if (strncmp(s, "Python ", 7) == 0 && isdigit((unsigned char)s[7])) ver = s + 7;
-    }
-    if (ver && tp->status == 0 && tp->out.buf) {
-        /* The version is the last line: imports may print banners before it. */
-        char *s = tp->out.buf;
-        size_t n = strlen(s);
-        while (n && s[n - 1] == '\n') s[--n] = '\0';
-        char *nl = strrchr(s, '\n');
-        s = agent_exec_clean(nl ? nl + 1 : s);
-        if (isdigit((unsigned char)s[0])) torch = s;
+    char *ver = NULL, *torch = NULL, *s = py->out.buf;
+    if (s && strncmp(s, "Python ", 7) == 0 && isdigit((unsigned char)s[7])) {
+        char *nl = strchr(s, '\n');
+        if (nl) {
+            *nl = '\0';
+            ver = agent_exec_clean(s + 7);
+            s = nl + 1;
+            if (py->status == 0) {
+                /* The version is the last line: imports may print banners before it. */
+                size_t n = strlen(s);
+                while (n && s[n - 1] == '\n') s[--n] = '\0';
+                char *last = strrchr(s, '\n');
+                s = agent_exec_clean(last ? last + 1 : s);
+                if (isdigit((unsigned char)s[0])) torch = s;
+            }
+        }
     }
     add_str(o, "python3", ver);
     add_str(o, "torch", torch);
@@ -204,7 +224,7 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     add_owned(o, "nccl", agent_gpu_nccl_version(cuda_home, &nccl_path));
     add_owned(o, "nccl_path", nccl_path);
     add_owned(o, "cuda_runtime", agent_gpu_cudart_version(cuda_home));
-    add_python(o, &probes[PROBE_PYTHON], &probes[PROBE_TORCH]);
+    add_python(o, &probes[PROBE_PYTHON]);
     cJSON_AddItemToObject(o, "nccl_env", nccl_env(env));
     /* Set but empty is a value (it hides every GPU), not an unknown. */
     const char *cvd = effective_env(env, "CUDA_VISIBLE_DEVICES");
