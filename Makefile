@@ -60,7 +60,12 @@ LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire 
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
-.SECONDARY:
+# Test and bench objects are intermediates of pattern rules: keep them (relinks stay cheap).
+# Only those: with a bare .SECONDARY every target is secondary, and a new source file older
+# than its room's archive would never be compiled on an incremental build.
+.SECONDARY: $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o) \
+            $(patsubst tests/bench/%.c,$(BUILD)/obj/tests/bench/%.o,$(wildcard tests/bench/*.c)) \
+            $(patsubst tests/bench/%.cu,$(BUILD)/obj/tests/bench/%.cu.o,$(wildcard tests/bench/*.cu))
 .PHONY: demo-check bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
