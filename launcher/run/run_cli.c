@@ -149,7 +149,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
             continue;
         }
         if (hosts_source_option(&src, a)) continue;
-        rc = ssh_cli_option(argc, argv, &i, &o->check.ssh, err, errlen);
+        rc = ssh_cli_option("run", argc, argv, &i, &o->check.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = run_option(argc, argv, &i, o, err, errlen);
