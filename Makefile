@@ -183,6 +183,15 @@ $(BUILD)/tests/test_gpu_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
 tests: $(FAKE_PROGS)
 
+# fakenvml (tests/fakenvml, a TEST DOUBLE of the driver's libnvidia-ml.so.1): the agent's GPU
+# sampler finds it through LD_LIBRARY_PATH as it would find the real one. No CUDA needed.
+FAKE_NVML = $(BUILD)/fakenvml/libnvidia-ml.so.1
+$(FAKE_NVML): tests/fakenvml/fake_nvml.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -shared \
+	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+tests: $(FAKE_NVML)
+
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch
