@@ -171,6 +171,7 @@ static void rank_reset_attempt(struct rank_info *r, int64_t now)
     r->term_signal = 0;
     r->proc_state = '?';
     r->cpu_pct = -1;
+    r->gpu = -1;
     r->last_output_ms = 0;
     r->step_changed_ms = now;
     r->has_step = r->has_loss = false;
@@ -294,6 +295,7 @@ void job_free(struct job *j)
     for (size_t i = 0; i < j->n_nodes; i++) {
         free(j->nodes[i].name);
         free(j->nodes[i].error);
+        free(j->nodes[i].gpus.g);
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);

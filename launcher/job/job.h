@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+
 struct host;
 
 enum job_state {
@@ -102,6 +103,7 @@ struct rank_info {
     int rank, local_rank, node;
     enum rank_state state;
     int pid;                  /* 0: not running */
+    int gpu;                  /* NVML index of the GPU it uses on its node (job/gpu.c); -1 */
     int exit_code;            /* valid when exited */
     int term_signal;          /* 0 when not killed by a signal */
     char proc_state;          /* /proc state R S D T Z, '?' unknown */
@@ -125,6 +127,30 @@ struct rank_info {
     int64_t straggler_since_ms; /* when the straggler condition started holding; 0 none */
 };
 
+/* A GPU as its node's last sample had it (job/gpu.c keeps these). */
+#define GPU_HIST 60           /* utilisation samples kept per GPU */
+#define GPU_PIDS 16
+
+struct gpu_info {
+    int index;                /* NVML's index on its node */
+    char name[64];
+    double util, mem_util;    /* percent; NAN when the sample lacked it */
+    double mem_used_mib, mem_total_mib, power_w, power_limit_w, temp_c, sm_mhz;
+    bool has_throttle, has_ecc;
+    unsigned long long throttle, ecc;
+    int n_pids;
+    long pids[GPU_PIDS][2];   /* process id, its process group */
+    int rank;                 /* the job's rank using it (set by job/gpu.c); -1 none */
+    uint8_t hist[GPU_HIST];   /* utilisation, oldest first, hist_n of them */
+    int hist_n;
+};
+
+struct node_gpus {
+    int n;
+    struct gpu_info *g;
+    bool seen;                /* a sample came */
+};
+
 struct node_info {
     const struct host *host;  /* NULL for the local (embedded) node */
     char *name;               /* hostfile name, or "localhost" */
@@ -132,12 +158,14 @@ struct node_info {
     int first_rank, n_ranks;
     int64_t last_heartbeat_ms;
     char *error;              /* why it failed or was lost; NULL */
+    struct node_gpus gpus;    /* its GPUs' latest sample (job/gpu.h) */
 };
 
 enum job_event_kind {
     EV_LAUNCH, EV_EXIT, EV_FAILURE, EV_ROOT_CAUSE, EV_STALL, EV_STRAGGLER, EV_NODE_LOST,
     EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
     EV_RESUME,                /* a stalled rank's step moved again */
+    EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
 };
 
 struct job_event {

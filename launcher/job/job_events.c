@@ -21,6 +21,7 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_ROOT_CAUSE] = "root_cause", [EV_STALL] = "stall", [EV_STRAGGLER] = "straggler",
         [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
         [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed",
+        [EV_GPU] = "gpu",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
 }

@@ -34,6 +34,7 @@ void run_opts_init(struct run_opts *o)
     check_opts_init(&o->check);
     o->log_dir = "ddptop-logs";
     o->hang_timeout_s = 300;
+    o->gpu_interval_ms = 1000;
     o->term_timeout_s = 10;
     o->straggler_steps = 3;
 }

@@ -140,4 +140,9 @@ void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
 
+/* GPU telemetry (controller_gpu.c). */
+void ctl_gpu_watch(struct controller *c, size_t i);
+void ctl_on_gpu_watch(struct controller *c, size_t i, const cJSON *m);
+void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m);
+
 #endif
