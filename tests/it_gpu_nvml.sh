@@ -152,6 +152,21 @@ if ev "rank 0 on localhost stalled: no step reported" && grep -q "rank 0 on loca
 else tap_fail "a stalled rank's event says its GPU is busy" "$(grep -i stall "$T/run.out")"; fi
 if grep -q '"kind": *"gpu"' "$T"/logs/*/events.jsonl 2>/dev/null; then tap_ok "GPU events are in events.jsonl as kind gpu"
 else tap_fail "GPU events are in events.jsonl as kind gpu" "$(head -c 600 "$T"/logs/*/events.jsonl)"; fi
+res=$(/usr/bin/python3 - "$T"/logs/*/gpu.jsonl <<'PY' 2>&1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+first = lines[0]
+g = {x["index"]: x for x in first["gpus"]}
+# the first line is kept at the first sample, before the ranks are on their GPUs; the next one
+# would come 10 s later, after this 5 s run
+ok = (len(lines) == 1 and first["host"] == "localhost" and first["time"].endswith("Z") and
+      first["attempt"] == 0 and g[0].get("util") == 98 and g[1].get("util") == 97 and
+      g[0].get("mem_total_mib") == 80000 and g[1].get("throttle") == 0)
+print("ok" if ok else "FAIL " + json.dumps(lines)[:600])
+PY
+)
+if [ "$res" = ok ]; then tap_ok "gpu.jsonl keeps a node's sample at once, then one every 10 s: host, time, attempt, each GPU's values"
+else tap_fail "gpu.jsonl keeps a node's sample at once, then one every 10 s: host, time, attempt, each GPU's values" "$res"; fi
 # Without NVML (a CPU node): not one GPU line.
 timeout 60 "$B/ddptop" run --headless --no-check --nproc-per-node 1 --log-dir "$T/logs" -- sh -c 'sleep 1' >"$T/cpu.out" 2>&1
 rc=$?

@@ -1,6 +1,7 @@
 /* GPU samples into the job model: see gpu.h. */
 #include "gpu.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,62 @@ static void events_for(struct job *j, int node, const struct gpu_info *old, cons
                       g->ecc - ecc_was == 1 ? "" : "s", g->ecc);
 }
 
+static void json_num(struct strbuf *sb, const char *key, double v)
+{
+    if (!isnan(v)) strbuf_addf(sb, ",\"%s\":%.6g", key, v);
+}
+
+/* One line per node per GPU_KEEP_MS: what `ddptop view` and scripts read back. */
+static void keep_sample(struct job *j, int node)
+{
+    struct node_gpus *ng = &j->nodes[node].gpus;
+    int64_t now = mono_ms();
+    char when[48];
+    if (!j->log_dir || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
+    if (!j->gpu_file) {
+        char *path = xasprintf("%s/gpu.jsonl", j->log_dir);
+        j->gpu_file = fopen(path, "a");
+        if (!j->gpu_file) {
+            j->gpu_file_off = true;
+            job_event_add(j, EV_INFO, -1, node, "cannot write %s: %s (GPU samples not kept)", path,
+                          strerror(errno));
+        }
+        free(path);
+        if (!j->gpu_file) return;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    util_iso_time(wall_ns(), when, sizeof when);
+    /* host names are checked when the hostfile is read: letters, digits, '.', '-', '_' */
+    strbuf_addf(&sb, "{\"time\":\"%s\",\"attempt\":%d,\"host\":\"%s\",\"gpus\":[", when, j->attempt,
+                j->nodes[node].name);
+    for (int i = 0; i < ng->n; i++) {
+        const struct gpu_info *g = &ng->g[i];
+        strbuf_addf(&sb, "%s{\"index\":%d", i ? "," : "", g->index);
+        if (g->rank >= 0) strbuf_addf(&sb, ",\"rank\":%d", g->rank);
+        json_num(&sb, "util", g->util);
+        json_num(&sb, "mem_used_mib", g->mem_used_mib);
+        json_num(&sb, "mem_total_mib", g->mem_total_mib);
+        json_num(&sb, "power_w", g->power_w);
+        json_num(&sb, "temp_c", g->temp_c);
+        json_num(&sb, "sm_mhz", g->sm_mhz);
+        if (g->has_throttle) strbuf_addf(&sb, ",\"throttle\":%llu", g->throttle);
+        if (g->has_ecc) strbuf_addf(&sb, ",\"ecc_uncorrected\":%llu", g->ecc);
+        strbuf_adds(&sb, "}");
+    }
+    strbuf_adds(&sb, "]}\n");
+    if (j->gpu_file_bytes + sb.len > GPU_FILE_MAX) {
+        j->gpu_file_off = true;
+        job_event_add(j, EV_INFO, -1, -1, "%s/gpu.jsonl reached %llu MiB: GPU samples are no longer kept "
+                      "(the live view goes on)", j->log_dir, GPU_FILE_MAX >> 20);
+    } else if (fwrite(sb.buf, 1, sb.len, j->gpu_file) == sb.len) {
+        j->gpu_file_bytes += sb.len;
+        fflush(j->gpu_file);
+    }
+    ng->kept_ms = now;
+    strbuf_done(&sb);
+}
+
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids)
 {
@@ -123,6 +180,7 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
     }
     ng->seen = true;
     free(old);
+    keep_sample(j, node);
     j->generation++;
 }
 

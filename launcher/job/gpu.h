@@ -23,9 +23,14 @@ struct gpu_info;
 #define GPU_THR_PROBLEMS (GPU_THR_SW_POWER_CAP | GPU_THR_HW_SLOWDOWN | GPU_THR_SW_THERMAL | \
                           GPU_THR_HW_THERMAL | GPU_THR_HW_POWER_BRAKE)
 
+/* gpu.jsonl in the run's log directory keeps a node's sample every GPU_KEEP_MS (docs/logs.md),
+ * up to GPU_FILE_MAX bytes: a week of 16 nodes x 8 GPUs fits. */
+#define GPU_KEEP_MS 10000
+#define GPU_FILE_MAX (256ull << 20)
+
 /* Takes one node's sample (gpus[0..n), each with its pids) and its XIDs (gpu index, xid):
  * keeps the history, maps GPUs to ranks (a process whose group is a rank's pid on that node),
- * and adds the events. */
+ * adds the events, and keeps a line in gpu.jsonl when one is due. */
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids);
 

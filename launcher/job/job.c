@@ -300,6 +300,7 @@ void job_free(struct job *j)
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
     if (j->events_file) fclose(j->events_file);
+    if (j->gpu_file) fclose(j->gpu_file);
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -337,6 +338,10 @@ static void raise_fd_limit(size_t want)
 int job_attempt_begin(struct job *j, char *err, size_t errlen)
 {
     int64_t now = mono_ms();
+    if (!j->log_dir) {                  /* an in-memory job (ddptop check): no files */
+        for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
+        return 0;
+    }
     char *dir = xasprintf("%s/attempt-%d", j->log_dir, j->attempt);
     if (mkdir_p(dir) != 0) {
         snprintf(err, errlen, "cannot create %s: %s (choose another --log-dir)", dir,

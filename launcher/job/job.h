@@ -149,6 +149,7 @@ struct node_gpus {
     int n;
     struct gpu_info *g;
     bool seen;                /* a sample came */
+    int64_t kept_ms;          /* mono_ms() of its last line in gpu.jsonl; 0 none */
 };
 
 struct node_info {
@@ -206,6 +207,9 @@ struct job {
     size_t ev_cap, ev_head, ev_count;
     struct root_cause cause;
     FILE *events_file;        /* LOGDIR/RUN_ID/events.jsonl */
+    FILE *gpu_file;           /* LOGDIR/RUN_ID/gpu.jsonl, opened at the first GPU sample */
+    uint64_t gpu_file_bytes;
+    bool gpu_file_off;        /* full (GPU_FILE_MAX) or not writable: no more lines */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
     bool log_error_reported;  /* a log write failed (reported once as an event) */

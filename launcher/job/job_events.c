@@ -71,16 +71,6 @@ static void json_add_text(cJSON *o, const char *key, const char *text, size_t le
 }
 
 /* "2026-11-21T09:30:00.123Z" */
-static void format_time(int64_t ns, char *buf, size_t n)
-{
-    time_t secs = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03dZ", base, (int)(ns / 1000000 % 1000));
-}
-
 static void add_cause_fields(cJSON *o, const struct root_cause *c)
 {
     if (c->term_signal) {
@@ -104,7 +94,7 @@ static void write_event(struct job *j, const struct job_event *ev)
 {
     if (!j->events_file) return;
     char when[48];
-    format_time(ev->wall_ns, when, sizeof when);
+    util_iso_time(ev->wall_ns, when, sizeof when);
     int node = ev->node;
     if (node < 0 && ev->rank >= 0 && (size_t)ev->rank < j->n_ranks) node = j->ranks[ev->rank].node;
     cJSON *o = cJSON_CreateObject();

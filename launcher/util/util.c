@@ -222,3 +222,13 @@ char *util_exe_sibling(const char *name)
     *slash = '\0';
     return xasprintf("%s/%s", buf, name);
 }
+
+void util_iso_time(int64_t wall, char *buf, size_t n)
+{
+    time_t secs = (time_t)(wall / 1000000000);
+    struct tm tm;
+    char base[32];
+    gmtime_r(&secs, &tm);
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03dZ", base, (int)(wall / 1000000 % 1000));
+}

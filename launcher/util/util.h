@@ -55,4 +55,8 @@ char *util_exe_sibling(const char *name);
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
 
+/* wall (wall_ns()) as UTC with milliseconds, "2026-11-24T12:00:00.123Z": the time stamps of
+ * events.jsonl and gpu.jsonl. */
+void util_iso_time(int64_t wall, char *buf, size_t n);
+
 #endif
