@@ -269,6 +269,15 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     struct ui_state *ui = &d->ui;
     ui->now_ms = now;
     ui->show_check = j->state == JOB_CHECKING || j->state == JOB_CHECK_FAILED;
+    if (j->attempt != ui->log_seen_attempt) {
+        /* a restart: the log pane follows the new attempt (a position scrolled to in the
+         * old one is not among the lines it shows now) */
+        ui->log_seen_attempt = j->attempt;
+        if (!ui->log_pinned && ui->log_mode != LOGV_STACKS) {
+            ui->follow = true;
+            ui->mark = 0;
+        }
+    }
     layout_update(d);
     if (d->pending & DK_REPAINT) clearok(curscr, TRUE);
     d->pending = 0;

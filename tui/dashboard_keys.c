@@ -84,6 +84,29 @@ static void log_show_selected(struct ui_state *ui)
     }
 }
 
+/* [ and ]: another attempt in the log pane, from its newest line. ] at the newest attempt
+ * unpins: the pane follows the current attempt again, through restarts. */
+static void log_attempt_step(struct dashboard *d, int dir)
+{
+    struct ui_state *ui = &d->ui;
+    int cur = d->job->attempt, shown = log_shown_attempt(d->job, ui);
+    if (ui->log_mode == LOGV_STACKS) ui->log_mode = LOGV_RANK;
+    if (dir < 0 && shown == 0) {
+        dashboard_notice(d, cur ? "attempt 0 is the first" : "no restart yet: one attempt");
+        return;
+    }
+    int want = shown + dir;
+    if (want >= cur) {
+        ui->log_pinned = false;
+        if (dir > 0 && shown == cur) dashboard_notice(d, "attempt %d is the newest", cur);
+    } else {
+        ui->log_pinned = true;
+        ui->log_attempt = want;
+    }
+    ui->follow = true;
+    ui->mark = 0;
+}
+
 static void select_rank(struct dashboard *d, long r)
 {
     long n = d->job ? (long)d->job->n_ranks : 0;
@@ -312,6 +335,13 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         ui->log_mode = ui->log_mode == LOGV_ALL ? LOGV_RANK : LOGV_ALL;
         ui->follow = true;
         ui->mark = 0;
+        return DK_REDRAW;
+    case UI_ATTEMPT_PREV: case UI_ATTEMPT_NEXT: log_attempt_step(d, a == UI_ATTEMPT_PREV ? -1 : 1);
+        return DK_REDRAW;
+    case UI_EVENTS_WRAP:
+        ui->events_cut = !ui->events_cut;
+        dashboard_notice(d, "events: %s (w: %s)", ui->events_cut ? "one row each" : "wrapped",
+                         ui->events_cut ? "wrap" : "one row each");
         return DK_REDRAW;
     case UI_GRID: ui->grid = !ui->grid; ui->ranks_top = 0; return DK_REDRAW | DK_RELAYOUT;
     case UI_LOG_SCALE: ui->log_scale = !ui->log_scale; return DK_REDRAW;

@@ -53,6 +53,9 @@ static const struct km_binding table[] = {
     { FOCUS, 'e', UI_NEXT_ERROR, "next error line (Traceback, error, NCCL WARN)" },
     { FOCUS, 'f', UI_FOLLOW, "follow the log on / off" },
     { FOCUS, 'a', UI_ALL_RANKS, "all ranks merged / the selected rank" },
+    { FOCUS, '[', UI_ATTEMPT_PREV, "log: the attempt before (after a restart)" },
+    { FOCUS, ']', UI_ATTEMPT_NEXT, "log: the next attempt; at the newest, follow it" },
+    { FOCUS, 'w', UI_EVENTS_WRAP, "events: wrap long events / one row each, cut" },
     /* the view */
     { FOCUS, 'g', UI_GRID, "ranks as a table / a grid" },
     { FOCUS, 'L', UI_LOG_SCALE, "loss chart: log / linear scale" },
@@ -145,6 +148,8 @@ static const char *const action_names[UI_ACTION_COUNT] = {
     [UI_STOP] = "stop", [UI_STACKS] = "stacks", [UI_SEARCH] = "search",
     [UI_SEARCH_NEXT] = "search-next", [UI_SEARCH_PREV] = "search-prev",
     [UI_NEXT_ERROR] = "next-error", [UI_FOLLOW] = "follow", [UI_ALL_RANKS] = "all-ranks",
+    [UI_ATTEMPT_PREV] = "attempt-prev", [UI_ATTEMPT_NEXT] = "attempt-next",
+    [UI_EVENTS_WRAP] = "events-wrap",
     [UI_GRID] = "grid", [UI_LOG_SCALE] = "log-scale", [UI_MAXIMIZE] = "maximize",
     [UI_NEXT_THEME] = "next-theme", [UI_HELP] = "help", [UI_QUIT] = "quit",
     [UI_CANCEL] = "cancel", [UI_CONFIRM] = "confirm", [UI_LAUNCH_ANYWAY] = "launch-anyway",
