@@ -18,7 +18,7 @@
 
 #include "check/check_report.h"
 #include "job/job_stats.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 struct headless {

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "views.h"
 
 static enum theme_role event_role(enum job_event_kind k)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "views.h"
 
 static struct strbuf line_buf;   /* scratch: one sanitized line */
