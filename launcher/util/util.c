@@ -222,3 +222,12 @@ char *util_exe_sibling(const char *name)
     *slash = '\0';
     return xasprintf("%s/%s", buf, name);
 }
+
+char *util_abs_path(const char *p)
+{
+    char cwd[PATH_MAX];
+    if (p[0] == '/' || !getcwd(cwd, sizeof cwd)) return xstrdup(p);
+    while (p[0] == '.' && p[1] == '/') p += 2;
+    if (strcmp(p, ".") == 0 || !*p) return xstrdup(cwd);
+    return xasprintf("%s/%s", cwd, p);
+}
