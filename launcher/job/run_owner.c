@@ -4,6 +4,7 @@
 #include "run_owner.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -107,19 +108,21 @@ static bool read_record(const char *run_dir, struct run_owner *o)
     if (n <= 0) return false;
     cJSON *doc = cJSON_Parse(buf);
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(doc, "pid");
-    if (!cJSON_IsNumber(pid) || pid->valuedouble < 1) {
+    if (!cJSON_IsNumber(pid) || !(pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX)) {
         cJSON_Delete(doc);
         return false;
     }
     o->pid = (int)pid->valuedouble;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "start_ticks");
-    if (cJSON_IsNumber(v) && v->valuedouble > 0) o->start_ticks = (unsigned long long)v->valuedouble;
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e18)
+        o->start_ticks = (unsigned long long)v->valuedouble;
     v = cJSON_GetObjectItemCaseSensitive(doc, "boot_id");
     if (cJSON_IsString(v)) snprintf(o->boot_id, sizeof o->boot_id, "%s", v->valuestring);
     v = cJSON_GetObjectItemCaseSensitive(doc, "host");
     if (cJSON_IsString(v)) snprintf(o->host, sizeof o->host, "%s", v->valuestring);
     v = cJSON_GetObjectItemCaseSensitive(doc, "started_ms");
-    if (cJSON_IsNumber(v)) o->started_ns = (int64_t)v->valuedouble * 1000000;
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e13)
+        o->started_ns = (int64_t)v->valuedouble * 1000000;
     cJSON_Delete(doc);
     return true;
 }
