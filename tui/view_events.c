@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 #include "views.h"
 
@@ -21,7 +21,7 @@ static enum theme_role event_role(enum job_event_kind k)
     case EV_STRAGGLER: return ROLE_STRAGGLER;
     case EV_RESTART: case EV_STOP: case EV_GPU: return ROLE_WARN;
     case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
-    case EV_EXIT: case EV_INFO: return ROLE_NORMAL;
+    case EV_EXIT: case EV_INFO: case EV_END: return ROLE_NORMAL;
     }
     return ROLE_NORMAL;
 }
@@ -42,6 +42,7 @@ static const char *event_word(enum job_event_kind k)
     case EV_INFO: return "info";
     case EV_RESUME: return "resume";
     case EV_GPU: return "gpu";
+    case EV_END: return "end";
     }
     return "event";
 }

@@ -12,7 +12,7 @@
 
 #include "format.h"
 #include "job/metrics_parse.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "views.h"
 
 static struct strbuf line_buf;   /* scratch: one sanitized line */

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "run_owner.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -255,6 +256,11 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         return NULL;
     }
     free(ev_path);
+    /* who writes this run, so `ddptop ls` can tell a live run from an abandoned one */
+    if (run_owner_write(j->log_dir, err, errlen) != 0) {
+        job_free(j);
+        return NULL;
+    }
     return j;
 }
 

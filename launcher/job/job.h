@@ -14,6 +14,10 @@
 
 struct host;
 
+/* --log-dir when none is given (relative to the current directory): where `ddptop run`
+ * writes runs and `ddptop ls` and `ddptop logs` look for them. */
+#define JOB_LOG_ROOT_DEFAULT "ddptop-logs"
+
 enum job_state {
     JOB_CHECKING,     /* preflight running */
     JOB_CHECK_FAILED, /* preflight refused; waiting for the user (launch anyway / quit) */
@@ -167,6 +171,18 @@ enum job_event_kind {
     EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
     EV_RESUME,                /* a stalled rank's step moved again */
     EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
+    EV_END,                   /* the run ended: its state and exit status (job_event_end) */
+};
+
+/* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of
+ * events.jsonl records it (the names are run_state_name's; docs/logs.md). */
+enum run_state {
+    RUN_UNKNOWN,      /* events.jsonl unreadable or corrupt, or too old to tell */
+    RUN_RUNNING,      /* its controller is alive and recorded no end */
+    RUN_SUCCEEDED,    /* every rank exited 0 */
+    RUN_FAILED,       /* a failure past the allowed restarts, or the preflight refused */
+    RUN_STOPPED,      /* stopped on purpose (the dashboard's stop or quit) */
+    RUN_INTERRUPTED,  /* ended by a signal (Ctrl-C, SIGTERM, SIGHUP), or its controller died */
 };
 
 struct job_event {
@@ -213,6 +229,8 @@ struct job {
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
     bool log_error_reported;  /* a log write failed (reported once as an event) */
+    enum run_state end_state; /* what job_event_end recorded */
+    int end_exit_code;
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
@@ -246,6 +264,11 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Records the end of the run: an `end` event with the state and ddptop's exit status, the
+ * line `ddptop ls` decides a run's state from. Called once each time the job reaches an end
+ * (a restart from the dashboard may follow, and a later end). */
+void job_event_end(struct job *j, enum run_state st, int exit_code);
+
 /* Bounds of each rank's in-memory log ring (lines and text bytes, oldest dropped) and metric
  * series (points). Applies to existing rings at once. 0 keeps the current value. job_new
  * picks min(default, job budget / ranks): the job's budget is 1M lines, 128 MiB of text and
@@ -275,5 +298,6 @@ const char *job_state_name(enum job_state s);     /* "RUNNING" */
 const char *rank_state_name(enum rank_state s);   /* "running" */
 const char *node_state_name(enum node_state s);
 const char *job_event_kind_name(enum job_event_kind k);   /* "root_cause" (events.jsonl) */
+const char *run_state_name(enum run_state s);     /* "succeeded" (events.jsonl, ddptop ls) */
 
 #endif

@@ -108,6 +108,9 @@ void ctl_rank_failed_begin_stop(struct controller *c);
 void ctl_check_progress(struct controller *c);
 /* The job ended in state st (DONE, FAILED, STOPPED); the loop leaves unless interactive. */
 void ctl_finish(struct controller *c, enum job_state st);
+/* The `end` event of the job's present state (DONE, FAILED, STOPPED, CHECK_FAILED) for
+ * `ddptop ls`: a stop that a signal asked for is an interruption. */
+void ctl_record_end(struct controller *c);
 /* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
 void ctl_launch_begin(struct controller *c);
 /* Creates the transports of nodes that have none or lost theirs, and starts as many as
