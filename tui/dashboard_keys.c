@@ -161,13 +161,14 @@ static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
     case KM_HELP: {
         int *t = &ui->help_top;
         int hp = d->lay.help.h > 3 ? d->lay.help.h - 2 : 1;
+        int n = ui->gpu_view ? ui->n_gpu_lines : (int)ui->n_help;
         if (a == UI_UP) (*t)--;
         else if (a == UI_DOWN) (*t)++;
         else if (a == UI_PAGE_UP) *t -= hp;
         else if (a == UI_PAGE_DOWN) *t += hp;
         else if (a == UI_HOME) *t = 0;
-        else if (a == UI_END) *t = (int)ui->n_help;
-        if (*t > (int)ui->n_help - hp) *t = (int)ui->n_help - hp;
+        else if (a == UI_END) *t = n;
+        if (*t > n - hp) *t = n - hp;
         if (*t < 0) *t = 0;
         return;
     }
@@ -360,11 +361,18 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         }
         return DK_REDRAW | DK_REPAINT;
     }
-    case UI_HELP: ui->modal = KM_HELP; ui->help_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_HELP: ui->modal = KM_HELP; ui->gpu_view = false; ui->help_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_GPUS:
+        ui->modal = KM_HELP;
+        ui->gpu_view = true;
+        ui->help_top = 0;
+        ui->n_gpu_lines = d->job ? view_gpus_lines(d->job) : 0;
+        return DK_REDRAW | DK_RELAYOUT;
     case UI_CANCEL:
         if (ui->modal != KM_COUNT) {
             bool was_help = ui->modal == KM_HELP;
             ui->modal = KM_COUNT;
+            ui->gpu_view = false;
             return DK_REDRAW | (was_help ? DK_RELAYOUT : 0);
         }
         if (ui->log_max) {

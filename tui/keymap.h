@@ -50,6 +50,7 @@ enum ui_action {
     UI_MAXIMIZE,              /* toggle the log taking the body */
     UI_NEXT_THEME,
     UI_HELP,                  /* open the help overlay */
+    UI_GPUS,                  /* open the GPU view (the overlay with every GPU) */
     UI_QUIT,                  /* controller ACT_QUIT (ask first while ranks run) */
     UI_CANCEL,                /* close the overlay / cancel the search or question */
     UI_CONFIRM,               /* yes to the question */

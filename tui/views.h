@@ -77,6 +77,8 @@ struct ui_state {
     char **help_lines;        /* generated from the keymap table */
     size_t n_help;
     int help_top;
+    bool gpu_view;            /* the overlay shows every GPU (G) instead of the keys */
+    int n_gpu_lines;          /* its line count at the last frame (for scrolling) */
 
     enum ui_action confirm;   /* the action a y/n question is about */
     char input[128];          /* the search being typed */
@@ -110,6 +112,11 @@ struct chart_cache {
  * p->ascii. Returns the columns drawn. (view_header.c) */
 int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr);
+/* The GPU view (G): every GPU of every node, now and its last minute, in the overlay window. */
+void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
+/* How many lines it has for this job (nodes' headings and GPUs). */
+int view_gpus_lines(const struct job *j);
+
 /* A pane's title row: the text, the rest of the row in the same role. */
 void view_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
 
