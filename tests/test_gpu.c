@@ -83,10 +83,11 @@ static void test_ecc_and_xid(void)
     size_t e0 = n_events(j);
     job_gpu_sample(j, 0, s, 1, (const int (*)[2])xids, 2);
     CHECK_INT(n_events(j), e0 + 3);
-    CHECK_STR(event(j, e0)->text, "GPU 0 on gpu1: 3 new uncorrectable ECC errors (3 since the driver loaded); "
-                                  "the GPU may need a reset");
-    CHECK_STR(event(j, e0 + 1)->text, "GPU 0 on gpu1: XID 79 (GPU has fallen off the bus)");
-    CHECK_STR(event(j, e0 + 2)->text, "GPU 0 on gpu1: XID 4242");
+    /* no process listed: GPU 0 is local rank 0's by the fallback */
+    CHECK_STR(event(j, e0)->text, "GPU 0 on gpu1 (rank 0): 3 new uncorrectable ECC errors (3 since the driver "
+                                  "loaded); the GPU may need a reset");
+    CHECK_STR(event(j, e0 + 1)->text, "GPU 0 on gpu1 (rank 0): XID 79 (GPU has fallen off the bus)");
+    CHECK_STR(event(j, e0 + 2)->text, "GPU 0 on gpu1 (rank 0): XID 4242");
     job_gpu_sample(j, 0, s, 1, NULL, 0);           /* the same count again: nothing new */
     CHECK_INT(n_events(j), e0 + 3);
     job_free(j);
@@ -107,6 +108,37 @@ static void test_history(void)
     struct gpu_info s[1] = { gpu(0, NAN, 0, 0, 0) };   /* a sample without utilisation */
     job_gpu_sample(j, 0, s, 1, NULL, 0);
     CHECK_INT(j->nodes[0].gpus.g[0].hist_n, GPU_HIST);
+    job_free(j);
+}
+
+/* No process of a rank on any GPU yet: the LOCAL_RANK-th entry of CUDA_VISIBLE_DEVICES (an
+ * index or a UUID prefix), else the LOCAL_RANK-th GPU; a rank's processes on a GPU win. */
+static void test_local_rank_fallback(void)
+{
+    struct job *j = two_ranks();
+    if (!j) return;
+    struct gpu_info s[2] = { gpu(0, 10, 0, 0, 0), gpu(1, 20, 0, 0, 0) };
+    snprintf(s[0].uuid, sizeof s[0].uuid, "GPU-aaaa-0000");
+    snprintf(s[1].uuid, sizeof s[1].uuid, "GPU-bbbb-1111");
+    job_gpu_sample(j, 0, s, 2, NULL, 0);
+    CHECK_INT(j->ranks[0].gpu, 0);                 /* no CUDA_VISIBLE_DEVICES: in order */
+    CHECK_INT(j->ranks[1].gpu, 1);
+    j->nodes[0].gpus.visible = xstrdup("1,0");
+    j->ranks[0].gpu = j->ranks[1].gpu = -1;
+    job_gpu_sample(j, 0, s, 2, NULL, 0);
+    CHECK_INT(j->ranks[0].gpu, 1);
+    CHECK_INT(j->ranks[1].gpu, 0);
+    free(j->nodes[0].gpus.visible);
+    j->nodes[0].gpus.visible = xstrdup("GPU-bbbb,GPU-aaaa-0000");
+    job_gpu_sample(j, 0, s, 2, NULL, 0);
+    CHECK_INT(j->ranks[0].gpu, 1);
+    CHECK_INT(j->nodes[0].gpus.g[0].rank, 1);
+    s[0] = gpu(0, 10, 0, 0, 500);                  /* rank 0's process shows up on GPU 0 */
+    job_gpu_sample(j, 0, s, 2, NULL, 0);
+    CHECK_INT(j->ranks[0].gpu, 0);
+    CHECK_INT(j->nodes[0].gpus.g[0].rank, 0);
+    /* rank 1's entry is GPU 0, where rank 0's processes are: no GPU for rank 1 by the fallback */
+    CHECK_INT(j->nodes[0].gpus.g[1].rank, -1);
     job_free(j);
 }
 
@@ -132,6 +164,7 @@ int main(void)
     RUN(test_rank_mapping_and_throttle);
     RUN(test_ecc_and_xid);
     RUN(test_history);
+    RUN(test_local_rank_fallback);
     RUN(test_notes);
     return tap_done();
 }

@@ -171,6 +171,8 @@ static void add_gpu(struct sampler *s, unsigned int i, struct strbuf *sb)
         strbuf_addf(sb, "\"%s\"", clean.buf ? clean.buf : "");
         strbuf_done(&clean);
     }
+    if (a->uuid && a->uuid(d, text, sizeof text) == NVML_OK && strspn(text, "GPUMIG-0123456789abcdefABCDEF") == strlen(text))
+        strbuf_addf(sb, ",\"uuid\":\"%s\"", text);
     if (a->util && a->util(d, &u) == NVML_OK) strbuf_addf(sb, ",\"util\":%u,\"mem_util\":%u", u.gpu, u.memory);
     if (a->mem && a->mem(d, &m) == NVML_OK)
         strbuf_addf(sb, ",\"mem_used_mib\":%llu,\"mem_total_mib\":%llu", m.used >> 20, m.total >> 20);
@@ -334,6 +336,9 @@ void agent_nvml_watch_op(struct agent *ag, const cJSON *req, const cJSON *id)
     watch.w = agent_watch_add(ag, fds[0], POLLIN, watch_ready, NULL, NULL);
     cJSON_AddTrueToObject(msg, "ok");
     cJSON_AddNumberToObject(msg, "gpus", s->n);
+    /* the ranks inherit it unless the spawn request sets it: the controller's fallback map */
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (cvd) cJSON_AddStringToObject(msg, "cuda_visible_devices", cvd);
     if (driver[0]) cJSON_AddStringToObject(msg, "driver", driver);
     agent_send(ag, msg);
     return;

@@ -57,6 +57,47 @@ static int rank_of_group(const struct job *j, int node, long pgid)
     return -1;
 }
 
+/* The GPU a rank should use when NVML lists none of its processes (yet): the LOCAL_RANK-th
+ * entry of CUDA_VISIBLE_DEVICES (an index, or a GPU UUID or its prefix), else the
+ * LOCAL_RANK-th GPU of the node; -1 when there is none. */
+static int visible_gpu(const struct node_gpus *ng, int local_rank)
+{
+    if (!ng->visible) return local_rank < ng->n ? ng->g[local_rank].index : -1;
+    const char *p = ng->visible;
+    for (int k = 0; *p; k++) {
+        size_t len = strcspn(p, ",");
+        if (k == local_rank) {
+            char e[64];
+            snprintf(e, sizeof e, "%.*s", (int)(len < sizeof e ? len : sizeof e - 1), p);
+            if (e[0] >= '0' && e[0] <= '9') return atoi(e);
+            for (int i = 0; i < ng->n; i++)
+                if (e[0] && strncmp(ng->g[i].uuid, e, strlen(e)) == 0) return ng->g[i].index;
+            return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return -1;
+}
+
+/* Ranks of the node whose GPU NVML's process list did not give: by local rank (visible_gpu),
+ * unless another rank's processes are on that GPU. */
+static void map_by_local_rank(struct job *j, int node)
+{
+    struct node_gpus *ng = &j->nodes[node].gpus;
+    const struct node_info *ni = &j->nodes[node];
+    for (int r = ni->first_rank; r < ni->first_rank + ni->n_ranks; r++) {
+        bool by_pid = false;
+        for (int i = 0; i < ng->n; i++) by_pid |= ng->g[i].rank == r;
+        if (by_pid) continue;
+        int want = visible_gpu(ng, j->ranks[r].local_rank);
+        for (int i = 0; i < ng->n; i++)
+            if (ng->g[i].index == want && ng->g[i].rank < 0) {
+                ng->g[i].rank = r;
+                j->ranks[r].gpu = want;
+            }
+    }
+}
+
 static void describe(const struct job *j, int node, const struct gpu_info *g, char *buf, size_t cap)
 {
     if (g->rank >= 0) snprintf(buf, cap, "GPU %d on %s (rank %d)", g->index, j->nodes[node].name, g->rank);
@@ -165,7 +206,13 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
             g->hist[g->hist_n - 1] = (uint8_t)(g->util < 0 ? 0 : g->util > 100 ? 100 : g->util);
         }
         if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
-        events_for(j, node, ng->seen ? prev : NULL, g);
+    }
+    map_by_local_rank(j, node);
+    for (int i = 0; i < n; i++) {
+        const struct gpu_info *prev = NULL;
+        for (int k = 0; k < n_old; k++)
+            if (old[k].index == ng->g[i].index) prev = &old[k];
+        events_for(j, node, ng->seen ? prev : NULL, &ng->g[i]);
     }
     for (int x = 0; x < n_xids; x++) {
         char who[160];

@@ -302,6 +302,7 @@ void job_free(struct job *j)
         free(j->nodes[i].name);
         free(j->nodes[i].error);
         free(j->nodes[i].gpus.g);
+        free(j->nodes[i].gpus.visible);
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);

@@ -138,6 +138,7 @@ struct rank_info {
 struct gpu_info {
     int index;                /* NVML's index on its node */
     char name[64];
+    char uuid[64];            /* "GPU-..."; "" unknown */
     double util, mem_util;    /* percent; NAN when the sample lacked it */
     double mem_used_mib, mem_total_mib, power_w, power_limit_w, temp_c, sm_mhz;
     bool has_throttle, has_ecc;
@@ -154,6 +155,7 @@ struct node_gpus {
     struct gpu_info *g;
     bool seen;                /* a sample came */
     int64_t kept_ms;          /* mono_ms() of its last line in gpu.jsonl; 0 none */
+    char *visible;            /* CUDA_VISIBLE_DEVICES the node's ranks get; NULL: unset */
 };
 
 struct node_info {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hosts/hostfile.h"
 #include "job/gpu.h"
 #include "wire/protocol.h"
 
@@ -19,9 +20,24 @@ void ctl_gpu_watch(struct controller *c, size_t i)
     ctl_send(c, i, m);
 }
 
+/* CUDA_VISIBLE_DEVICES as the node's ranks get it: --env (or a hostfile key) wins over the
+ * agent's own environment, as in the spawn request (job/plan.c). */
+static void set_visible(struct controller *c, size_t i, const char *agent_value)
+{
+    struct node_gpus *ng = &c->job->nodes[i].gpus;
+    const char *v = agent_value;
+    const struct host *h = c->job->nodes[i].host;
+    for (size_t k = 0; k < c->o.check.n_env; k++)
+        if (strcmp(c->o.check.env[k].key, "CUDA_VISIBLE_DEVICES") == 0) v = c->o.check.env[k].value;
+    if (h && host_env_get(h, "CUDA_VISIBLE_DEVICES")) v = host_env_get(h, "CUDA_VISIBLE_DEVICES");
+    free(ng->visible);
+    ng->visible = v ? xstrdup(v) : NULL;
+}
+
 void ctl_on_gpu_watch(struct controller *c, size_t i, const cJSON *m)
 {
     const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    set_visible(c, i, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "cuda_visible_devices")));
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ok")) || !e) return;
     if (strncmp(e, "no NVML on this node", 20) == 0) return;   /* no driver: no GPU to watch */
     job_event_add(c->job, EV_INFO, -1, (int)i, "no GPU telemetry from %s: %s", c->job->nodes[i].name, e);
@@ -48,6 +64,8 @@ void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m)
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
         d->index = cJSON_IsNumber(v) ? v->valueint : k - 1;
         snprintf(d->name, sizeof d->name, "%s", name ? name : "");
+        const char *uuid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "uuid"));
+        snprintf(d->uuid, sizeof d->uuid, "%s", uuid ? uuid : "");
         d->util = num_or_nan(o, "util");
         d->mem_util = num_or_nan(o, "mem_util");
         d->mem_used_mib = num_or_nan(o, "mem_used_mib");
