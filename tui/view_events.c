@@ -15,7 +15,7 @@ static enum theme_role event_role(enum job_event_kind k)
 {
     switch (k) {
     case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: return ROLE_FAIL;
-    case EV_STALL: return ROLE_STALLED;
+    case EV_STALL: case EV_STACKS: return ROLE_STALLED;
     case EV_STRAGGLER: return ROLE_STRAGGLER;
     case EV_RESTART: case EV_STOP: return ROLE_WARN;
     case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
@@ -39,6 +39,7 @@ static const char *event_word(enum job_event_kind k)
     case EV_DONE: return "done";
     case EV_INFO: return "info";
     case EV_RESUME: return "resume";
+    case EV_STACKS: return "stacks";
     }
     return "event";
 }

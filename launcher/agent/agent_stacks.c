@@ -139,8 +139,15 @@ const char *stacks_collect(pid_t pid, const char *path_env, struct strbuf *text)
     char *spy = proc_is_python(pid) ? agent_exec_resolve("py-spy", path_env) : NULL;
     char *gdb = agent_exec_resolve("gdb", path_env);
     if (spy) {
-        char *argv[] = { spy, "dump", "--pid", num, NULL };
-        if (run_tool(argv, NULL, &out, &notes) == 0) tool = "py-spy";
+        /* --native adds the C/C++ frames (a collective's wait inside libtorch) between the
+         * Python ones; it needs py-spy's unwinder, missing on some builds and platforms, so a
+         * quick failure falls back to the Python frames alone. */
+        char *native[] = { spy, "dump", "--native", "--pid", num, NULL };
+        char *plain[] = { spy, "dump", "--pid", num, NULL };
+        int64_t t0 = mono_ms();
+        if (run_tool(native, NULL, &out, &notes) == 0) tool = "py-spy";
+        else if (mono_ms() - t0 < STACKS_TOOL_TIMEOUT_MS / 3 && run_tool(plain, NULL, &out, &notes) == 0)
+            tool = "py-spy";
     }
     if (strcmp(tool, "proc") == 0 && gdb) {
         char *argv[] = { gdb, "-p", num, "-batch", "-nx", "-ex", "thread apply all bt", NULL };

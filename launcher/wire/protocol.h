@@ -19,6 +19,8 @@
 #define WIRE_OP_SIGNAL    "signal"
 #define WIRE_OP_STOP      "stop"
 #define WIRE_OP_STACKS    "stacks"
+#define WIRE_OP_LIST      "list"
+#define WIRE_OP_READ      "read"
 #define WIRE_OP_PING      "ping"
 #define WIRE_OP_EXIT      "exit"
 
@@ -29,6 +31,8 @@
 #define WIRE_EV_SPAWNED   "spawned"
 #define WIRE_EV_STOPPED   "stopped"
 #define WIRE_EV_STACKS    "stacks"
+#define WIRE_EV_LIST      "list"
+#define WIRE_EV_READ      "read"
 #define WIRE_EV_ERROR     "error"
 #define WIRE_EV_PONG      "pong"
 #define WIRE_EV_FACTS     "facts"
