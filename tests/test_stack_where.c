@@ -54,9 +54,29 @@ static const char gdb_stopped[] =
     "\n"
     "Thread 1 (Thread 0x7f0 (LWP 5000) \"python3\"):\n"
     "#0  0x00007f5b1e0ee0e7 in kill () at ../sysdeps/unix/syscall-template.S:120\n"
-    "#1  0x000055f4a2b6c4a1 in os_kill ()\n"
-    "#2  0x000055f4a2a9a1c8 in _PyEval_EvalFrameDefault ()\n"
-    "#3  0x000055f4a2b7d3a0 in ?? ()\n";
+    "#1  0x000055f4a2b6c4a1 in ?? ()\n"
+    "#2  0x000000000053acbc in PyObject_Vectorcall ()\n"
+    "#3  0x000055f4a2a9a1c8 in _PyEval_EvalFrameDefault ()\n"
+    "#4  0x000055f4a2b7d3a0 in ?? ()\n";
+
+/* gdb on Debian's python3.11 sleeping in time.sleep, as this machine's gdb wrote it. */
+static const char gdb_sleep[] =
+    "Thread 2 (Thread 0x7f645edff6c0 (LWP 20698) \"python3\"):\n"
+    "#0  __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, futex_word=0x7f64713f6c60) at ./nptl/futex-internal.c:57\n"
+    "#5  0x00007f646f48c8ab in ?? () from /lib/x86_64-linux-gnu/libopenblas.so.0\n"
+    "#6  0x00007f6480f8a1f5 in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442\n"
+    "\n"
+    "Thread 1 (Thread 0x7f6480f00040 (LWP 20618) \"python3\"):\n"
+    "#0  0x00007f6480fd0545 in __GI___clock_nanosleep (clock_id=1, flags=1, req=0x7fff32069e60, rem=0x0) at ../sysdeps/unix/sysv/linux/clock_nanosleep.c:48\n"
+    "#1  0x00000000005d64b4 in ?? ()\n"
+    "#2  0x0000000000545963 in ?? ()\n"
+    "#3  0x000000000053acbc in PyObject_Vectorcall ()\n"
+    "#4  0x000000000052b9e0 in _PyEval_EvalFrameDefault ()\n"
+    "#5  0x00000000005236bb in PyEval_EvalCode ()\n"
+    "#10 0x00000000006502c4 in Py_RunMain ()\n"
+    "#11 0x0000000000627d37 in Py_BytesMain ()\n"
+    "#12 0x00007f6480f2824a in __libc_start_call_main (main=main@entry=0x627ca0, argc=argc@entry=3, argv=argv@entry=0x7fff3206a3b8) at ../sysdeps/nptl/libc_start_call_main.h:58\n"
+    "#14 0x0000000000627bd1 in _start ()\n";
 
 /* A plain C program under gdb: its own function under libc's sleep. */
 static const char gdb_c[] =
@@ -145,7 +165,8 @@ static const char proc_running[] =
 static const struct where_case cases[] = {
     { "gdb: gloo all_reduce on its thread", "gdb", gdb_gloo, 4242, "all_reduce" },
     { "gdb: main thread found by gdb's number without a pid", "gdb", gdb_gloo, 0, "all_reduce" },
-    { "gdb: SIGSTOPped Python: innermost non-libc frame", "gdb", gdb_stopped, 5000, "os_kill" },
+    { "gdb: SIGSTOPped Python: the call it is in", "gdb", gdb_stopped, 5000, "kill (python)" },
+    { "gdb: Python in time.sleep: the call it waits in", "gdb", gdb_sleep, 20618, "clock_nanosleep (python)" },
     { "gdb: C program: its own function", "gdb", gdb_c, 0, "wait_for_peer" },
     { "gdb: a failed tool's note above is ignored", "gdb", gdb_after_note, 0, "event_loop" },
     { "py-spy: all_reduce under the user's code", "py-spy", pyspy_allreduce, 4242, "all_reduce" },
@@ -156,7 +177,7 @@ static const struct where_case cases[] = {
     { "py-spy: recv when nothing bigger", "py-spy", pyspy_recv, 31, "recv" },
     { "proc: the main thread's wait channel", "proc", proc_stopped, 6000, "do_signal_stop (kernel)" },
     { "proc: running, no wait channel: its state", "proc", proc_running, 6100, "state R (running)" },
-    { "guessed: gdb", NULL, gdb_stopped, 5000, "os_kill" },
+    { "guessed: gdb", NULL, gdb_stopped, 5000, "kill (python)" },
     { "guessed: proc", NULL, proc_stopped, 6000, "do_signal_stop (kernel)" },
     { "guessed: py-spy", NULL, pyspy_user, 0, "freeze_here (on_hang.py)" },
     { "empty text", "gdb", "", 1, NULL },

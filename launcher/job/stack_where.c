@@ -218,8 +218,8 @@ static bool in_torch(const struct frame *f, const char *dir)
 static bool is_user_python(const struct frame *f)
 {
     static const char *const lib[] = { "/site-packages/", "/dist-packages/", "/lib/python",
-                                       "<frozen", "<string>", NULL };
-    if (!f->python || !f->where) return false;
+                                       "<frozen", "<string>", "/torch/", NULL };
+    if (!f->python || !f->where || starts(f->where, "torch/")) return false;   /* py-spy may shorten */
     for (size_t i = 0; lib[i]; i++)
         if (strstr(f->where, lib[i])) return false;
     return true;
@@ -237,7 +237,7 @@ static bool is_system(const struct frame *f)
                                          "clock_nanosleep", "usleep", "sleep", "pause", "read",
                                          "write", "recv", "recvmsg", "recvfrom", "send", "sendmsg",
                                          "sendto", "accept", "accept4", "connect", "kill", "raise",
-                                         "waitpid", "wait4", "ioctl", "sched_yield", "futex", NULL };
+                                         "waitpid", "wait4", "ioctl", "sched_yield", "futex", "_start", NULL };
     const char *n = f->name;
     if (f->python || f->kernel) return false;
     if (!*n || starts(n, "??") || starts(n, "__") || starts(n, "_dl_") || starts(n, "pthread_") ||
@@ -287,8 +287,8 @@ static char *telling_frame(const struct thread *t)
         if (coll && !p2p) p2p = coll;
         if (p2p) continue;   /* a send/recv inside a collective's code: look further out */
         if (in_torch(f, "torch/utils/data/")) return xstrdup("the data loader");
-        if (in_torch(f, "torch/distributed/") &&
-            (strstr(f->name, "init_process_group") || strstr(f->name, "rendezvous")))
+        if (in_torch(f, "torch/distributed/") && (strstr(f->name, "init_process_group") ||
+                                                  strstr(f->name, "rendezvous") || strstr(f->where, "rendezvous")))
             return xstrdup("init_process_group");
         if (!f->python && strstr(f->name, "TCPStore")) return xstrdup("the rendezvous store");
         if (is_user_python(f)) return python_phrase(f);
@@ -308,14 +308,43 @@ static char *thread_collective(const struct thread *t)
     return NULL;
 }
 
-/* Rules 3 and 4 on the main thread. */
+/* The interpreter's own C functions, as gdb sees a Python process without its debug symbols:
+ * exported ones by name, static ones as "??". */
+static bool is_interpreter(const struct frame *f)
+{
+    return starts(f->name, "Py") || starts(f->name, "_Py") || starts(f->name, "??") ||
+           starts(f->name, "cfunction_") || starts(f->name, "method_vectorcall");
+}
+
+/* "__GI___clock_nanosleep" -> "clock_nanosleep", "clock_nanosleep@GLIBC_2.2.5" too. */
+static char *libc_name(const char *name)
+{
+    if (starts(name, "__GI_")) name += 5;
+    while (*name == '_') name++;
+    char *s = xstrndup(name, strcspn(name, "@"));
+    char *c = clip(s);
+    free(s);
+    return c;
+}
+
+/* Rules 3 and 4 on the main thread. A Python process under gdb shows the interpreter's frames
+ * only: then the call it waits in, "clock_nanosleep (python)". */
 static char *fallback_frame(const struct thread *t)
 {
+    bool python = false;
+    for (size_t i = 0; i < t->n; i++)
+        python = python || starts(t->f[i].name, "_PyEval_") || starts(t->f[i].name, "Py_");
     for (size_t i = 0; i < t->n; i++) {
         const struct frame *f = &t->f[i];
         if (f->kernel && strcmp(f->where, "wchan") == 0) return xasprintf("%s (kernel)", f->name);
-        if (!f->kernel && !f->python && !is_system(f)) return clip(f->name);
+        if (!f->kernel && !f->python && !is_system(f) && !(python && is_interpreter(f))) return clip(f->name);
     }
+    for (size_t i = 0; python && i < t->n; i++)
+        if (!starts(t->f[i].name, "??") && t->f[i].name[0]) {
+            char *call = libc_name(t->f[i].name), *s = xasprintf("%s (python)", call);
+            free(call);
+            return s;
+        }
     for (size_t i = 0; i < t->n; i++)
         if (t->f[i].python) return python_phrase(&t->f[i]);
     for (size_t i = 0; i < t->n; i++)   /* /proc without a wait channel: its state */

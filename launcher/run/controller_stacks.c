@@ -30,7 +30,7 @@
 #include "wire/protocol.h"
 
 #define HANG_PER_NODE     4              /* dumps in flight per node (an agent runs 8 at most) */
-#define HANG_ANSWER_MS    45000          /* the agent gives up on a dump after 35 s */
+#define HANG_ANSWER_MS    65000          /* the agent gives up on a dump after 55 s */
 #define TRACE_FILE_MAX    (64LL << 20)   /* bytes kept of one flight recorder dump */
 #define TRACE_FILES_MAX   256            /* dumps kept per node */
 
