@@ -46,6 +46,36 @@ static const char gdb_gloo[] =
     "#5  0x000055d0c59f0cda in _PyEval_EvalFrameDefault ()\n"
     "[Inferior 1 (process 4242) detached]\n";
 
+/* The same on Debian's torch 1.13 and gloo, as this machine's gdb wrote it: gloo's collective
+ * code has no symbols, so only the wait and a receive are named. */
+static const char gdb_gloo_debian[] =
+    "[New LWP 26699]\n"
+    "[Thread debugging using libthread_db enabled]\n"
+    "__futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, futex_word=0x3ab14d68) at ./nptl/futex-internal.c:57\n"
+    "57\t./nptl/futex-internal.c: No such file or directory.\n"
+    "\n"
+    "Thread 6 (Thread 0x7f9ce59b76c0 (LWP 26706) \"python3\"):\n"
+    "#0  __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x7f9ce59b6840, op=137, expected=0, futex_word=0x7f9cd4000db8) at ./nptl/futex-internal.c:57\n"
+    "#4  ___pthread_cond_clockwait64 (abstime=<optimized out>, clockid=1, mutex=0x7f9cd4000d68, cond=0x7f9cd4000d90) at ./nptl/pthread_cond_wait.c:682\n"
+    "#6  0x00007f9d0192bd6b in gloo::transport::tcp::UnboundBuffer::waitRecv(int*, std::chrono::duration<long, std::ratio<1l, 1000l> >) () from /lib/libgloo.so.0\n"
+    "#7  0x00007f9d018fb8f7 in ?? () from /lib/libgloo.so.0\n"
+    "#8  0x00007f9d07c6ceb5 in ?? () from /lib/x86_64-linux-gnu/libtorch_cpu.so.1.13\n"
+    "#9  0x00007f9d07c6c8ad in c10d::ProcessGroupGloo::AsyncWork::execute(c10::intrusive_ptr<c10d::ProcessGroupGloo::AsyncWork, c10::detail::intrusive_target_default_null_type<c10d::ProcessGroupGloo::AsyncWork> >) () from /lib/x86_64-linux-gnu/libtorch_cpu.so.1.13\n"
+    "#10 0x00007f9d07c6c9d4 in c10d::ProcessGroupGloo::runLoop(int) () from /lib/x86_64-linux-gnu/libtorch_cpu.so.1.13\n"
+    "#11 0x00007f9d030d44a3 in ?? () from /lib/x86_64-linux-gnu/libstdc++.so.6\n"
+    "#12 0x00007f9d0c0641f5 in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442\n"
+    "\n"
+    "Thread 1 (Thread 0x7f4296d4a040 (LWP 32213) \"python3\"):\n"
+    "#0  __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, futex_word=0x37711bb8) at ./nptl/futex-internal.c:57\n"
+    "#2  0x00007f4296dd0f7b in __GI___futex_abstimed_wait_cancelable64 (futex_word=futex_word@entry=0x37711bb8, expected=expected@entry=0) at ./nptl/futex-internal.c:139\n"
+    "#4  ___pthread_cond_wait (cond=0x37711b90, mutex=0x37711b68) at ./nptl/pthread_cond_wait.c:618\n"
+    "#5  0x00007f42928c2843 in c10d::Work::wait(std::chrono::duration<long, std::ratio<1l, 1000l> >) () from /lib/x86_64-linux-gnu/libtorch_cpu.so.1.13\n"
+    "#6  0x00007f42961a9b4e in ?? () from /lib/x86_64-linux-gnu/libtorch_python.so.1.13\n"
+    "#8  0x0000000000547b96 in ?? ()\n"
+    "#9  0x0000000000517fc3 in _PyObject_MakeTpCall ()\n"
+    "#10 0x000000000052b9e0 in _PyEval_EvalFrameDefault ()\n"
+    "#11 0x00000000005236bb in PyEval_EvalCode ()\n";
+
 /* gdb on a Python rank frozen by os.kill(os.getpid(), SIGSTOP) (no Python debug symbols). */
 static const char gdb_stopped[] =
     "Thread 2 (Thread 0x7f1 (LWP 5001) \"python3\"):\n"
@@ -165,6 +195,7 @@ static const char proc_running[] =
 static const struct where_case cases[] = {
     { "gdb: gloo all_reduce on its thread", "gdb", gdb_gloo, 4242, "all_reduce" },
     { "gdb: main thread found by gdb's number without a pid", "gdb", gdb_gloo, 0, "all_reduce" },
+    { "gdb: Debian's gloo: the main thread's wait", "gdb", gdb_gloo_debian, 32213, "c10d::Work::wait (a collective)" },
     { "gdb: SIGSTOPped Python: the call it is in", "gdb", gdb_stopped, 5000, "kill (python)" },
     { "gdb: Python in time.sleep: the call it waits in", "gdb", gdb_sleep, 20618, "clock_nanosleep (python)" },
     { "gdb: C program: its own function", "gdb", gdb_c, 0, "wait_for_peer" },

@@ -337,7 +337,14 @@ static char *fallback_frame(const struct thread *t)
     for (size_t i = 0; i < t->n; i++) {
         const struct frame *f = &t->f[i];
         if (f->kernel && strcmp(f->where, "wchan") == 0) return xasprintf("%s (kernel)", f->name);
-        if (!f->kernel && !f->python && !is_system(f) && !(python && is_interpreter(f))) return clip(f->name);
+        if (f->kernel || f->python || is_system(f) || (python && is_interpreter(f))) continue;
+        /* Waiting for a work object whose collective runs elsewhere, unnamed (static code). */
+        if (is_dist_native(f) && strstr(f->name, "::wait")) {
+            char *w = xasprintf("%s (a collective)", f->name), *c = clip(w);
+            free(w);
+            return c;
+        }
+        return clip(f->name);
     }
     for (size_t i = 0; python && i < t->n; i++)
         if (!starts(t->f[i].name, "??") && t->f[i].name[0]) {

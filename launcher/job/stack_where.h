@@ -13,7 +13,8 @@
  *  2. a collective in another thread (gloo and NCCL run them on threads of their own while the
  *     main thread waits for the result);
  *  3. the main thread's innermost frame outside the C library, libstdc++ and the dynamic
- *     loader (gdb: "c10d::ProcessGroupGloo::AsyncWork::wait"); for a Python process that gdb
+ *     loader (gdb: "event_loop"; a c10d wait: "c10d::Work::wait (a collective)", when the
+ *     collective's own code has no symbols, as in Debian's gloo); for a Python process that gdb
  *     sees only the interpreter of (no Python frames without py-spy), the call it waits in:
  *     "clock_nanosleep (python)"; else its innermost Python frame;
  *  4. /proc: the main thread's kernel wait channel, "do_signal_stop (kernel)".
