@@ -465,8 +465,9 @@ with open(fr1 + "/nccl-a0-rank-5", "wb") as f: f.write(big)
 with open(fr1 + "/nccl-a0-rank-7", "wb") as f: f.write(b"small\n")
 with open(fr1 + "/other", "wb") as f: f.write(b"not a dump\n")
 os.mkdir(fr1 + "/nccl-a0-rank-dir")
+os.symlink(TMP + "/pids", fr1 + "/nccl-a0-rank-9")   # a planted link to another file
 ls = ag4.request({"op": "list", "prefix": fr1 + "/nccl-a0-rank-"})
-check("list: the regular files starting with the prefix, sorted, with sizes",
+check("list: the regular files starting with the prefix, sorted, with sizes (no directory, no link)",
       ls.get("ev") == "list" and ls.get("files") == [{"path": fr1 + "/nccl-a0-rank-5", "size": len(big)},
                                                      {"path": fr1 + "/nccl-a0-rank-7", "size": 6}], ls)
 ls = ag4.request({"op": "list", "prefix": TMP + "/no/such/dir/x"})
@@ -484,7 +485,9 @@ check("read: 1.2 MB in 512 KiB chunks by offset, eof on the last, every byte",
       got == big and chunks == 3 and last.get("size") == len(big) and last.get("eof") is True, chunks, len(got), last.get("size"))
 e1 = ag4.request({"op": "read", "path": fr1 + "/nccl-a0-rank-dir"})
 e2 = ag4.request({"op": "read", "path": "relative/file"})
-check("read of a directory or a relative path: an error", e1.get("ev") == "error" and e2.get("ev") == "error", e1, e2)
+e3 = ag4.request({"op": "read", "path": fr1 + "/nccl-a0-rank-9"})
+check("read of a directory, a relative path or through a link: an error",
+      e1.get("ev") == "error" and e2.get("ev") == "error" and e3.get("ev") == "error", e1, e2, e3)
 ag4.p.stdin.close()
 ag4.p.wait(10)
 check("at exit the agent removes the dump directories it made that stayed empty, and only those",

@@ -1,8 +1,9 @@
 /* The "list" and "read" requests, and the flight recorder's directory (agent_files.h). Both
  * requests read the local disk in the loop: a directory listing and one 512 KiB read are short,
  * and the controller asks for one chunk at a time, so rank output and heartbeats go on between
- * them. They read what the agent's user may read; the controller starts any program as that
- * user anyway. */
+ * them. Only regular files of the agent's own user, never through a symbolic link: the dumps
+ * live in a directory under /tmp, where another user could plant a link to a private file for
+ * ddptop to copy into a log directory others may read. */
 #include "agent_files.h"
 
 #include <dirent.h>
@@ -97,7 +98,7 @@ void agent_files_list_op(struct agent *ag, const cJSON *req, const cJSON *id)
     for (int i = 0; i < n; i++) {
         char *path = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, names[i]);
         struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
             cJSON *f = cJSON_CreateObject();
             cJSON_AddStringToObject(f, "path", path);
             cJSON_AddNumberToObject(f, "size", (double)st.st_size);
@@ -119,12 +120,13 @@ void agent_files_read_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     if (agent_req_int(ag, req, id, "offset", 0, LONG_MAX, 0, &offset) < 0) return;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
         int e = fd < 0 ? errno : EINVAL;
         if (fd >= 0) close(fd);
-        agent_send_error(ag, id, "cannot read %s: %s", path, e == EINVAL ? "not a regular file" : strerror(e));
+        agent_send_error(ag, id, "cannot read %s: %s", path,
+                         e == EINVAL ? "not a regular file of the agent's user" : strerror(e));
         return;
     }
     char *buf = xmalloc(FILES_READ_CHUNK);

@@ -276,6 +276,9 @@ static void read_answer(struct controller *c, const struct stacks_req *rq, const
     if (len) fwrite(data, 1, len, hf->out);
     free(data);
     hf->offset += (long long)len;
+    if (hf->offset >= TRACE_FILE_MAX && !cJSON_IsTrue(get(m, "eof")))
+        job_event_add(c->job, EV_INFO, -1, (int)rq->node, "%s: only its first %lld MiB saved", hf->paths[hf->next],
+                      TRACE_FILE_MAX >> 20);
     if (cJSON_IsTrue(get(m, "eof")) || len == 0 || hf->offset >= TRACE_FILE_MAX) {
         files_close(hf, true);
         files_next(c, rq->node);
