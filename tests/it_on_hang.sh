@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Integration: --on-hang with a real PyTorch gloo job of two local ranks (no hostfile). Rank 1
 # freezes on attempt 0: after a step's all_reduce it sleeps for good in freeze_here(), while
-# rank 0 goes on to the next all_reduce and waits there. With --hang-timeout 4 the stall comes
-# after a few seconds, under each policy:
+# rank 0 goes on to the next all_reduce and waits there. With --hang-timeout 6 the stall comes
+# after a few seconds (6 s leaves room for two ranks importing torch on a busy machine: a stall
+# while they start would take the stacks early), under each policy:
 #   stacks   both ranks' stack files exist; the frozen rank's names where it froze (its Python
 #            function with py-spy; the interpreter's sleep with gdb, which sees no Python frames);
 #            the stand-in flight recorder dump is fetched; the job goes on until we stop it;
@@ -87,7 +88,7 @@ start_job() {
     local name=$1 policy=$2; shift 2
     RUN_DIR=$LOGS/$RID-$name
     rj_start "$T/$name.out" --headless --no-check --nproc-per-node 2 --master-port "$(sshd_pick_port)" \
-        --log-dir "$LOGS" --run-id "$RID-$name" --hang-timeout 4 --on-hang "$policy" --term-timeout 3 "$@" \
+        --log-dir "$LOGS" --run-id "$RID-$name" --hang-timeout 6 --on-hang "$policy" --term-timeout 3 "$@" \
         -- "$PY" "$T/on_hang.py" "$T/$name.snap" 12 3
 }
 has_event() { grep -q "\"kind\":\"$2\"" "$1/events.jsonl" 2>/dev/null; }

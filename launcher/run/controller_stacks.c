@@ -425,8 +425,11 @@ static void hang_finish(struct controller *c)
     if (acts && (c->phase != PH_RUN || j->attempt != s->attempt)) {
         acts = false; /* the attempt ended meanwhile (a failure, a stop, a restart) */
     } else if (acts && j->state != JOB_STALLED) {
+        /* Not a hang after all (a slow start, a long checkpoint): the next stall of this
+         * attempt may still be one, so the action stays armed. */
         job_event_add(j, EV_INFO, -1, -1, "every rank moved on while the stacks were taken: the job "
-                      "goes on (--on-hang %s)", hang_action_name(act));
+                      "goes on, and its next stall acts again (--on-hang %s)", hang_action_name(act));
+        s->acted_attempt = -1;
         acts = false;
     }
     if (acts) {
