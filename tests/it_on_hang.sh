@@ -204,7 +204,7 @@ fi
 start_job none none
 if wait_until 60 has_event "$RUN_DIR" stall; then tap_ok "none: a stall event"
 else tap_fail "none: a stall event" "$(tail -20 "$T/none.out")"; fi
-sleep 3
+sleep 2
 if kill -0 "$RJ_PID" 2>/dev/null && ! has_event "$RUN_DIR" stacks && [ ! -e "$RUN_DIR/attempt-0/stacks" ]; then
     tap_ok "none: no stacks taken, the job goes on"
 else
