@@ -60,7 +60,12 @@ LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire 
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
-.SECONDARY:
+# Test and bench objects are intermediates of pattern rules: keep them (relinks stay cheap).
+# Only those: with a bare .SECONDARY every target is secondary, and a new source file older
+# than its room's archive would never be compiled on an incremental build.
+.SECONDARY: $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o) \
+            $(patsubst tests/bench/%.c,$(BUILD)/obj/tests/bench/%.o,$(wildcard tests/bench/*.c)) \
+            $(patsubst tests/bench/%.cu,$(BUILD)/obj/tests/bench/%.cu.o,$(wildcard tests/bench/*.cu))
 .PHONY: demo-check bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
@@ -177,6 +182,15 @@ $(BUILD)/tests/test_gpu_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
 tests: $(FAKE_PROGS)
+
+# fakenvml (tests/fakenvml, a TEST DOUBLE of the driver's libnvidia-ml.so.1): the agent's GPU
+# sampler finds it through LD_LIBRARY_PATH as it would find the real one. No CUDA needed.
+FAKE_NVML = $(BUILD)/fakenvml/libnvidia-ml.so.1
+$(FAKE_NVML): tests/fakenvml/fake_nvml.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -shared \
+	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+tests: $(FAKE_NVML)
 
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \

@@ -59,33 +59,36 @@ static void test_ssh_options(void)
     struct ssh_conn_opts o;
     memset(&o, 0, sizeof o);
     i = 0;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), 1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), 1);
     CHECK(o.accept_new_hosts);
     i = 1;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), 1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), 1);
     CHECK_INT(o.timeout_s, 30);
     CHECK_INT(i, 2);
     i = 3;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), 1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), 1);
     CHECK_INT(o.login_timeout_s, 90);
     i = 4;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), 1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), 1);
     CHECK_STR(o.known_hosts, "/tmp/kh");
     i = 6;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), -1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), -1);
     CHECK_STR(err, "--agent-dir wants a directory");
     i = 8;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), -1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), -1);
     CHECK_STR(err, "--timeout wants a whole number from 1 to 3600, not '0'");
     i = 10;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), -1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), -1);
     CHECK_STR(err, "-F /nonexistent/ddptop-cfg: No such file or directory");
     i = 12;   /* not an SSH option: left to the subcommand */
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), 0);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), 0);
     CHECK_INT(i, 12);
     i = 13;
-    CHECK_INT(ssh_cli_option(argc, argv, &i, &o, err, sizeof err), -1);
+    CHECK_INT(ssh_cli_option("check", argc, argv, &i, &o, err, sizeof err), -1);
     CHECK_STR(err, "--timeout needs a value (see ddptop check --help)");
+    i = 13;   /* the hint names the subcommand being parsed */
+    CHECK_INT(ssh_cli_option("run", argc, argv, &i, &o, err, sizeof err), -1);
+    CHECK_STR(err, "--timeout needs a value (see ddptop run --help)");
 }
 
 int main(void)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_nvml.h"
 #include "agent_facts.h"
 #include "agent_files.h"
 #include "agent_net.h"
@@ -51,6 +52,7 @@ static const struct agent_op agent_ops[] = {
     { WIRE_OP_READ, agent_files_read_op },
     { WIRE_OP_PING, agent_ranks_ping_op },
     { WIRE_OP_EXIT, op_exit },
+    { WIRE_OP_GPU_WATCH, agent_nvml_watch_op },
     { NULL, NULL },
 };
 

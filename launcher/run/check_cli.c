@@ -68,7 +68,7 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
             continue;
         }
         if (hosts_source_option(&src, a)) continue;
-        rc = ssh_cli_option(argc, argv, i, &o->ssh, err, errlen);
+        rc = ssh_cli_option("check", argc, argv, i, &o->ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;

@@ -29,6 +29,7 @@ struct run_opts {
     const char *workdir;         /* NULL: the current directory's path */
     int hang_timeout_s;          /* default 300, 0 off */
     enum hang_action on_hang;    /* --on-hang, default stacks */
+    int gpu_interval_ms;         /* NVML sampling on every node; default 1000, 0 off */
     int term_timeout_s;          /* default 10 */
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */

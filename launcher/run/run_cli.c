@@ -51,6 +51,7 @@ void run_cli_usage(FILE *f)
           "                       rank's stacks in the attempt's log directory; the default), restart\n"
           "                       (stacks, then restart, counting against --max-restarts), stop\n"
           "                       (stacks, then stop the job as failed with the hang as root cause)\n"
+          "  --gpu-interval MS    sample every node's GPUs (NVML) this often (default 1000, 0 off)\n"
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
@@ -92,6 +93,10 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--max-restarts")) != 0) {
         if (rc < 0 || cli_parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--gpu-interval")) != 0) {
+        if (rc < 0 || cli_parse_int("--gpu-interval", val, 0, 3600000, &o->gpu_interval_ms, err, errlen) < 0) return -1;
+        if (o->gpu_interval_ms > 0 && o->gpu_interval_ms < 100)
+            return cli_fail(err, errlen, "--gpu-interval wants 0 (off) or 100 ms or more, not '%s'", val);
     } else if ((rc = VALUE("--hang-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--on-hang")) != 0) {
@@ -158,7 +163,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
             continue;
         }
         if (hosts_source_option(&src, a)) continue;
-        rc = ssh_cli_option(argc, argv, &i, &o->check.ssh, err, errlen);
+        rc = ssh_cli_option("run", argc, argv, &i, &o->check.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = run_option(argc, argv, &i, o, err, errlen);

@@ -12,9 +12,10 @@
 
 #define TAKE(lng, shrt)                                                                  \
     (rc = cli_opt_value(argc, argv, i, lng, shrt, &val)) < 0                                 \
-        ? cli_fail(err, errlen, "%s needs a value (see ddptop check --help)", lng) : rc
+        ? cli_fail(err, errlen, "%s needs a value (see ddptop %s --help)", lng, cmd) : rc
 
-int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err, size_t errlen)
+int ssh_cli_option(const char *cmd, int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err,
+                   size_t errlen)
 {
     const char *val = NULL;
     int rc;

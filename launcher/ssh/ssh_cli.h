@@ -9,9 +9,11 @@
 
 #include "ssh_conn.h"
 
-/* Tries the option at argv[*i] as one of the SSH options. Returns 1 when consumed (*i moved
- * past its value), 0 when it is not an SSH option, -1 with a message in err. */
-int ssh_cli_option(int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err, size_t errlen);
+/* Tries the option at argv[*i] as one of the SSH options of `ddptop CMD` (named in the hints).
+ * Returns 1 when consumed (*i moved past its value), 0 when it is not an SSH option, -1 with a
+ * message in err. */
+int ssh_cli_option(const char *cmd, int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err,
+                   size_t errlen);
 /* The SSH options' lines of the usage text. */
 void ssh_cli_usage(FILE *f);
 /* Our ddptop-agent: next to the running executable. malloc'd, NULL when unknown. */

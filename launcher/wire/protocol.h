@@ -23,6 +23,7 @@
 #define WIRE_OP_READ      "read"
 #define WIRE_OP_PING      "ping"
 #define WIRE_OP_EXIT      "exit"
+#define WIRE_OP_GPU_WATCH "gpu_watch"
 
 #define WIRE_EV_HELLO     "hello"
 #define WIRE_EV_OUT       "out"
@@ -41,6 +42,8 @@
 #define WIRE_EV_CONNECT   "connect"
 #define WIRE_EV_UNLISTEN  "unlisten"
 #define WIRE_EV_SIGNAL    "signal"
+#define WIRE_EV_GPU_WATCH "gpu_watch"
+#define WIRE_EV_GPU       "gpu"
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */

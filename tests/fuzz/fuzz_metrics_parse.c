@@ -1,14 +1,16 @@
 /* libFuzzer harness for the parsers that read rank output: the metrics line parser
- * (launcher/metrics_parse.c, default regex and the runtime's JSON) and the error-file
- * formatter (launcher/root_cause.c). Not built by `make`. With clang and libFuzzer:
+ * (launcher/job/metrics_parse.c, default regex and the runtime's JSON through
+ * launcher/wire/step_line.c) and the error-file formatter (launcher/job/root_cause.c). Not
+ * built by `make`; it links the room archives of a sanitizer build (`make asan`, build-asan/).
+ * With clang and libFuzzer:
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher \
- *       -I/usr/include/cjson tests/fuzz/fuzz_metrics_parse.c launcher/metrics_parse.c \
- *       launcher/root_cause.c launcher/job.c launcher/job_events.c launcher/util.c -lcjson \
- *       -lm -o build/fuzz_metrics_parse && ./build/fuzz_metrics_parse -max_len=4096
+ *   make asan && clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE \
+ *       -Ilauncher -Itests -I/usr/include/cjson tests/fuzz/fuzz_metrics_parse.c \
+ *       build-asan/libjob.a build-asan/libwire.a build-asan/libhosts.a build-asan/libutil.a \
+ *       -lcjson -lm -o build/fuzz_metrics_parse && ./build/fuzz_metrics_parse -max_len=4096
  *
  * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds mutations of real log lines
- * (any C compiler; pair it with -fsanitize=address,undefined), same sources:
+ * (any C compiler), same archives:
  *
  *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN ... \
  *       -o build/fuzz_metrics_smoke && ./build/fuzz_metrics_smoke 20000
