@@ -25,7 +25,7 @@ chmod 755 "$T"
 cleanup() {
     rj_cleanup
     kill_marker_pids "$T"
-    rm -rf "$T" /tmp/ddptop-"hang$$"-*
+    rm -rf "$T" /tmp/ddptop-nccl-"hang$$"-*
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -311,8 +311,8 @@ static void test_rank_env_flight_recorder(void)
     plan_rank_env(&in, &e);
     CHECK_STR(env_list_get(&e, "TORCH_NCCL_TRACE_BUFFER_SIZE"), "2000");
     CHECK_STR(env_list_get(&e, "TORCH_NCCL_DUMP_ON_TIMEOUT"), "1");
-    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), "/tmp/ddptop-r1/nccl-a1-rank-");
-    CHECK_STR(plan_trace_prefix(&e), "/tmp/ddptop-r1/nccl-a1-rank-");
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), "/tmp/ddptop-nccl-r1/a1-rank-");
+    CHECK_STR(plan_trace_prefix(&e), "/tmp/ddptop-nccl-r1/a1-rank-");
     CHECK(env_list_get(&e, "TORCH_FR_DUMP_TEMP_FILE") == NULL);
     for (size_t i = 0; plan_trace_vars[i]; i++) CHECK(env_list_get(&e, plan_trace_vars[i]) != NULL);
     env_list_free(&e);
@@ -343,7 +343,7 @@ static void test_rank_env_flight_recorder(void)
     CHECK_STR(plan_trace_prefix(&e), "/fr/x_");
     env_list_free(&e);
     char *p = plan_trace_default_prefix("run-7", 0);
-    CHECK_STR(p, "/tmp/ddptop-run-7/nccl-a0-rank-");
+    CHECK_STR(p, "/tmp/ddptop-nccl-run-7/a0-rank-");
     free(p);
     hostlist_free(&hl);
 }

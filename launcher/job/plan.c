@@ -156,7 +156,7 @@ static const char *user_value(const struct rank_env_in *in, const char *key)
 
 char *plan_trace_default_prefix(const char *run_id, int attempt)
 {
-    return xasprintf("/tmp/ddptop-%s/nccl-a%d-rank-", run_id, attempt);
+    return xasprintf("/tmp/ddptop-nccl-%s/a%d-rank-", run_id, attempt);
 }
 
 const char *plan_trace_prefix(const struct env_list *env)

@@ -80,7 +80,7 @@ extern const char *const plan_default_vars[];
  * TORCH_FR_DUMP_TEMP_FILE): a buffer of 2000 entries, a dump on NCCL's timeout, and the dump
  * file's prefix plan_trace_default_prefix (NULL-terminated, in that order). */
 extern const char *const plan_trace_vars[];
-/* "/tmp/ddptop-RUN_ID/nccl-aATTEMPT-rank-": a directory per run on each node (its agent makes
+/* "/tmp/ddptop-nccl-RUN_ID/aATTEMPT-rank-": a directory per run on each node (its agent makes
  * it at spawn and removes it when it stayed empty); PyTorch appends the rank. Caller frees. */
 char *plan_trace_default_prefix(const char *run_id, int attempt);
 /* The prefix the ranks of a built environment dump to (TORCH_FR_DUMP_TEMP_FILE, else
