@@ -3,7 +3,8 @@
 # controller drives it: spawn ranks (environment, working directory, pids), their output as
 # out messages (order per stream, partial lines, 64 KiB pieces, bytes that are not text), exit
 # codes and signals, stop with SIGKILL after term_timeout_ms, signal, status heartbeats, the
-# error file, stacks (gdb and the /proc fallback), exec failures, and no orphans: stdin EOF,
+# error file, stacks (gdb and the /proc fallback), list and read of the flight recorder's dumps
+# (and their directory made at spawn), exec failures, and no orphans: stdin EOF,
 # SIGKILL and SIGTERM of the agent, and the request watchdog each leave no process of a rank's
 # group (grandchildren included) within 5 s. The driver is Python (standard library only).
 set -u
@@ -448,6 +449,49 @@ s = ag2.request({"op": "stacks", "rank": 0}, 30)
 check("stacks without gdb: the /proc view (state, wchan per thread)",
       s.get("tool") == "proc" and "state S" in s.get("text", "") and "wchan" in s.get("text", ""),
       s.get("text", "")[:800])
+
+# ---- list and read (NCCL flight recorder dumps), the dump directory made at spawn ----
+ag4 = Agent(base_env)
+fr1, fr2 = os.path.join(TMP, "fr", "run1"), os.path.join(TMP, "fr", "run2")
+probe = 'd=${TORCH_FR_DUMP_TEMP_FILE:-$TORCH_NCCL_DEBUG_INFO_TEMP_FILE}; test -d "${d%/*}" && echo made'
+spawn(ag4, ["sh", "-c", probe], [{"rank": 5, "env": {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr1 + "/nccl-a0-rank-"}},
+                                 {"rank": 6, "env": {"TORCH_FR_DUMP_TEMP_FILE": fr2 + "/x-"}}])
+ex5, ex6 = ag4.exit_of(5), ag4.exit_of(6)
+check("spawn makes the flight recorder dump's directory (mode 0700) before the rank starts",
+      ex5.get("code") == 0 and ex6.get("code") == 0 and b"made" in b"".join(data(m) for m in ag4.outs(5)) and
+      os.stat(fr1).st_mode & 0o777 == 0o700 and os.path.isdir(fr2), ex5, ex6)
+big = os.urandom(1200 * 1024)
+with open(fr1 + "/nccl-a0-rank-5", "wb") as f: f.write(big)
+with open(fr1 + "/nccl-a0-rank-7", "wb") as f: f.write(b"small\n")
+with open(fr1 + "/other", "wb") as f: f.write(b"not a dump\n")
+os.mkdir(fr1 + "/nccl-a0-rank-dir")
+os.symlink(TMP + "/pids", fr1 + "/nccl-a0-rank-9")   # a planted link to another file
+ls = ag4.request({"op": "list", "prefix": fr1 + "/nccl-a0-rank-"})
+check("list: the regular files starting with the prefix, sorted, with sizes (no directory, no link)",
+      ls.get("ev") == "list" and ls.get("files") == [{"path": fr1 + "/nccl-a0-rank-5", "size": len(big)},
+                                                     {"path": fr1 + "/nccl-a0-rank-7", "size": 6}], ls)
+ls = ag4.request({"op": "list", "prefix": TMP + "/no/such/dir/x"})
+check("list of a directory that does not exist: empty", ls.get("ev") == "list" and ls.get("files") == [], ls)
+got, off, chunks, last = b"", 0, 0, {}
+while chunks < 10:
+    last = ag4.request({"op": "read", "path": fr1 + "/nccl-a0-rank-5", "offset": off})
+    if last.get("ev") != "read": break
+    piece = base64.b64decode(last["b64"])
+    got += piece
+    off += len(piece)
+    chunks += 1
+    if last.get("eof"): break
+check("read: 1.2 MB in 512 KiB chunks by offset, eof on the last, every byte",
+      got == big and chunks == 3 and last.get("size") == len(big) and last.get("eof") is True, chunks, len(got), last.get("size"))
+e1 = ag4.request({"op": "read", "path": fr1 + "/nccl-a0-rank-dir"})
+e2 = ag4.request({"op": "read", "path": "relative/file"})
+e3 = ag4.request({"op": "read", "path": fr1 + "/nccl-a0-rank-9"})
+check("read of a directory, a relative path or through a link: an error",
+      e1.get("ev") == "error" and e2.get("ev") == "error" and e3.get("ev") == "error", e1, e2, e3)
+ag4.p.stdin.close()
+ag4.p.wait(10)
+check("at exit the agent removes the dump directories it made that stayed empty, and only those",
+      not os.path.exists(fr2) and os.path.isfile(fr1 + "/nccl-a0-rank-5"), os.listdir(os.path.join(TMP, "fr")))
 
 # ---- no orphans ----
 def orphan_case(name, how, watchdog_ms=0, limit=5.0, want_rc=None):

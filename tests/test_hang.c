@@ -14,6 +14,7 @@
 #include "job/hang.h"
 #include "job/job.h"
 #include "job/rank_report.h"
+#include "job/root_cause.h"
 #include "tap.h"
 #include "util/util.h"
 
@@ -286,6 +287,49 @@ static void test_defaults(void)
     CHECK_INT(opts.node_timeout_ms, 10000);
 }
 
+/* The rank blamed for a hang: the one furthest behind, then the one still the longest, then
+ * the lowest; and the root cause that names it with where every rank is. */
+static void test_first_stalled_and_cause(void)
+{
+    struct job *j = running_job("first");
+    if (!j) { CHECK(0); return; }
+    opts.node_timeout_ms = 0;
+    opts.straggler_steps = 0;
+    opts.hang_timeout_s = 10;
+    CHECK_INT(hang_first_stalled(j), -1);
+    step_at(j, 0, 8, 10, t0 + 1000);
+    step_at(j, 1, 7, 10, t0 + 2000);   /* behind: blamed although it moved later */
+    step_at(j, 2, 8, 10, t0 + 500);
+    step_at(j, 3, 8, 10, t0 + 500);
+    CHECK(hang_check(j, &opts, t0 + 13000) & HANG_STALL);
+    CHECK_INT(hang_first_stalled(j), 1);
+    step_at(j, 1, 9, 10, t0 + 13000);
+    hang_check(j, &opts, t0 + 13000);   /* rank 1 resumed: of ranks 0, 2, 3 at step 8, 2 and 3 stood still longest */
+    CHECK_INT(j->ranks[1].state, RANK_RUNNING);
+    CHECK_INT(hang_first_stalled(j), 2);
+
+    CHECK(root_cause_hang(j, 2, t0 + 20500, "all 4 ranks in all_reduce"));
+    CHECK(j->cause.set && j->cause.hang && j->cause.rank == 2 && j->cause.node == 1);
+    CHECK_STR(j->cause.summary, "rank 2 on gpu2 hung: step 8 has not advanced for 20 s; all 4 ranks in all_reduce");
+    CHECK_INT(last_event(j)->kind, EV_ROOT_CAUSE);
+    CHECK(!root_cause_hang(j, 1, t0 + 30000, NULL));   /* the first cause stays */
+    job_free(j);
+
+    j = running_job("first2");
+    if (!j) { CHECK(0); return; }
+    CHECK(hang_check(j, &opts, t0 + 11000) & HANG_STALL);   /* no step at all: the lowest rank */
+    CHECK_INT(hang_first_stalled(j), 0);
+    CHECK(root_cause_hang(j, 0, t0 + 11000, NULL));
+    CHECK_STR(j->cause.summary, "rank 0 on gpu1 hung: no step reported in 11 s");
+    job_free(j);
+
+    enum hang_action a;
+    CHECK_INT(hang_action_parse("restart", &a), 0);
+    CHECK_INT(a, HANG_ACTION_RESTART);
+    CHECK_STR(hang_action_name(HANG_ACTION_NONE), "none");
+    CHECK_INT(hang_action_parse("Stop", &a), -1);
+}
+
 #define RUN_OPTS(fn) do { hang_opts_init(&opts); RUN(fn); } while (0)
 
 int main(void)
@@ -299,6 +343,7 @@ int main(void)
     RUN_OPTS(test_straggler_by_steps);
     RUN_OPTS(test_straggler_two_ranks);
     RUN_OPTS(test_node_lost);
+    RUN_OPTS(test_first_stalled_and_cause);
     nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return tap_done();
 }

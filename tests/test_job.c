@@ -485,6 +485,7 @@ static void test_names(void)
     CHECK_STR(node_state_name(NODE_READY), "ready");
     CHECK_STR(job_event_kind_name(EV_ROOT_CAUSE), "root_cause");
     CHECK_STR(job_event_kind_name(EV_RESUME), "resumed");
+    CHECK_STR(job_event_kind_name(EV_STACKS), "stacks");
     CHECK_STR(job_state_name((enum job_state)99), "?");
 }
 

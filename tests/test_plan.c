@@ -299,6 +299,55 @@ static void test_run_id_and_token(void)
     CHECK(strcmp(t1, t2) != 0);
 }
 
+/* The NCCL flight recorder settings: ddptop's defaults, a per-run and per-attempt dump prefix,
+ * every user value kept, and PyTorch 2.7's newer names respected. */
+static void test_rank_env_flight_recorder(void)
+{
+    struct hostlist hl;
+    char err[256];
+    CHECK_INT(hostfile_parse_text("h", "a slots=2\nb slots=2 TORCH_NCCL_TRACE_BUFFER_SIZE=50\n", &hl, err, sizeof err), 0);
+    struct rank_env_in in = in_2x2(&hl, 0);
+    struct env_list e = {0};
+    plan_rank_env(&in, &e);
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_TRACE_BUFFER_SIZE"), "2000");
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DUMP_ON_TIMEOUT"), "1");
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), "/tmp/ddptop-nccl-r1/a1-rank-");
+    CHECK_STR(plan_trace_prefix(&e), "/tmp/ddptop-nccl-r1/a1-rank-");
+    CHECK(env_list_get(&e, "TORCH_FR_DUMP_TEMP_FILE") == NULL);
+    for (size_t i = 0; plan_trace_vars[i]; i++) CHECK(env_list_get(&e, plan_trace_vars[i]) != NULL);
+    env_list_free(&e);
+
+    in = in_2x2(&hl, 2);                  /* node b's hostfile key, --env, ddptop's environment */
+    struct host_env cli[] = {{"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/scratch/fr/rank"}};
+    char *launcher_env[] = {"TORCH_NCCL_DUMP_ON_TIMEOUT=0", NULL};
+    in.cli_env = cli;
+    in.n_cli_env = 1;
+    in.launcher_env = launcher_env;
+    plan_rank_env(&in, &e);
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_TRACE_BUFFER_SIZE"), "50");
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DUMP_ON_TIMEOUT"), "0");
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), "/scratch/fr/rank");
+    CHECK_STR(plan_trace_prefix(&e), "/scratch/fr/rank");
+    env_list_free(&e);
+
+    /* The newer name wins in PyTorch: ddptop then sets no older one of its own, and reads the
+     * dumps where the newer one says. */
+    struct host_env newer[] = {{"TORCH_FR_DUMP_TEMP_FILE", "/fr/x_"}, {"TORCH_FR_BUFFER_SIZE", "10"}};
+    in = in_2x2(&hl, 0);
+    in.cli_env = newer;
+    in.n_cli_env = 2;
+    plan_rank_env(&in, &e);
+    CHECK(env_list_get(&e, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") == NULL);
+    CHECK(env_list_get(&e, "TORCH_NCCL_TRACE_BUFFER_SIZE") == NULL);
+    CHECK_STR(env_list_get(&e, "TORCH_NCCL_DUMP_ON_TIMEOUT"), "1");
+    CHECK_STR(plan_trace_prefix(&e), "/fr/x_");
+    env_list_free(&e);
+    char *p = plan_trace_default_prefix("run-7", 0);
+    CHECK_STR(p, "/tmp/ddptop-nccl-run-7/a0-rank-");
+    free(p);
+    hostlist_free(&hl);
+}
+
 static void test_exit_codes(void)
 {
     CHECK_INT(plan_exit_code(JOB_DONE), 0);
@@ -333,6 +382,7 @@ static void test_cli(void)
     CHECK_INT((int)o.check.n_env, 1);
     CHECK_INT((int)o.n_export, 1);
     CHECK_INT(o.hang_timeout_s, 0);
+    CHECK_INT(o.on_hang, HANG_ACTION_STACKS);   /* the default */
     CHECK_INT(o.term_timeout_s, 3);
     CHECK_INT(o.check.master_port, 29777);
     CHECK_STR(o.log_dir, "/tmp/l");
@@ -357,7 +407,7 @@ static void test_cli(void)
     static const char *const bad[] = {
         "--nproc-per-node 0", "--nproc-per-node cpu", "--master-port 70000", "--max-restarts -1", "--run-id a/b",
         "--env =x", "--env 1A=x", "--export (", "--loss-regex (", "--bogus", "--", "--log-dir", "a b",
-        "--hang-timeout x", "--slurm --pbs",
+        "--hang-timeout x", "--slurm --pbs", "--on-hang", "--on-hang kill", "--on-hang STOP",
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         int rc = parse(bad[k], &o, &hl, err, sizeof err);
@@ -369,6 +419,38 @@ static void test_cli(void)
     }
 }
 
+/* --on-hang: each action, and a wrong one named in the message with the allowed values. */
+static void test_cli_on_hang(void)
+{
+    static const struct { const char *arg, *name; enum hang_action want; } ok[] = {
+        { "--on-hang none", "none", HANG_ACTION_NONE }, { "--on-hang stacks", "stacks", HANG_ACTION_STACKS },
+        { "--on-hang restart --max-restarts 2", "restart", HANG_ACTION_RESTART },
+        { "--on-hang=stop", "stop", HANG_ACTION_STOP },
+    };
+    struct run_opts o;
+    struct hostlist hl;
+    char err[512];
+    for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) {
+        CHECK_INT(parse(ok[k].arg, &o, &hl, err, sizeof err), 0);
+        CHECK_INT(o.on_hang, ok[k].want);
+        CHECK_STR(hang_action_name(o.on_hang), ok[k].name);
+        hostlist_free(&hl);
+        run_opts_done(&o);
+    }
+    CHECK_INT(parse("--on-hang kill", &o, &hl, err, sizeof err), -1);
+    CHECK_STR(err, "--on-hang wants none, stacks, restart or stop, not 'kill'");
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    CHECK_INT(parse("--on-hang", &o, &hl, err, sizeof err), -1);
+    CHECK(strstr(err, "--on-hang needs a value") != NULL);
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    enum hang_action a = HANG_ACTION_STOP;
+    CHECK_INT(hang_action_parse(NULL, &a), -1);
+    CHECK_INT(hang_action_parse("", &a), -1);
+    CHECK_INT(a, HANG_ACTION_STOP);
+}
+
 int main(void)
 {
     RUN(test_ranks_per_node);
@@ -376,10 +458,12 @@ int main(void)
     RUN(test_rank_env_precedence);
     RUN(test_rank_env_torchrun_keys);
     RUN(test_rank_env_omp);
+    RUN(test_rank_env_flight_recorder);
     RUN(test_default_argv_local);
     RUN(test_default_argv_remote_is_inert);
     RUN(test_run_id_and_token);
     RUN(test_exit_codes);
     RUN(test_cli);
+    RUN(test_cli_on_hang);
     return tap_done();
 }

@@ -17,7 +17,7 @@ static enum theme_role event_role(enum job_event_kind k)
 {
     switch (k) {
     case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: return ROLE_FAIL;
-    case EV_STALL: return ROLE_STALLED;
+    case EV_STALL: case EV_STACKS: return ROLE_STALLED;
     case EV_STRAGGLER: return ROLE_STRAGGLER;
     case EV_RESTART: case EV_STOP: case EV_GPU: return ROLE_WARN;
     case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
@@ -41,6 +41,7 @@ static const char *event_word(enum job_event_kind k)
     case EV_DONE: return "done";
     case EV_INFO: return "info";
     case EV_RESUME: return "resume";
+    case EV_STACKS: return "stacks";
     case EV_GPU: return "gpu";
     case EV_END: return "end";
     }

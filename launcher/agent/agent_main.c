@@ -9,6 +9,7 @@
 #include "agent.h"
 #include "agent_nvml.h"
 #include "agent_facts.h"
+#include "agent_files.h"
 #include "agent_net.h"
 #include "agent_ranks.h"
 #include "util/util.h"
@@ -47,6 +48,8 @@ static const struct agent_op agent_ops[] = {
     { WIRE_OP_SIGNAL, agent_ranks_signal_op },
     { WIRE_OP_STOP, agent_ranks_stop_op },
     { WIRE_OP_STACKS, agent_ranks_stacks_op },
+    { WIRE_OP_LIST, agent_files_list_op },
+    { WIRE_OP_READ, agent_files_read_op },
     { WIRE_OP_PING, agent_ranks_ping_op },
     { WIRE_OP_EXIT, op_exit },
     { WIRE_OP_GPU_WATCH, agent_nvml_watch_op },

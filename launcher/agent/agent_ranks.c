@@ -314,8 +314,10 @@ struct run_rank *run_ranks(void)
 
 struct run_rank *run_rank_find(int rank)
 {
+    /* A rank whose exit went out is gone for the controller, though its keeper may not be
+     * reaped yet: a restart's spawn right after "stopped" must not meet it. */
     for (struct run_rank *r = run.ranks; r; r = r->next)
-        if (r->rank == rank) return r;
+        if (r->rank == rank && !r->exit_sent) return r;
     return NULL;
 }
 

@@ -55,6 +55,8 @@ struct run_rank {
 
 /* Every rank the agent holds (running, or ended and not yet reported and reaped). */
 struct run_rank *run_ranks(void);
+/* The rank of that number that has not had its exit event (NULL: none): an ended rank whose
+ * keeper is still being reaped may share its number with the next attempt's. */
 struct run_rank *run_rank_find(int rank);
 /* A new rank that is still starting (keeper forked, rank_pid -1; see agent_ranks_spawn.c). Takes
  * over k (its fds become watches) and error_file. */

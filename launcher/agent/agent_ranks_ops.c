@@ -25,9 +25,11 @@
 #define TERM_TIMEOUT_DEFAULT_MS 10000
 #define TERM_TIMEOUT_MAX_MS 3600000L
 /* A stack dump runs in a child process of its own, so the loop (heartbeat, rank output) goes on
- * meanwhile; each tool has STACKS_TOOL_TIMEOUT_MS, and the whole dump this long before its
- * child's process group is killed and the answer goes out with what came. */
-#define STACKS_DEADLINE_MS (2 * STACKS_TOOL_TIMEOUT_MS + 5000)
+ * meanwhile; each tool has its time limit (py-spy --native, py-spy when that failed fast, gdb),
+ * and the whole dump this long before its child's process group is killed and the answer goes
+ * out with what came. */
+#define STACKS_DEADLINE_MS \
+    (STACKS_TOOL_TIMEOUT_MS / 3 + STACKS_TOOL_TIMEOUT_MS + STACKS_GDB_TIMEOUT_MS + 5000)
 #define STACKS_MAX_RUNNING 8
 #define STACKS_REAP_RETRY_MS 20
 #define STACKS_REAP_LIMIT_MS 2000

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent_files.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
 #include "wire/protocol.h"
@@ -157,6 +158,11 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
         unlink(errfile);
         ours = 1;
     }
+    /* PyTorch writes its flight recorder dump there without making the directory. */
+    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(env, FILES_TRACE_VAR);
+    const cJSON *trace_new = cJSON_GetObjectItemCaseSensitive(env, FILES_TRACE_VAR_NEW);
+    if (cJSON_IsString(trace)) agent_files_prepare(trace->valuestring);
+    if (cJSON_IsString(trace_new)) agent_files_prepare(trace_new->valuestring);
     char **owned;
     char **envp = build_env(env, ours ? errfile : NULL, &owned);
     struct keeper_spec spec = { .argv = sp->argv, .envp = envp, .workdir = sp->workdir,
@@ -290,6 +296,7 @@ void run_spawn_done(void)
         sps.list = sp->next_sp;
         spawn_free(sp);
     }
+    agent_files_done();
 }
 
 void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)

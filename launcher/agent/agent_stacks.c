@@ -13,17 +13,17 @@
 
 /* Runs a tool; 0 when it exited 0 and its output holds want (NULL: anything). Otherwise a note
  * for the person goes into notes. */
-static int run_tool(char *const argv[], const char *want, struct strbuf *out, struct strbuf *notes)
+static int run_tool(char *const argv[], int timeout_ms, const char *want, struct strbuf *out, struct strbuf *notes)
 {
     struct strbuf got;
     strbuf_init(&got);
-    int st = agent_exec_capture(argv, STACKS_TOOL_TIMEOUT_MS, 1, &got);
+    int st = agent_exec_capture(argv, timeout_ms, 1, &got);
     if (st == 0 && got.len && (!want || strstr(got.buf, want))) {
         strbuf_add(out, got.buf, got.len);
         strbuf_done(&got);
         return 0;
     }
-    if (st == -1) strbuf_addf(notes, "%s: timed out after %d ms\n", argv[0], STACKS_TOOL_TIMEOUT_MS);
+    if (st == -1) strbuf_addf(notes, "%s: timed out after %d ms\n", argv[0], timeout_ms);
     else if (st == 127 && !got.len) strbuf_addf(notes, "%s: could not be started\n", argv[0]);
     else strbuf_addf(notes, "%s: exit status %d, no stacks in its output\n", argv[0], st);
     if (got.len) {
@@ -139,12 +139,20 @@ const char *stacks_collect(pid_t pid, const char *path_env, struct strbuf *text)
     char *spy = proc_is_python(pid) ? agent_exec_resolve("py-spy", path_env) : NULL;
     char *gdb = agent_exec_resolve("gdb", path_env);
     if (spy) {
-        char *argv[] = { spy, "dump", "--pid", num, NULL };
-        if (run_tool(argv, NULL, &out, &notes) == 0) tool = "py-spy";
+        /* --native adds the C/C++ frames (a collective's wait inside libtorch) between the
+         * Python ones; it needs py-spy's unwinder, missing on some builds and platforms, so a
+         * quick failure falls back to the Python frames alone. */
+        char *native[] = { spy, "dump", "--native", "--pid", num, NULL };
+        char *plain[] = { spy, "dump", "--pid", num, NULL };
+        int64_t t0 = mono_ms();
+        if (run_tool(native, STACKS_TOOL_TIMEOUT_MS, NULL, &out, &notes) == 0) tool = "py-spy";
+        else if (mono_ms() - t0 < STACKS_TOOL_TIMEOUT_MS / 3 &&
+                 run_tool(plain, STACKS_TOOL_TIMEOUT_MS, NULL, &out, &notes) == 0)
+            tool = "py-spy";
     }
     if (strcmp(tool, "proc") == 0 && gdb) {
         char *argv[] = { gdb, "-p", num, "-batch", "-nx", "-ex", "thread apply all bt", NULL };
-        if (run_tool(argv, "#0", &out, &notes) == 0) tool = "gdb";
+        if (run_tool(argv, STACKS_GDB_TIMEOUT_MS, "#0", &out, &notes) == 0) tool = "gdb";
     }
     if (strcmp(tool, "proc") == 0) proc_stacks(pid, &out);
     if (notes.len) strbuf_add(text, notes.buf, notes.len);

@@ -11,6 +11,8 @@
 
 #define STACKS_TEXT_MAX (256 * 1024)
 #define STACKS_TOOL_TIMEOUT_MS 15000
+/* gdb reads the symbols of every library first: libtorch's alone take seconds on a busy node. */
+#define STACKS_GDB_TIMEOUT_MS 30000
 
 /* Appends the dump to text (raw bytes, at most STACKS_TEXT_MAX) and returns the tool that made
  * it: "py-spy", "gdb" or "proc". path_env is the PATH to look the tools up on (NULL: the agent's). */

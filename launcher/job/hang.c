@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "root_cause.h"
 #include "util/util.h"
@@ -22,6 +23,42 @@ void hang_opts_init(struct hang_opts *o)
         .straggler_grace_ms = 2000,
         .node_timeout_ms = 10000,
     };
+}
+
+static const char *const action_names[] = {
+    [HANG_ACTION_NONE] = "none", [HANG_ACTION_STACKS] = "stacks",
+    [HANG_ACTION_RESTART] = "restart", [HANG_ACTION_STOP] = "stop",
+};
+
+int hang_action_parse(const char *s, enum hang_action *out)
+{
+    for (size_t i = 0; s && i < sizeof action_names / sizeof *action_names; i++)
+        if (strcmp(s, action_names[i]) == 0) {
+            *out = (enum hang_action)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *hang_action_name(enum hang_action a)
+{
+    return (unsigned)a < sizeof action_names / sizeof *action_names ? action_names[a] : "?";
+}
+
+int hang_first_stalled(const struct job *j)
+{
+    int best = -1;
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        const struct rank_info *r = &j->ranks[i], *b = best >= 0 ? &j->ranks[best] : NULL;
+        if (r->state != RANK_STALLED) continue;
+        if (b) {
+            long rs = r->has_step ? r->step : -1, bs = b->has_step ? b->step : -1;
+            if (rs > bs) continue;
+            if (rs == bs && r->step_changed_ms >= b->step_changed_ms) continue;
+        }
+        best = (int)i;
+    }
+    return best;
 }
 
 static bool rank_alive(const struct rank_info *r)

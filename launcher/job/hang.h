@@ -19,6 +19,20 @@ struct hang_opts {
 
 void hang_opts_init(struct hang_opts *o);
 
+/* --on-hang: what the controller does at an attempt's first stall (docs/run.md). Every action
+ * but NONE first saves the stacks of every rank; RESTART then fails the attempt with the hang
+ * as its root cause (restarted when --max-restarts allows), STOP ends the job that way. */
+enum hang_action { HANG_ACTION_NONE, HANG_ACTION_STACKS, HANG_ACTION_RESTART, HANG_ACTION_STOP };
+
+/* "none", "stacks", "restart" or "stop"; 0, or -1 for anything else. */
+int hang_action_parse(const char *s, enum hang_action *out);
+const char *hang_action_name(enum hang_action a);
+
+/* The rank to blame for an attempt's hang among the stalled ones: the one furthest behind (the
+ * lowest step; a rank that never reported one first), then the one whose step stood still the
+ * longest, then the lowest rank. -1 when none is stalled. */
+int hang_first_stalled(const struct job *j);
+
 /* What hang_check found this call (bits). */
 #define HANG_CHANGED   0x1   /* something in the model changed (states, flags, events) */
 #define HANG_STALL     0x2   /* a rank became stalled */

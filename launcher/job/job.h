@@ -172,6 +172,7 @@ enum job_event_kind {
     EV_LAUNCH, EV_EXIT, EV_FAILURE, EV_ROOT_CAUSE, EV_STALL, EV_STRAGGLER, EV_NODE_LOST,
     EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
     EV_RESUME,                /* a stalled rank's step moved again */
+    EV_STACKS,                /* --on-hang: every rank's stacks were saved (where, and the files) */
     EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
     EV_END,                   /* the run ended: its state and exit status (job_event_end) */
 };
@@ -201,6 +202,7 @@ struct root_cause {
     bool set;
     int rank, node, attempt;
     int exit_code, term_signal;
+    bool hang;                /* the attempt hung (--on-hang): no exit code, no signal */
     char *summary;            /* "rank 3 on gpu2 killed by SIGSEGV" */
     char **last_lines;        /* up to 20 of its last output lines (raw bytes) */
     size_t n_last_lines;

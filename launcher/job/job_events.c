@@ -22,6 +22,7 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_ROOT_CAUSE] = "root_cause", [EV_STALL] = "stall", [EV_STRAGGLER] = "straggler",
         [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
         [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed",
+        [EV_STACKS] = "stacks",
         [EV_GPU] = "gpu", [EV_END] = "end",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
@@ -83,7 +84,11 @@ static void json_add_text(cJSON *o, const char *key, const char *text, size_t le
 /* "2026-11-21T09:30:00.123Z" */
 static void add_cause_fields(cJSON *o, const struct root_cause *c)
 {
-    if (c->term_signal) {
+    if (c->hang) {
+        cJSON_AddNullToObject(o, "exit_code");
+        cJSON_AddNullToObject(o, "signal");
+        cJSON_AddTrueToObject(o, "hang");
+    } else if (c->term_signal) {
         cJSON_AddNullToObject(o, "exit_code");
         cJSON_AddStringToObject(o, "signal", signals_label(c->term_signal));
     } else if (c->rank >= 0) {

@@ -116,6 +116,10 @@ const char *const plan_default_vars[] = {
     "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS", NULL,
 };
 
+const char *const plan_trace_vars[] = {
+    "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", NULL,
+};
+
 const char plan_omp_notice[] =
     "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid "
     "your system being overloaded, please further tune the variable for optimal performance in "
@@ -148,6 +152,45 @@ static const char *user_value(const struct rank_env_in *in, const char *key)
     for (size_t i = 0; in->host && i < in->host->n_env; i++)
         if (strcmp(in->host->env[i].key, key) == 0) v = in->host->env[i].value;
     return v ? v : envp_get(in->launcher_env, key);
+}
+
+char *plan_trace_default_prefix(const char *run_id, int attempt)
+{
+    return xasprintf("/tmp/ddptop-nccl-%s/a%d-rank-", run_id, attempt);
+}
+
+const char *plan_trace_prefix(const struct env_list *env)
+{
+    const char *v = env_list_get(env, "TORCH_FR_DUMP_TEMP_FILE");
+    return v && *v ? v : env_list_get(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+}
+
+/* PyTorch's NCCL flight recorder: a ring of the last collectives per rank, dumped to
+ * TEMP_FILE<rank> when NCCL's watchdog times out, which the hang action fetches (docs/run.md,
+ * "Hangs"). Every value the user gave wins; so does PyTorch 2.7's newer name of either, which
+ * PyTorch reads first: ddptop then leaves its older name unset, and reads the dump where the
+ * user's value says. */
+static void trace_defaults(const struct rank_env_in *in, struct env_list *out)
+{
+    static const char *const newer[] = { "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_ON_TIMEOUT",
+                                         "TORCH_FR_DUMP_TEMP_FILE" };
+    for (size_t i = 0; plan_trace_vars[i]; i++) {
+        const char *key = plan_trace_vars[i], *v = user_value(in, key), *nv = user_value(in, newer[i]);
+        if (nv) {
+            env_list_set(out, newer[i], nv);
+            if (v) env_list_set(out, key, v);
+            continue;
+        }
+        if (v) {
+            env_list_set(out, key, v);
+        } else if (i == 2) {
+            char *prefix = plan_trace_default_prefix(in->run_id, in->attempt);
+            env_list_set(out, key, prefix);
+            free(prefix);
+        } else {
+            env_list_set(out, key, i == 0 ? "2000" : "1");
+        }
+    }
 }
 
 bool plan_omp_defaulted(const struct rank_env_in *in)
@@ -194,6 +237,7 @@ void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
         if (v) env_list_set(out, key, v);
         else if (!omp || plan_omp_defaulted(in)) env_list_set(out, key, "1");
     }
+    trace_defaults(in, out);
 }
 
 /* $0 names the program in sh's own messages ("ddptop-train: not found"). */

@@ -57,7 +57,8 @@ struct rank_env_in {
  * dropped. torchrun's tunables (plan_default_vars) are user choices: the value from --export,
  * --env or the hostfile when one is given, else ddptop's own environment's, else torchrun's
  * default ("1" for both NCCL variables; OMP_NUM_THREADS=1 only when the node runs more than one
- * rank, see plan_omp_defaulted). */
+ * rank, see plan_omp_defaulted). The flight recorder's settings (plan_trace_vars) follow the
+ * same rule. */
 void plan_rank_env(const struct rank_env_in *in, struct env_list *out);
 
 /* True when plan_rank_env sets OMP_NUM_THREADS=1 by default for this rank, as torchrun does:
@@ -73,6 +74,18 @@ extern const char *const plan_contract_vars[];
 /* torchrun's tunables that the user may set, in the order plan_rank_env adds them when the user
  * did not (NULL-terminated); OMP_NUM_THREADS only on nodes with more than one rank. */
 extern const char *const plan_default_vars[];
+
+/* PyTorch's NCCL flight recorder settings that plan_rank_env adds when the user set neither
+ * them nor their PyTorch 2.7 names (TORCH_FR_BUFFER_SIZE, TORCH_FR_DUMP_ON_TIMEOUT,
+ * TORCH_FR_DUMP_TEMP_FILE): a buffer of 2000 entries, a dump on NCCL's timeout, and the dump
+ * file's prefix plan_trace_default_prefix (NULL-terminated, in that order). */
+extern const char *const plan_trace_vars[];
+/* "/tmp/ddptop-nccl-RUN_ID/aATTEMPT-rank-": a directory per run on each node (its agent makes
+ * it at spawn and removes it when it stayed empty); PyTorch appends the rank. Caller frees. */
+char *plan_trace_default_prefix(const char *run_id, int attempt);
+/* The prefix the ranks of a built environment dump to (TORCH_FR_DUMP_TEMP_FILE, else
+ * TORCH_NCCL_DEBUG_INFO_TEMP_FILE), or NULL. Points into env. */
+const char *plan_trace_prefix(const struct env_list *env);
 
 /* The default command (no CMD given): ddptop-train with default arguments and
  * --snapshot RUN_DIR/snapshot.bin. Locally: train_path (absolute, next to ddptop) is run

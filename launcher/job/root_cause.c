@@ -149,3 +149,27 @@ bool root_cause_node(struct job *j, int node, const char *why)
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }
+
+bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
+{
+    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    const struct rank_info *r = &j->ranks[rank];
+    struct root_cause *c = &j->cause;
+    int64_t ref = r->step_changed_ms ? r->step_changed_ms : j->attempt_started_ms;
+    long long idle = now_ms > ref ? (long long)((now_ms - ref) / 1000) : 0;
+    job_cause_clear(j);
+    c->set = true;
+    c->rank = rank;
+    c->node = r->node;
+    c->attempt = j->attempt;
+    c->hang = true;
+    if (r->has_step)
+        c->summary = xasprintf("rank %d on %s hung: step %ld has not advanced for %lld s%s%s", rank,
+                               job_rank_host(j, rank), r->step, idle, where ? "; " : "", where ? where : "");
+    else
+        c->summary = xasprintf("rank %d on %s hung: no step reported in %lld s%s%s", rank,
+                               job_rank_host(j, rank), idle, where ? "; " : "", where ? where : "");
+    collect_last_lines(j, r, c);
+    job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
+    return true;
+}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "job.h"
 
@@ -21,6 +22,11 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
                      const char *error_file, size_t error_len);
 /* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
 bool root_cause_node(struct job *j, int node, const char *why);
+/* The attempt hung (--on-hang restart or stop): `rank` stalled first (hang_first_stalled);
+ * where says where every rank was (stack_where_summary; NULL: unknown). Same rule, with the
+ * rank's last output lines: "rank 1 on gpu2 hung: step 4 has not advanced for 12 s; rank 1 in
+ * freeze (job.py), rank 0 in all_reduce". */
+bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where);
 
 /* PyTorch's error file ({"message":{"message":"...","extraInfo":{"py_callstack":"...",
  * "timestamp":"..."}}}, or "message" as a plain string) as readable text: the message, the

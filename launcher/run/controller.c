@@ -34,6 +34,7 @@ void run_opts_init(struct run_opts *o)
     check_opts_init(&o->check);
     o->log_dir = JOB_LOG_ROOT_DEFAULT;
     o->hang_timeout_s = 300;
+    o->on_hang = HANG_ACTION_STACKS;
     o->gpu_interval_ms = 1000;
     o->term_timeout_s = 10;
     o->straggler_steps = 3;
@@ -143,6 +144,7 @@ void ctl_connect_nodes(struct controller *c)
             nd->t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
         }
         wire_client_reset(&nd->cl); /* answers on the old connection never come */
+        ctl_stacks_node_reset(c, i);
         nd->queued = true;
         nd->hello = nd->lost = false;
         nd->last_msg_ms = mono_ms();
@@ -200,6 +202,11 @@ static cJSON *spawn_request(struct controller *c, size_t i, int *id)
         struct rank_env_in in = rank_env_in_for(c, i, k);
         cJSON *r = cJSON_CreateObject(), *e;
         plan_rank_env(&in, &env);
+        if (k == 0) { /* the same for every rank of a node: run id, attempt, the node's keys */
+            const char *prefix = plan_trace_prefix(&env);
+            free(c->nodes[i].trace_prefix);
+            c->nodes[i].trace_prefix = prefix && prefix[0] == '/' ? xstrdup(prefix) : NULL;
+        }
         cJSON_AddNumberToObject(r, "rank", in.rank);
         cJSON_AddNumberToObject(r, "local_rank", k);
         e = cJSON_AddObjectToObject(r, "env");
@@ -218,6 +225,7 @@ static void spawn_all(struct controller *c)
         job_event_add(j, EV_INFO, -1, -1, "%s", err);
     }
     for (size_t r = 0; r < j->n_ranks; r++) c->ranks[r] = (struct crank){0};
+    c->stop_for_hang = false;
     /* Once per run, as torchrun warns once per launch: not per node, rank or attempt. */
     for (size_t i = 0; i < c->n && !c->omp_noticed; i++) {
         struct rank_env_in in = rank_env_in_for(c, i, 0);
@@ -339,7 +347,7 @@ static void stop_complete(struct controller *c)
     } else if (c->after == AFTER_RESTART) {
         ctl_restart(c, "asked for");
     } else if (c->auto_restart && j->attempt < j->max_restarts) {
-        ctl_restart(c, "after a failure");
+        ctl_restart(c, c->stop_for_hang ? "after a hang" : "after a failure");
     } else {
         if (c->auto_restart && j->max_restarts > 0)
             job_event_add(j, EV_INFO, -1, -1, "no restarts left (--max-restarts %d)", j->max_restarts);
@@ -382,4 +390,5 @@ void ctl_check_progress(struct controller *c)
     case PH_STOP: stop_progress(c); break;
     default: break;
     }
+    ctl_stacks_progress(c);
 }

@@ -14,6 +14,7 @@
 #include "check/check.h"
 #include "check/check_report.h"
 #include "hosts/hostfile.h"
+#include "job/hang.h"
 #include "job/job.h"
 #include "ssh/ssh_conn.h"
 
@@ -27,6 +28,7 @@ struct run_opts {
     size_t n_export;
     const char *workdir;         /* NULL: the current directory's path */
     int hang_timeout_s;          /* default 300, 0 off */
+    enum hang_action on_hang;    /* --on-hang, default stacks */
     int gpu_interval_ms;         /* NVML sampling on every node; default 1000, 0 off */
     int term_timeout_s;          /* default 10 */
     int straggler_steps;         /* default 3 */

@@ -1,6 +1,7 @@
 /* Decoding what a node's agent says (docs/protocol.md, "Run requests") into the job model:
  * hello, spawned, out (log lines and metrics), status (heartbeat, /proc state, CPU), exit
- * (rank states, failures and the root cause), stopped, stacks, errors.
+ * (rank states, failures and the root cause), stopped, errors; the answers of stack dumps and
+ * files go to controller_stacks.c.
  *
  * Root cause order: a failure's exit message is held for EXIT_HOLD_MS with any other exits of
  * its node and they are applied in the order of the agent's monotonic clock (mono_ns), since
@@ -296,22 +297,11 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
     } else if (id && id == nd->stop_id) {
         nd->stopped = true;
         job_event_add(c->job, EV_INFO, -1, (int)i, "agent on %s refused the stop: %s", ni->name, e);
-    } else if (id && id == nd->stacks_id) {
-        char *text = xasprintf("stacks: %s", e);
-        if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, c->job, nd->stacks_rank, text);
-        free(text);
+    } else if (ctl_stacks_answer(c, i, id, WIRE_EV_ERROR, m)) {
+        /* a stack dump or a flight recorder file that could not be had */
     } else {
         job_event_add(c->job, EV_INFO, -1, (int)i, "agent on %s: %s", ni->name, e);
     }
-}
-
-static void on_stacks(struct controller *c, size_t i, const cJSON *m)
-{
-    int rank = (int)num(m, "rank", c->nodes[i].stacks_rank);
-    const char *text = str(m, "text"), *tool = str(m, "tool");
-    char *all = xasprintf("stacks of rank %d (%s):\n%s", rank, tool ? tool : "?", text ? text : "");
-    if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, c->job, rank, all);
-    free(all);
 }
 
 /* One message; exits are returned (not applied) so the caller can order them. */
@@ -341,7 +331,8 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
     else if (strcmp(ev, WIRE_EV_HELLO) == 0) on_hello(c, i, m);
     else if (strcmp(ev, WIRE_EV_SPAWNED) == 0 && id == nd->spawn_id) on_spawned(c, i, m);
     else if (strcmp(ev, WIRE_EV_STOPPED) == 0 && id == nd->stop_id) nd->stopped = true;
-    else if (strcmp(ev, WIRE_EV_STACKS) == 0) on_stacks(c, i, m);
+    else if (strcmp(ev, WIRE_EV_STACKS) == 0 || strcmp(ev, WIRE_EV_LIST) == 0 || strcmp(ev, WIRE_EV_READ) == 0)
+        ctl_stacks_answer(c, i, id, ev, m);
     else if (strcmp(ev, WIRE_EV_ERROR) == 0) on_error(c, i, m, id);
     else if (strcmp(ev, WIRE_EV_GPU) == 0) ctl_on_gpu(c, i, m);
     else if (strcmp(ev, WIRE_EV_GPU_WATCH) == 0) ctl_on_gpu_watch(c, i, m);

@@ -38,7 +38,7 @@ struct cnode {
     bool spawn_answered;
     int stop_id;              /* the stop request in flight; 0: none */
     bool stopped;             /* answered the stop (or lost) */
-    int stacks_id, stacks_rank;
+    char *trace_prefix;       /* where its ranks dump NCCL's flight recorder (plan_trace_prefix) */
     int gpu_count;            /* from the preflight, -1 unknown */
     cJSON **exits;            /* exit messages held back to be ordered by the agent's clock */
     size_t n_exits;
@@ -94,6 +94,8 @@ struct controller {
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
+    bool stop_for_hang;         /* the stop in progress is --on-hang's */
+    struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
 };
 
 /* controller.c */
@@ -137,6 +139,18 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
                     enum after_stop after, bool auto_restart);
 /* attempt + 1 and launch again (why: for the event). */
 void ctl_restart(struct controller *c, const char *why);
+
+/* controller_stacks.c: stack dumps (the dashboard's and --on-hang's) and the hang action. */
+void ctl_stacks_user(struct controller *c, int rank);      /* the front end's ACT_STACKS */
+/* hang_check found a new stall: the attempt's first one starts --on-hang's action. */
+void ctl_hang_stalled(struct controller *c);
+/* An answer (stacks, list, read, or an error) to one of its requests: true when it was one. */
+bool ctl_stacks_answer(struct controller *c, size_t node, int id, const char *ev, const cJSON *m);
+/* The node's connection is replaced: its requests in flight are given up. */
+void ctl_stacks_node_reset(struct controller *c, size_t node);
+/* Deadlines, the next dumps, and the end of a hang collection (every loop pass). */
+void ctl_stacks_progress(struct controller *c);
+void ctl_stacks_free(struct controller *c);
 
 /* controller_agent.c: every line a node's agent sent since the last call. */
 void ctl_agent_lines(struct controller *c, size_t node);

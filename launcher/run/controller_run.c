@@ -199,10 +199,12 @@ fail:
 void controller_free(struct controller *c)
 {
     if (!c) return;
+    ctl_stacks_free(c);
     for (size_t i = 0; c->nodes && i < c->n; i++) {
         ctl_exits_release(c, i, false);
         transport_free(c->nodes[i].t);
         wire_client_done(&c->nodes[i].cl);
+        free(c->nodes[i].trace_prefix);
     }
     if (c->job) job_free(c->job);
     preflight_free(c->pf);
@@ -258,7 +260,7 @@ static void timers(struct controller *c)
         c->next_tick_ms = now + TICK_EVERY_MS;
         if (c->phase == PH_RUN || c->phase == PH_STOP) {
             /* stalls, stragglers and silent nodes; a node it found lost fails the job */
-            hang_check(c->job, &c->hang, now);
+            if ((hang_check(c->job, &c->hang, now) & HANG_STALL) && c->phase == PH_RUN) ctl_hang_stalled(c);
             for (size_t i = 0; i < c->n; i++)
                 if (c->job->nodes[i].state == NODE_LOST && !c->nodes[i].lost)
                     ctl_node_lost(c, i, c->job->nodes[i].error ? c->job->nodes[i].error : "no heartbeat for 10 s");
@@ -394,28 +396,11 @@ int controller_run(struct controller *c)
 
 /* ---- actions ------------------------------------------------------------------------------ */
 
-static void act_stacks(struct controller *c, int rank)
-{
-    struct job *j = c->job;
-    int node;
-    cJSON *m;
-    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
-    node = j->ranks[rank].node;
-    if (!ctl_node_usable(&c->nodes[node])) {
-        if (c->fe.on_stacks) c->fe.on_stacks(c->fe.ctx, j, rank, "stacks: the rank's node is not connected");
-        return;
-    }
-    m = ctl_request(c, (size_t)node, WIRE_OP_STACKS, WIRE_TAG_STACKS, &c->nodes[node].stacks_id);
-    c->nodes[node].stacks_rank = rank;
-    cJSON_AddNumberToObject(m, "rank", rank);
-    ctl_send(c, (size_t)node, m);
-}
-
 void controller_act(struct controller *c, enum action a, int rank)
 {
     switch (a) {
     case ACT_NONE: break;
-    case ACT_STACKS: act_stacks(c, rank); break;
+    case ACT_STACKS: ctl_stacks_user(c, rank); break;
     case ACT_LAUNCH_ANYWAY:
         if (c->phase != PH_CHECK_FAILED) break;
         job_event_add(c->job, EV_INFO, -1, -1, "launching despite the preflight");

@@ -9,6 +9,7 @@
 
 #include "check/check.h"
 #include "hosts/hosts_source.h"
+#include "job/hang.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "ssh/ssh_cli.h"
@@ -46,6 +47,10 @@ void run_cli_usage(FILE *f)
           "  --export REGEX       forward the controller's variables whose name matches (repeatable)\n"
           "  --workdir DIR        directory the ranks start in (default: the current one's path)\n"
           "  --hang-timeout SEC   a rank whose step stands still this long is stalled (default 300, 0 off)\n"
+          "  --on-hang ACTION     at an attempt's first stall: none (an event only), stacks (save every\n"
+          "                       rank's stacks in the attempt's log directory; the default), restart\n"
+          "                       (stacks, then restart, counting against --max-restarts), stop\n"
+          "                       (stacks, then stop the job as failed with the hang as root cause)\n"
           "  --gpu-interval MS    sample every node's GPUs (NVML) this often (default 1000, 0 off)\n"
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
@@ -94,6 +99,10 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
             return cli_fail(err, errlen, "--gpu-interval wants 0 (off) or 100 ms or more, not '%s'", val);
     } else if ((rc = VALUE("--hang-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--on-hang")) != 0) {
+        if (rc < 0) return -1;
+        if (hang_action_parse(val, &o->on_hang) < 0)
+            return cli_fail(err, errlen, "--on-hang wants none, stacks, restart or stop, not '%s'", val);
     } else if ((rc = VALUE("--term-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--straggler-steps")) != 0) {

@@ -19,6 +19,7 @@ enum wire_tag {
     WIRE_TAG_SPAWN,
     WIRE_TAG_STOP,
     WIRE_TAG_STACKS,
+    WIRE_TAG_FILES,      /* list and read: the hang action's flight recorder dumps */
     WIRE_TAG_CHECK = 1000,
 };
 
