@@ -40,6 +40,8 @@ struct sclient {
     unsigned id;                 /* attach order, from 1 */
     bool hello;                  /* SM_HELLO received: it gets screen bytes */
     bool closing;                /* told to go: flush, then close */
+    unsigned rows, cols;         /* its terminal's size, 0 unknown */
+    unsigned size_seq;           /* when it last set the size (attach or resize) */
     int64_t close_by_ms;
     struct session_queue out;
     uint8_t *in;                 /* a partial frame from it */
@@ -59,7 +61,8 @@ struct server {
     struct sclient *cl[MAX_CLIENTS];
     size_t n_cl;
     unsigned next_id, last_input_id;
-    bool sized;                  /* a client's size was applied */
+    unsigned size_seq;           /* counts attaches and resizes */
+    unsigned sizer_id;           /* the client whose size the pty has */
 };
 
 static int sig_fd = -1;
@@ -107,11 +110,6 @@ static void client_tell_to_go(struct sclient *c, int type, const void *p, size_t
     c->close_by_ms = mono_ms() + CLOSE_GRACE_MS;
 }
 
-static void client_detach(struct sclient *c, const char *why)
-{
-    client_tell_to_go(c, SM_DETACHED, why, strlen(why));
-}
-
 static void accept_client(struct server *s)
 {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -134,18 +132,44 @@ static void accept_client(struct server *s)
     s->cl[s->n_cl++] = c;
 }
 
-static void pty_resize(struct server *s, unsigned rows, unsigned cols)
+/* The latest client to attach or resize sets the pty's size. */
+static void pty_resize(struct server *s, struct sclient *c, unsigned rows, unsigned cols)
 {
     if (!rows || !cols || rows > 10000 || cols > 10000) return;
+    c->rows = rows;
+    c->cols = cols;
+    c->size_seq = ++s->size_seq;
+    s->sizer_id = c->id;
     struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
     ioctl(s->master, TIOCSWINSZ, &ws);     /* the dashboard gets SIGWINCH when it changed */
-    s->sized = true;
 }
 
 static void repaint(struct server *s)
 {
     char k = KEY_REDRAW;
     session_queue_put(&s->to_pty, &k, 1);
+}
+
+/* The client whose size the pty had left: the size of the one that set it before. */
+static void sizer_gone(struct server *s)
+{
+    struct sclient *best = NULL;
+    for (size_t i = 0; i < s->n_cl; i++) {
+        struct sclient *c = s->cl[i];
+        if (c->hello && !c->closing && c->size_seq && (!best || c->size_seq > best->size_seq)) best = c;
+    }
+    s->sizer_id = 0;
+    if (!best) return;
+    struct winsize ws = { .ws_row = (unsigned short)best->rows, .ws_col = (unsigned short)best->cols };
+    s->sizer_id = best->id;
+    ioctl(s->master, TIOCSWINSZ, &ws);
+    repaint(s);
+}
+
+static void client_detach(struct server *s, struct sclient *c, const char *why)
+{
+    client_tell_to_go(c, SM_DETACHED, why, strlen(why));
+    if (c->id == s->sizer_id && !s->ended) sizer_gone(s);
 }
 
 /* One frame from client c. false: c broke the protocol. */
@@ -160,11 +184,11 @@ static bool client_frame(struct server *s, struct sclient *c, const struct sessi
             snprintf(why, sizeof why, "this session speaks session protocol %d, your ddptop %u: "
                      "attach with the ddptop that started the run", SESSION_PROTOCOL_VERSION,
                      session_get_u16(f->payload));
-            client_detach(c, why);
+            client_detach(s, c, why);
             return true;
         }
         c->hello = true;
-        pty_resize(s, session_get_u16(f->payload + 2), session_get_u16(f->payload + 4));
+        pty_resize(s, c, session_get_u16(f->payload + 2), session_get_u16(f->payload + 4));
         if (!(f->payload[6] & SESSION_HELLO_STARTED)) repaint(s);
         return true;
     case SM_INPUT:
@@ -174,7 +198,7 @@ static bool client_frame(struct server *s, struct sclient *c, const struct sessi
         return true;
     case SM_WINSIZE:
         if (f->len < 4) return false;
-        pty_resize(s, session_get_u16(f->payload), session_get_u16(f->payload + 2));
+        pty_resize(s, c, session_get_u16(f->payload), session_get_u16(f->payload + 2));
         return true;
     case SM_REDRAW:
         repaint(s);
@@ -211,7 +235,7 @@ static void broadcast(struct server *s, const uint8_t *p, size_t n)
         if (!c->hello || c->closing) continue;
         session_queue_frame(&c->out, SM_OUTPUT, p, n);
         if (c->out.len > CLIENT_QUEUE_MAX)
-            client_detach(c, "this terminal fell too far behind the dashboard and was dropped");
+            client_detach(s, c, "this terminal fell too far behind the dashboard and was dropped");
     }
 }
 
@@ -229,7 +253,7 @@ static void detach_requested(struct server *s)
         }
         if (!pick || c->id > pick->id) pick = c;
     }
-    if (pick) client_detach(pick, "");
+    if (pick) client_detach(s, pick, "");
 }
 
 /* ---- the dashboard's side ------------------------------------------------------------------ */
@@ -375,6 +399,7 @@ int session_server_run(const struct session_server_args *a)
                 c->closing = true;       /* gone: nothing more to say to it */
                 c->close_by_ms = 0;
                 c->out.len = 0;
+                if (c->id == s.sizer_id) sizer_gone(&s);
             }
         }
     }
