@@ -25,6 +25,7 @@
 #include <term.h>
 
 #define KEY_DETACH  0x1c              /* Ctrl-\, as dtach: detach here, without the dashboard */
+#define KEY_REPAINT '\f'              /* Ctrl-L */
 #define OUT_HIGH    (1u << 20)        /* screen bytes for the terminal: stop reading the server */
 #define SRV_HIGH    (64u << 10)       /* typed bytes for the server: stop reading the keyboard */
 
@@ -204,6 +205,9 @@ static void keyboard_read(struct client *c)
     }
     uint8_t *k = memchr(buf, KEY_DETACH, (size_t)r);
     size_t n = k ? (size_t)(k - buf) : (size_t)r;
+    /* Ctrl-L (the dashboard repaints) also gives the session this terminal's size: the way
+     * back for a terminal smaller than the one that attached last */
+    if (memchr(buf, KEY_REPAINT, n)) send_winsize(c);
     if (n) session_queue_frame(&c->to_srv, SM_INPUT, buf, n);
     if (k) c->end = CE_DETACH_KEY;
 }
