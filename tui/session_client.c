@@ -63,8 +63,13 @@ static void terminal_restore(void)
     }
 }
 
+/* The leave sequence for the crash handler, which may only write() it. */
+static char crash_leave[256];
+static size_t crash_leave_len;
+
 static void crash_handler(int sig)
 {
+    if (crash_leave_len && write(STDOUT_FILENO, crash_leave, crash_leave_len) < 0) { /* gone */ }
     terminal_restore();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -332,6 +337,10 @@ int session_client_run(int fd, const char *run_id, unsigned flags)
         return 1;
     }
     term_modes(&enter, &leave);
+    if (leave.len < sizeof crash_leave) {
+        memcpy(crash_leave, leave.buf, leave.len);
+        crash_leave_len = leave.len;
+    }
     c.in = xmalloc(SESSION_HDR + SESSION_FRAME_MAX);
     fd_set_nonblock(fd);
     signals_install(sp[1]);
@@ -348,6 +357,7 @@ int session_client_run(int fd, const char *run_id, unsigned flags)
     out_drain(&c, &leave);
     terminal_restore();
     signals_restore();
+    crash_leave_len = 0;
     int rc = report(&c);
     close(c.fd);
     close(sp[0]);
