@@ -126,15 +126,15 @@ static int pty_open(struct setup *st, char *err, size_t errlen)
     return 0;
 }
 
-/* The dashboard's process: session leader on the pty's slave side, the same program again.
- * Only async-signal-safe calls until exec (we are a fork's child), then _exit. */
-static void dashboard_exec(const struct setup *st)
+/* The dashboard's process: session leader on the pty's slave side (fd, opened by the server
+ * before the fork, so that the slave is never closed by everyone before the dashboard ends:
+ * the master would read EIO), the same program again. We are the child of a single-threaded
+ * process: no lock can be held; any failure ends in _exit. */
+static void dashboard_exec(const struct setup *st, int fd)
 {
     char num[16];
     setsid();
-    int fd = open(st->slave, O_RDWR);          /* the session's controlling terminal */
-    if (fd < 0) _exit(127);
-    ioctl(fd, TIOCSCTTY, 0);
+    if (ioctl(fd, TIOCSCTTY, 0) != 0) _exit(127);     /* the session's controlling terminal */
     if (st->have_tio) tcsetattr(fd, TCSANOW, &st->tio);
     dup2(fd, STDIN_FILENO);
     dup2(fd, STDOUT_FILENO);
@@ -169,8 +169,10 @@ static int server_process(struct setup *st)
         dup2(nul, STDERR_FILENO);
         if (nul > STDERR_FILENO) close(nul);
     }
-    pid_t child = fork();
-    if (child == 0) dashboard_exec(st);
+    int slave = open(st->slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    pid_t child = slave < 0 ? -1 : fork();
+    if (child == 0) dashboard_exec(st, slave);
+    if (slave >= 0) close(slave);
     close(st->req[1]);
     if (child < 0) {
         unlink(st->sock_path);
