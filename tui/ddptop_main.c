@@ -26,9 +26,9 @@ static void usage(FILE *f)
           "       ddptop run [HOSTFILE] [options] [-- CMD ARGS...]    launch on every node, stream logs\n"
           "       ddptop check HOSTFILE [options] [-- CMD ARGS...]    preflight of a cluster\n"
           "       ddptop check --slurm|--pbs [options] [-- CMD ARGS...]\n"
-          "       ddptop attach [RUN]                                  back to a run's dashboard\n"
+          "       ddptop attach [RUN]                                 back to a run's dashboard\n"
           "       ddptop --version\n"
-          "       ddptop --help | ddptop run --help | ddptop check --help\n",
+          "       ddptop --help | ddptop run --help | ddptop check --help | ddptop attach --help\n",
           f);
 }
 

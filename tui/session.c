@@ -156,6 +156,25 @@ static void dashboard_exec(const struct setup *st, int fd)
     _exit(127);
 }
 
+/* Closes every fd from 3 up but the n in keep: what the starting process inherited (a
+ * caller's pipe, say) must not be held open for the life of the job. */
+static void close_others(int *keep, size_t n)
+{
+    for (size_t i = 1; i < n; i++)             /* a few: insertion sort */
+        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    unsigned lo = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (keep[i] < 3) continue;
+        if ((unsigned)keep[i] > lo) close_range(lo, (unsigned)keep[i] - 1, 0);
+        lo = (unsigned)keep[i] + 1;
+    }
+    close_range(lo, ~0U, 0);
+}
+
 /* The server's process: its own session (closing the starting terminal does not reach it),
  * no terminal at all, the dashboard as its child. Returns the dashboard's exit status. */
 static int server_process(struct setup *st)
@@ -169,6 +188,8 @@ static int server_process(struct setup *st)
         dup2(nul, STDERR_FILENO);
         if (nul > STDERR_FILENO) close(nul);
     }
+    int keep[] = { st->master, st->listen_fd, st->req[0], st->req[1] };
+    close_others(keep, sizeof keep / sizeof *keep);
     int slave = open(st->slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
     pid_t child = slave < 0 ? -1 : fork();
     if (child == 0) dashboard_exec(st, slave);
