@@ -138,9 +138,10 @@ int session_attach_main(int argc, char **argv)
                 list_print(names, n < 16 ? n : 16);
                 return 2;
             }
-            arg = names[0];
+            snprintf(run, sizeof run, "%s", names[0]);
+        } else {
+            snprintf(run, sizeof run, "%s", arg);
         }
-        snprintf(run, sizeof run, "%s", arg);
         if (session_sock_path(path, sizeof path, dir, run, err, sizeof err) < 0) {
             fprintf(stderr, "ddptop attach: %s\n", err);
             return 1;

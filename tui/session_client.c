@@ -248,7 +248,7 @@ static void server_read(struct client *c)
     c->in_len += (size_t)r;
     size_t off = 0, used;
     struct session_frame f;
-    int rc;
+    int rc = 0;
     while (c->end == CE_GOING &&
            (rc = session_frame_parse(c->in + off, c->in_len - off, &f, &used)) == 1) {
         server_frame(c, &f);

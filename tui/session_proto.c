@@ -268,9 +268,9 @@ int session_listen(const char *path, const char *run_id, char *err, size_t errle
         close(fd);
         return -1;
     }
-    if (chmod(path, 0600) != 0 || listen(fd, 16) != 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
-        unlink(path);
+    if (chmod(a.sun_path, 0600) != 0 || listen(fd, 16) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", a.sun_path, strerror(errno));
+        unlink(a.sun_path);
         close(fd);
         return -1;
     }

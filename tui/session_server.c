@@ -217,7 +217,7 @@ static bool client_read(struct server *s, struct sclient *c)
     c->in_len += (size_t)r;
     size_t off = 0, used;
     struct session_frame f;
-    int rc;
+    int rc = 0;
     while ((rc = session_frame_parse(c->in + off, c->in_len - off, &f, &used)) == 1) {
         if (!client_frame(s, c, &f)) return false;
         off += used;
