@@ -64,6 +64,58 @@ static void test_gpu(void)
     free(r.hint);
 }
 
+/* NVML's health of a node's GPUs: the worst finding decides, each is named with its GPU. */
+static void test_gpu_health(void)
+{
+    static const struct { const char *health; int status; const char *detail, *hint; } cases[] = {
+        { "{\"driver\":\"550\",\"gpus\":[{\"index\":0,\"ecc_uncorrected\":0,\"persistence\":true,\"throttle\":1}]}",
+          CHECK_PASS, "4 x H100", NULL },
+        { "{\"gpus\":[{\"index\":0,\"persistence\":false},{\"index\":3,\"ecc_uncorrected\":2}]}",
+          CHECK_FAIL, "GPU 0 has persistence mode off; GPU 3 has 2 uncorrectable ECC errors", "nvidia-smi -r" },
+        { "{\"gpus\":[{\"index\":1,\"retired_pending\":true}]}", CHECK_FAIL,
+          "GPU 1 has retired pages pending a reset", "drain the node" },
+        { "{\"gpus\":[{\"index\":2,\"throttle\":64,\"persistence\":true}]}", CHECK_WARN,
+          "GPU 2 is throttling now: thermal (hardware)", "cooling" },
+        { "{\"gpus\":[{\"index\":0,\"persistence\":false}]}", CHECK_WARN, "persistence mode off", "nvidia-smi -pm 1" },
+        { "{\"error\":\"nvmlInit failed: mismatch\"}", CHECK_WARN, "NVML: nvmlInit failed: mismatch", "nvidia-smi" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        struct check_result r = {0};
+        char buf[1024];
+        snprintf(buf, sizeof buf, "{\"gpu\":{\"count\":4,\"model\":\"H100\",\"driver\":\"550\","
+                 "\"cuda_driver\":\"12.4\",\"source\":\"nvidia-smi\"},\"gpu_health\":%s}", cases[k].health);
+        cJSON *f = cJSON_Parse(buf);
+        check_eval_gpu(&r, f, 4);
+        CHECK_INT(r.status, cases[k].status);
+        CHECK(r.detail && strstr(r.detail, cases[k].detail));
+        if (cases[k].hint) CHECK(r.hint && strstr(r.hint, cases[k].hint));
+        if (!r.detail || !strstr(r.detail, cases[k].detail)) printf("#   case %zu: %s\n", k, r.detail ? r.detail : "(null)");
+        cJSON_Delete(f);
+        cJSON_Delete(r.fields);
+        free(r.detail);
+        free(r.hint);
+    }
+}
+
+/* The NVIDIA driver and MIG mode are compared across nodes like the other facts. */
+static void test_gpu_parity(void)
+{
+    struct check_report r;
+    cJSON *f[3] = { cJSON_Parse("{\"gpu_driver\":\"550.54\",\"gpu_mig\":\"off\"}"),
+                    cJSON_Parse("{\"gpu_driver\":\"550.54\",\"gpu_mig\":\"off\"}"),
+                    cJSON_Parse("{\"gpu_driver\":\"535.1\",\"gpu_mig\":\"on\"}") };
+    struct check_node_info n[3] = {{.name = "g1", .facts = f[0]}, {.name = "g2", .facts = f[1]},
+                                   {.name = "g3", .facts = f[2]}};
+    check_report_init(&r, 3);
+    check_eval_env(&r, n, 3, false);
+    CHECK_INT(r.rows[0].checks[CHECK_ENV].status, CHECK_PASS);
+    CHECK_INT(r.rows[2].checks[CHECK_ENV].status, CHECK_FAIL);     /* MIG differs: fail */
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "NVIDIA driver") != NULL);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "MIG mode") != NULL);
+    check_report_done(&r);
+    for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
+}
+
 static const char *facts_fmt =
     "{\"os\":\"Debian 12\",\"kernel\":\"%s\",\"arch\":\"x86_64\",\"nccl\":\"%s\",\"cuda_runtime\":\"12.4\","
     "\"nccl_env\":{%s},\"ifaces\":[{\"name\":\"lo\",\"up\":true,\"ipv4\":[\"127.0.0.1/8\"],\"mtu\":65536},"
@@ -183,6 +235,8 @@ int main(void)
     RUN(test_clock_thresholds);
     RUN(test_gpu);
     RUN(test_env_parity);
+    RUN(test_gpu_health);
+    RUN(test_gpu_parity);
     RUN(test_nccl);
     RUN(test_tcp_blame);
     return tap_done();

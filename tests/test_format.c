@@ -1,7 +1,7 @@
 /* Unit tests for tui/format.c: the short units the dashboard's columns show (durations, ages,
  * rates, losses, steps, step times, CPU), the rank state glyphs and their ASCII fallbacks,
- * and display-width aware measuring and cutting of UTF-8 (wide CJK, combining marks,
- * invalid bytes) so that columns stay aligned. */
+ * display-width aware measuring and cutting of UTF-8 (wide CJK, combining marks, invalid
+ * bytes) so that columns stay aligned, the runtime's step line in words and wrapping. */
 #include <locale.h>
 #include <math.h>
 #include <string.h>
@@ -116,6 +116,57 @@ static void test_width_and_truncation(void)
     CHECK_STR(format_pad(b, sizeof b, "\u4e2dx", 4, false, false), "\u4e2dx ");
 }
 
+/* Issue 12: the runtime's step line in words in the log pane. */
+static void test_step_line(void)
+{
+    char w[128];
+    struct metrics_sample m = { .has_step = true, .has_loss = true, .has_step_ms = true,
+                                .has_tokens = true, .step = 12, .loss = 4.87, .step_ms = 100.0,
+                                .tokens_per_s = 12345 };
+    CHECK_STR(format_step_line(w, sizeof w, &m), "step 12  loss 4.87  100.0 ms/step  12.3k tok/s");
+    m.has_tokens = false;
+    m.loss = 2.34567;
+    CHECK_STR(format_step_line(w, sizeof w, &m), "step 12  loss 2.346  100.0 ms/step");
+    m.has_step_ms = false;
+    m.loss = INFINITY;    /* JSON null: a diverged loss */
+    CHECK_STR(format_step_line(w, sizeof w, &m), "step 12  loss non-finite");
+    m = (struct metrics_sample){ .has_loss = true, .loss = 0.5, .step_ms = NAN };
+    CHECK_STR(format_step_line(w, sizeof w, &m), "loss 0.5");
+    char tiny[8];
+    CHECK_STR(format_step_line(tiny, sizeof tiny, &(struct metrics_sample){ .has_step = true,
+              .step = 123456789 }), "step 12");
+}
+
+/* Issue 12: long events wrap at spaces, or inside a word longer than the row. */
+static void test_wrap(void)
+{
+    const char *s = "rank 3 on gpu-node-17 exited with code 1";
+    CHECK_INT(format_wrap(s, strlen(s), 100), strlen(s));          /* fits */
+    CHECK_INT(format_wrap(s, strlen(s), 12), 10);                  /* "rank 3 on " */
+    CHECK_INT(format_wrap(s, strlen(s), 8), 7);                    /* "rank 3 " */
+    CHECK_INT(format_wrap(s, strlen(s), 6), 7);                    /* "rank 3" and its space */
+    CHECK_INT(format_wrap(s + 10, strlen(s) - 10, 5), 5);          /* "gpu-n": a long word */
+    CHECK_INT(format_wrap("", 0, 5), 0);
+    const char *cjk = "\u4e2d\u6587";
+    CHECK_INT(format_wrap(cjk, strlen(cjk), 1), 3);                /* wider than the row: alone */
+    CHECK_INT(format_wrap(cjk, strlen(cjk), 3), 3);
+    /* every piece fits and the pieces give back the text */
+    const char *t = "attempt 0: launching 2 ranks on 1 node (run tui, logs in "
+                    "/tmp/ddptop-it.Qx81/logs/tui/attempt-0)";
+    size_t off = 0, len = strlen(t);
+    int rows = 0;
+    while (off < len) {
+        size_t n = format_wrap(t + off, len - off, 17);
+        CHECK(n > 0);
+        CHECK(format_width(t + off, n) <= 17 || (n && t[off + n - 1] == ' ' &&
+                                                format_width(t + off, n - 1) <= 17));
+        off += n;
+        rows++;
+    }
+    CHECK_INT(off, len);
+    CHECK(rows >= 6 && rows <= 9);
+}
+
 int main(void)
 {
     /* widths of non-ASCII characters come from the locale, as on a user's terminal */
@@ -124,5 +175,7 @@ int main(void)
     RUN(test_numbers);
     RUN(test_rank_glyphs);
     RUN(test_width_and_truncation);
+    RUN(test_step_line);
+    RUN(test_wrap);
     return tap_done();
 }

@@ -1,7 +1,8 @@
 /* Unit tests for tui/layout.c: every terminal size from 40x10 to 300x100 under several
  * combinations of what is shown: every visible pane inside the screen, no two overlapping
- * (the help overlay excepted), header, ranks and status always there, panes big enough to
- * draw; "too small" below 40x10; and the arrangement a user sees at typical sizes. */
+ * (the help overlay excepted), panes side by side a blank column apart, header, ranks and
+ * status always there, panes big enough to draw; "too small" below 40x10; and the
+ * arrangement a user sees at typical sizes. */
 #include <stdio.h>
 
 #include "layout.h"
@@ -58,10 +59,24 @@ static int check_one(int rows, int cols, const struct flags *f, int *printed)
     if (f->check != rect_visible(&l.check)) BAD("check pane shown=%d", rect_visible(&l.check));
     if (f->help != rect_visible(&l.help)) BAD("help shown=%d", rect_visible(&l.help));
     if (f->help && !rect_inside(&l.help, rows, cols)) BAD("help outside");
-    /* every cell of the body belongs to a pane: no wasted, undrawn holes */
+    /* panes side by side are LAYOUT_GAP columns apart (issue 12: the log's text ran into
+     * the events' first column), never touching */
+    for (size_t i = 0; i < sizeof panes / sizeof *panes; i++)
+        for (size_t k = 0; k < sizeof panes / sizeof *panes; k++) {
+            const struct rect *a = panes[i], *b = panes[k];
+            if (i == k || !rect_visible(a) || !rect_visible(b)) continue;
+            bool same_rows = a->y < b->y + b->h && b->y < a->y + a->h;
+            if (same_rows && a->x < b->x && a->x + a->w + LAYOUT_GAP > b->x)
+                BAD("%s ends at column %d, %s starts at %d: no gap", names[i], a->x + a->w,
+                    names[k], b->x);
+        }
+    /* every cell belongs to a pane or to a gap: no wasted, undrawn holes; in the wide
+     * arrangement each body row has one gap (ranks | chart above, log | events below) */
     int area = 0;
     for (size_t i = 0; i < sizeof panes / sizeof *panes; i++) area += panes[i]->h * panes[i]->w;
-    if (area != rows * cols) BAD("panes cover %d of %d cells", area, rows * cols);
+    int gaps = l.wide ? (rows - l.header.h - l.status.h) * LAYOUT_GAP : 0;
+    if (area + gaps != rows * cols)
+        BAD("panes cover %d of %d cells (gaps %d)", area, rows * cols, gaps);
     return bad;
 }
 
@@ -118,6 +133,11 @@ static void test_full_120x40(void)
     CHECK_INT(l.chart.y, l.ranks.y);
     CHECK(l.chart.x >= l.ranks.x + l.ranks.w);
     CHECK_INT(l.events.y, l.log.y);
+    /* one blank column between them, the right pane reaching the right edge */
+    CHECK_INT(l.chart.x, l.ranks.x + l.ranks.w + 1);
+    CHECK_INT(l.events.x, l.log.x + l.log.w + 1);
+    CHECK_INT(l.events.x + l.events.w, 120);
+    CHECK_INT(l.chart.x + l.chart.w, 120);
     CHECK(l.ranks.w >= 72);   /* the whole rank row fits */
     CHECK(layout_rank_capacity(&l.ranks, false) >= 8);
     CHECK(l.log.h >= 10);

@@ -54,6 +54,15 @@ static void test_runtime_json(void)
     CHECK_NEAR(m.loss, 1.25, 1e-12);
     CHECK(m.has_step);
     CHECK_INT(m.step, 7);
+    /* metrics_parse_runtime: the runtime's line alone, never the regex (the dashboard shows
+     * only that line in words) */
+    const char *rt = "{\"event\":\"step\",\"v\":1,\"rank\":0,\"step\":12,\"loss\":4.87}";
+    CHECK(metrics_parse_runtime(rt, strlen(rt), &m));
+    CHECK(m.has_step && m.step == 12 && m.has_loss && !m.has_step_ms && isnan(m.step_ms));
+    const char *user = "{\"loss\": 1.25, \"step\": 7}", *text = "step 3 loss: 2.5";
+    CHECK(!metrics_parse_runtime(user, strlen(user), &m));
+    CHECK(!metrics_parse_runtime(text, strlen(text), &m));
+    CHECK(isnan(m.loss));
     metrics_parser_free(p);
 }
 

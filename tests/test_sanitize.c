@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "tap.h"
 
 /* No C0 control (tab too: the default expands it), no DEL, no C1 as raw bytes or as UTF-8,

@@ -2,7 +2,9 @@
  * the chart's per-step aggregate (incremental, no double counting, a restarted attempt
  * replaces the steps it re-runs), the log pane's positions, search and error jumps (rank and
  * merged), and what the panes put on a curses screen written to /dev/null (read back with
- * winnstr): rank rows, hostile host names and log bytes shown escaped, the too-small notice. */
+ * winnstr): rank rows, hostile host names and log bytes shown escaped, the too-small notice;
+ * and issue 12: step lines in words, long events wrapped (or cut with w), the log following
+ * the current attempt after a restart. */
 #include <curses.h>
 #include <math.h>
 #include <stdlib.h>
@@ -257,6 +259,244 @@ static void test_drawing(void)
     fclose(in);
 }
 
+/* A curses screen on /dev/null and a paint without colours, for the drawing tests. */
+struct scr {
+    FILE *out, *in;
+    SCREEN *scr;
+    struct paint p;
+};
+
+static bool scr_open(struct scr *s)
+{
+    s->out = fopen("/dev/null", "w");
+    s->in = fopen("/dev/null", "r");
+    setenv("LINES", "40", 1);
+    setenv("COLUMNS", "120", 1);
+    s->scr = newterm("xterm", s->out, s->in);
+    memset(&s->p, 0, sizeof s->p);
+    for (int r = 0; r < ROLE_COUNT; r++) s->p.role[r] = A_NORMAL;
+    s->p.ascii = true;
+    return s->scr != NULL;
+}
+
+static void scr_close(struct scr *s)
+{
+    if (s->scr) {
+        endwin();
+        delscreen(s->scr);
+    }
+    fclose(s->out);
+    fclose(s->in);
+}
+
+/* Issue 12, 2: the runtime's JSON step line in words in the pane; the ring and the log file
+ * keep the raw line; a search finds it by either text. */
+static void test_step_lines_in_words(void)
+{
+    struct scr sc;
+    if (!scr_open(&sc)) { tap_skip("step lines", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(1, "localhost");
+    if (!j) { CHECK(0); scr_close(&sc); return; }
+    const char *raw = "{\"event\":\"step\",\"v\":1,\"rank\":0,\"step\":12,\"loss\":4.87,"
+                      "\"step_ms\":100.0,\"tokens_per_s\":12345.6}";
+    add_line(j, 0, "hello");
+    add_line(j, 0, raw);
+    add_line(j, 0, "{\"loss\": 3.25}");              /* someone else's JSON: as it is */
+    struct ui_state ui;
+    init_ui(&ui);
+    WINDOW *w = newwin(6, 100, 0, 0);
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "step 12  loss 4.87  100.0 ms/step  12.3k tok/s"));
+    CHECK(!any_row_contains(w, "\"event\""));
+    CHECK(any_row_contains(w, "{\"loss\": 3.25}"));
+    /* the model keeps the raw line */
+    size_t len;
+    const char *t = log_src_text(j, &ui, 2, &len, NULL, NULL);
+    CHECK(t && len == strlen(raw) && memcmp(t, raw, len) == 0);
+    /* found by the words on screen and by the JSON in the log file */
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "tok/s"), 2);
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "ms/step"), 2);
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "\"tokens_per_s\""), 2);
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "step 12"), 2);
+    /* a search hit in the words is highlighted there (the line is drawn, not the JSON) */
+    snprintf(ui.search, sizeof ui.search, "loss 4.87");
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "step 12  loss 4.87"));
+    delwin(w);
+    /* the log file holds exactly what the rank wrote */
+    job_flush(j);
+    char path[256], buf[8192] = "";
+    snprintf(path, sizeof path, "%s/t/attempt-0/rank-0.log", tmpdir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+    CHECK(strstr(buf, raw) != NULL);
+    CHECK(strstr(buf, "ms/step") == NULL);
+    job_free(j);
+    scr_close(&sc);
+}
+
+/* Text of the events pane's rows from row y0 with the heads (time and kind: 19 columns on
+ * a row that starts with the time) and the indent of wrapped rows (9) left out, blanks
+ * dropped, to compare with the events' texts without their spaces. */
+static void events_text(WINDOW *w, int y0, char *out, size_t n)
+{
+    size_t o = 0;
+    for (int y = y0; y < getmaxy(w); y++) {
+        char row[512];
+        row_text(w, y, row, sizeof row);
+        for (const char *c = row + (row[0] >= '0' && row[0] <= '9' ? 19 : 9); *c && o + 1 < n; c++)
+            if (*c != ' ') out[o++] = *c;
+    }
+    out[o] = '\0';
+}
+
+static void squeeze(const char *s, char *out, size_t n)
+{
+    size_t o = strlen(out);
+    for (; *s && o + 1 < n; s++)
+        if (*s != ' ') out[o++] = *s;
+    out[o] = '\0';
+}
+
+/* Issue 12, 3: a long event wraps over as many rows as it needs; w cuts each to one row with
+ * an ellipsis; when one event needs more rows than the pane has, its last row says so. */
+static void test_events_wrap(void)
+{
+    struct scr sc;
+    if (!scr_open(&sc)) { tap_skip("events", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(1, "localhost");
+    if (!j) { CHECK(0); scr_close(&sc); return; }
+    const char *ev = "attempt 0: launching 1 rank on 1 node (run t, logs in "
+                     "/tmp/a-rather-long-directory/logs/t/attempt-0)";
+    const char *ev2 = "rank 0 on localhost exited with code 0";
+    job_event_add(j, EV_LAUNCH, -1, -1, "%s", ev);
+    struct ui_state ui;
+    init_ui(&ui);
+    WINDOW *w = newwin(8, 40, 0, 0);
+    view_events_draw(w, j, &ui, &sc.p);
+    char got[1024], want[1024] = "", row[512];
+    events_text(w, 1, got, sizeof got);
+    squeeze(ev, want, sizeof want);
+    CHECK_STR(got, want);                    /* every character of it, in order */
+    row_text(w, 1, row, sizeof row);
+    CHECK(strstr(row, "launch") != NULL);
+    row_text(w, 2, row, sizeof row);
+    CHECK(strncmp(row, "         ", 9) == 0 && row[9] != ' ');   /* under the kind word */
+    /* an event after it: both whole, the newest below */
+    job_event_add(j, EV_EXIT, 0, 0, "%s", ev2);
+    view_events_draw(w, j, &ui, &sc.p);
+    events_text(w, 1, got, sizeof got);
+    squeeze(ev2, want, sizeof want);
+    CHECK_STR(got, want);
+    /* w: one row each, cut with an ellipsis ('~' without UTF-8) */
+    ui.events_cut = true;
+    view_events_draw(w, j, &ui, &sc.p);
+    row_text(w, 1, row, sizeof row);
+    CHECK(strstr(row, "launch") != NULL && row[39] == '~');
+    row_text(w, 2, row, sizeof row);
+    CHECK(strstr(row, "rank 0 on localhost") != NULL && row[39] == '~');
+    CHECK(!any_row_contains(w, "attempt-0)"));
+    delwin(w);
+    /* a pane of three event rows: the newest event whole, the older one's end above it */
+    ui.events_cut = false;
+    w = newwin(4, 40, 0, 0);
+    view_events_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "rank 0 on localhost"));
+    CHECK(any_row_contains(w, "code 0"));
+    CHECK(any_row_contains(w, "attempt-0)"));
+    CHECK(!any_row_contains(w, "launch"));
+    /* one event taller than the pane: its first rows, the last one ending in '~' */
+    ui.events_back = 1;
+    view_events_draw(w, j, &ui, &sc.p);
+    row_text(w, 1, row, sizeof row);
+    CHECK(strstr(row, "launch") != NULL);
+    row_text(w, 3, row, sizeof row);
+    CHECK(row[39] == '~');
+    CHECK(!any_row_contains(w, "code 0"));
+    delwin(w);
+    job_free(j);
+    scr_close(&sc);
+}
+
+/* Issue 12, 4: after a restart the pane shows the new attempt's lines after a marker; [
+ * pins an earlier attempt; search stays within the attempt shown. */
+static void test_log_attempts(void)
+{
+    struct scr sc;
+    if (!scr_open(&sc)) { tap_skip("attempts", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(2, "localhost");
+    if (!j) { CHECK(0); scr_close(&sc); return; }
+    add_line(j, 0, "old line one");
+    add_line(j, 0, "old line two");
+    add_line(j, 1, "old of rank 1");
+    struct ui_state ui;
+    init_ui(&ui);
+    uint64_t first, end;
+    log_src_range(j, &ui, &first, &end);
+    CHECK_INT(first, 1);                     /* attempt 0: no marker */
+    CHECK_INT(end, 3);
+    j->attempt = 1;                          /* what a restart's job_attempt_begin leaves */
+    log_src_range(j, &ui, &first, &end);
+    CHECK_INT(first, 2);                     /* only the marker, no line of attempt 1 yet */
+    CHECK_INT(end, 3);
+    WINDOW *w = newwin(6, 100, 0, 0);
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "--- attempt 1"));
+    CHECK(!any_row_contains(w, "old line"));
+    add_line(j, 0, "new line one");
+    add_line(j, 0, "new line two");
+    add_line(j, 1, "new of rank 1");
+    log_src_range(j, &ui, &first, &end);
+    CHECK_INT(first, 2);
+    CHECK_INT(end, 5);
+    size_t len;
+    int rank = 0, stream = LOG_STDOUT;
+    const char *t = log_src_text(j, &ui, 2, &len, &rank, &stream);
+    CHECK(t && strncmp(t, "--- attempt 1", 13) == 0 && rank == -1 && stream == LOG_SYSTEM);
+    CHECK(log_src_text(j, &ui, 1, &len, NULL, NULL) == NULL);
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "new line one"));
+    CHECK(any_row_contains(w, "new line two"));
+    CHECK(!any_row_contains(w, "old line"));
+    CHECK(any_row_contains(w, "attempt 1"));
+    char row[512];
+    row_text(w, 1, row, sizeof row);
+    CHECK(strstr(row, "--- attempt 1") != NULL);   /* the boundary, right above the lines */
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "old"), 0);
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "new line one"), 3);
+    /* [: attempt 0, no marker, its lines only */
+    ui.log_pinned = true;
+    ui.log_attempt = 0;
+    CHECK_INT(log_shown_attempt(j, &ui), 0);
+    log_src_range(j, &ui, &first, &end);
+    CHECK_INT(first, 1);
+    CHECK_INT(end, 3);
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "old line one") && any_row_contains(w, "old line two"));
+    CHECK(!any_row_contains(w, "new line"));
+    CHECK(any_row_contains(w, "attempt 0 of 0-1"));
+    /* merged: the same, by arrival */
+    struct merged_ref refs[6] = { { 0, 1 }, { 0, 2 }, { 1, 1 }, { 0, 3 }, { 1, 2 }, { 0, 4 } };
+    ui.merged = refs;
+    ui.merged_cap = 6;
+    ui.merged_total = 6;
+    ui.log_mode = LOGV_ALL;
+    ui.log_pinned = false;
+    log_src_range(j, &ui, &first, &end);
+    CHECK_INT(first, 3);                     /* the marker where rank 1's old line was */
+    CHECK_INT(end, 7);
+    view_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "[r1] new of rank 1"));
+    CHECK(any_row_contains(w, "--- attempt 1"));
+    CHECK(!any_row_contains(w, "old"));
+    ui.merged = NULL;
+    delwin(w);
+    job_free(j);
+    scr_close(&sc);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
@@ -264,6 +504,9 @@ int main(void)
     RUN(test_chart_aggregate);
     RUN(test_log_positions_and_search);
     RUN(test_drawing);
+    RUN(test_step_lines_in_words);
+    RUN(test_events_wrap);
+    RUN(test_log_attempts);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);

@@ -207,7 +207,8 @@ static void layout_update(struct dashboard *d)
         .grid_mode = d->ui.grid,
         .show_check = d->ui.show_check,
         .n_ranks = j ? (int)j->n_ranks : 0,
-        .help_lines = (int)d->ui.n_help + 2,
+        /* the GPU view takes what the screen has: its lines grow with the samples */
+        .help_lines = d->ui.gpu_view ? 10000 : (int)d->ui.n_help + 2,
         .check_lines = d->ui.n_check ? (int)d->ui.n_check + 1 : 0,
     };
     struct layout l;
@@ -269,6 +270,15 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     struct ui_state *ui = &d->ui;
     ui->now_ms = now;
     ui->show_check = j->state == JOB_CHECKING || j->state == JOB_CHECK_FAILED;
+    if (j->attempt != ui->log_seen_attempt) {
+        /* a restart: the log pane follows the new attempt (a position scrolled to in the
+         * old one is not among the lines it shows now) */
+        ui->log_seen_attempt = j->attempt;
+        if (!ui->log_pinned && ui->log_mode != LOGV_STACKS) {
+            ui->follow = true;
+            ui->mark = 0;
+        }
+    }
     layout_update(d);
     if (d->pending & DK_REPAINT) clearok(curscr, TRUE);
     d->pending = 0;
@@ -296,7 +306,12 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     for (int i = 0; i < P_COUNT; i++)
         if (d->win[i] && i != P_HELP) wnoutrefresh(d->win[i]);
     if (d->win[P_HELP] && ui->modal == KM_HELP) {
-        view_help_draw(d->win[P_HELP], ui, p);
+        if (ui->gpu_view) {
+            ui->n_gpu_lines = view_gpus_lines(j);
+            view_gpus_draw(d->win[P_HELP], j, ui, p);
+        } else {
+            view_help_draw(d->win[P_HELP], ui, p);
+        }
         touchwin(d->win[P_HELP]);          /* on top of the panes drawn under it */
         wnoutrefresh(d->win[P_HELP]);
     }

@@ -85,6 +85,29 @@ static void log_show_selected(struct ui_state *ui)
     }
 }
 
+/* [ and ]: another attempt in the log pane, from its newest line. ] at the newest attempt
+ * unpins: the pane follows the current attempt again, through restarts. */
+static void log_attempt_step(struct dashboard *d, int dir)
+{
+    struct ui_state *ui = &d->ui;
+    int cur = d->job->attempt, shown = log_shown_attempt(d->job, ui);
+    if (ui->log_mode == LOGV_STACKS) ui->log_mode = LOGV_RANK;
+    if (dir < 0 && shown == 0) {
+        dashboard_notice(d, cur ? "attempt 0 is the first" : "no restart yet: one attempt");
+        return;
+    }
+    int want = shown + dir;
+    if (want >= cur) {
+        ui->log_pinned = false;
+        if (dir > 0 && shown == cur) dashboard_notice(d, "attempt %d is the newest", cur);
+    } else {
+        ui->log_pinned = true;
+        ui->log_attempt = want;
+    }
+    ui->follow = true;
+    ui->mark = 0;
+}
+
 static void select_rank(struct dashboard *d, long r)
 {
     long n = d->job ? (long)d->job->n_ranks : 0;
@@ -139,13 +162,14 @@ static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
     case KM_HELP: {
         int *t = &ui->help_top;
         int hp = d->lay.help.h > 3 ? d->lay.help.h - 2 : 1;
+        int n = ui->gpu_view ? ui->n_gpu_lines : (int)ui->n_help;
         if (a == UI_UP) (*t)--;
         else if (a == UI_DOWN) (*t)++;
         else if (a == UI_PAGE_UP) *t -= hp;
         else if (a == UI_PAGE_DOWN) *t += hp;
         else if (a == UI_HOME) *t = 0;
-        else if (a == UI_END) *t = (int)ui->n_help;
-        if (*t > (int)ui->n_help - hp) *t = (int)ui->n_help - hp;
+        else if (a == UI_END) *t = n;
+        if (*t > n - hp) *t = n - hp;
         if (*t < 0) *t = 0;
         return;
     }
@@ -314,6 +338,13 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         ui->follow = true;
         ui->mark = 0;
         return DK_REDRAW;
+    case UI_ATTEMPT_PREV: case UI_ATTEMPT_NEXT: log_attempt_step(d, a == UI_ATTEMPT_PREV ? -1 : 1);
+        return DK_REDRAW;
+    case UI_EVENTS_WRAP:
+        ui->events_cut = !ui->events_cut;
+        dashboard_notice(d, "events: %s (w: %s)", ui->events_cut ? "one row each" : "wrapped",
+                         ui->events_cut ? "wrap" : "one row each");
+        return DK_REDRAW;
     case UI_GRID: ui->grid = !ui->grid; ui->ranks_top = 0; return DK_REDRAW | DK_RELAYOUT;
     case UI_LOG_SCALE: ui->log_scale = !ui->log_scale; return DK_REDRAW;
     case UI_MAXIMIZE: ui->log_max = !ui->log_max; return DK_REDRAW | DK_RELAYOUT;
@@ -331,11 +362,18 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         }
         return DK_REDRAW | DK_REPAINT;
     }
-    case UI_HELP: ui->modal = KM_HELP; ui->help_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_HELP: ui->modal = KM_HELP; ui->gpu_view = false; ui->help_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_GPUS:
+        ui->modal = KM_HELP;
+        ui->gpu_view = true;
+        ui->help_top = 0;
+        ui->n_gpu_lines = d->job ? view_gpus_lines(d->job) : 0;
+        return DK_REDRAW | DK_RELAYOUT;
     case UI_CANCEL:
         if (ui->modal != KM_COUNT) {
             bool was_help = ui->modal == KM_HELP;
             ui->modal = KM_COUNT;
+            ui->gpu_view = false;
             return DK_REDRAW | (was_help ? DK_RELAYOUT : 0);
         }
         if (ui->log_max) {

@@ -1,10 +1,10 @@
-/* ddptop: entry point. Dispatches the subcommand; each one parses its own arguments and
- * returns the exit code (0 ok, 1 a check or job failed, 2 usage or configuration error,
- * 3 the preflight refused a run). Without a subcommand, `ddptop [HOSTFILE] [-- CMD]` runs
- * the job like `ddptop run` and shows it in the dashboard when stdin and stdout are a
- * terminal and --headless is not given (else the headless line printer). The dashboard runs
- * in a session (session.h): this same program again, on a pseudo-terminal, which the
- * terminal attaches to; `ddptop attach` attaches another. */
+/* ddptop: entry point. Dispatches the subcommand (run, check, ls, logs, attach); each one
+ * parses its own arguments and returns the exit code (0 ok, 1 a check or job failed, 2 usage
+ * or configuration error, 3 the preflight refused a run). Without a subcommand, `ddptop
+ * [HOSTFILE] [-- CMD]` runs the job like `ddptop run` and shows it in the dashboard when
+ * stdin and stdout are a terminal and --headless is not given (else the headless line
+ * printer). The dashboard runs in a session (session.h): this same program again, on a
+ * pseudo-terminal, which the terminal attaches to; `ddptop attach` attaches another. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,8 @@
 #include "run/check_cli.h"
 #include "dashboard.h"
 #include "headless.h"
+#include "run/logs_cli.h"
+#include "run/ls_cli.h"
 #include "run/run_cli.h"
 #include "session.h"
 #include "util/util.h"
@@ -26,9 +28,12 @@ static void usage(FILE *f)
           "       ddptop run [HOSTFILE] [options] [-- CMD ARGS...]    launch on every node, stream logs\n"
           "       ddptop check HOSTFILE [options] [-- CMD ARGS...]    preflight of a cluster\n"
           "       ddptop check --slurm|--pbs [options] [-- CMD ARGS...]\n"
+          "       ddptop ls [--log-dir DIR] [--json]                  the runs in the log directory\n"
+          "       ddptop logs RUN [--rank R] [--attempt N] [-f] [--events]\n"
+          "                                 a run's logs, or its events; -f follows them\n"
           "       ddptop attach [RUN]                                 back to a run's dashboard\n"
           "       ddptop --version\n"
-          "       ddptop --help | ddptop run --help | ddptop check --help | ddptop attach --help\n",
+          "       ddptop --help | ddptop COMMAND --help    (COMMAND: run, check, ls, logs, attach)\n",
           f);
 }
 
@@ -116,6 +121,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 2 && strcmp(argv[1], "check") == 0) return check_cli_main(argc - 2, argv + 2);
+    /* ls and logs make no connections: `ddptop logs RUN | head` ends quietly, as cat does */
+    if (argc >= 2 && strcmp(argv[1], "ls") == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        return ls_cli_main(argc - 2, argv + 2);
+    }
+    if (argc >= 2 && strcmp(argv[1], "logs") == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        return logs_cli_main(argc - 2, argv + 2);
+    }
     if (argc >= 2 && strcmp(argv[1], "attach") == 0) return session_attach_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {
         argc--, argv++;
@@ -124,7 +138,8 @@ int main(int argc, char **argv)
     }
     /* a word that is neither a subcommand nor an existing file is a typo, not a hostfile */
     if (argc >= 2 && argv[1][0] != '-' && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
-        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, attach) nor a hostfile\n", argv[1]);
+        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, ls, logs, attach) nor a "
+                "hostfile\n", argv[1]);
         usage(stderr);
         return 2;
     }

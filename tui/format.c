@@ -4,6 +4,7 @@
 #include "format.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <wchar.h>
@@ -85,6 +86,40 @@ char *format_loss(char *buf, size_t n, double v)
         snprintf(buf, n, "%.2e", v);
     else
         snprintf(buf, n, "%.4g", v);
+    return buf;
+}
+
+/* Appends one field to buf[0..n) (*o bytes used), two spaces after the one before. */
+static void __attribute__((format(printf, 4, 5)))
+add_field(char *buf, size_t n, size_t *o, const char *fmt, ...)
+{
+    if (*o + 1 >= n) return;
+    if (*o) {
+        int k = snprintf(buf + *o, n - *o, "  ");
+        *o += (size_t)k < n - *o ? (size_t)k : n - *o - 1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *o, n - *o, fmt, ap);
+    va_end(ap);
+    if (k > 0) *o += (size_t)k < n - *o ? (size_t)k : n - *o - 1;
+}
+
+char *format_step_line(char *buf, size_t n, const struct metrics_sample *m)
+{
+    if (n == 0) return buf;
+    buf[0] = '\0';
+    size_t o = 0;
+    char v[32];
+    if (m->has_step) add_field(buf, n, &o, "step %ld", m->step);
+    if (m->has_loss && isfinite(m->loss))
+        add_field(buf, n, &o, "loss %s", format_loss(v, sizeof v, m->loss));
+    else if (m->has_loss)
+        add_field(buf, n, &o, "loss non-finite");
+    if (m->has_step_ms && isfinite(m->step_ms) && m->step_ms >= 0)
+        add_field(buf, n, &o, "%.1f ms/step", m->step_ms);
+    if (m->has_tokens && isfinite(m->tokens_per_s) && m->tokens_per_s >= 0)
+        add_field(buf, n, &o, "%s tok/s", format_si(v, sizeof v, m->tokens_per_s));
     return buf;
 }
 
@@ -206,6 +241,21 @@ size_t format_fit(const char *s, size_t len, int max_cols, int *cols)
     }
     if (cols) *cols = used;
     return i;
+}
+
+size_t format_wrap(const char *s, size_t len, int max_cols)
+{
+    size_t fit = format_fit(s, len, max_cols, NULL);
+    if (fit >= len) return len;
+    if (fit == 0) {   /* a character wider than the row: it goes alone */
+        long cp;
+        return utf8_next((const unsigned char *)s, len, &cp);
+    }
+    /* the space right after the row's last character ends a word too */
+    if (s[fit] == ' ') return fit + 1;
+    size_t k = fit;
+    while (k > 0 && s[k - 1] != ' ') k--;
+    return k > 0 ? k : fit;
 }
 
 int format_width(const char *s, size_t len)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "job/job.h"
+#include "job/metrics_parse.h"
 
 /* "850ms", "45s", "3m07s", "1h02m", "2d03h"; negative: "-". */
 char *format_duration(char *buf, size_t n, int64_t ms);
@@ -29,6 +30,11 @@ char *format_step_ms(char *buf, size_t n, double ms);
 /* A percentage: "97%", "4.5%", "1234%"; negative or NAN: "-". */
 char *format_pct(char *buf, size_t n, double pct);
 
+/* The runtime's step line as the log pane shows it: "step 12  loss 4.870  100.0 ms/step
+ * 12.3k tok/s" (two spaces between fields; a field the line lacks is left out; a non-finite
+ * loss, JSON null, is "loss non-finite"). Returns buf. */
+char *format_step_line(char *buf, size_t n, const struct metrics_sample *m);
+
 /* One glyph (one display column) per rank state: · pending, ● running, ◐ stalled, ✓ exited,
  * ✗ failed, ■ stopped, ? lost; ascii: . R S D F X ? (D done, X stopped by us). */
 const char *format_rank_glyph(enum rank_state s, bool ascii);
@@ -40,6 +46,11 @@ int format_width(const char *s, size_t len);
 /* Bytes of s[0..len) that fit in max_cols columns without splitting a character; *cols gets
  * their width (may be NULL). */
 size_t format_fit(const char *s, size_t len, int max_cols, int *cols);
+/* Wrapping: the bytes of s[0..len) for the next row of max_cols columns. All of it when it
+ * fits; else up to and including the last space that fits, so words stay whole; else (one
+ * word longer than the row) as many whole characters as fit. At least one character when
+ * len > 0, so a caller's loop always advances. */
+size_t format_wrap(const char *s, size_t len, int max_cols);
 /* Copies s into buf (NUL-terminated), cut to max_cols display columns; when cut and
  * max_cols >= 1 the last column becomes "…" (ascii: "~"). Returns buf. */
 char *format_truncate(char *buf, size_t n, const char *s, int max_cols, bool ascii);

@@ -18,7 +18,7 @@
 
 #include "check/check_report.h"
 #include "job/job_stats.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 struct headless {
@@ -173,6 +173,7 @@ static void print_root_cause(struct headless *h, const struct job *j)
 static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
 {
     struct headless *h = ctx;
+    if (ev->kind == EV_END) return; /* headless_finish says how it ended, with more */
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set && j->cause.attempt == ev->attempt) print_root_cause(h, j);
     else say(h, "%s", ev->text);
     flush_out(h, false);
@@ -273,6 +274,9 @@ int headless_run(const struct run_opts *o, const struct hostlist *hl)
         fprintf(stderr, "ddptop run: %s\n", err);
         return 2;
     }
+    /* before the preflight, which may take a while: where to look (ddptop logs RUN -f) */
+    say(h, "run %s, logs in %s", controller_job(c)->run_id, controller_job(c)->log_dir);
+    flush_out(h, false);
     rc = controller_run(c);
     headless_finish(h, controller_job(c), rc);
     controller_free(c);

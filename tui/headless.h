@@ -2,7 +2,7 @@
  * printer that plugs into the controller as a struct frontend. Every rank line is printed as
  * "[r3 gpu2] text" (stderr lines "[r3 gpu2 err] text"), every event as "[ddptop] text", the
  * root cause of a failure in full, and a summary at the end; all of it made safe for a
- * terminal (sanitize.h).
+ * terminal (util/sanitize.h).
  *
  * The printer never blocks the controller's loop: output is queued and written only as fast
  * as stdout takes it. When the queue passes its bound (a slow terminal or pipe), lines are

@@ -42,11 +42,15 @@ enum ui_action {
     UI_NEXT_ERROR,            /* next line like Traceback / error / NCCL WARN */
     UI_FOLLOW,                /* toggle follow mode of the log */
     UI_ALL_RANKS,             /* toggle the merged log of all ranks */
+    UI_ATTEMPT_PREV,          /* the log shows the attempt before the one shown */
+    UI_ATTEMPT_NEXT,          /* the log shows the next attempt (at the current: follows it) */
+    UI_EVENTS_WRAP,           /* toggle wrapped / one-row events */
     UI_GRID,                  /* toggle ranks table / grid */
     UI_LOG_SCALE,             /* toggle the chart's log scale */
     UI_MAXIMIZE,              /* toggle the log taking the body */
     UI_NEXT_THEME,
     UI_HELP,                  /* open the help overlay */
+    UI_GPUS,                  /* open the GPU view (the overlay with every GPU) */
     UI_QUIT,                  /* controller ACT_QUIT (ask first while ranks run) */
     UI_CANCEL,                /* close the overlay / cancel the search or question */
     UI_CONFIRM,               /* yes to the question */

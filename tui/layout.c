@@ -104,12 +104,13 @@ static void body_log_maximized(const struct layout_in *in, struct layout *out, i
     out->log = mk(by + LAYOUT_MIN_PANE_H, 0, bh - LAYOUT_MIN_PANE_H, in->cols);
 }
 
-/* Wide: ranks with the chart beside them on top, the log with the events beside it below. */
+/* Wide: ranks with the chart beside them on top, the log with the events beside it below,
+ * each pair LAYOUT_GAP columns apart. */
 static void body_wide(const struct layout_in *in, struct layout *out, int by, int bh)
 {
     int cols = in->cols;
     int ranks_w = clampi(cols * 11 / 20, 72, 110);
-    int chart_w = cols - ranks_w;
+    int chart_w = cols - ranks_w - LAYOUT_GAP;
     int chart_want = clampi(bh * 2 / 5, 4, 20);
     int want = ranks_wanted(in, ranks_w);
     if (want < chart_want) want = chart_want;
@@ -120,8 +121,8 @@ static void body_wide(const struct layout_in *in, struct layout *out, int by, in
     int events_w = clampi(cols * 3 / 10, 30, 70);
 
     out->ranks = mk(by, 0, top_h, ranks_w);
-    out->chart = mk(by, ranks_w, top_h, chart_w);
-    out->log = mk(by + top_h, 0, bot_h, cols - events_w);
+    out->chart = mk(by, ranks_w + LAYOUT_GAP, top_h, chart_w);
+    out->log = mk(by + top_h, 0, bot_h, cols - events_w - LAYOUT_GAP);
     out->events = mk(by + top_h, cols - events_w, bot_h, events_w);
 }
 

@@ -10,6 +10,9 @@
  *   - ranks always, at least LAYOUT_MIN_PANE_H rows (title + column header + one rank);
  *   - every other visible pane has h >= LAYOUT_MIN_PANE_H and w >= LAYOUT_MIN_PANE_W;
  *   - no two visible rects overlap, except help, an overlay centred on top of the others;
+ *   - panes side by side (wide: ranks | chart, log | events) are LAYOUT_GAP columns apart:
+ *     the gap belongs to no pane and stays blank, so text cut at one pane's edge never runs
+ *     into the next pane's first column (issue 12); every other cell belongs to a pane;
  *   - everything lies inside [0, rows) x [0, cols).
  * Adapting: at 40x10 header + ranks + log (chart and events hidden); from about 80x24 every
  * pane; at >= LAYOUT_WIDE_COLS columns the chart sits beside the ranks and the events beside
@@ -26,6 +29,7 @@
 #define LAYOUT_MIN_PANE_H 3
 #define LAYOUT_MIN_PANE_W 20
 #define LAYOUT_GRID_CELL_W 2    /* grid mode: columns per rank cell (glyph + gap) */
+#define LAYOUT_GAP        1     /* blank columns between panes side by side */
 
 struct rect {
     int y, x, h, w;

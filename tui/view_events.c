@@ -1,5 +1,6 @@
 /* The events pane (launches, exits, the root cause of a failure, stalls and stragglers,
- * lost nodes, restarts), newest at the bottom with the root cause pinned above them, and the
+ * lost nodes, restarts), newest at the bottom with the root cause pinned above them, long
+ * events wrapped over as many rows as they need (w: one row each, cut), and the
  * preflight pane that takes the chart's and events' place while the job is CHECKING or the
  * checks refused it (the report's table and details, coloured by status). */
 #include <stdio.h>
@@ -8,7 +9,8 @@
 #include <time.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
+#include "util/util.h"
 #include "views.h"
 
 static enum theme_role event_role(enum job_event_kind k)
@@ -17,9 +19,9 @@ static enum theme_role event_role(enum job_event_kind k)
     case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: return ROLE_FAIL;
     case EV_STALL: return ROLE_STALLED;
     case EV_STRAGGLER: return ROLE_STRAGGLER;
-    case EV_RESTART: case EV_STOP: return ROLE_WARN;
+    case EV_RESTART: case EV_STOP: case EV_GPU: return ROLE_WARN;
     case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
-    case EV_EXIT: case EV_INFO: return ROLE_NORMAL;
+    case EV_EXIT: case EV_INFO: case EV_END: return ROLE_NORMAL;
     }
     return ROLE_NORMAL;
 }
@@ -39,6 +41,8 @@ static const char *event_word(enum job_event_kind k)
     case EV_DONE: return "done";
     case EV_INFO: return "info";
     case EV_RESUME: return "resume";
+    case EV_GPU: return "gpu";
+    case EV_END: return "end";
     }
     return "event";
 }
@@ -91,6 +95,69 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
     return used + 1;
 }
 
+/* An event's head, "HH:MM:SS kind      ", takes EV_HEAD_COLS columns; wrapped rows go on
+ * under the kind word, so the times stay a clean column to scan. */
+#define EV_HEAD_COLS 19
+#define EV_CONT_COLS 9
+
+static int max_i(int a, int b)
+{
+    return a > b ? a : b;
+}
+
+/* The rows event text s[0..len) takes in a pane wd columns wide: one when cut, else as many
+ * as wrapping needs. */
+static int event_rows(const char *s, size_t len, int wd, bool cut)
+{
+    if (cut) return 1;
+    int rows = 1, cols = max_i(wd - EV_HEAD_COLS, 1);
+    for (size_t off = format_wrap(s, len, cols); off < len; rows++)
+        off += format_wrap(s + off, len - off, max_i(wd - EV_CONT_COLS, 1));
+    return rows;
+}
+
+/* s[0..len) into one row of max_cols columns, ending in an ellipsis when cut. */
+static void put_cut(WINDOW *w, const struct paint *p, const char *s, size_t len, int max_cols,
+                    attr_t a)
+{
+    char *whole = xmalloc(len + 1), *cut = xmalloc(len + 8);
+    memcpy(whole, s, len);
+    whole[len] = '\0';
+    format_truncate(cut, len + 8, whole, max_cols, p->ascii);
+    view_put(w, p, cut, strlen(cut), max_cols, a);
+    free(whole);
+    free(cut);
+}
+
+/* One event from y down: its rows from `skip` on, at most max_rows of them. The last row
+ * drawn ends in an ellipsis when text is left over (w: every event on one row, cut). */
+static void draw_event(WINDOW *w, const struct paint *p, const struct job_event *ev,
+                       const char *s, size_t len, int y, int skip, int max_rows, bool cut)
+{
+    int wd = getmaxx(w);
+    attr_t a = p->role[event_role(ev->kind)] | (ev->kind == EV_ROOT_CAUSE ? A_BOLD : 0);
+    size_t off = 0;
+    for (int r = 0, row = -skip; row < max_rows && (off < len || r == 0); r++, row++) {
+        int x = r == 0 ? EV_HEAD_COLS : EV_CONT_COLS;
+        size_t n = format_wrap(s + off, len - off, max_i(wd - x, 1));
+        if (row >= 0) {
+            wmove(w, y + row, r == 0 ? 0 : x);
+            if (r == 0) {
+                char tm[16], head[64];
+                wall_hms(ev->wall_ns, tm, sizeof tm);
+                snprintf(head, sizeof head, "%s %-9s ", tm, event_word(ev->kind));
+                x = view_put(w, p, head, strlen(head), wd, p->role[ROLE_DIM]);
+            }
+            if (cut || (off + n < len && row == max_rows - 1)) {
+                put_cut(w, p, s + off, len - off, wd - x, a);   /* the pane ends here */
+                return;
+            }
+            view_put(w, p, s + off, n, wd - x, a);
+        }
+        off += n;
+    }
+}
+
 void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p)
 {
@@ -107,20 +174,33 @@ void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     size_t back = (size_t)(ui->events_back > 0 ? ui->events_back : 0);
     if (back > n) back = n;
     size_t last = n - back;                  /* events [start, last) are shown */
-    size_t start = last > (size_t)rows ? last - (size_t)rows : 0;
-    for (size_t i = start; i < last; i++, y++) {
-        const struct job_event *ev = job_event_at(j, i);
-        if (!ev) continue;
-        char tm[16], head[64];
-        wall_hms(ev->wall_ns, tm, sizeof tm);
-        snprintf(head, sizeof head, "%s %-9s ", tm, event_word(ev->kind));
-        wmove(w, y, 0);
-        int x = view_put(w, p, head, strlen(head), wd, p->role[ROLE_DIM]);
-        const char *t = ev->text ? ev->text : "";
-        attr_t a = p->role[event_role(ev->kind)];
-        if (ev->kind == EV_ROOT_CAUSE) a |= A_BOLD;
-        view_put(w, p, t, strlen(t), wd - x, a);
+    /* from the newest shown towards older ones until the rows are full; each event's text
+     * sanitized once (text[0] the newest) */
+    char **text = xcalloc((size_t)rows, sizeof *text);
+    int *height = xcalloc((size_t)rows, sizeof *height);
+    int used = 0;
+    size_t start = last, k = 0;
+    while (start > 0 && used < rows && k < (size_t)rows) {
+        const struct job_event *ev = job_event_at(j, start - 1);
+        const char *t = ev && ev->text ? ev->text : "";
+        text[k] = sanitize_str(t, strlen(t), 0);
+        height[k] = event_rows(text[k], strlen(text[k]), wd, ui->events_cut);
+        used += height[k];
+        k++;
+        start--;
     }
+    /* text[k - 1] is the oldest shown: when the rows overflow, it loses its first rows (its
+     * end stays next to the newer events), unless it is the only one (its end is cut) */
+    int over = used > rows ? used - rows : 0;
+    for (size_t i = k; i-- > 0 && y < h;) {
+        const struct job_event *ev = job_event_at(j, last - 1 - i);
+        int skip = i == k - 1 && k > 1 ? over : 0;
+        if (ev) draw_event(w, p, ev, text[i], strlen(text[i]), y, skip, h - y, ui->events_cut);
+        y += height[i] - skip;
+    }
+    for (size_t i = 0; i < k; i++) free(text[i]);
+    free(text);
+    free(height);
 }
 
 /* The status words of the report's table, coloured where they appear. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "util/sanitize.h"
 #include "views.h"
 
 /* Scratch for view_put: views run one at a time on the loop's thread, and reusing the buffer

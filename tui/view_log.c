@@ -2,16 +2,21 @@
  * `s` captured), with scrollback, follow mode, search highlighting and error lines in their
  * own colour. Lines are addressed by stable positions (a rank's seq numbers, the merged
  * list's counter, stack line numbers), so a position the user scrolled to stays put while new
- * lines arrive, and the search keys share this code with the drawing. */
+ * lines arrive, and the search keys share this code with the drawing. One attempt is shown
+ * at a time (the current one unless [ pinned an earlier one), after a marker line of our own;
+ * the runtime's JSON step lines are shown in words (the ring and the log file keep them
+ * raw). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "format.h"
-#include "sanitize.h"
+#include "job/metrics_parse.h"
+#include "util/sanitize.h"
 #include "views.h"
 
 static struct strbuf line_buf;   /* scratch: one sanitized line */
+static char marker_buf[96];      /* the attempt marker's text (log_src_text) */
 
 static const struct log_ring *rank_ring(const struct job *j, int rank)
 {
@@ -29,22 +34,22 @@ static const struct log_line *ring_line(const struct log_ring *r, uint64_t seq)
     return l && l->seq == seq ? l : NULL;
 }
 
-void log_src_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
-                   uint64_t *end)
+int log_shown_attempt(const struct job *j, const struct ui_state *ui)
 {
-    switch (ui->log_mode) {
-    case LOGV_ALL: {
+    if (ui->log_pinned && ui->log_attempt >= 0 && ui->log_attempt < j->attempt)
+        return ui->log_attempt;
+    return j->attempt;
+}
+
+/* Every line the mode holds, of every attempt: [*first, *end). */
+static void raw_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
+                      uint64_t *end)
+{
+    if (ui->log_mode == LOGV_ALL) {
         uint64_t held = ui->merged_total < ui->merged_cap ? ui->merged_total : ui->merged_cap;
         *first = ui->merged_total - held + 1;
         *end = ui->merged_total + 1;
         return;
-    }
-    case LOGV_STACKS:
-        *first = 1;
-        *end = ui->n_stacks + 1;
-        return;
-    case LOGV_RANK:
-        break;
     }
     const struct log_ring *r = rank_ring(j, ui->selected);
     if (!r) { *first = *end = 1; return; }
@@ -52,37 +57,100 @@ void log_src_range(const struct job *j, const struct ui_state *ui, uint64_t *fir
     *end = r->total + 1;
 }
 
+/* The line at raw position pos (rank or merged mode); NULL when gone from its ring. */
+static const struct log_line *raw_line(const struct job *j, const struct ui_state *ui,
+                                       uint64_t pos, int *rank)
+{
+    if (ui->log_mode == LOGV_ALL) {
+        if (!ui->merged || !ui->merged_cap || pos == 0) return NULL;
+        const struct merged_ref *m = &ui->merged[(pos - 1) % ui->merged_cap];
+        *rank = m->rank;
+        return ring_line(rank_ring(j, m->rank), m->seq);
+    }
+    *rank = ui->selected;
+    return ring_line(rank_ring(j, ui->selected), pos);
+}
+
+/* The first raw position in [lo, hi) whose line belongs to an attempt after `after` (hi when
+ * none). Lines come in attempt order: an attempt begins only once every rank of the one
+ * before has ended. A line gone from its ring counts as older (rings drop the oldest). */
+static uint64_t attempt_bound(const struct job *j, const struct ui_state *ui, uint64_t lo,
+                              uint64_t hi, int after)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int rk;
+        const struct log_line *l = raw_line(j, ui, mid, &rk);
+        if (l && l->attempt > after) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The positions the pane shows in rank and merged mode: the lines of the shown attempt, after
+ * an attempt marker (a line of our own at the position just before the attempt's first line)
+ * when there was an attempt before it. *marker gets its position (0: none). */
+static void shown_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
+                        uint64_t *end, uint64_t *marker)
+{
+    uint64_t f, e;
+    raw_range(j, ui, &f, &e);
+    int a = log_shown_attempt(j, ui);
+    uint64_t lo = attempt_bound(j, ui, f, e, a - 1);
+    uint64_t hi = a == j->attempt ? e : attempt_bound(j, ui, lo, e, a);
+    *marker = a > 0 && lo > 1 ? lo - 1 : 0;
+    *first = *marker ? *marker : lo;
+    *end = hi;
+}
+
+void log_src_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
+                   uint64_t *end)
+{
+    if (ui->log_mode == LOGV_STACKS) {
+        *first = 1;
+        *end = ui->n_stacks + 1;
+        return;
+    }
+    uint64_t marker;
+    shown_range(j, ui, first, end, &marker);
+}
+
 const char *log_src_text(const struct job *j, const struct ui_state *ui, uint64_t pos,
                          size_t *len, int *rank, int *stream)
 {
-    const struct log_line *l = NULL;
-    int rk = -1;
-    switch (ui->log_mode) {
-    case LOGV_STACKS:
+    if (ui->log_mode == LOGV_STACKS) {
         if (pos == 0 || pos > ui->n_stacks) return NULL;
         if (rank) *rank = -1;
         if (stream) *stream = LOG_SYSTEM;
         *len = strlen(ui->stacks[pos - 1]);
         return ui->stacks[pos - 1];
-    case LOGV_ALL: {
-        uint64_t first, end;
-        log_src_range(j, ui, &first, &end);
-        if (pos < first || pos >= end) return NULL;
-        const struct merged_ref *m = &ui->merged[(pos - 1) % ui->merged_cap];
-        rk = m->rank;
-        l = ring_line(rank_ring(j, rk), m->seq);
-        break;
     }
-    case LOGV_RANK:
-        rk = ui->selected;
-        l = ring_line(rank_ring(j, rk), pos);
-        break;
+    uint64_t first, end, marker;
+    shown_range(j, ui, &first, &end, &marker);
+    if (pos < first || pos >= end) return NULL;
+    if (pos == marker) {
+        int a = log_shown_attempt(j, ui);
+        snprintf(marker_buf, sizeof marker_buf, "--- attempt %d %s ---", a,
+                 a == j->attempt ? "([ shows the attempts before)" : "(] shows the next)");
+        if (rank) *rank = -1;
+        if (stream) *stream = LOG_SYSTEM;
+        *len = strlen(marker_buf);
+        return marker_buf;
     }
+    int rk = -1;
+    const struct log_line *l = raw_line(j, ui, pos, &rk);
     if (!l) return NULL;
     if (rank) *rank = rk;
     if (stream) *stream = l->stream;
     *len = l->len;
     return l->text ? l->text : "";
+}
+
+bool log_step_text(const char *s, size_t len, char *buf, size_t n)
+{
+    struct metrics_sample m;
+    if (!metrics_parse_runtime(s, len, &m)) return false;
+    format_step_line(buf, n, &m);
+    return true;
 }
 
 /* Case-insensitive (ASCII) search of needle in s[0..len); the offset or -1. */
@@ -127,9 +195,14 @@ uint64_t log_src_find(const struct job *j, const struct ui_state *ui, uint64_t f
         int64_t off = ((cur + step * i) % span + span) % span;   /* wraps around once */
         uint64_t pos = first + (uint64_t)off;
         size_t len;
-        const char *t = log_src_text(j, ui, pos, &len, NULL, NULL);
+        int stream = LOG_STDOUT;
+        const char *t = log_src_text(j, ui, pos, &len, NULL, &stream);
         if (!t) continue;
         bool hit = needle ? find_icase(t, len, needle, nlen) >= 0 : log_is_error_line(t, len);
+        /* a step line is found by its raw JSON (as in the log file) and by the words shown */
+        char shown[160];
+        if (!hit && needle && stream != LOG_SYSTEM && log_step_text(t, len, shown, sizeof shown))
+            hit = find_icase(shown, strlen(shown), needle, nlen) >= 0;
         if (hit) return pos;
     }
     return 0;
@@ -184,13 +257,20 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     char hostbuf[64];
     format_truncate(hostbuf, sizeof hostbuf, host, 24, p->ascii);
     const char *flags = ui->follow ? "  [follow]" : "  [scrolled: End follows]";
+    /* the attempt, once there was a restart: the pane shows one attempt at a time */
+    char att[48] = "";
+    int shown = log_shown_attempt(j, ui);
+    if (shown != j->attempt)
+        snprintf(att, sizeof att, "  attempt %d of 0-%d (] next)", shown, j->attempt);
+    else if (j->attempt > 0)
+        snprintf(att, sizeof att, "  attempt %d", shown);
     switch (ui->log_mode) {
     case LOGV_RANK:
-        snprintf(title, sizeof title, " Log of rank %d (%s)%s%s%s", ui->selected, hostbuf, flags,
-                 ui->search[0] ? "  search: " : "", ui->search);
+        snprintf(title, sizeof title, " Log of rank %d (%s)%s%s%s%s", ui->selected, hostbuf, att,
+                 flags, ui->search[0] ? "  search: " : "", ui->search);
         break;
     case LOGV_ALL:
-        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s", flags,
+        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s%s", att, flags,
                  ui->search[0] ? "  search: " : "", ui->search);
         break;
     case LOGV_STACKS:
@@ -207,7 +287,10 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     log_src_range(j, ui, &first, &end);
     if (end <= first) {
         wmove(w, 1, 1);
-        const char *m = ui->log_mode == LOGV_STACKS ? "(no stacks)" : "(no output yet)";
+        const char *m = ui->log_mode == LOGV_STACKS ? "(no stacks)"
+                        : shown != j->attempt ? "(none of this attempt's lines is left in memory:"
+                                                " see its log file)"
+                        : "(no output yet)";
         view_put(w, p, m, strlen(m), wd - 1, p->role[ROLE_DIM]);
         return;
     }
@@ -228,7 +311,16 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
             x = view_put(w, p, pre, strlen(pre), wd, p->role[ROLE_RANK_PREFIX_0 + rank % 8]);
         }
         bool err = log_is_error_line(t, len);
-        attr_t a = line_attr(p, stream, err) | (pos == ui->mark ? A_BOLD | A_UNDERLINE : 0);
+        attr_t a = line_attr(p, stream, err);
+        /* the runtime's metrics line in words, dimmed: the numbers are in the ranks table and
+         * the chart already, and what the rank says in words stands out between them */
+        char words[160];
+        if (stream != LOG_SYSTEM && log_step_text(t, len, words, sizeof words)) {
+            t = words;
+            len = strlen(words);
+            a = p->role[ROLE_DIM];
+        }
+        if (pos == ui->mark) a |= A_BOLD | A_UNDERLINE;
         draw_line(w, p, y, x, t, len, a, ui->search[0] ? ui->search : NULL, ui->log_hscroll);
     }
 }

@@ -1,5 +1,6 @@
 /* The ranks pane: a table with a row per rank (rank, host, local rank, pid, state glyph and
- * word, step, loss, step time, age of the last output, CPU%) or, with `g`, a compact grid of
+ * word, step, loss, step time, age of the last output, CPU%, and once a node sent GPU samples
+ * its GPU's utilisation, memory, temperature and power) or, with `g`, a compact grid of
  * one cell per rank coloured by state for jobs of thousands of ranks. Only the rows on screen
  * are formatted, so a frame costs the same for 8 ranks and for 8,000. Columns that do not fit
  * a narrow terminal are dropped, least useful first. */
@@ -8,9 +9,12 @@
 #include <string.h>
 
 #include "format.h"
+#include "job/gpu.h"
 #include "views.h"
 
-enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU, C_N };
+enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU,
+              C_GPU, C_GMEM, C_GTEMP, C_GPOW, C_N };
+#define C_FIRST_GPU C_GPU
 
 struct column {
     const char *title;
@@ -30,16 +34,39 @@ static const struct column columns[C_N] = {
     [C_STEPT] = { "STEP_T", 6, 6, true },
     [C_AGE]   = { "AGE", 4, 8, true },
     [C_CPU]   = { "CPU%", 5, 9, true },
+    /* from the rank's GPU's last NVML sample (job/gpu.c); shown once a node sent one */
+    [C_GPU]   = { "GPU%", 4, 4, true },
+    [C_GMEM]  = { "GMEM", 5, 7, true },
+    [C_GTEMP] = { "GTMP", 4, 8, true },
+    [C_GPOW]  = { "GPOW", 5, 10, true },
 };
 
+/* Whether any node has sent a GPU sample: the GPU columns are left out for CPU jobs. */
+static bool job_has_gpus(const struct job *j)
+{
+    for (size_t i = 0; i < j->n_nodes; i++)
+        if (j->nodes[i].gpus.seen && j->nodes[i].gpus.n) return true;
+    return false;
+}
+
+/* The rank's GPU in its node's last sample, or NULL. */
+static const struct gpu_info *rank_gpu(const struct job *j, const struct rank_info *r)
+{
+    if (r->gpu < 0 || (size_t)r->node >= j->n_nodes) return NULL;
+    const struct node_gpus *ng = &j->nodes[r->node].gpus;
+    for (int i = 0; i < ng->n; i++)
+        if (ng->g[i].index == r->gpu) return &ng->g[i];
+    return NULL;
+}
+
 /* Which columns fit in `width` cells, and how wide the host column gets (the slack). */
-static void choose_columns(int width, bool shown[C_N], int *host_w)
+static void choose_columns(int width, bool gpus, bool shown[C_N], int *host_w)
 {
     int used = 0;
     for (int i = 0; i < C_N; i++) shown[i] = false;
-    for (int prio = 0; prio < C_N; prio++) {
+    for (int prio = 0; prio <= C_N; prio++) {
         for (int i = 0; i < C_N; i++) {
-            if (columns[i].priority != prio) continue;
+            if (columns[i].priority != prio || (i >= C_FIRST_GPU && !gpus)) continue;
             int need = columns[i].width + 1;
             if (used + need <= width) { shown[i] = true; used += need; }
         }
@@ -93,8 +120,32 @@ static void cell_text(const struct job *j, const struct rank_info *r, enum col_i
         else snprintf(buf, n, "-");
         break;
     case C_CPU: format_pct(buf, n, r->cpu_pct); break;
+    case C_GPU: case C_GMEM: case C_GTEMP: case C_GPOW: {
+        const struct gpu_info *g = rank_gpu(j, r);
+        double v = !g ? NAN : c == C_GPU ? g->util : c == C_GMEM ? g->mem_used_mib / 1024
+                 : c == C_GTEMP ? g->temp_c : g->power_w;
+        if (isnan(v)) snprintf(buf, n, "-");
+        else if (c == C_GPU) snprintf(buf, n, "%.0f", v);
+        else if (c == C_GMEM) snprintf(buf, n, v < 10 ? "%.1fG" : "%.0fG", v);
+        else if (c == C_GTEMP) snprintf(buf, n, "%.0fC", v);
+        else snprintf(buf, n, "%.0fW", v);
+        break;
+    }
     case C_N: break;
     }
+}
+
+/* A GPU cell's colour: the GPU% of a GPU with ECC errors as a failure, of a throttling one as a
+ * warning; a temperature from 85 C on as a warning. */
+static attr_t gpu_cell_attr(const struct job *j, const struct rank_info *r, enum col_id c,
+                            const struct paint *p, attr_t row)
+{
+    const struct gpu_info *g = rank_gpu(j, r);
+    if (!g) return row;
+    if (c == C_GPU && g->has_ecc && g->ecc > 0) return p->role[ROLE_FAIL];
+    if (c == C_GPU && g->has_throttle && (g->throttle & GPU_THR_PROBLEMS)) return p->role[ROLE_WARN];
+    if (c == C_GTEMP && !isnan(g->temp_c) && g->temp_c >= 85) return p->role[ROLE_WARN];
+    return row;
 }
 
 static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui,
@@ -103,7 +154,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
     int h = getmaxy(w), wd = getmaxx(w);
     bool shown[C_N];
     int host_w;
-    choose_columns(wd, shown, &host_w);
+    choose_columns(wd, job_has_gpus(j), shown, &host_w);
     char buf[128], cell[96];
 
     /* column header */
@@ -141,6 +192,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
             attr_t a = rowa;
             /* the state stays in its colour on the selected row too */
             if (c == C_STATE && sel) a = ra | A_REVERSE;
+            else if (c >= C_FIRST_GPU && !sel) a = gpu_cell_attr(j, r, (enum col_id)c, p, rowa);
             x += view_put(w, p, buf, strlen(buf), wd - x, a);
             if (x < wd) x += view_put(w, p, " ", 1, wd - x, rowa);
         }

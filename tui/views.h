@@ -53,6 +53,11 @@ struct ui_state {
     int log_hscroll;          /* columns scrolled sideways */
     char search[128];         /* the active search ("" none), matched case-insensitively */
     uint64_t mark;            /* the line the last search or error jump found (0 none) */
+    bool log_pinned;          /* [ ]: the pane shows attempt log_attempt; false: the current
+                               * attempt, whichever it is (a restart moves the pane along) */
+    int log_attempt;
+    int log_seen_attempt;     /* the job's attempt at the last frame (dashboard.c: a new one
+                               * turns follow back on) */
 
     /* merged log of all ranks, filled from on_line */
     struct merged_ref *merged;
@@ -65,12 +70,15 @@ struct ui_state {
     size_t n_stacks;
 
     int events_back;          /* events pane scrolled back this many from the newest */
+    bool events_cut;          /* w: one row per event, cut with an ellipsis (default: wrapped) */
     char **check_lines;       /* the preflight report (table and details) as lines */
     size_t n_check;
     int check_top;
     char **help_lines;        /* generated from the keymap table */
     size_t n_help;
     int help_top;
+    bool gpu_view;            /* the overlay shows every GPU (G) instead of the keys */
+    int n_gpu_lines;          /* its line count at the last frame (for scrolling) */
 
     enum ui_action confirm;   /* the action a y/n question is about */
     char input[128];          /* the search being typed */
@@ -104,6 +112,11 @@ struct chart_cache {
  * p->ascii. Returns the columns drawn. (view_header.c) */
 int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr);
+/* The GPU view (G): every GPU of every node, now and its last minute, in the overlay window. */
+void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
+/* How many lines it has for this job (nodes' headings and GPUs). */
+int view_gpus_lines(const struct job *j);
+
 /* A pane's title row: the text, the rest of the row in the same role. */
 void view_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
 
@@ -131,19 +144,29 @@ void chart_cache_update(struct chart_cache *c, const struct job *j);
 void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
                      const struct paint *p);
 
-/* The log pane's lines as one sequence of positions [*first, *end). */
+/* The attempt the log pane shows: the job's current one, or the one [ pinned. */
+int log_shown_attempt(const struct job *j, const struct ui_state *ui);
+/* The log pane's lines as one sequence of positions [*first, *end): in rank and merged mode
+ * the shown attempt's lines, after a marker line ("--- attempt N ...") when an attempt came
+ * before it. */
 void log_src_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
                    uint64_t *end);
-/* The text of position pos; NULL when it is gone from the ring. *rank (may be NULL) gets the
- * rank of the line (-1 for stacks), *stream the log stream. */
+/* The text of position pos, raw; NULL when it is gone from the ring or not shown. *rank (may
+ * be NULL) gets the rank of the line (-1 for stacks and the attempt marker), *stream the log
+ * stream (LOG_SYSTEM for the marker). */
 const char *log_src_text(const struct job *j, const struct ui_state *ui, uint64_t pos,
                          size_t *len, int *rank, int *stream);
 /* From position `from` (exclusive) towards older lines (dir < 0) or newer (dir > 0),
- * wrapping around once: the first line containing needle, or with needle NULL the first
- * error line. 0 when there is none. */
+ * wrapping around once, within the shown attempt: the first line containing needle (a step
+ * line: in its raw JSON or in the words shown), or with needle NULL the first error line. 0
+ * when there is none. */
 uint64_t log_src_find(const struct job *j, const struct ui_state *ui, uint64_t from, int dir,
                       const char *needle);
 bool log_is_error_line(const char *s, size_t len);
+/* The runtime's JSON step line ({"event":"step",...}, docs/metrics.md) in words, as the pane
+ * shows it ("step 12  loss 4.870  100.0 ms/step  12.3k tok/s"), into buf; false for every
+ * other line, which is shown as it is. A search finds a step line by either text. */
+bool log_step_text(const char *s, size_t len, char *buf, size_t n);
 void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                    const struct paint *p);
 

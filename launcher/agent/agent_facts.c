@@ -14,6 +14,7 @@
 #include "agent_exec.h"
 #include "agent_gpu.h"
 #include "agent_ifaces.h"
+#include "agent_nvml.h"
 #include "util/sha256.h"
 #include "util/util.h"
 #include "util/version.h"
@@ -206,6 +207,24 @@ static void add_python(cJSON *o, struct agent_probe *py)
     add_str(o, "torch", torch);
 }
 
+/* NVML's view of the GPUs' health ("gpu_health"), and the two values check compares across
+ * nodes as facts of their own: the driver version and the MIG mode ("on", "off", "mixed"). */
+static void add_gpu_health(cJSON *o)
+{
+    cJSON *h = agent_nvml_health();
+    const cJSON *g;
+    int on = 0, off = 0;
+    if (!h) return;
+    const char *drv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "driver"));
+    if (drv) cJSON_AddStringToObject(o, "gpu_driver", drv);
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(h, "gpus")) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(g, "mig");
+        if (cJSON_IsBool(m)) cJSON_IsTrue(m) ? on++ : off++;
+    }
+    if (on || off) cJSON_AddStringToObject(o, "gpu_mig", on && off ? "mixed" : on ? "on" : "off");
+    cJSON_AddItemToObject(o, "gpu_health", h);
+}
+
 cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
 {
     cJSON *o = cJSON_CreateObject();
@@ -235,6 +254,7 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     cJSON_AddItemToObject(o, "gpu", nprobes == PROBE_COUNT
         ? agent_gpu_facts(&probes[PROBE_NVSMI_QUERY], &probes[PROBE_NVSMI_BANNER])
         : agent_gpu_facts(NULL, NULL));
+    add_gpu_health(o);
     cJSON_AddItemToObject(o, "ifaces", agent_ifaces_list());
     cJSON_AddItemToObject(o, "ib", agent_ifaces_ib(NULL));
     for (int i = 0; i < nprobes; i++) strbuf_done(&probes[i].out);

@@ -58,6 +58,10 @@ struct nvml_api {
     nvml_ret (*set_create)(nvml_set *);
     nvml_ret (*register_events)(nvml_dev, unsigned long long, nvml_set);
     nvml_ret (*set_wait)(nvml_set, struct nvml_event *, unsigned int);
+    nvml_ret (*shutdown)(void);
+    nvml_ret (*retired_pending)(nvml_dev, int *);
+    nvml_ret (*persistence)(nvml_dev, int *);
+    nvml_ret (*mig)(nvml_dev, unsigned int *, unsigned int *);
 };
 
 struct sampler {
@@ -112,6 +116,10 @@ static int api_load(struct nvml_api *a, char *err, size_t errlen)
     *(void **)&a->set_create = sym(a->lib, "nvmlEventSetCreate", NULL);
     *(void **)&a->register_events = sym(a->lib, "nvmlDeviceRegisterEvents", NULL);
     *(void **)&a->set_wait = sym(a->lib, "nvmlEventSetWait_v2", "nvmlEventSetWait");
+    *(void **)&a->shutdown = sym(a->lib, "nvmlShutdown", NULL);
+    *(void **)&a->retired_pending = sym(a->lib, "nvmlDeviceGetRetiredPagesPendingStatus", NULL);
+    *(void **)&a->persistence = sym(a->lib, "nvmlDeviceGetPersistenceMode", NULL);
+    *(void **)&a->mig = sym(a->lib, "nvmlDeviceGetMigMode", NULL);
     if (!a->init || !a->count || !a->handle) {
         snprintf(err, errlen, "NVML (libnvidia-ml.so.1) lacks nvmlInit or the device calls");
         dlclose(a->lib);
@@ -163,6 +171,8 @@ static void add_gpu(struct sampler *s, unsigned int i, struct strbuf *sb)
         strbuf_addf(sb, "\"%s\"", clean.buf ? clean.buf : "");
         strbuf_done(&clean);
     }
+    if (a->uuid && a->uuid(d, text, sizeof text) == NVML_OK && strspn(text, "GPUMIG-0123456789abcdefABCDEF") == strlen(text))
+        strbuf_addf(sb, ",\"uuid\":\"%s\"", text);
     if (a->util && a->util(d, &u) == NVML_OK) strbuf_addf(sb, ",\"util\":%u,\"mem_util\":%u", u.gpu, u.memory);
     if (a->mem && a->mem(d, &m) == NVML_OK)
         strbuf_addf(sb, ",\"mem_used_mib\":%llu,\"mem_total_mib\":%llu", m.used >> 20, m.total >> 20);
@@ -326,6 +336,9 @@ void agent_nvml_watch_op(struct agent *ag, const cJSON *req, const cJSON *id)
     watch.w = agent_watch_add(ag, fds[0], POLLIN, watch_ready, NULL, NULL);
     cJSON_AddTrueToObject(msg, "ok");
     cJSON_AddNumberToObject(msg, "gpus", s->n);
+    /* the ranks inherit it unless the spawn request sets it: the controller's fallback map */
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (cvd) cJSON_AddStringToObject(msg, "cuda_visible_devices", cvd);
     if (driver[0]) cJSON_AddStringToObject(msg, "driver", driver);
     agent_send(ag, msg);
     return;
@@ -334,4 +347,43 @@ fail:
     cJSON_AddFalseToObject(msg, "ok");
     cJSON_AddStringToObject(msg, "error", err);
     agent_send(ag, msg);
+}
+
+cJSON *agent_nvml_health(void)
+{
+    struct nvml_api a;
+    char err[300], text[96];
+    unsigned int n = 0;
+    cJSON *o = cJSON_CreateObject();
+    if (api_load(&a, err, sizeof err) != 0) {
+        if (strncmp(err, "no NVML on this node", 20) == 0) {   /* no driver: nothing to say */
+            cJSON_Delete(o);
+            return NULL;
+        }
+        cJSON_AddStringToObject(o, "error", err);
+        return o;
+    }
+    if (a.driver_version && a.driver_version(text, sizeof text) == NVML_OK) cJSON_AddStringToObject(o, "driver", text);
+    if (a.count(&n) != NVML_OK) n = 0;
+    cJSON *arr = cJSON_AddArrayToObject(o, "gpus");
+    for (unsigned int i = 0; i < n && i < NVML_MAX_GPUS; i++) {
+        nvml_dev d;
+        int v;
+        unsigned int cur, pend;
+        unsigned long long ull;
+        if (a.handle(i, &d) != NVML_OK) continue;
+        cJSON *g = cJSON_CreateObject();
+        cJSON_AddNumberToObject(g, "index", i);
+        if (a.name && a.name(d, text, sizeof text) == NVML_OK) cJSON_AddStringToObject(g, "name", text);
+        if (a.ecc && a.ecc(d, NVML_MEMORY_ERROR_UNCORRECTED, NVML_VOLATILE_ECC, &ull) == NVML_OK)
+            cJSON_AddNumberToObject(g, "ecc_uncorrected", (double)ull);
+        if (a.retired_pending && a.retired_pending(d, &v) == NVML_OK) cJSON_AddBoolToObject(g, "retired_pending", v != 0);
+        if (a.persistence && a.persistence(d, &v) == NVML_OK) cJSON_AddBoolToObject(g, "persistence", v != 0);
+        if (a.mig && a.mig(d, &cur, &pend) == NVML_OK) cJSON_AddBoolToObject(g, "mig", cur != 0);
+        if (a.throttle && a.throttle(d, &ull) == NVML_OK) cJSON_AddNumberToObject(g, "throttle", (double)ull);
+        cJSON_AddItemToArray(arr, g);
+    }
+    if (a.shutdown) a.shutdown();
+    dlclose(a.lib);
+    return o;
 }

@@ -15,4 +15,9 @@ struct agent;
  * "gpus":N,"driver":"..."} or {"ok":false,"error":"..."}. */
 void agent_nvml_watch_op(struct agent *ag, const cJSON *req, const cJSON *id);
 
+/* The GPUs' health for the facts (ddptop check): {"driver":..,"gpus":[{"index","name",
+ * "ecc_uncorrected","retired_pending","persistence","mig","throttle"}]}, {"error":..} when NVML
+ * is there but fails, NULL when the node has no NVML at all. */
+cJSON *agent_nvml_health(void);
+
 #endif

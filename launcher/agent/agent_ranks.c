@@ -407,8 +407,10 @@ int run_kill_all(int sig)
 
 int run_unfinished(void)
 {
+    /* a rank whose exit went out keeps its slot until its keeper is reaped: "stopped" waits
+     * for that too, or a restart's spawn right after it finds the rank "still running" */
     for (struct run_rank *r = run.ranks; r; r = r->next)
-        if (!r->exit_sent) return 1;
+        if (!r->exit_sent || !r->keeper_reaped) return 1;
     return 0;
 }
 

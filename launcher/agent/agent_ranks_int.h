@@ -81,7 +81,8 @@ void run_rank_announce(struct run_rank *r);
 int run_rank_signal(struct run_rank *r, int sig, int by_us);
 /* CONT+TERM (sig SIGTERM) or sig to every rank still running; returns how many. */
 int run_kill_all(int sig);
-/* Whether a rank has not had its exit event yet. */
+/* Whether a rank has not had its exit event yet, or its keeper is not reaped yet (it still
+ * holds the rank's slot on this node). */
 int run_unfinished(void);
 /* Starts the once-a-second status messages (the first run request does). */
 void run_heartbeat_start(void);

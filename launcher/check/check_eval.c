@@ -2,6 +2,8 @@
  * The nccl and tcp verdicts are in check_eval_net.c. */
 #include "check_eval.h"
 
+#include "job/gpu.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +48,61 @@ static const char *str_or_null(const cJSON *obj, const char *key)
     return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
 }
 
+/* NVML's health report (agent_nvml_health): the worst finding as the verdict, every finding in
+ * the detail. False when there is nothing to say (all healthy, or no NVML). */
+static bool gpu_health_verdict(struct check_result *res, const cJSON *h)
+{
+    struct strbuf what;
+    const char *hint = NULL, *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "error"));
+    enum check_status st = CHECK_PASS;
+    const cJSON *g;
+    char names[160];
+    if (!h) return false;
+    strbuf_init(&what);
+    if (err) {
+        strbuf_addf(&what, "NVML: %s", err);
+        st = CHECK_WARN;
+        hint = "check the driver: nvidia-smi must work, with the driver and its library of one version";
+    }
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(h, "gpus")) {
+        int i = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "index"));
+        const cJSON *ecc = cJSON_GetObjectItemCaseSensitive(g, "ecc_uncorrected");
+        const cJSON *thr = cJSON_GetObjectItemCaseSensitive(g, "throttle");
+        const char *sep = what.len ? "; " : "";
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "retired_pending"))) {
+            strbuf_addf(&what, "%sGPU %d has retired pages pending a reset", sep, i);
+            st = CHECK_FAIL;
+            hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
+        } else if (cJSON_IsNumber(ecc) && ecc->valuedouble > 0) {
+            strbuf_addf(&what, "%sGPU %d has %.0f uncorrectable ECC error%s", sep, i, ecc->valuedouble,
+                        ecc->valuedouble == 1 ? "" : "s");
+            st = CHECK_FAIL;
+            hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
+        } else if (cJSON_IsNumber(thr) && ((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS)) {
+            strbuf_addf(&what, "%sGPU %d is throttling now: %s", sep, i,
+                        gpu_throttle_names((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS, names,
+                                           sizeof names));
+            if (st < CHECK_WARN) st = CHECK_WARN;
+            if (!hint) hint = "check the node's cooling and power (nvidia-smi -q -d PERFORMANCE says why)";
+        } else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(g, "persistence"))) {
+            strbuf_addf(&what, "%sGPU %d has persistence mode off", sep, i);
+            if (st < CHECK_WARN) st = CHECK_WARN;
+            if (!hint) hint = "sudo nvidia-smi -pm 1, or run nvidia-persistenced: without it each job start "
+                              "waits for the driver to initialise the GPUs";
+        }
+    }
+    if (st != CHECK_PASS) check_result_set(res, st, what.buf, hint);
+    strbuf_done(&what);
+    return st != CHECK_PASS;
+}
+
 void check_eval_gpu(struct check_result *res, const cJSON *facts, int slots)
 {
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(facts, "gpu");
     const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(gpu, "count");
     int count = cJSON_IsNumber(cnt) ? cnt->valueint : 0;
+    const cJSON *health_gpus = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "gpu_health"), "gpus");
+    if (count <= 0 && cJSON_GetArraySize(health_gpus) > 0) count = cJSON_GetArraySize(health_gpus); /* NVML saw them */
     const char *model = str_or_null(gpu, "model"), *driver = str_or_null(gpu, "driver");
     const char *cuda = str_or_null(gpu, "cuda_driver"), *source = str_or_null(gpu, "source");
     cJSON *f = check_result_fields(res);
@@ -70,7 +122,7 @@ void check_eval_gpu(struct check_result *res, const cJSON *facts, int slots)
         snprintf(hint, sizeof hint, "set slots=%d or fewer for this host in the hostfile", count);
         check_result_setf(res, CHECK_FAIL, hint, "slots=%d but the node has %d GPU%s", slots, count,
                           count == 1 ? "" : "s");
-    } else {
+    } else if (!gpu_health_verdict(res, cJSON_GetObjectItemCaseSensitive(facts, "gpu_health"))) {
         check_result_setf(res, CHECK_PASS, NULL, "%d x %s, driver %s, CUDA %s", count, model ? model : "GPU",
                           driver ? driver : "?", cuda ? cuda : "?");
     }
@@ -95,6 +147,9 @@ static const struct env_fact env_facts[] = {
     {"python3", "python3", CHECK_WARN, "install the same python3 on every node"},
     {"torch", "torch", CHECK_FAIL, "install the same torch version on every node"},
     {"ddptop_version", "ddptop", CHECK_FAIL, "run the same ddptop version everywhere"},
+    {"gpu_driver", "NVIDIA driver", CHECK_WARN, "install the same NVIDIA driver on every node"},
+    {"gpu_mig", "MIG mode", CHECK_FAIL,
+     "set MIG mode the same way on every node (nvidia-smi -mig 0 or 1, then a GPU reset)"},
     {"cuda_visible_devices", "CUDA_VISIBLE_DEVICES", CHECK_FAIL,
      "set CUDA_VISIBLE_DEVICES the same way on every node (or unset it)"},
 };

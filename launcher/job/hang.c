@@ -3,6 +3,8 @@
  * step median the upper one, so with two ranks the slow one is compared with the fast one
  * (a plain mean of the two would hide a rank twice as slow from a 1.5x rule). */
 #include "hang.h"
+
+#include "gpu.h"
 #include "job_state.h"
 
 #include <math.h>
@@ -37,14 +39,16 @@ unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now
             int64_t idle = now_ms - ref;
             if (idle < (int64_t)o->hang_timeout_s * 1000) continue;
             job_rank_stalled(j, (int)i);
+            char note[200];
+            job_gpu_stall_note(j, r->rank, note, sizeof note);
             if (r->has_step)
                 job_event_add(j, EV_STALL, r->rank, r->node, "rank %d on %s stalled: step %ld "
-                              "has not advanced for %lld s", r->rank, job_rank_host(j, r->rank),
-                              r->step, (long long)(idle / 1000));
+                              "has not advanced for %lld s%s", r->rank, job_rank_host(j, r->rank),
+                              r->step, (long long)(idle / 1000), note);
             else
                 job_event_add(j, EV_STALL, r->rank, r->node, "rank %d on %s stalled: no step "
-                              "reported in the %lld s since it started", r->rank,
-                              job_rank_host(j, r->rank), (long long)(idle / 1000));
+                              "reported in the %lld s since it started%s", r->rank,
+                              job_rank_host(j, r->rank), (long long)(idle / 1000), note);
             res |= HANG_CHANGED | HANG_STALL;
         } else if (r->state == RANK_STALLED) {
             if (r->has_step == r->stalled_has_step && r->step == r->stalled_step &&
@@ -137,14 +141,16 @@ unsigned hang_check_stragglers(struct job *j, const struct hang_opts *o, int64_t
         if (!r->straggler_since_ms) r->straggler_since_ms = now_ms;
         if (now_ms - r->straggler_since_ms < o->straggler_grace_ms) continue;
         r->straggler = true;
+        char note[200];
+        job_gpu_straggler_note(j, r->rank, note, sizeof note);
         if (slow)
             job_event_add(j, EV_STRAGGLER, r->rank, r->node, "rank %d on %s is a straggler: "
-                          "step time %.1f ms, %.1fx the median %.1f ms", r->rank,
-                          job_rank_host(j, r->rank), r->step_ms, r->step_ms / med_ms, med_ms);
+                          "step time %.1f ms, %.1fx the median %.1f ms%s", r->rank,
+                          job_rank_host(j, r->rank), r->step_ms, r->step_ms / med_ms, med_ms, note);
         else
             job_event_add(j, EV_STRAGGLER, r->rank, r->node, "rank %d on %s is a straggler: "
-                          "at step %ld, %ld steps behind the median %ld", r->rank,
-                          job_rank_host(j, r->rank), r->step, med_step - r->step, med_step);
+                          "at step %ld, %ld steps behind the median %ld%s", r->rank,
+                          job_rank_host(j, r->rank), r->step, med_step - r->step, med_step, note);
         res |= HANG_CHANGED;
     }
     return res;

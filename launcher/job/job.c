@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "run_owner.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -171,6 +172,7 @@ static void rank_reset_attempt(struct rank_info *r, int64_t now)
     r->term_signal = 0;
     r->proc_state = '?';
     r->cpu_pct = -1;
+    r->gpu = -1;
     r->last_output_ms = 0;
     r->step_changed_ms = now;
     r->has_step = r->has_loss = false;
@@ -254,6 +256,11 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         return NULL;
     }
     free(ev_path);
+    /* who writes this run, so `ddptop ls` can tell a live run from an abandoned one */
+    if (run_owner_write(j->log_dir, err, errlen) != 0) {
+        job_free(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -294,10 +301,13 @@ void job_free(struct job *j)
     for (size_t i = 0; i < j->n_nodes; i++) {
         free(j->nodes[i].name);
         free(j->nodes[i].error);
+        free(j->nodes[i].gpus.g);
+        free(j->nodes[i].gpus.visible);
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
     if (j->events_file) fclose(j->events_file);
+    if (j->gpu_file) fclose(j->gpu_file);
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -335,6 +345,10 @@ static void raise_fd_limit(size_t want)
 int job_attempt_begin(struct job *j, char *err, size_t errlen)
 {
     int64_t now = mono_ms();
+    if (!j->log_dir) {                  /* an in-memory job (ddptop check): no files */
+        for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
+        return 0;
+    }
     char *dir = xasprintf("%s/attempt-%d", j->log_dir, j->attempt);
     if (mkdir_p(dir) != 0) {
         snprintf(err, errlen, "cannot create %s: %s (choose another --log-dir)", dir,

@@ -11,7 +11,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+
 struct host;
+
+/* --log-dir when none is given (relative to the current directory): where `ddptop run`
+ * writes runs and `ddptop ls` and `ddptop logs` look for them. */
+#define JOB_LOG_ROOT_DEFAULT "ddptop-logs"
 
 enum job_state {
     JOB_CHECKING,     /* preflight running */
@@ -102,6 +107,7 @@ struct rank_info {
     int rank, local_rank, node;
     enum rank_state state;
     int pid;                  /* 0: not running */
+    int gpu;                  /* NVML index of the GPU it uses on its node (job/gpu.c); -1 */
     int exit_code;            /* valid when exited */
     int term_signal;          /* 0 when not killed by a signal */
     char proc_state;          /* /proc state R S D T Z, '?' unknown */
@@ -125,6 +131,33 @@ struct rank_info {
     int64_t straggler_since_ms; /* when the straggler condition started holding; 0 none */
 };
 
+/* A GPU as its node's last sample had it (job/gpu.c keeps these). */
+#define GPU_HIST 60           /* utilisation samples kept per GPU */
+#define GPU_PIDS 16
+
+struct gpu_info {
+    int index;                /* NVML's index on its node */
+    char name[64];
+    char uuid[64];            /* "GPU-..."; "" unknown */
+    double util, mem_util;    /* percent; NAN when the sample lacked it */
+    double mem_used_mib, mem_total_mib, power_w, power_limit_w, temp_c, sm_mhz;
+    bool has_throttle, has_ecc;
+    unsigned long long throttle, ecc;
+    int n_pids;
+    long pids[GPU_PIDS][2];   /* process id, its process group */
+    int rank;                 /* the job's rank using it (set by job/gpu.c); -1 none */
+    uint8_t hist[GPU_HIST];   /* utilisation, oldest first, hist_n of them */
+    int hist_n;
+};
+
+struct node_gpus {
+    int n;
+    struct gpu_info *g;
+    bool seen;                /* a sample came */
+    int64_t kept_ms;          /* mono_ms() of its last line in gpu.jsonl; 0 none */
+    char *visible;            /* CUDA_VISIBLE_DEVICES the node's ranks get; NULL: unset */
+};
+
 struct node_info {
     const struct host *host;  /* NULL for the local (embedded) node */
     char *name;               /* hostfile name, or "localhost" */
@@ -132,12 +165,26 @@ struct node_info {
     int first_rank, n_ranks;
     int64_t last_heartbeat_ms;
     char *error;              /* why it failed or was lost; NULL */
+    struct node_gpus gpus;    /* its GPUs' latest sample (job/gpu.h) */
 };
 
 enum job_event_kind {
     EV_LAUNCH, EV_EXIT, EV_FAILURE, EV_ROOT_CAUSE, EV_STALL, EV_STRAGGLER, EV_NODE_LOST,
     EV_RESTART, EV_STOP, EV_DONE, EV_INFO,
     EV_RESUME,                /* a stalled rank's step moved again */
+    EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
+    EV_END,                   /* the run ended: its state and exit status (job_event_end) */
+};
+
+/* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of
+ * events.jsonl records it (the names are run_state_name's; docs/logs.md). */
+enum run_state {
+    RUN_UNKNOWN,      /* events.jsonl unreadable or corrupt, or too old to tell */
+    RUN_RUNNING,      /* its controller is alive and recorded no end */
+    RUN_SUCCEEDED,    /* every rank exited 0 */
+    RUN_FAILED,       /* a failure past the allowed restarts, or the preflight refused */
+    RUN_STOPPED,      /* stopped on purpose (the dashboard's stop or quit) */
+    RUN_INTERRUPTED,  /* ended by a signal (Ctrl-C, SIGTERM, SIGHUP), or its controller died */
 };
 
 struct job_event {
@@ -178,9 +225,14 @@ struct job {
     size_t ev_cap, ev_head, ev_count;
     struct root_cause cause;
     FILE *events_file;        /* LOGDIR/RUN_ID/events.jsonl */
+    FILE *gpu_file;           /* LOGDIR/RUN_ID/gpu.jsonl, opened at the first GPU sample */
+    uint64_t gpu_file_bytes;
+    bool gpu_file_off;        /* full (GPU_FILE_MAX) or not writable: no more lines */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
     bool log_error_reported;  /* a log write failed (reported once as an event) */
+    enum run_state end_state; /* what job_event_end recorded */
+    int end_exit_code;
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
@@ -214,6 +266,11 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Records the end of the run: an `end` event with the state and ddptop's exit status, the
+ * line `ddptop ls` decides a run's state from. Called once each time the job reaches an end
+ * (a restart from the dashboard may follow, and a later end). */
+void job_event_end(struct job *j, enum run_state st, int exit_code);
+
 /* Bounds of each rank's in-memory log ring (lines and text bytes, oldest dropped) and metric
  * series (points). Applies to existing rings at once. 0 keeps the current value. job_new
  * picks min(default, job budget / ranks): the job's budget is 1M lines, 128 MiB of text and
@@ -243,5 +300,6 @@ const char *job_state_name(enum job_state s);     /* "RUNNING" */
 const char *rank_state_name(enum rank_state s);   /* "running" */
 const char *node_state_name(enum node_state s);
 const char *job_event_kind_name(enum job_event_kind k);   /* "root_cause" (events.jsonl) */
+const char *run_state_name(enum run_state s);     /* "succeeded" (events.jsonl, ddptop ls) */
 
 #endif

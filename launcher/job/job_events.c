@@ -1,6 +1,7 @@
 /* The job's events (job.h): a ring of the newest in memory for the views, and every one of
  * them as a JSON line in LOGDIR/RUN_ID/events.jsonl with its time, attempt, rank and host.
- * The root cause's event also carries its exit status, last output lines and error file.
+ * The root cause's event also carries its exit status, last output lines and error file; a
+ * launch its rank map; the end of the run its state (what `ddptop ls` reads back).
  * Strings are made valid UTF-8 first: a rank's raw bytes must not make the file unparseable. */
 #include "job.h"
 
@@ -21,8 +22,18 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_ROOT_CAUSE] = "root_cause", [EV_STALL] = "stall", [EV_STRAGGLER] = "straggler",
         [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
         [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed",
+        [EV_GPU] = "gpu", [EV_END] = "end",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
+}
+
+const char *run_state_name(enum run_state s)
+{
+    static const char *const names[] = {
+        [RUN_UNKNOWN] = "unknown", [RUN_RUNNING] = "running", [RUN_SUCCEEDED] = "succeeded",
+        [RUN_FAILED] = "failed", [RUN_STOPPED] = "stopped", [RUN_INTERRUPTED] = "interrupted",
+    };
+    return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "unknown";
 }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
@@ -70,16 +81,6 @@ static void json_add_text(cJSON *o, const char *key, const char *text, size_t le
 }
 
 /* "2026-11-21T09:30:00.123Z" */
-static void format_time(int64_t ns, char *buf, size_t n)
-{
-    time_t secs = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03dZ", base, (int)(ns / 1000000 % 1000));
-}
-
 static void add_cause_fields(cJSON *o, const struct root_cause *c)
 {
     if (c->term_signal) {
@@ -99,11 +100,26 @@ static void add_cause_fields(cJSON *o, const struct root_cause *c)
     else cJSON_AddNullToObject(o, "error_file");
 }
 
+/* The rank map, so that a reader of the file alone knows each rank's host: node names in
+ * hostfile order and how many ranks each runs (node i's follow node i-1's). */
+static void add_launch_fields(cJSON *o, const struct job *j)
+{
+    cJSON_AddNumberToObject(o, "ranks", j->world_size);
+    cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
+    cJSON *per = cJSON_AddArrayToObject(o, "ranks_per_node");
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        char *safe = utf8_safe_dup(j->nodes[i].name, strlen(j->nodes[i].name));
+        cJSON_AddItemToArray(hosts, cJSON_CreateString(safe));
+        free(safe);
+        cJSON_AddItemToArray(per, cJSON_CreateNumber(j->nodes[i].n_ranks));
+    }
+}
+
 static void write_event(struct job *j, const struct job_event *ev)
 {
     if (!j->events_file) return;
     char when[48];
-    format_time(ev->wall_ns, when, sizeof when);
+    util_iso_time(ev->wall_ns, when, sizeof when);
     int node = ev->node;
     if (node < 0 && ev->rank >= 0 && (size_t)ev->rank < j->n_ranks) node = j->ranks[ev->rank].node;
     cJSON *o = cJSON_CreateObject();
@@ -117,6 +133,11 @@ static void write_event(struct job *j, const struct job_event *ev)
     else cJSON_AddNullToObject(o, "host");
     json_add_text(o, "text", ev->text, strlen(ev->text));
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set) add_cause_fields(o, &j->cause);
+    if (ev->kind == EV_LAUNCH) add_launch_fields(o, j);
+    if (ev->kind == EV_END) {
+        cJSON_AddStringToObject(o, "state", run_state_name(j->end_state));
+        cJSON_AddNumberToObject(o, "exit_code", j->end_exit_code);
+    }
     char *line = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!line) return;
@@ -154,4 +175,12 @@ const struct job_event *job_event_at(const struct job *j, size_t i)
 {
     if (!j || i >= j->ev_count) return NULL;
     return &j->events[(j->ev_head + i) % j->ev_cap];
+}
+
+void job_event_end(struct job *j, enum run_state st, int exit_code)
+{
+    j->end_state = st;
+    j->end_exit_code = exit_code;
+    job_event_add(j, EV_END, -1, -1, "run %s %s (exit code %d)", j->run_id, run_state_name(st),
+                  exit_code);
 }

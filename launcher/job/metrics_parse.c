@@ -146,6 +146,13 @@ static bool parse_regex(const struct metrics_parser *p, const char *buf,
     return true;
 }
 
+bool metrics_parse_runtime(const char *text, size_t len, struct metrics_sample *out)
+{
+    *out = (struct metrics_sample){ .loss = NAN, .step_ms = NAN, .tokens_per_s = NAN };
+    if (len > METRICS_SCAN_MAX) len = METRICS_SCAN_MAX;
+    return parse_runtime_json(text, len, out);
+}
+
 bool metrics_parse_line(const struct metrics_parser *p, const char *text, size_t len,
                         struct metrics_sample *out)
 {

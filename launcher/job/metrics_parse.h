@@ -45,6 +45,11 @@ struct metrics_parser;
 struct metrics_parser *metrics_parser_new(const char *loss_regex, char *err, size_t errlen);
 void metrics_parser_free(struct metrics_parser *p);
 
+/* The runtime's step line only ({"event":"step",...} with a step or a loss; never the
+ * regex): fills *out and returns true, else false with NAN numbers. For readers that show
+ * that line differently from other output (the dashboard's log pane). */
+bool metrics_parse_runtime(const char *text, size_t len, struct metrics_sample *out);
+
 /* Fills *out and returns true when the line carries a metric (at least a step or a loss). */
 bool metrics_parse_line(const struct metrics_parser *p, const char *text, size_t len,
                         struct metrics_sample *out);

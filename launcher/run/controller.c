@@ -32,8 +32,9 @@ void run_opts_init(struct run_opts *o)
 {
     memset(o, 0, sizeof *o);
     check_opts_init(&o->check);
-    o->log_dir = "ddptop-logs";
+    o->log_dir = JOB_LOG_ROOT_DEFAULT;
     o->hang_timeout_s = 300;
+    o->gpu_interval_ms = 1000;
     o->term_timeout_s = 10;
     o->straggler_steps = 3;
 }
@@ -298,10 +299,21 @@ void ctl_rank_failed_begin_stop(struct controller *c)
     ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, true);
 }
 
+void ctl_record_end(struct controller *c)
+{
+    enum job_state st = c->job->state;
+    enum run_state rs = st == JOB_DONE ? RUN_SUCCEEDED
+                      : st == JOB_STOPPED ? (c->signals ? RUN_INTERRUPTED : RUN_STOPPED)
+                      : RUN_FAILED;
+    if (c->o.check_only) return; /* `ddptop check` writes no run */
+    job_event_end(c->job, rs, plan_exit_code(st));
+}
+
 void ctl_finish(struct controller *c, enum job_state st)
 {
     c->phase = PH_END;
     job_ended(c->job, st);
+    ctl_record_end(c);
     job_attempt_end(c->job);
     if (!c->interactive) c->quit = true;
 }

@@ -27,6 +27,7 @@ struct run_opts {
     size_t n_export;
     const char *workdir;         /* NULL: the current directory's path */
     int hang_timeout_s;          /* default 300, 0 off */
+    int gpu_interval_ms;         /* NVML sampling on every node; default 1000, 0 off */
     int term_timeout_s;          /* default 10 */
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */

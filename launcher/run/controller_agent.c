@@ -57,6 +57,7 @@ static void on_hello(struct controller *c, size_t i, const cJSON *m)
     }
     nd->hello = true;
     job_node_ready(c->job, i);
+    ctl_gpu_watch(c, i);
     if (c->phase == PH_CHECK && c->pf) ctl_check_node_up(c, i, m);
 }
 
@@ -342,6 +343,8 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
     else if (strcmp(ev, WIRE_EV_STOPPED) == 0 && id == nd->stop_id) nd->stopped = true;
     else if (strcmp(ev, WIRE_EV_STACKS) == 0) on_stacks(c, i, m);
     else if (strcmp(ev, WIRE_EV_ERROR) == 0) on_error(c, i, m, id);
+    else if (strcmp(ev, WIRE_EV_GPU) == 0) ctl_on_gpu(c, i, m);
+    else if (strcmp(ev, WIRE_EV_GPU_WATCH) == 0) ctl_on_gpu_watch(c, i, m);
     cJSON_Delete(m);
     return NULL;
 }

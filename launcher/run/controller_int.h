@@ -108,6 +108,9 @@ void ctl_rank_failed_begin_stop(struct controller *c);
 void ctl_check_progress(struct controller *c);
 /* The job ended in state st (DONE, FAILED, STOPPED); the loop leaves unless interactive. */
 void ctl_finish(struct controller *c, enum job_state st);
+/* The `end` event of the job's present state (DONE, FAILED, STOPPED, CHECK_FAILED) for
+ * `ddptop ls`: a stop that a signal asked for is an interruption. */
+void ctl_record_end(struct controller *c);
 /* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
 void ctl_launch_begin(struct controller *c);
 /* Creates the transports of nodes that have none or lost theirs, and starts as many as
@@ -139,5 +142,10 @@ void ctl_restart(struct controller *c, const char *why);
 void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
+
+/* GPU telemetry (controller_gpu.c). */
+void ctl_gpu_watch(struct controller *c, size_t i);
+void ctl_on_gpu_watch(struct controller *c, size_t i, const cJSON *m);
+void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m);
 
 #endif

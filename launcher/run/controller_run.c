@@ -95,22 +95,16 @@ static void signals_read(struct controller *c)
                 job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(buf[k]));
                 send_kill_all(c);
                 c->quit = true;
-                c->phase = PH_END;
-                job_ended(c->job, JOB_STOPPED);
+                if (c->phase != PH_END) {
+                    c->phase = PH_END;
+                    job_ended(c->job, JOB_STOPPED);
+                    ctl_record_end(c);
+                }
             }
         }
 }
 
 /* ---- construction ------------------------------------------------------------------------- */
-
-static char *abs_path(const char *p)
-{
-    char cwd[PATH_MAX];
-    if (p[0] == '/' || !getcwd(cwd, sizeof cwd)) return xstrdup(p);
-    while (p[0] == '.' && p[1] == '/') p += 2;
-    if (strcmp(p, ".") == 0) return xstrdup(cwd);
-    return xasprintf("%s/%s", cwd, p);
-}
 
 /* A program next to our own executable (build/ddptop -> build/ddptop-train); its bare name,
  * found on PATH, when our own path cannot be read. */
@@ -170,8 +164,8 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         goto fail;
     }
     /* `ddptop check` writes nothing: its job lives in memory only */
-    c->log_root = o->check_only ? NULL : abs_path(o->log_dir && *o->log_dir ? o->log_dir : "ddptop-logs");
-    c->workdir = abs_path(o->workdir && *o->workdir ? o->workdir : ".");
+    c->log_root = o->check_only ? NULL : util_abs_path(o->log_dir && *o->log_dir ? o->log_dir : JOB_LOG_ROOT_DEFAULT);
+    c->workdir = util_abs_path(o->workdir && *o->workdir ? o->workdir : ".");
     c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
@@ -382,6 +376,8 @@ int controller_run(struct controller *c)
         else ctl_launch_begin(c);
     }
     while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
+    /* a refused preflight ends here, when the user quits (or at once, headless) */
+    if (c->job->state == JOB_CHECK_FAILED) ctl_record_end(c);
     /* agents exit on end of file; ranks were stopped (or the job ended) before we got here */
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].t) transport_close(c->nodes[i].t);

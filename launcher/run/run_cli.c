@@ -46,6 +46,7 @@ void run_cli_usage(FILE *f)
           "  --export REGEX       forward the controller's variables whose name matches (repeatable)\n"
           "  --workdir DIR        directory the ranks start in (default: the current one's path)\n"
           "  --hang-timeout SEC   a rank whose step stands still this long is stalled (default 300, 0 off)\n"
+          "  --gpu-interval MS    sample every node's GPUs (NVML) this often (default 1000, 0 off)\n"
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
@@ -91,6 +92,10 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--max-restarts")) != 0) {
         if (rc < 0 || cli_parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--gpu-interval")) != 0) {
+        if (rc < 0 || cli_parse_int("--gpu-interval", val, 0, 3600000, &o->gpu_interval_ms, err, errlen) < 0) return -1;
+        if (o->gpu_interval_ms > 0 && o->gpu_interval_ms < 100)
+            return cli_fail(err, errlen, "--gpu-interval wants 0 (off) or 100 ms or more, not '%s'", val);
     } else if ((rc = VALUE("--hang-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--hang-timeout", val, 0, 7 * 86400, &o->hang_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--term-timeout")) != 0) {

@@ -222,3 +222,22 @@ char *util_exe_sibling(const char *name)
     *slash = '\0';
     return xasprintf("%s/%s", buf, name);
 }
+
+void util_iso_time(int64_t wall, char *buf, size_t n)
+{
+    time_t secs = (time_t)(wall / 1000000000);
+    struct tm tm;
+    char base[32];
+    gmtime_r(&secs, &tm);
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03dZ", base, (int)(wall / 1000000 % 1000));
+}
+
+char *util_abs_path(const char *p)
+{
+    char cwd[PATH_MAX];
+    if (p[0] == '/' || !getcwd(cwd, sizeof cwd)) return xstrdup(p);
+    while (p[0] == '.' && p[1] == '/') p += 2;
+    if (strcmp(p, ".") == 0 || !*p) return xstrdup(cwd);
+    return xasprintf("%s/%s", cwd, p);
+}

@@ -51,8 +51,15 @@ char *strbuf_take_line(struct strbuf *sb, size_t *off);
  * -> build/ddptop-agent; name may climb ("../themes"). malloc'd; NULL when the executable's
  * path cannot be read. How ddptop finds the agent and the trainer it ships with, and themes. */
 char *util_exe_sibling(const char *name);
+/* p made absolute against the current directory ("./x" and "." tidied), without resolving
+ * links or requiring that it exist: how --log-dir and --workdir are read. malloc'd. */
+char *util_abs_path(const char *p);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
+
+/* wall (wall_ns()) as UTC with milliseconds, "2026-11-24T12:00:00.123Z": the time stamps of
+ * events.jsonl and gpu.jsonl. */
+void util_iso_time(int64_t wall, char *buf, size_t n);
 
 #endif

@@ -7,6 +7,7 @@
  *
  *   gpu INDEX KEY=VALUE ...   keys: name util mem_used mem_total (MiB) power limit (W) temp (C)
  *                             sm (MHz) throttle (the reasons bit mask) ecc (uncorrected, volatile)
+ *                             retired_pending persistence mig (0 or 1; persistence defaults to 1)
  *   pid INDEX PID             a compute process on GPU INDEX
  *   xid INDEX N               an XID event; each xid line is delivered once
  *   init_error CODE           nvmlInit fails with CODE
@@ -49,6 +50,7 @@ struct fake_dev {
     unsigned util, temp, sm;
     unsigned long long mem_used, mem_total, throttle, ecc;
     unsigned power_w, limit_w;
+    int retired_pending, persistence, mig;
     unsigned pids[MAX_PIDS];
     int n_pids;
 };
@@ -83,6 +85,7 @@ static void load_state(void)
             struct fake_dev *d = &devs[idx];
             char *tok = strtok(line, " \t\n");
             d->present = 1;
+            d->persistence = 1;
             snprintf(d->name, sizeof d->name, "Fake GPU");
             if (idx + 1 > n_devs) n_devs = idx + 1;
             while ((tok = strtok(NULL, " \t\n"))) {
@@ -103,6 +106,9 @@ static void load_state(void)
                 else if (!strcmp(tok, "sm")) d->sm = (unsigned)n;
                 else if (!strcmp(tok, "throttle")) d->throttle = n;
                 else if (!strcmp(tok, "ecc")) d->ecc = n;
+                else if (!strcmp(tok, "retired_pending")) d->retired_pending = (int)n;
+                else if (!strcmp(tok, "persistence")) d->persistence = (int)n;
+                else if (!strcmp(tok, "mig")) d->mig = (int)n;
             }
         }
     }
@@ -255,4 +261,22 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *data, unsign
         if (waited >= ms) return NVML_ERROR_TIMEOUT;
         nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000000 }, NULL);
     }
+}
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending)
+{
+    nvmlReturn_t r = dev_ok(d);
+    if (!r) *pending = d->retired_pending;
+    return r;
+}
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *mode)
+{
+    nvmlReturn_t r = dev_ok(d);
+    if (!r) *mode = d->persistence;
+    return r;
+}
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending)
+{
+    nvmlReturn_t r = dev_ok(d);
+    if (!r) *current = *pending = (unsigned)d->mig;
+    return r;
 }

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "util/util.h"
+#include "util.h"
 
 #define SANITIZE_KEEP_TAB 0x1   /* keep '\t' as is (the caller expands it) */
 
