@@ -5,6 +5,8 @@
 # below (the "too small" notice) and back; a SIGKILLed rank turns the job FAILED with the root
 # cause naming that rank and SIGKILL; `r` restarts and the step goes on from the snapshot;
 # `q` + `y` leaves no process behind; two nodes behind real loopback sshd show their hosts.
+# The dashboard runs in a session (tests/it_attach.sh): the terminal's ddptop is its client,
+# the controller is the ddptop under the ddptop-session server.
 # Every wait polls the screen against a deadline instead of sleeping a fixed time.
 set -u
 cd "$(dirname "$0")/.."
@@ -43,6 +45,8 @@ for tool in tmux "$DDPTOP" "$TRAIN"; do
 done
 sshd_setup || { tap_fail "test directory"; tap_done; exit; }
 D=$SSHD_DIR
+# the sessions' sockets go to this test's own directory, not the user's (tests/it_attach.sh)
+mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 
 SCREEN=""
 # wait_screen SESSION REGEX SECONDS: polls the pane until its text matches (grep -E).
@@ -192,7 +196,7 @@ if wait_screen demo 'DDPTOP-EXIT=' 30; then
         left=""
         for p in $pids_before; do
             c=$(cat /proc/$p/comm 2>/dev/null) || continue
-            case $c in ddptop|ddptop-agent|ddptop-train) left="$left $p($c)" ;; esac
+            case $c in ddptop|ddptop-session|ddptop-agent|ddptop-train) left="$left $p($c)" ;; esac
         done
         [ -z "$left" ] && break
         sleep 0.2
@@ -276,7 +280,10 @@ if wait_screen segv '2 running' 60; then
     dpid="" sleepers=""
     for p in $(tree_of "$srv"); do
         case "$(cat /proc/$p/comm 2>/dev/null)" in
-        ddptop) grep -q 'run-id' /proc/$p/cmdline 2>/dev/null && dpid=$p ;;
+        # the controller: the dashboard's process under the session's server (the terminal's
+        # own ddptop is only a client of it)
+        ddptop) [ "$(cat /proc/"$(awk '{ print $4 }' /proc/$p/stat)"/comm 2>/dev/null)" = ddptop-session ] &&
+                dpid=$p ;;
         sleep) tr '\0' ' ' </proc/$p/cmdline | grep -q 'sleep 1000' && sleepers="$sleepers $p" ;;
         esac
     done

@@ -35,6 +35,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 [ -e "$BUILD_DIR/fakenvml/libnvidia-ml.so.1" ] || { tap_fail "the NVML test double is built (make tests)"; tap_done; exit; }
 D=$(mktemp -d /tmp/ddpt.XXXXXX) || { tap_fail "test directory"; tap_done; exit; }
+# the dashboard's session socket in this test's own directory (tests/it_attach.sh)
+mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 
 SCREEN=""
 wait_screen() {

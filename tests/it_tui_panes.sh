@@ -43,6 +43,8 @@ for tool in tmux "$DDPTOP"; do
 done
 # a short directory: the launch event names it, and at 80x24 it must fit two rows
 D=$(mktemp -d /tmp/ddpt.XXXXXX) || { tap_fail "test directory"; tap_done; exit; }
+# the dashboard's session socket in this test's own directory (tests/it_attach.sh)
+mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 
 SCREEN=""
 wait_screen() {

@@ -195,6 +195,20 @@ static void test_controller_actions_and_confirm(void)
     CHECK(ui_action_confirm_text(UI_GRID) == NULL);
 }
 
+/* d detaches a session's terminal from every pane and from the preflight; in a question it
+ * is the quit question's third answer, which quits like y when confirmed. */
+static void test_detach_key(void)
+{
+    for (size_t m = 0; m < 3; m++) CHECK_INT(keymap_lookup(focus_modes[m], 'd'), UI_DETACH);
+    CHECK_INT(keymap_lookup(KM_CHECK, 'd'), UI_DETACH);
+    CHECK_INT(keymap_lookup(KM_CONFIRM, 'd'), UI_DETACH);
+    CHECK_INT(keymap_lookup(KM_SEARCH, 'd'), UI_TEXT_INPUT);    /* typed into a search */
+    CHECK_INT(ui_action_controller(UI_QUIT_OR_DETACH), ACT_QUIT);
+    CHECK_INT(ui_action_controller(UI_DETACH), ACT_NONE);
+    const char *q = ui_action_confirm_text(UI_QUIT_OR_DETACH);
+    CHECK(q && strstr(q, "y/n") && strstr(q, "d detaches"));
+}
+
 int main(void)
 {
     RUN(test_issue_keys_in_every_pane);
@@ -204,5 +218,6 @@ int main(void)
     RUN(test_help_lists_every_key);
     RUN(test_key_names);
     RUN(test_controller_actions_and_confirm);
+    RUN(test_detach_key);
     return tap_done();
 }

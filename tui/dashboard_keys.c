@@ -10,6 +10,7 @@
 
 #include "dashboard_int.h"
 #include "keymap.h"
+#include "session.h"
 
 static enum km_mode current_mode(const struct dashboard *d)
 {
@@ -290,7 +291,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
     case UI_RESTART: case UI_QUIT:
         if (ui_action_needs_confirm(a, j->state, dashboard_running_ranks(j))) {
             ui->modal = KM_CONFIRM;
-            ui->confirm = a;
+            ui->confirm = a == UI_QUIT && session_inside() ? UI_QUIT_OR_DETACH : a;
         } else {
             confirmed(d, a);
         }
@@ -398,6 +399,14 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         if (j->state == JOB_CHECK_FAILED) act(d, ACT_LAUNCH_ANYWAY, -1);
         return DK_REDRAW;
     case UI_REDRAW: return DK_REDRAW | DK_REPAINT;
+    case UI_DETACH:
+        if (ui->modal == KM_CONFIRM && ui->confirm != UI_QUIT_OR_DETACH) return 0;
+        ui->modal = KM_COUNT;
+        ui->confirm = UI_NONE;
+        if (session_request_detach() != 0)
+            dashboard_notice(d, "not in a session (DDPTOP_NO_SESSION): nothing to detach from");
+        return DK_REDRAW;
+    case UI_QUIT_OR_DETACH: break;
     case UI_ACTION_COUNT: break;
     }
     return 0;

@@ -1,11 +1,13 @@
-/* ddptop: entry point. Dispatches the subcommand (run, check, ls, logs); each one parses
- * its own arguments and returns the exit code (0 ok, 1 a check or job failed, 2 usage or
- * configuration error, 3 the preflight refused a run). Without a subcommand, `ddptop
+/* ddptop: entry point. Dispatches the subcommand (run, check, ls, logs, attach); each one
+ * parses its own arguments and returns the exit code (0 ok, 1 a check or job failed, 2 usage
+ * or configuration error, 3 the preflight refused a run). Without a subcommand, `ddptop
  * [HOSTFILE] [-- CMD]` runs the job like `ddptop run` and shows it in the dashboard when
  * stdin and stdout are a terminal and --headless is not given (else the headless line
- * printer). */
+ * printer). The dashboard runs in a session (session.h): this same program again, on a
+ * pseudo-terminal, which the terminal attaches to; `ddptop attach` attaches another. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 #include "run/logs_cli.h"
 #include "run/ls_cli.h"
 #include "run/run_cli.h"
+#include "session.h"
+#include "util/util.h"
 #include "util/version.h"
 
 static void usage(FILE *f)
@@ -27,8 +31,9 @@ static void usage(FILE *f)
           "       ddptop ls [--log-dir DIR] [--json]                  the runs in the log directory\n"
           "       ddptop logs RUN [--rank R] [--attempt N] [-f] [--events]\n"
           "                                 a run's logs, or its events; -f follows them\n"
+          "       ddptop attach [RUN]                                 back to a run's dashboard\n"
           "       ddptop --version\n"
-          "       ddptop --help | ddptop COMMAND --help    (COMMAND: run, check, ls, logs)\n",
+          "       ddptop --help | ddptop COMMAND --help    (COMMAND: run, check, ls, logs, attach)\n",
           f);
 }
 
@@ -64,11 +69,29 @@ static int take_theme_option(int *argc, char **argv)
     return 0;
 }
 
-/* `ddptop run`: the dashboard on a terminal, the line printer with --headless or no TTY. */
+/* Our command line as main got it (take_theme_option reorders argv): the session's
+ * dashboard runs with it, and where "--run-id RUN" goes in it (after "run"). */
+static struct session_start session_args;
+
+static int start_session(const struct run_opts *o, bool detach)
+{
+    struct session_start s = session_args;
+    s.run_id = o->run_id;
+    s.detach = detach;
+    return session_start(&s);
+}
+
+/* `ddptop run`: the dashboard on a terminal, in a session (its own, inside one: the
+ * session's dashboard; DDPTOP_NO_SESSION=1: none); the line printer with --headless or no
+ * TTY; --detach: a session with no terminal yet. */
 static int run_frontend(const struct run_opts *o, const struct hostlist *hl)
 {
+    const char *no_session = getenv("DDPTOP_NO_SESSION");
+    if (session_inside()) return dashboard_run(o, hl, theme_opt);
+    if (o->detach) return start_session(o, true);
     if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl);
-    return dashboard_run(o, hl, theme_opt);
+    if (no_session && *no_session && strcmp(no_session, "0") != 0) return dashboard_run(o, hl, theme_opt);
+    return start_session(o, false);
 }
 
 /* Plain `ddptop`: the same, and without a hostfile the embedded default runs 2 local ranks
@@ -84,6 +107,11 @@ int main(int argc, char **argv)
 {
     /* a node that closes its connection must give an error, not kill us */
     signal(SIGPIPE, SIG_IGN);
+    session_inner_init();
+    session_args.argc = argc;
+    session_args.argv = xcalloc((size_t)argc + 1, sizeof *argv);
+    memcpy(session_args.argv, argv, (size_t)argc * sizeof *argv);
+    session_args.run_id_at = argc >= 2 && strcmp(argv[1], "run") == 0 ? 2 : 1;
     if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
         printf("ddptop %s\n", DDPTOP_VERSION);
         return 0;
@@ -102,6 +130,7 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_DFL);
         return logs_cli_main(argc - 2, argv + 2);
     }
+    if (argc >= 2 && strcmp(argv[1], "attach") == 0) return session_attach_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {
         argc--, argv++;
         if (take_theme_option(&argc, argv) != 0) return 2;
@@ -109,7 +138,8 @@ int main(int argc, char **argv)
     }
     /* a word that is neither a subcommand nor an existing file is a typo, not a hostfile */
     if (argc >= 2 && argv[1][0] != '-' && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
-        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, ls, logs) nor a hostfile\n", argv[1]);
+        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, ls, logs, attach) nor a "
+                "hostfile\n", argv[1]);
         usage(stderr);
         return 2;
     }

@@ -67,6 +67,7 @@ static const struct km_binding table[] = {
       "redraw the screen" },
     { FOCUS, ESC, UI_CANCEL, "back: restore a maximized log, clear the search" },
     { FOCUS | M(CHECK), 'q', UI_QUIT, "quit (stops the ranks; asks while they run)" },
+    { FOCUS | M(CHECK), 'd', UI_DETACH, "detach: the job goes on (ddptop attach comes back)" },
     /* preflight refused */
     { M(CHECK), '\n', UI_LAUNCH_ANYWAY, "launch anyway" },
     { M(CHECK), '\r', UI_LAUNCH_ANYWAY, "launch anyway" },
@@ -94,6 +95,7 @@ static const struct km_binding table[] = {
     { M(CONFIRM), 'N', UI_CANCEL, "no" },
     { M(CONFIRM), ESC, UI_CANCEL, "no" },
     { M(CONFIRM), 'q', UI_CANCEL, "no" },
+    { M(CONFIRM), 'd', UI_DETACH, "the quit question: detach instead (the job goes on)" },
 };
 
 #define N_TABLE (sizeof table / sizeof *table)
@@ -155,7 +157,8 @@ static const char *const action_names[UI_ACTION_COUNT] = {
     [UI_GRID] = "grid", [UI_LOG_SCALE] = "log-scale", [UI_MAXIMIZE] = "maximize",
     [UI_NEXT_THEME] = "next-theme", [UI_HELP] = "help", [UI_GPUS] = "gpus", [UI_QUIT] = "quit",
     [UI_CANCEL] = "cancel", [UI_CONFIRM] = "confirm", [UI_LAUNCH_ANYWAY] = "launch-anyway",
-    [UI_REDRAW] = "redraw", [UI_TEXT_INPUT] = "text-input", [UI_TEXT_DELETE] = "text-delete",
+    [UI_REDRAW] = "redraw", [UI_DETACH] = "detach", [UI_QUIT_OR_DETACH] = "quit-or-detach",
+    [UI_TEXT_INPUT] = "text-input", [UI_TEXT_DELETE] = "text-delete",
     [UI_TEXT_ACCEPT] = "text-accept",
 };
 
@@ -185,7 +188,7 @@ enum action ui_action_controller(enum ui_action a)
     switch (a) {
     case UI_RESTART: return ACT_RESTART;
     case UI_STOP: return ACT_STOP;
-    case UI_QUIT: return ACT_QUIT;
+    case UI_QUIT: case UI_QUIT_OR_DETACH: return ACT_QUIT;
     case UI_STACKS: return ACT_STACKS;
     case UI_LAUNCH_ANYWAY: return ACT_LAUNCH_ANYWAY;
     default: return ACT_NONE;
@@ -205,6 +208,8 @@ const char *ui_action_confirm_text(enum ui_action a)
     switch (a) {
     case UI_RESTART: return "Restart the running job? Ranks resume from their snapshots. (y/n)";
     case UI_QUIT: return "Quit? This stops every running rank. (y/n)";
+    case UI_QUIT_OR_DETACH:
+        return "Quit? y stops every running rank; d detaches instead, the job goes on. (y/n/d)";
     default: return NULL;
     }
 }

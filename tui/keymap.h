@@ -56,6 +56,8 @@ enum ui_action {
     UI_CONFIRM,               /* yes to the question */
     UI_LAUNCH_ANYWAY,         /* controller ACT_LAUNCH_ANYWAY after a refused preflight */
     UI_REDRAW,                /* repaint the whole screen */
+    UI_DETACH,                /* a session's dashboard: detach this terminal, the job goes on */
+    UI_QUIT_OR_DETACH,        /* no key: the quit question of a session (y quits, d detaches) */
     UI_TEXT_INPUT,            /* KM_SEARCH: a printable character to append (the key itself) */
     UI_TEXT_DELETE,           /* KM_SEARCH: delete the last character */
     UI_TEXT_ACCEPT,           /* KM_SEARCH: run the search */

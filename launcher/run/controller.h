@@ -34,6 +34,7 @@ struct run_opts {
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
     bool headless;
+    bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
     bool no_check;
     bool check_only;             /* `ddptop check`: the preflight, then end (no job on disk) */
     bool local;                  /* no hostfile: one local agent as a child, no SSH */

@@ -55,7 +55,10 @@ void run_cli_usage(FILE *f)
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
-          "  --headless           print lines instead of the dashboard (also when stdout is no terminal)\n"
+          "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
+          "                       no session: the job ends with this process\n"
+          "  --detach             start the dashboard in a session without a terminal, print the run id\n"
+          "                       and exit; ddptop attach RUN shows it (docs/dashboard.md)\n"
           "  --no-check           skip the preflight checks (ssh, env, tcp)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
@@ -79,6 +82,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     const char *a = argv[*ip], *val = NULL;
     int i = *ip, rc;
     if (strcmp(a, "--headless") == 0) o->headless = true;
+    else if (strcmp(a, "--detach") == 0) o->detach = true;
     else if (strcmp(a, "--no-check") == 0) o->no_check = true;
     else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
     else if (strcmp(a, "-vv") == 0) o->verbose += 2;
@@ -170,6 +174,9 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         if (rc < 0) return -1;
         if (rc == 0) return cli_fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
     }
+    if (o->detach && o->headless)
+        return cli_fail(err, errlen, "--detach keeps the dashboard running in a session; it does not go "
+                        "with --headless");
     o->check.verbose = o->verbose;
     o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
     if (!hosts_source_given(&src)) {   /* no hosts: the ranks run here, no SSH */

@@ -24,6 +24,8 @@ SECS=${BENCH_SECONDS:-60}
 WARMUP=${BENCH_WARMUP:-120}
 SOCK=ddpt-bench-$$
 D=$(mktemp -d "${TMPDIR:-/tmp}/ddptop-bench.XXXXXX") || exit 1
+# the dashboard's session socket in this run's own directory (docs/dashboard.md)
+mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 HZ=$(getconf CLK_TCK)
 T() { tmux -L "$SOCK" "$@"; }
 
@@ -148,7 +150,9 @@ srv=$(T display -p '#{pid}')
 pid=""
 for _ in $(seq 1 100); do
     for p in $(tree_of "$srv"); do
-        [ "$(cat /proc/$p/comm 2>/dev/null)" = ddptop ] && pid=$p
+        # the controller: the session's dashboard process, under the ddptop-session server
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = ddptop ] &&
+            [ "$(cat /proc/"$(awk '{ print $4 }' /proc/$p/stat)"/comm 2>/dev/null)" = ddptop-session ] && pid=$p
     done
     [ -n "$pid" ] && break
     sleep 0.1

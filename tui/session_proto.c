@@ -1,0 +1,278 @@
+/* The session protocol (session_proto.h): frames, the output queue, and the socket with its
+ * directory. The directory is the only thing between the socket and other users on the
+ * machine (a Unix socket's own mode is not checked by every system), so one that is not ours
+ * or is open to others is refused, never repaired: someone may be waiting in it. */
+#include "session_proto.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+/* ---- frames ------------------------------------------------------------------------------- */
+
+static bool known_type(int t)
+{
+    switch (t) {
+    case SM_HELLO: case SM_INPUT: case SM_WINSIZE: case SM_REDRAW:
+    case SM_OUTPUT: case SM_DETACHED: case SM_EXIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+void session_put_u16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+unsigned session_get_u16(const uint8_t *p)
+{
+    return (unsigned)p[0] << 8 | p[1];
+}
+
+int session_frame_parse(const uint8_t *buf, size_t len, struct session_frame *f, size_t *used)
+{
+    if (len < 1) return 0;
+    if (!known_type(buf[0])) return -1;
+    if (len < SESSION_HDR) return 0;
+    size_t n = session_get_u16(buf + 1);
+    if (len < SESSION_HDR + n) return 0;
+    f->type = buf[0];
+    f->payload = buf + SESSION_HDR;
+    f->len = n;
+    *used = SESSION_HDR + n;
+    return 1;
+}
+
+/* ---- the queue ---------------------------------------------------------------------------- */
+
+void session_queue_done(struct session_queue *q)
+{
+    free(q->buf);
+    memset(q, 0, sizeof *q);
+}
+
+static void queue_reserve(struct session_queue *q, size_t n)
+{
+    if (q->head + q->len + n <= q->cap) return;
+    if (q->head) {                  /* slide what is left to the front first */
+        memmove(q->buf, q->buf + q->head, q->len);
+        q->head = 0;
+        if (q->len + n <= q->cap) return;
+    }
+    size_t cap = q->cap ? q->cap : 4096;
+    while (cap < q->len + n) cap *= 2;
+    q->buf = xrealloc(q->buf, cap);
+    q->cap = cap;
+}
+
+void session_queue_put(struct session_queue *q, const void *p, size_t n)
+{
+    if (!n) return;
+    queue_reserve(q, n);
+    memcpy(q->buf + q->head + q->len, p, n);
+    q->len += n;
+}
+
+void session_queue_frame(struct session_queue *q, int type, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    assert(known_type(type));
+    do {
+        size_t k = n > SESSION_FRAME_MAX ? SESSION_FRAME_MAX : n;
+        uint8_t hdr[SESSION_HDR] = { (uint8_t)type };
+        session_put_u16(hdr + 1, (unsigned)k);
+        session_queue_put(q, hdr, sizeof hdr);
+        session_queue_put(q, b, k);
+        b += k;
+        n -= k;
+    } while (n > 0);
+}
+
+int session_queue_flush(struct session_queue *q, int fd)
+{
+    while (q->len > 0) {
+        ssize_t w = write(fd, q->buf + q->head, q->len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        }
+        q->head += (size_t)w;
+        q->len -= (size_t)w;
+    }
+    q->head = 0;
+    return 0;
+}
+
+/* ---- the directory -------------------------------------------------------------------------- */
+
+int session_dir_check(const char *dir, bool create, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        int e = errno;
+        if (e != ENOENT || !create) {
+            snprintf(err, errlen, "the session directory %s: %s", dir, strerror(e));
+            errno = e;
+            return -1;
+        }
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot make the session directory %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        if (lstat(dir, &st) != 0) {
+            snprintf(err, errlen, "the session directory %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "the session directory %s is not a directory (a link or a file): "
+                 "not using it; remove it", dir);
+        errno = ENOTDIR;
+        return -1;
+    }
+    if (st.st_uid != getuid()) {
+        snprintf(err, errlen, "the session directory %s belongs to uid %u, not to you (uid %u): "
+                 "not using it", dir, (unsigned)st.st_uid, (unsigned)getuid());
+        errno = EPERM;
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(err, errlen, "the session directory %s is open to group or others (mode %04o): "
+                 "not using it; chmod 700 %s", dir, (unsigned)(st.st_mode & 07777), dir);
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+int session_dir(char *out, size_t n, bool create, char *err, size_t errlen)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
+        snprintf(out, n, "%s/ddptop", xdg);
+    else
+        snprintf(out, n, "/tmp/ddptop-%u", (unsigned)getuid());
+    return session_dir_check(out, create, err, errlen);
+}
+
+int session_sock_path(char *out, size_t n, const char *dir, const char *run_id,
+                      char *err, size_t errlen)
+{
+    struct sockaddr_un a;
+    int k = snprintf(out, n, "%s/%s.sock", dir, run_id);
+    if (k < 0 || (size_t)k >= n || (size_t)k >= sizeof a.sun_path) {
+        snprintf(err, errlen, "the session socket %s/%s.sock is too long a path for a Unix "
+                 "socket (at most %zu bytes): use a shorter --run-id or XDG_RUNTIME_DIR",
+                 dir, run_id, sizeof a.sun_path - 1);
+        return -1;
+    }
+    return 0;
+}
+
+void session_run_of_path(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t len = strlen(b);
+    if (len > 5 && strcmp(b + len - 5, ".sock") == 0) len -= 5;
+    snprintf(out, n, "%.*s", (int)len, b);
+}
+
+/* ---- the socket ------------------------------------------------------------------------------ */
+
+static int sock_addr(const char *path, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof a->sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(a->sun_path, path, strlen(path) + 1);
+    return 0;
+}
+
+int session_connect(const char *path)
+{
+    struct sockaddr_un a;
+    if (sock_addr(path, &a) < 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int session_peer_uid(int fd, uid_t *uid)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) return -1;
+    *uid = cr.uid;
+    return 0;
+}
+
+int session_remove_stale(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != getuid()) return 0;
+    int fd = session_connect(path);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno != ECONNREFUSED) return 0;
+    return unlink(path) == 0;
+}
+
+int session_listen(const char *path, const char *run_id, char *err, size_t errlen)
+{
+    struct sockaddr_un a;
+    if (sock_addr(path, &a) < 0) {
+        snprintf(err, errlen, "the session socket %s is too long a path", path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot make a Unix socket: %s", strerror(errno));
+        return -1;
+    }
+    for (int tries = 0;; tries++) {
+        mode_t old = umask(0177);       /* the socket is born 0600: no window at 0755 */
+        int rc = bind(fd, (struct sockaddr *)&a, sizeof a);
+        int e = errno;
+        umask(old);
+        if (rc == 0) break;
+        if (e == EADDRINUSE && tries == 0 && session_remove_stale(path)) continue;
+        if (e == EADDRINUSE)
+            snprintf(err, errlen, "a session of run %s is already running (ddptop attach %s), or "
+                     "%s is not a socket of yours", run_id, run_id, path);
+        else
+            snprintf(err, errlen, "cannot make the session socket %s: %s", path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    if (chmod(a.sun_path, 0600) != 0 || listen(fd, 16) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", a.sun_path, strerror(errno));
+        unlink(a.sun_path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
