@@ -72,19 +72,9 @@ static void gpu_line(WINDOW *w, int y, int wd, const struct gpu_info *g, const s
 void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w), rows = h - 2, line = 0;
-    attr_t a = p->role[ROLE_HELP];
     char buf[200];
-    werase(w);
-    wbkgdset(w, ' ' | a);
-    werase(w);
-    if (h >= 3 && wd >= 4) {
-        wattrset(w, a);
-        box(w, 0, 0);
-        wattrset(w, A_NORMAL);
-    }
-    const char *title = " GPUs: utilisation now and its last minute (Esc, q or G closes; Up/Down scroll) ";
-    wmove(w, 0, 2);
-    view_put(w, p, title, strlen(title), wd - 4, a | A_BOLD);
+    attr_t a = view_overlay_frame(w, p, " GPUs: utilisation now and its last minute (Esc, q or G closes; "
+                                        "Up/Down scroll) ");
     int total = view_gpus_lines(j), top = ui->help_top;
     if (top > total - rows) top = total - rows;
     if (top < 0) top = 0;

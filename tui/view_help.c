@@ -7,7 +7,7 @@
 #include "format.h"
 #include "views.h"
 
-void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
+attr_t view_overlay_frame(WINDOW *w, const struct paint *p, const char *title)
 {
     int h = getmaxy(w), wd = getmaxx(w);
     attr_t a = p->role[ROLE_HELP];
@@ -19,9 +19,15 @@ void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
         box(w, 0, 0);
         wattrset(w, A_NORMAL);
     }
-    const char *title = " Keys (Esc or q closes, Up/Down scroll) ";
     wmove(w, 0, 2);
     view_put(w, p, title, strlen(title), wd - 4, a | A_BOLD);
+    return a;
+}
+
+void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    attr_t a = view_overlay_frame(w, p, " Keys (Esc or q closes, Up/Down scroll) ");
     int rows = h - 2;
     int top = ui->help_top;
     if (top > (int)ui->n_help - rows) top = (int)ui->n_help - rows;

@@ -112,6 +112,9 @@ struct chart_cache {
  * p->ascii. Returns the columns drawn. (view_header.c) */
 int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr);
+/* An overlay's frame (help, GPUs): cleared in the help colour, boxed, the title on its top
+ * border. Returns the colour to write in. */
+attr_t view_overlay_frame(WINDOW *w, const struct paint *p, const char *title);
 /* The GPU view (G): every GPU of every node, now and its last minute, in the overlay window. */
 void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
 /* How many lines it has for this job (nodes' headings and GPUs). */
