@@ -13,21 +13,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
 SOCK=ddpt-gpus-$$
-T() { tmux -L "$SOCK" "$@"; }
+. tests/lib/tmux.sh
 D=""
-tree_of() {
-    local c
-    for c in $(pgrep -P "$1" 2>/dev/null); do tree_of "$c"; echo "$c"; done
-}
 cleanup() {
-    local srv pids
-    srv=$(T display -p '#{pid}' 2>/dev/null)
-    if [ -n "$srv" ]; then
-        pids=$(tree_of "$srv")
-        T kill-server 2>/dev/null
-        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    fi
-    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
+    tmux_cleanup
     [ -n "$D" ] && rm -rf "$D"
 }
 trap cleanup EXIT
@@ -38,17 +27,6 @@ D=$(mktemp -d /tmp/ddpt.XXXXXX) || { tap_fail "test directory"; tap_done; exit; 
 # the dashboard's session socket in this test's own directory (tests/it_attach.sh)
 mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 
-SCREEN=""
-wait_screen() {
-    local s=$1 re=$2 limit=$3 end
-    end=$((SECONDS + limit))
-    while :; do
-        SCREEN=$(T capture-pane -p -t "$s" 2>/dev/null)
-        grep -Eq -- "$re" <<<"$SCREEN" && return 0
-        [ $SECONDS -ge $end ] && return 1
-        sleep 0.2
-    done
-}
 check_screen() {   # check_screen NAME SESSION REGEX SECONDS
     if wait_screen "$2" "$3" "$4"; then tap_ok "$1"; else tap_fail "$1" "$SCREEN"; fi
 }

@@ -16,22 +16,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
 SOCK=ddpt-panes-$$
-T() { tmux -L "$SOCK" "$@"; }
+. tests/lib/tmux.sh
 D=""
-
-tree_of() {
-    local c
-    for c in $(pgrep -P "$1" 2>/dev/null); do tree_of "$c"; echo "$c"; done
-}
 cleanup() {
-    local srv pids
-    srv=$(T display -p '#{pid}' 2>/dev/null)
-    if [ -n "$srv" ]; then
-        pids=$(tree_of "$srv")
-        T kill-server 2>/dev/null
-        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    fi
-    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
+    tmux_cleanup
     [ -n "$D" ] && rm -rf "$D"
 }
 trap cleanup EXIT
@@ -45,18 +33,6 @@ done
 D=$(mktemp -d /tmp/ddpt.XXXXXX) || { tap_fail "test directory"; tap_done; exit; }
 # the dashboard's session socket in this test's own directory (tests/it_attach.sh)
 mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
-
-SCREEN=""
-wait_screen() {
-    local s=$1 re=$2 limit=$3 end
-    end=$((SECONDS + limit))
-    while :; do
-        SCREEN=$(T capture-pane -p -t "$s" 2>/dev/null)
-        grep -Eq -- "$re" <<<"$SCREEN" && return 0
-        [ $SECONDS -ge $end ] && return 1
-        sleep 0.2
-    done
-}
 
 LONG=$(printf 'X%.0s' $(seq 300))
 STEP='{"event":"step","v":1,"rank":0,"step":12,"loss":4.87,"step_ms":100.0,"tokens_per_s":12345.6}'
