@@ -17,17 +17,13 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
 SOCK=ddpa-$$
-T() { tmux -L "$SOCK" "$@"; }
+. tests/lib/tmux.sh       # T, tree_of, wait_screen (the clean-up below is its own)
 D=$(mktemp -d /tmp/ddptop-it-attach.XXXXXX) || exit 1
 XDG=$D/xdg
 SDIR=$XDG/ddptop
 mkdir -m 700 "$XDG"
 ENV="XDG_RUNTIME_DIR=$XDG LANG=C.UTF-8 TERM=screen-256color"
 
-tree_of() {
-    local c
-    for c in $(pgrep -P "$1" 2>/dev/null); do tree_of "$c"; echo "$c"; done
-}
 # Every process of this test names $D on its command line (ddptop's --log-dir, the ranks'
 # script); the agents are their children.
 test_pids() {
@@ -57,17 +53,6 @@ while [ $i -lt 450 ]; do echo "tick $i"; i=$((i + 1)); sleep 0.2; done
 EOF
 chmod +x "$D/counter.sh"
 
-SCREEN=""
-wait_screen() {
-    local s=$1 re=$2 limit=$3 end
-    end=$((SECONDS + limit))
-    while :; do
-        SCREEN=$(T capture-pane -p -t "$s" 2>/dev/null)
-        grep -Eq -- "$re" <<<"$SCREEN" && return 0
-        [ $SECONDS -ge $end ] && return 1
-        sleep 0.2
-    done
-}
 ppid_of() { awk '{ print $4 }' /proc/"$1"/stat 2>/dev/null; }
 comm_of() { cat /proc/"$1"/comm 2>/dev/null; }
 # The dashboard's process of run $1: ddptop with --run-id RUN under a ddptop-session.

@@ -17,23 +17,11 @@ BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
 TRAIN=$BUILD_DIR/ddptop-train
 SOCK=ddpt-$$
-T() { tmux -L "$SOCK" "$@"; }
-
-# Every process the dashboard started is a descendant of the tmux server; they are stopped
-# by id (never by name: other tests may run ddptop at the same time).
-tree_of() {
-    local c
-    for c in $(pgrep -P "$1" 2>/dev/null); do tree_of "$c"; echo "$c"; done
-}
+# Every process the dashboard started is a descendant of the tmux server; tmux_cleanup stops
+# them by id (never by name: other tests may run ddptop at the same time).
+. tests/lib/tmux.sh
 cleanup() {
-    local srv pids
-    srv=$(T display -p '#{pid}' 2>/dev/null)
-    if [ -n "$srv" ]; then
-        pids=$(tree_of "$srv")
-        T kill-server 2>/dev/null
-        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    fi
-    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"   # kill-server leaves the socket file
+    tmux_cleanup
     sshd_cleanup
 }
 trap cleanup EXIT
@@ -48,18 +36,6 @@ D=$SSHD_DIR
 # the sessions' sockets go to this test's own directory, not the user's (tests/it_attach.sh)
 mkdir -m 700 "$D/xdg" && export XDG_RUNTIME_DIR=$D/xdg
 
-SCREEN=""
-# wait_screen SESSION REGEX SECONDS: polls the pane until its text matches (grep -E).
-wait_screen() {
-    local s=$1 re=$2 limit=$3 end
-    end=$((SECONDS + limit))
-    while :; do
-        SCREEN=$(T capture-pane -p -t "$s" 2>/dev/null)
-        grep -Eq -- "$re" <<<"$SCREEN" && return 0
-        [ $SECONDS -ge $end ] && return 1
-        sleep 0.2
-    done
-}
 # The loss in the header ("loss 3.2145").
 header_loss() { grep -Eo 'loss [0-9]+\.[0-9]+' <<<"$SCREEN" | head -1 | cut -d' ' -f2; }
 # Rows of the ranks table: "RANK HOST LR PID GLYPH STATE STEP LOSS ...".
