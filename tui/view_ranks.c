@@ -49,16 +49,6 @@ static bool job_has_gpus(const struct job *j)
     return false;
 }
 
-/* The rank's GPU in its node's last sample, or NULL. */
-static const struct gpu_info *rank_gpu(const struct job *j, const struct rank_info *r)
-{
-    if (r->gpu < 0 || (size_t)r->node >= j->n_nodes) return NULL;
-    const struct node_gpus *ng = &j->nodes[r->node].gpus;
-    for (int i = 0; i < ng->n; i++)
-        if (ng->g[i].index == r->gpu) return &ng->g[i];
-    return NULL;
-}
-
 /* Which columns fit in `width` cells, and how wide the host column gets (the slack). */
 static void choose_columns(int width, bool gpus, bool shown[C_N], int *host_w)
 {
@@ -121,7 +111,7 @@ static void cell_text(const struct job *j, const struct rank_info *r, enum col_i
         break;
     case C_CPU: format_pct(buf, n, r->cpu_pct); break;
     case C_GPU: case C_GMEM: case C_GTEMP: case C_GPOW: {
-        const struct gpu_info *g = rank_gpu(j, r);
+        const struct gpu_info *g = job_rank_gpu(j, r->rank);
         double v = !g ? NAN : c == C_GPU ? g->util : c == C_GMEM ? g->mem_used_mib / 1024
                  : c == C_GTEMP ? g->temp_c : g->power_w;
         if (isnan(v)) snprintf(buf, n, "-");
@@ -140,7 +130,7 @@ static void cell_text(const struct job *j, const struct rank_info *r, enum col_i
 static attr_t gpu_cell_attr(const struct job *j, const struct rank_info *r, enum col_id c,
                             const struct paint *p, attr_t row)
 {
-    const struct gpu_info *g = rank_gpu(j, r);
+    const struct gpu_info *g = job_rank_gpu(j, r->rank);
     if (!g) return row;
     if (c == C_GPU && g->has_ecc && g->ecc > 0) return p->role[ROLE_FAIL];
     if (c == C_GPU && g->has_throttle && (g->throttle & GPU_THR_PROBLEMS)) return p->role[ROLE_WARN];

@@ -231,8 +231,7 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
     j->generation++;
 }
 
-/* The rank's GPU in its node's last sample, or NULL. */
-static const struct gpu_info *rank_gpu(const struct job *j, int rank)
+const struct gpu_info *job_rank_gpu(const struct job *j, int rank)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks || j->ranks[rank].gpu < 0) return NULL;
     const struct node_gpus *ng = &j->nodes[j->ranks[rank].node].gpus;
@@ -243,7 +242,7 @@ static const struct gpu_info *rank_gpu(const struct job *j, int rank)
 
 const char *job_gpu_stall_note(const struct job *j, int rank, char *buf, size_t cap)
 {
-    const struct gpu_info *g = rank_gpu(j, rank);
+    const struct gpu_info *g = job_rank_gpu(j, rank);
     buf[0] = '\0';
     if (!g || isnan(g->util)) return buf;
     if (g->util >= 50)
@@ -256,7 +255,7 @@ const char *job_gpu_stall_note(const struct job *j, int rank, char *buf, size_t 
 
 const char *job_gpu_straggler_note(const struct job *j, int rank, char *buf, size_t cap)
 {
-    const struct gpu_info *g = rank_gpu(j, rank);
+    const struct gpu_info *g = job_rank_gpu(j, rank);
     char names[160];
     buf[0] = '\0';
     if (g && g->has_throttle && (g->throttle & GPU_THR_PROBLEMS))

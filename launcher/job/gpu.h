@@ -39,6 +39,9 @@ const char *gpu_throttle_names(unsigned long long mask, char *buf, size_t cap);
 /* What an XID means, in a few words ("GPU has fallen off the bus"), or NULL when unknown. */
 const char *gpu_xid_meaning(int xid);
 
+/* The rank's GPU in its node's last sample, or NULL (none known). */
+const struct gpu_info *job_rank_gpu(const struct job *j, int rank);
+
 /* What a stall or straggler event adds about the rank's GPU ("; its GPU 1 is busy (98%): stuck
  * in a kernel or a collective"; "; its GPU 1 is throttling: thermal (hardware)"), or "" when
  * its GPU is not known or says nothing. Into buf. */

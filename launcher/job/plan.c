@@ -141,9 +141,7 @@ static const char *envp_get(char *const *envp, const char *key)
     return NULL;
 }
 
-/* The user's value of key: --export, --env, hostfile keys (highest wins), else ddptop's own
- * environment; NULL when none sets it. */
-static const char *user_value(const struct rank_env_in *in, const char *key)
+const char *plan_user_value(const struct rank_env_in *in, const char *key)
 {
     const char *v = NULL;
     if (in->exports) v = env_list_get(in->exports, key);
@@ -175,7 +173,7 @@ static void trace_defaults(const struct rank_env_in *in, struct env_list *out)
     static const char *const newer[] = { "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_ON_TIMEOUT",
                                          "TORCH_FR_DUMP_TEMP_FILE" };
     for (size_t i = 0; plan_trace_vars[i]; i++) {
-        const char *key = plan_trace_vars[i], *v = user_value(in, key), *nv = user_value(in, newer[i]);
+        const char *key = plan_trace_vars[i], *v = plan_user_value(in, key), *nv = plan_user_value(in, newer[i]);
         if (nv) {
             env_list_set(out, newer[i], nv);
             if (v) env_list_set(out, key, v);
@@ -195,7 +193,7 @@ static void trace_defaults(const struct rank_env_in *in, struct env_list *out)
 
 bool plan_omp_defaulted(const struct rank_env_in *in)
 {
-    return in->local_world_size > 1 && !user_value(in, "OMP_NUM_THREADS");
+    return in->local_world_size > 1 && !plan_user_value(in, "OMP_NUM_THREADS");
 }
 
 void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
@@ -232,7 +230,7 @@ void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
     env_list_set(out, "TORCHELASTIC_USE_AGENT_STORE", "False");
     env_list_set(out, "DDPTOP_JOB_TOKEN", in->token);
     for (size_t i = 0; plan_default_vars[i]; i++) {
-        const char *key = plan_default_vars[i], *v = user_value(in, key);
+        const char *key = plan_default_vars[i], *v = plan_user_value(in, key);
         bool omp = strcmp(key, "OMP_NUM_THREADS") == 0;
         if (v) env_list_set(out, key, v);
         else if (!omp || plan_omp_defaulted(in)) env_list_set(out, key, "1");

@@ -61,6 +61,10 @@ struct rank_env_in {
  * same rule. */
 void plan_rank_env(const struct rank_env_in *in, struct env_list *out);
 
+/* The user's value of key for a rank: --export, --env, the node's hostfile keys (highest wins),
+ * else ddptop's own environment (in->launcher_env; NULL leaves it out); NULL when none sets it. */
+const char *plan_user_value(const struct rank_env_in *in, const char *key);
+
 /* True when plan_rank_env sets OMP_NUM_THREADS=1 by default for this rank, as torchrun does:
  * its node runs more than one rank and neither --export, --env, the node's hostfile keys nor
  * ddptop's own environment sets OMP_NUM_THREADS. The controller says so once per run. */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hosts/hostfile.h"
 #include "job/gpu.h"
+#include "job/plan.h"
 #include "wire/protocol.h"
 
 void ctl_gpu_watch(struct controller *c, size_t i)
@@ -20,16 +20,17 @@ void ctl_gpu_watch(struct controller *c, size_t i)
     ctl_send(c, i, m);
 }
 
-/* CUDA_VISIBLE_DEVICES as the node's ranks get it: --env (or a hostfile key) wins over the
- * agent's own environment, as in the spawn request (job/plan.c). */
+/* CUDA_VISIBLE_DEVICES as the node's ranks get it: what the user gives them (--export, --env,
+ * a hostfile key: plan_user_value, as the spawn request has it), else the agent's own. */
 static void set_visible(struct controller *c, size_t i, const char *agent_value)
 {
     struct node_gpus *ng = &c->job->nodes[i].gpus;
-    const char *v = agent_value;
-    const struct host *h = c->job->nodes[i].host;
-    for (size_t k = 0; k < c->o.check.n_env; k++)
-        if (strcmp(c->o.check.env[k].key, "CUDA_VISIBLE_DEVICES") == 0) v = c->o.check.env[k].value;
-    if (h && host_env_get(h, "CUDA_VISIBLE_DEVICES")) v = host_env_get(h, "CUDA_VISIBLE_DEVICES");
+    struct rank_env_in in = {
+        .exports = &c->exports, .cli_env = c->o.check.env, .n_cli_env = c->o.check.n_env,
+        .host = c->o.local ? NULL : &c->hl->hosts[i],
+    };
+    const char *v = plan_user_value(&in, "CUDA_VISIBLE_DEVICES");
+    if (!v) v = agent_value;
     free(ng->visible);
     ng->visible = v ? xstrdup(v) : NULL;
 }
