@@ -194,7 +194,8 @@ tests: $(FAKE_NVML)
 
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
-           openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch
+           openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
+           slurm-wlm munge
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
