@@ -407,9 +407,10 @@ static void test_slurm(void)
     unsetenv("SLURM_JOB_NODELIST");
     unsetenv("SLURM_GPUS_ON_NODE");
     unsetenv("SLURM_NTASKS_PER_NODE");
+    unsetenv("SLURM_TASKS_PER_NODE");
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), -1);
     CHECK_STR(err, "--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation: "
-              "salloc/sbatch)");
+              "salloc/sbatch, or give --jobid ID)");
 
     setenv("SLURM_JOB_NODELIST", "gpu[01-02,05],cpu1", 1);
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);
@@ -434,6 +435,15 @@ static void test_slurm(void)
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);
     for (size_t i = 0; i < hl.n; i++) CHECK_INT(hl.hosts[i].slots, 2);
     hostlist_free(&hl);
+
+    /* salloc -n without --ntasks-per-node: only SLURM_TASKS_PER_NODE says it */
+    unsetenv("SLURM_NTASKS_PER_NODE");
+    setenv("SLURM_TASKS_PER_NODE", "3(x2),1(x2)", 1);
+    CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);
+    CHECK_INT(hl.n, 4);
+    for (size_t i = 0; i < hl.n && i < 4; i++) CHECK_INT(hl.hosts[i].slots, i < 2 ? 3 : 1);
+    hostlist_free(&hl);
+    unsetenv("SLURM_TASKS_PER_NODE");
 
     setenv("SLURM_NTASKS_PER_NODE", "2(x3),1", 1);
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);

@@ -12,6 +12,7 @@
 #include "agent_files.h"
 #include "agent_net.h"
 #include "agent_ranks.h"
+#include "agent_relay.h"
 #include "util/util.h"
 #include "util/version.h"
 #include "wire/protocol.h"
@@ -58,22 +59,30 @@ static const struct agent_op agent_ops[] = {
 
 int main(int argc, char **argv)
 {
+    int in_fd = STDIN_FILENO, out_fd = STDOUT_FILENO, relay = 0;
+    char err[256];
     if (argc > 1 && strcmp(argv[1], "--version") == 0) {
         printf("ddptop-agent %s\n", DDPTOP_VERSION);
         return 0;
     }
-    if (argc > 1) {
-        fprintf(stderr, "usage: ddptop-agent [--version]\n"
+    relay = argc == 2 && strcmp(argv[1], "--relay") == 0;
+    if (argc > 1 && !relay) {
+        fprintf(stderr, "usage: ddptop-agent [--version | --relay]\n"
                         "  speaks the ddptop JSON-lines protocol on stdin/stdout; "
                         "it is started by ddptop, not by hand\n");
         return 2;
     }
     /* A vanished controller shows up as EPIPE on write, handled in the loop, not as a signal. */
     signal(SIGPIPE, SIG_IGN);
-    struct agent *ag = agent_new(STDIN_FILENO, STDOUT_FILENO, agent_ops);
+    if (relay && agent_relay_start(&in_fd, &out_fd, err, sizeof err) < 0) {
+        fprintf(stderr, "ddptop-agent: %s\n", err);
+        return 2;
+    }
+    struct agent *ag = agent_new(in_fd, out_fd, agent_ops);
     agent_ranks_init(ag);
     int status = agent_loop(ag);
     agent_ranks_done(ag); /* no rank outlives the agent */
     agent_free(ag);
+    if (relay) agent_relay_finish(in_fd, out_fd, status);
     return status;
 }

@@ -29,6 +29,18 @@ void check_opts_done(struct check_opts *o)
     memset(o, 0, sizeof *o);
 }
 
+int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen)
+{
+    int via = hosts_source_via(src, err, errlen);
+    if (via < 0 || hosts_source_load(src, hl, err, errlen) < 0) return -1;
+    o->via = via;
+    if (hosts_source_jobid(src)) o->slurm_jobid = xstrdup(hosts_source_jobid(src)); /* see check.h */
+    o->slurm_release = src->allocated != NULL;
+    free(src->allocated); /* from here the controller gives it back (controller_free) */
+    src->allocated = NULL;
+    return 0;
+}
+
 int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
 {
     const char *eq = strchr(kv, '=');

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "hosts/hostfile.h"
+#include "hosts/hosts_source.h"
 #include "ssh/ssh_conn.h"
 
 struct check_opts {
@@ -17,6 +18,10 @@ struct check_opts {
     int master_port;
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
+    int via;                 /* enum hosts_via, resolved: ssh, srun or tm (docs/slurm.md) */
+    const char *slurm_jobid; /* the job the agents' step joins (--jobid/--salloc; NULL: SLURM_JOB_ID);
+                              * lives as long as the process */
+    bool slurm_release;      /* ddptop allocated that job (--salloc): scancel when done */
     char **cmd;              /* training command after "--" (NULL: none) */
     size_t n_cmd;
     int verbose;
@@ -25,6 +30,9 @@ struct check_opts {
 /* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500. */
 void check_opts_init(struct check_opts *o);
 void check_opts_done(struct check_opts *o);
+/* Reads the hosts of src into *hl (hosts_source_load: salloc first for --salloc) and decides how
+ * their agents start (o->via, o->slurm_jobid, o->slurm_release). 0, or -1 with a message. */
+int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen);
 /* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
 int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);
 

@@ -39,6 +39,10 @@ int hostfile_parse_text(const char *source, const char *text, struct hostlist *o
                         char *err, size_t errlen);
 /* Slurm: hosts from SLURM_JOB_NODELIST (Slurm's hostlist syntax, e.g. "gpu[01-03,07],cpu1"),
  * slots from SLURM_GPUS_ON_NODE, else SLURM_NTASKS_PER_NODE (e.g. "4" or "4(x2),2"). */
+/* The same from values the caller read (ddptop --jobid asks scontrol): var names the list in
+ * messages; cvar/cval the per-node counts ("4", "2(x3),1"), cval NULL for none. */
+int hostfile_from_slurm_values(const char *var, const char *list, const char *cvar, const char *cval,
+                               struct hostlist *out, char *err, size_t errlen);
 int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen);
 /* PBS: PBS_NODEFILE lists one line per slot; consecutive or repeated names add up to slots. */
 int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen);

@@ -13,7 +13,7 @@
 #include "util/util.h"
 
 /* Slurm's per-node counts: "4" (every node) or "2(x3),1" (compressed, one per node). */
-static int slurm_counts(const char *var, const char *val, size_t n_hosts, int *slots,
+static int slurm_counts(const char *var, const char *val, const char *listvar, size_t n_hosts, int *slots,
                         char *err, size_t errlen)
 {
     const char *p = val;
@@ -41,20 +41,16 @@ static int slurm_counts(const char *var, const char *val, size_t n_hosts, int *s
     }
     if (k == n_hosts) return 0;
     return hostfile_fail(err, errlen, "--slurm: %s=%s gives counts for %zu nodes but "
-                "SLURM_JOB_NODELIST has %zu", var, val, k, n_hosts);
+                "%s has %zu", var, val, k, listvar, n_hosts);
 bad:
     return hostfile_fail(err, errlen, "--slurm: %s=%s is not a count such as 4 or 2(x3),1", var, val);
 }
 
-int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
+int hostfile_from_slurm_values(const char *var, const char *list, const char *cvar, const char *cval,
+                               struct hostlist *out, char *err, size_t errlen)
 {
-    static const char var[] = "SLURM_JOB_NODELIST";
     char msg[512];
     memset(out, 0, sizeof *out);
-    const char *list = getenv(var);
-    if (!list)
-        return hostfile_fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is not set (run inside an "
-                    "allocation: salloc/sbatch)");
     struct hostfile_parser ps;
     struct line_spec ls;
     memset(&ps, 0, sizeof ps);
@@ -83,18 +79,11 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
     }
     if (ps.hl.n == 0) {
         hostfile_parser_done(&ps, NULL);
-        return hostfile_fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is empty (run inside an "
-                    "allocation: salloc/sbatch)");
-    }
-    /* GPUs on the node are the natural slot count; tasks per node when no GPU was asked for. */
-    const char *cvar = "SLURM_GPUS_ON_NODE", *cval = getenv(cvar);
-    if (!cval || !*cval || strcmp(cval, "0") == 0) {
-        cvar = "SLURM_NTASKS_PER_NODE";
-        cval = getenv(cvar);
+        return hostfile_fail(err, errlen, "--slurm: %s is empty (run inside an allocation: salloc/sbatch)", var);
     }
     if (cval && *cval) {
         int *slots = xcalloc(ps.hl.n, sizeof *slots);
-        int rc = slurm_counts(cvar, cval, ps.hl.n, slots, err, errlen);
+        int rc = slurm_counts(cvar, cval, var, ps.hl.n, slots, err, errlen);
         for (size_t i = 0; rc == 0 && i < ps.hl.n; i++) ps.hl.hosts[i].slots = slots[i];
         free(slots);
         if (rc < 0) {
@@ -104,6 +93,28 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
     }
     hostfile_parser_done(&ps, out);
     return 0;
+}
+
+int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
+{
+    static const char var[] = "SLURM_JOB_NODELIST";
+    const char *list = getenv(var);
+    memset(out, 0, sizeof *out);
+    if (!list)
+        return hostfile_fail(err, errlen, "--slurm: SLURM_JOB_NODELIST is not set (run inside an "
+                    "allocation: salloc/sbatch, or give --jobid ID)");
+    /* GPUs on the node are the natural slot count; tasks per node when no GPU was asked for
+     * (SLURM_NTASKS_PER_NODE only with --ntasks-per-node; SLURM_TASKS_PER_NODE always). */
+    static const char *const vars[] = {"SLURM_GPUS_ON_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL};
+    const char *cvar = NULL, *cval = NULL;
+    for (int i = 0; vars[i] && !cval; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v && strcmp(v, "0") != 0) {
+            cvar = vars[i];
+            cval = v;
+        }
+    }
+    return hostfile_from_slurm_values(var, list, cvar, cval, out, err, errlen);
 }
 
 int hostfile_from_pbs(struct hostlist *out, char *err, size_t errlen)

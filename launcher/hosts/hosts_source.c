@@ -2,9 +2,12 @@
  * lines so that they take the same spellings and say the same things. */
 #include "hosts_source.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "slurm_job.h"
 #include "util/cli.h"
+#include "util/util.h"
 
 bool hosts_source_option(struct hosts_source *s, const char *arg)
 {
@@ -23,24 +26,95 @@ int hosts_source_file(struct hosts_source *s, const char *path, char *err, size_
     return 0;
 }
 
-bool hosts_source_given(const struct hosts_source *s)
+int hosts_source_value_option(struct hosts_source *s, int argc, char **argv, int *i, const char *cmd,
+                              char *err, size_t errlen)
 {
-    return s->hostfile || s->slurm || s->pbs;
+    const char *val = NULL;
+    int rc;
+    if ((rc = cli_opt_value(argc, argv, i, "--jobid", NULL, &val)) != 0) {
+        if (rc < 0) return cli_fail(err, errlen, "--jobid needs a Slurm job id (see ddptop %s --help)", cmd);
+        s->jobid = val;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--salloc", NULL, &val)) != 0) {
+        if (rc < 0) return cli_fail(err, errlen, "--salloc needs salloc's options in one word, e.g. "
+                                    "--salloc '-N2 --ntasks-per-node=2 -t 30' (see ddptop %s --help)", cmd);
+        s->salloc = val;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--transport", NULL, &val)) != 0) {
+        if (rc < 0) return cli_fail(err, errlen, "--transport needs ssh, srun or tm (see ddptop %s --help)", cmd);
+        if (strcmp(val, "ssh") == 0) s->via = HOSTS_VIA_SSH;
+        else if (strcmp(val, "srun") == 0) s->via = HOSTS_VIA_SRUN;
+        else if (strcmp(val, "tm") == 0) s->via = HOSTS_VIA_TM;
+        else return cli_fail(err, errlen, "--transport wants ssh, srun or tm, not '%s'", val);
+        return 1;
+    }
+    return 0;
 }
 
-int hosts_source_load(const struct hosts_source *s, struct hostlist *hl, char *err, size_t errlen)
+int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen)
+{
+    switch (s->via) {
+    case HOSTS_VIA_SRUN:
+        if (!hosts_source_slurm(s))
+            return cli_fail(err, errlen, "--transport srun starts the agents as a step of a Slurm job: give "
+                            "--slurm (inside an allocation), --jobid ID or --salloc ARGS");
+        return HOSTS_VIA_SRUN;
+    case HOSTS_VIA_TM:
+        if (!s->pbs) return cli_fail(err, errlen, "--transport tm is PBS's task manager: it goes with --pbs");
+        return HOSTS_VIA_TM;
+    case HOSTS_VIA_SSH:
+        return HOSTS_VIA_SSH;
+    default:
+        break;
+    }
+    if (hosts_source_slurm(s)) return HOSTS_VIA_SRUN;
+    if (s->pbs) return util_in_path("pbs_tmrsh") ? HOSTS_VIA_TM : HOSTS_VIA_SSH;
+    return HOSTS_VIA_SSH;
+}
+
+bool hosts_source_given(const struct hosts_source *s)
+{
+    return s->hostfile || s->slurm || s->pbs || s->jobid || s->salloc;
+}
+
+bool hosts_source_slurm(const struct hosts_source *s)
+{
+    return s->slurm || s->jobid || s->salloc;
+}
+
+const char *hosts_source_jobid(const struct hosts_source *s)
+{
+    return s->allocated ? s->allocated : s->jobid;
+}
+
+void hosts_source_release(struct hosts_source *s)
+{
+    if (s->allocated) slurm_job_cancel(s->allocated);
+    free(s->allocated);
+    s->allocated = NULL;
+}
+
+int hosts_source_load(struct hosts_source *s, struct hostlist *hl, char *err, size_t errlen)
 {
     int rc;
-    if ((s->hostfile != NULL) + s->slurm + s->pbs != 1)
+    if ((s->hostfile != NULL) + s->slurm + s->pbs + (s->jobid != NULL) + (s->salloc != NULL) != 1)
         return cli_fail(err, errlen, hosts_source_given(s)
-                                         ? "give only one of HOSTFILE, --slurm and --pbs"
+                                         ? "give only one of HOSTFILE, --slurm, --jobid, --salloc and --pbs"
                                          : "no hosts: give a HOSTFILE (or --slurm / --pbs inside an allocation)");
-    if (s->slurm) rc = hostfile_from_slurm(hl, err, errlen);
+    if (s->salloc) {
+        s->allocated = slurm_job_allocate(s->salloc, err, errlen);
+        if (!s->allocated) return -1;
+        rc = slurm_job_hosts(s->allocated, hl, err, errlen);
+        if (rc < 0) hosts_source_release(s);
+    } else if (s->jobid) rc = slurm_job_hosts(s->jobid, hl, err, errlen);
+    else if (s->slurm) rc = hostfile_from_slurm(hl, err, errlen);
     else if (s->pbs) rc = hostfile_from_pbs(hl, err, errlen);
     else rc = hostfile_parse(s->hostfile, hl, err, errlen);
     if (rc < 0) return -1;
     if (hl->n == 0)
         return cli_fail(err, errlen, "%s: no hosts in it",
-                        s->hostfile ? s->hostfile : s->slurm ? "SLURM_JOB_NODELIST" : "PBS_NODEFILE");
+                        s->hostfile ? s->hostfile : s->pbs ? "PBS_NODEFILE" : "the Slurm job's node list");
     return 0;
 }

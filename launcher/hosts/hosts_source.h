@@ -9,20 +9,46 @@
 
 #include "hostfile.h"
 
+/* How the nodes' agents are started (--transport). */
+enum hosts_via {
+    HOSTS_VIA_AUTO,  /* srun for a Slurm job's hosts, pbs_tmrsh under PBS when present, else ssh */
+    HOSTS_VIA_SSH,
+    HOSTS_VIA_SRUN,  /* one job step with an agent on every node */
+    HOSTS_VIA_TM,    /* PBS's task manager: pbs_tmrsh NODE AGENT */
+};
+
 struct hosts_source {
     const char *hostfile;    /* the HOSTFILE operand (borrowed from argv), or NULL */
     bool slurm, pbs;
+    const char *jobid;       /* --jobid ID: the nodes of that Slurm job (borrowed) */
+    const char *salloc;      /* --salloc ARGS: a new allocation's nodes (borrowed) */
+    char *allocated;         /* the job id salloc gave (hosts_source_release gives it back) */
+    enum hosts_via via;      /* --transport */
 };
 
 /* arg is --slurm or --pbs: noted, true. Anything else: false. */
 bool hosts_source_option(struct hosts_source *s, const char *arg);
+/* --jobid ID, --salloc ARGS and --transport ssh|srun|tm (they take a value): 1 taken (*i moved on), 0 not ours, -1 with
+ * a message in err. */
+int hosts_source_value_option(struct hosts_source *s, int argc, char **argv, int *i, const char *cmd,
+                              char *err, size_t errlen);
+/* The transport once the hosts are loaded: --transport, else the source's natural one. Returns
+ * it, or -1 with a message when --transport does not fit the source (srun without a Slurm job). */
+int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen);
+/* Whether the hosts are a Slurm job's (--slurm, --jobid, --salloc): srun reaches them. */
+bool hosts_source_slurm(const struct hosts_source *s);
+/* The Slurm job the hosts belong to when named (--jobid, or --salloc's), else NULL. */
+const char *hosts_source_jobid(const struct hosts_source *s);
+/* scancel of an allocation --salloc made; nothing otherwise. */
+void hosts_source_release(struct hosts_source *s);
 /* A HOSTFILE operand: 0, or -1 with a message in err when one was given already. */
 int hosts_source_file(struct hosts_source *s, const char *path, char *err, size_t errlen);
 /* Whether any of the three was given (`ddptop run` runs locally without one). */
 bool hosts_source_given(const struct hosts_source *s);
-/* Reads the hosts into *hl (hostfile_parse, hostfile_from_slurm or hostfile_from_pbs).
+/* Reads the hosts into *hl (hostfile_parse, hostfile_from_slurm, slurm_job_hosts after
+ * salloc for --salloc, or hostfile_from_pbs).
  * Returns 0, or -1 with a message in err: more than one source or none given, the reader's
  * own error, or a source without hosts. */
-int hosts_source_load(const struct hosts_source *s, struct hostlist *hl, char *err, size_t errlen);
+int hosts_source_load(struct hosts_source *s, struct hostlist *hl, char *err, size_t errlen);
 
 #endif

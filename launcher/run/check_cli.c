@@ -30,6 +30,11 @@ void check_cli_usage(FILE *f)
           "\n"
           "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
           "  --pbs                hosts from PBS_NODEFILE\n"
+          "  --jobid ID           from a login node: the nodes of your running Slurm job ID\n"
+          "  --salloc 'ARGS'      ask Slurm for nodes first (salloc ARGS), give them back at the end\n"
+          "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
+          "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
+          "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
           "  --json               one JSON document on stdout (schema: docs/check.md)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --max-skew-ms MS     clock offset that fails (default 500; a tenth warns)\n"
@@ -68,6 +73,9 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
             continue;
         }
         if (hosts_source_option(&src, a)) continue;
+        rc = hosts_source_value_option(&src, argc, argv, i, "check", err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
         rc = ssh_cli_option("check", argc, argv, i, &o->ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
@@ -87,7 +95,7 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         }
     }
     o->ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if (hosts_source_load(&src, hl, err, errlen) < 0) return -1;
+    if (check_opts_hosts(o, &src, hl, err, errlen) < 0) return -1;
     o->ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }

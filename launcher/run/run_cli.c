@@ -63,6 +63,11 @@ void run_cli_usage(FILE *f)
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
           "  --pbs                hosts from PBS_NODEFILE\n"
+          "  --jobid ID           from a login node: the nodes of your running Slurm job ID\n"
+          "  --salloc 'ARGS'      ask Slurm for nodes first (salloc ARGS), give them back at the end\n"
+          "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
+          "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
+          "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
@@ -167,6 +172,9 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
             continue;
         }
         if (hosts_source_option(&src, a)) continue;
+        rc = hosts_source_value_option(&src, argc, argv, &i, "run", err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
         rc = ssh_cli_option("run", argc, argv, &i, &o->check.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
@@ -183,7 +191,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         o->local = true;
         return 0;
     }
-    if (hosts_source_load(&src, hl, err, errlen) < 0) return -1;
+    if (check_opts_hosts(&o->check, &src, hl, err, errlen) < 0) return -1;
     o->check.ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }

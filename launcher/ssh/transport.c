@@ -5,6 +5,8 @@
  * its ranks (docs/protocol.md). */
 #include "transport.h"
 
+#include <stdarg.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,12 +20,20 @@
 #include "wire/protocol.h"
 #include "util/util.h"
 
-struct transport {
-    bool local;
-    struct ssh_conn *ssh;
+enum transport_kind { T_SSH, T_CHILD, T_SRUN };
 
-    /* local child */
-    char *agent_path, *stderr_path;
+struct transport {
+    enum transport_kind kind;
+    bool local;                  /* T_CHILD: a child on two pipes (this machine, or pbs_tmrsh) */
+    struct ssh_conn *ssh;
+    struct srun_step *srun;      /* T_SRUN: the step and this node's member of it */
+    size_t member;
+
+    /* child */
+    char **argv;                 /* what is executed; argv[0] is looked up in PATH */
+    char *address;               /* the node's address for its peers (NULL: 127.0.0.1) */
+    char *launcher;              /* "pbs_tmrsh" and the like, for messages; NULL: local */
+    char *stderr_path;
     pid_t pid;
     bool reaped;
     int status;
@@ -43,14 +53,36 @@ struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_
     return t;
 }
 
-struct transport *transport_local_new(const char *agent_path, const char *stderr_path)
+struct transport *transport_child_new(const char *const *argv, const char *address, const char *stderr_path)
 {
     struct transport *t = xcalloc(1, sizeof *t);
+    size_t n = 0;
+    t->kind = T_CHILD;
     t->local = true;
-    t->agent_path = xstrdup(agent_path);
+    while (argv[n]) n++;
+    t->argv = xcalloc(n + 1, sizeof *t->argv);
+    for (size_t i = 0; i < n; i++) t->argv[i] = xstrdup(argv[i]);
+    t->address = address ? xstrdup(address) : NULL;
+    t->launcher = n > 1 ? xstrdup(argv[0]) : NULL;
     t->stderr_path = stderr_path ? xstrdup(stderr_path) : NULL;
     t->to_fd = t->from_fd = -1;
     t->state = TRANSPORT_CONNECTING;
+    return t;
+}
+
+struct transport *transport_local_new(const char *agent_path, const char *stderr_path)
+{
+    const char *argv[] = {agent_path, NULL};
+    return transport_child_new(argv, NULL, stderr_path);
+}
+
+struct transport *transport_srun_new(struct srun_step *s, size_t member)
+{
+    struct transport *t = xcalloc(1, sizeof *t);
+    t->kind = T_SRUN;
+    t->srun = s;
+    t->member = member;
+    t->to_fd = t->from_fd = -1;
     return t;
 }
 
@@ -84,16 +116,16 @@ static void child_exec(struct transport *t, int in_rd, int out_wr)
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0) _exit(127);
     if (efd >= 0) dup2(efd, 2);
     close_range(3, ~0U, 0);
-    execl(t->agent_path, t->agent_path, (char *)NULL);
-    dprintf(2, "ddptop: cannot execute %s: %s\n", t->agent_path, strerror(errno));
+    execvp(t->argv[0], t->argv);
+    dprintf(2, "ddptop: cannot execute %s: %s\n", t->argv[0], strerror(errno));
     _exit(127);
 }
 
 static void local_start(struct transport *t)
 {
     int in[2], out[2];
-    if (access(t->agent_path, X_OK) != 0) {
-        local_fail(t, TRANSPORT_FAILED, "cannot execute %s: %s (build it: make)", t->agent_path, strerror(errno));
+    if (!t->launcher && access(t->argv[0], X_OK) != 0) {
+        local_fail(t, TRANSPORT_FAILED, "cannot execute %s: %s (build it: make)", t->argv[0], strerror(errno));
         return;
     }
     if (pipe2(in, O_CLOEXEC) < 0) {
@@ -126,13 +158,15 @@ static void local_start(struct transport *t)
 
 void transport_start(struct transport *t)
 {
-    if (t->local) local_start(t);
+    if (t->kind == T_SRUN) srun_step_start(t->srun);
+    else if (t->local) local_start(t);
     else ssh_conn_start(t->ssh);
 }
 
 int transport_pollfds(struct transport *t, struct pollfd *p, int max)
 {
     int n = 0;
+    if (t->kind == T_SRUN) return srun_step_pollfds(t->srun, t->member, p, max);
     if (!t->local) return max > 0 && ssh_conn_pollfd(t->ssh, p) ? 1 : 0;
     if (t->from_fd >= 0 && n < max && t->in.len - t->in_off < PROTOCOL_BACKLOG_MAX)
         p[n++] = (struct pollfd){.fd = t->from_fd, .events = POLLIN};
@@ -182,17 +216,25 @@ static void local_closed(struct transport *t)
 {
     char why[160];
     local_reap(t);
-    if (!t->reaped) snprintf(why, sizeof why, "the local agent closed its output");
+    const char *who = t->launcher ? "the agent" : "the local agent";
+    if (!t->reaped) snprintf(why, sizeof why, "%s closed its output", who);
     else if (WIFSIGNALED(t->status))
-        snprintf(why, sizeof why, "the local agent was killed by signal %d (%s)", WTERMSIG(t->status),
+        snprintf(why, sizeof why, "%s was killed by signal %d (%s)", who, WTERMSIG(t->status),
                  strsignal(WTERMSIG(t->status)));
-    else snprintf(why, sizeof why, "the local agent exited with status %d", WEXITSTATUS(t->status));
+    else if (t->launcher && WEXITSTATUS(t->status) == 127)
+        snprintf(why, sizeof why, "%s could not start the agent (exit status 127): see %s", t->launcher,
+                 t->stderr_path ? t->stderr_path : "its messages");
+    else snprintf(why, sizeof why, "%s exited with status %d", who, WEXITSTATUS(t->status));
     local_fail(t, TRANSPORT_CLOSED, "%s", why);
 }
 
 void transport_step(struct transport *t, short revents)
 {
     (void)revents;
+    if (t->kind == T_SRUN) {
+        srun_step_pump(t->srun);
+        return;
+    }
     if (!t->local) {
         ssh_conn_step(t->ssh, revents);
         return;
@@ -209,11 +251,19 @@ void transport_step(struct transport *t, short revents)
 
 int64_t transport_deadline_ms(const struct transport *t)
 {
-    return t->local ? 0 : ssh_conn_deadline_ms(t->ssh);
+    return t->kind != T_SSH ? 0 : ssh_conn_deadline_ms(t->ssh);
 }
 
 enum transport_state transport_state(const struct transport *t)
 {
+    if (t->kind == T_SRUN) {
+        switch (srun_step_state(t->srun, t->member)) {
+        case SRUN_MEMBER_WAITING: return TRANSPORT_CONNECTING;
+        case SRUN_MEMBER_RUNNING: return TRANSPORT_READY;
+        case SRUN_MEMBER_CLOSED: return TRANSPORT_CLOSED;
+        default: return TRANSPORT_FAILED;
+        }
+    }
     if (t->local) return t->state;
     switch (ssh_conn_state(t->ssh)) {
     case SSH_CONN_READY: return TRANSPORT_READY;
@@ -225,53 +275,65 @@ enum transport_state transport_state(const struct transport *t)
 
 bool transport_connecting(const struct transport *t)
 {
+    if (t->kind == T_SRUN) return srun_step_state(t->srun, t->member) == SRUN_MEMBER_WAITING;
     return t->local ? t->state == TRANSPORT_CONNECTING : ssh_conn_connecting(t->ssh);
 }
 
 const char *transport_error(const struct transport *t)
 {
+    if (t->kind == T_SRUN) return srun_step_error(t->srun, t->member);
     return t->local ? t->err : ssh_conn_error(t->ssh);
 }
 
 const char *transport_user(const struct transport *t)
 {
     const char *u = getenv("USER");
-    return t->local ? (u && *u ? u : "?") : ssh_conn_user(t->ssh);
+    return t->kind != T_SSH ? (u && *u ? u : "?") : ssh_conn_user(t->ssh);
 }
 
 int transport_port(const struct transport *t)
 {
-    return t->local ? 0 : ssh_conn_port(t->ssh);
+    return t->kind != T_SSH ? 0 : ssh_conn_port(t->ssh);
 }
 
 bool transport_uploaded(const struct transport *t)
 {
-    return !t->local && ssh_conn_uploaded(t->ssh);
+    return t->kind == T_SSH && ssh_conn_uploaded(t->ssh);
 }
 
 const char *transport_upload_method(const struct transport *t)
 {
-    return t->local ? NULL : ssh_conn_upload_method(t->ssh);
+    return t->kind != T_SSH ? NULL : ssh_conn_upload_method(t->ssh);
 }
 
 int64_t transport_login_ms(const struct transport *t)
 {
-    return t->local ? -1 : ssh_conn_login_ms(t->ssh);
+    return t->kind != T_SSH ? -1 : ssh_conn_login_ms(t->ssh);
 }
 
 const char *transport_hint(const struct transport *t)
 {
+    if (t->kind == T_SRUN) return srun_step_hint(t->srun, t->member);
+    if (t->local && t->launcher && t->state == TRANSPORT_CLOSED && t->reaped && WIFEXITED(t->status) &&
+        WEXITSTATUS(t->status) == 127)
+        return "the agent must be at the same path on every node (a shared file system): docs/slurm.md \"PBS\"";
     return t->local ? NULL : ssh_conn_hint(t->ssh);
 }
 
 const char *transport_address(const struct transport *t)
 {
-    const char *a = t->local ? NULL : ssh_conn_address(t->ssh);
+    const char *a = t->kind == T_SRUN ? srun_step_address(t->srun, t->member)
+                    : t->local        ? t->address
+                                      : ssh_conn_address(t->ssh);
     return a ? a : "127.0.0.1";
 }
 
 void transport_send_line(struct transport *t, const char *line)
 {
+    if (t->kind == T_SRUN) {
+        srun_step_send(t->srun, t->member, line);
+        return;
+    }
     if (!t->local) {
         ssh_conn_send_line(t->ssh, line);
         return;
@@ -284,12 +346,14 @@ void transport_send_line(struct transport *t, const char *line)
 
 uint64_t transport_bytes_in(const struct transport *t)
 {
+    if (t->kind == T_SRUN) return srun_step_bytes_in(t->srun, t->member);
     return t->local ? t->bytes_in : ssh_conn_bytes_in(t->ssh);
 }
 
 char *transport_next_line(struct transport *t)
 {
     char *line;
+    if (t->kind == T_SRUN) return srun_step_next_line(t->srun, t->member);
     if (!t->local) return ssh_conn_next_line(t->ssh);
     line = strbuf_take_line(&t->in, &t->in_off);
     if (!line && t->in.len - t->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
@@ -302,6 +366,10 @@ char *transport_next_line(struct transport *t)
 
 void transport_close(struct transport *t)
 {
+    if (t->kind == T_SRUN) {
+        srun_step_close(t->srun, t->member);
+        return;
+    }
     if (!t->local) {
         ssh_conn_close(t->ssh);
         return;
@@ -335,12 +403,17 @@ void transport_free(struct transport *t)
             kill(t->pid, SIGKILL);
             waitpid(t->pid, &t->status, 0);
         }
+    } else if (t->kind == T_SRUN) {
+        srun_step_release(t->srun, t->member);
     } else {
         ssh_conn_free(t->ssh);
     }
     strbuf_done(&t->in);
     strbuf_done(&t->out);
-    free(t->agent_path);
+    for (size_t i = 0; t->argv && t->argv[i]; i++) free(t->argv[i]);
+    free(t->argv);
+    free(t->address);
+    free(t->launcher);
     free(t->stderr_path);
     free(t->err);
     free(t);

@@ -1,5 +1,6 @@
-/* How the controller reaches one node's ddptop-agent: over SSH (ssh_conn.h) or, without a
- * hostfile, as a local child process on two pipes. Both are driven the same way from the
+/* How the controller reaches one node's ddptop-agent: over SSH (ssh_conn.h), as a member of
+ * a Slurm job step running every node's agent (srun_step.h), or as a child process on two
+ * pipes (without a hostfile: the agent itself; under PBS: pbs_tmrsh starting it on the node). Both are driven the same way from the
  * controller's one poll() loop: pollfd, step, then the lines that arrived. Nothing blocks. */
 #ifndef DDPTOP_TRANSPORT_H
 #define DDPTOP_TRANSPORT_H
@@ -9,6 +10,7 @@
 #include <stdint.h>
 
 #include "ssh_conn.h"
+#include "srun_step.h"
 
 struct host;
 
@@ -26,6 +28,11 @@ struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_
 /* agent_path: the ddptop-agent binary; its stderr goes to stderr_path (appended; NULL:
  * /dev/null), so nothing it says can reach the terminal the dashboard draws on. */
 struct transport *transport_local_new(const char *agent_path, const char *stderr_path);
+/* A child process on two pipes that starts the agent on a node: argv such as {"pbs_tmrsh",
+ * "node3", "/path/ddptop-agent", NULL} (PBS); address: what its peers use (NULL: 127.0.0.1). */
+struct transport *transport_child_new(const char *const *argv, const char *address, const char *stderr_path);
+/* Member `member` of a Slurm step of agents (srun_step.h); the transports of a step release it. */
+struct transport *transport_srun_new(struct srun_step *s, size_t member);
 void transport_free(struct transport *t);
 
 /* Begins connecting (SSH) or forks and execs the agent (local). */

@@ -233,6 +233,22 @@ void util_iso_time(int64_t wall, char *buf, size_t n)
     snprintf(buf, n, "%s.%03dZ", base, (int)(wall / 1000000 % 1000));
 }
 
+bool util_in_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    bool found = false;
+    if (!path || strchr(name, '/')) return false;
+    for (const char *p = path; !found;) {
+        size_t n = strcspn(p, ":");
+        char *f = xasprintf("%.*s/%s", n ? (int)n : 1, n ? p : ".", name);
+        found = access(f, X_OK) == 0;
+        free(f);
+        if (!p[n]) break;
+        p += n + 1;
+    }
+    return found;
+}
+
 char *util_abs_path(const char *p)
 {
     char cwd[PATH_MAX];

@@ -5,6 +5,7 @@
 #define DDPTOP_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,9 @@ char *util_exe_sibling(const char *name);
 /* p made absolute against the current directory ("./x" and "." tidied), without resolving
  * links or requiring that it exist: how --log-dir and --workdir are read. malloc'd. */
 char *util_abs_path(const char *p);
+
+/* Whether an executable `name` is in one of PATH's directories (how --pbs finds pbs_tmrsh). */
+bool util_in_path(const char *name);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);

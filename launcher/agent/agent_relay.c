@@ -1,0 +1,216 @@
+/* The relay between a Slurm step's standard input/output and the agent's loop (agent_relay.h).
+ * A thread with blocking I/O is enough here: it only copies bytes, and the agent's loop, which
+ * must never block, talks to it through two pipes like it talks to SSH. */
+#include "agent_relay.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/util.h"
+#include "wire/relay.h"
+
+static struct {
+    int task;            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
+    int to_agent;        /* write end of the agent's stdin; -1 once closed */
+    int from_agent;      /* read end of the agent's stdout */
+    pthread_t thread;
+    int running;
+} relay = {.to_agent = -1, .from_agent = -1};
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void close_to_agent(void)
+{
+    if (relay.to_agent >= 0) close(relay.to_agent);
+    relay.to_agent = -1;
+}
+
+/* The controller's lines: ours go to the agent, without the address. */
+static void from_controller(struct strbuf *in)
+{
+    size_t off = 0;
+    char *line;
+    while ((line = strbuf_take_line(in, &off)) != NULL) {
+        int task;
+        const char *rest;
+        if (relay_address(line, &task, &rest) == 0 && task == relay.task) {
+            if (strcmp(rest, RELAY_EOF) == 0) {
+                close_to_agent();
+            } else if (relay.to_agent >= 0) {
+                size_t n = strlen(rest);
+                line[0] = '\0';
+                /* the agent's loop drains its stdin: a full pipe only means it is busy */
+                if (write_all(relay.to_agent, rest, n) < 0 || write_all(relay.to_agent, "\n", 1) < 0)
+                    close_to_agent();
+            }
+        }
+        free(line);
+    }
+    strbuf_consume(in, off);
+}
+
+/* The agent's lines, cut into pieces. */
+static int from_agent(struct strbuf *in)
+{
+    size_t off = 0;
+    char *line;
+    struct strbuf out;
+    int rc;
+    strbuf_init(&out);
+    while ((line = strbuf_take_line(in, &off)) != NULL) {
+        relay_frame(line, strlen(line), &out);
+        free(line);
+    }
+    strbuf_consume(in, off);
+    rc = out.len ? write_all(STDOUT_FILENO, out.buf, out.len) : 0;
+    strbuf_done(&out);
+    return rc;
+}
+
+static void *relay_main(void *arg)
+{
+    struct strbuf cin, ain;
+    char buf[65536];
+    int stdin_open = 1;
+    (void)arg;
+    strbuf_init(&cin);
+    strbuf_init(&ain);
+    for (;;) {
+        struct pollfd p[2] = {{.fd = relay.from_agent, .events = POLLIN},
+                              {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (p[1].revents) {
+            ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+            if (r > 0) {
+                strbuf_add(&cin, buf, (size_t)r);
+                from_controller(&cin);
+            } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                /* srun's stdin ended (ddptop is gone): the agent stops its ranks on its EOF */
+                stdin_open = 0;
+                close_to_agent();
+            }
+        }
+        if (p[0].revents) {
+            ssize_t r = read(relay.from_agent, buf, sizeof buf);
+            if (r > 0) {
+                strbuf_add(&ain, buf, (size_t)r);
+                if (from_agent(&ain) < 0) break; /* srun's stdout is gone */
+            } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                break; /* the agent closed its output: it is done */
+            }
+        }
+    }
+    close_to_agent();
+    strbuf_done(&cin);
+    strbuf_done(&ain);
+    return NULL;
+}
+
+static int addr_of_fd_toward(const char *host, char *buf, size_t len)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res = NULL;
+    struct sockaddr_in me;
+    socklen_t ml = sizeof me;
+    int fd, ok = -1;
+    if (!host || !*host || getaddrinfo(host, "9", &hints, &res) != 0) return -1;
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    /* connect() on a UDP socket sends nothing: it only picks the route and the source */
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+        getsockname(fd, (struct sockaddr *)&me, &ml) == 0 && ntohl(me.sin_addr.s_addr) >> 24 != 127 &&
+        inet_ntop(AF_INET, &me.sin_addr, buf, (socklen_t)len))
+        ok = 0;
+    if (fd >= 0) close(fd);
+    freeaddrinfo(res);
+    return ok;
+}
+
+void agent_relay_address(char *buf, size_t len)
+{
+    struct ifaddrs *ifa = NULL;
+    snprintf(buf, len, "-");
+    if (addr_of_fd_toward(getenv("SLURM_SRUN_COMM_HOST"), buf, len) == 0) return;
+    if (addr_of_fd_toward(getenv("SLURM_LAUNCH_NODE_IPADDR"), buf, len) == 0) return;
+    if (getifaddrs(&ifa) != 0) return;
+    for (struct ifaddrs *a = ifa; a; a = a->ifa_next) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)a->ifa_addr;
+        if (!sin || sin->sin_family != AF_INET || !(a->ifa_flags & IFF_UP) || (a->ifa_flags & IFF_LOOPBACK))
+            continue;
+        if (inet_ntop(AF_INET, &sin->sin_addr, buf, (socklen_t)len)) break;
+    }
+    freeifaddrs(ifa);
+}
+
+int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
+{
+    const char *task = getenv("SLURM_PROCID"), *name = getenv("SLURMD_NODENAME");
+    char host[256] = "", addr[64], *end;
+    int a[2], b[2];
+    struct strbuf hello;
+    long t = task ? strtol(task, &end, 10) : -1;
+    if (!task || *end || t < 0) {
+        snprintf(err, errlen, "--relay runs as a task of a Slurm step (SLURM_PROCID is not set): it "
+                 "is started by ddptop --transport srun, not by hand");
+        return -1;
+    }
+    relay.task = (int)t;
+    if (!name || !*name) {
+        gethostname(host, sizeof host - 1);
+        name = host;
+    }
+    agent_relay_address(addr, sizeof addr);
+    if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    strbuf_init(&hello);
+    strbuf_addf(&hello, "=%s %s\n", name, addr);
+    write_all(STDOUT_FILENO, hello.buf, hello.len);
+    strbuf_done(&hello);
+    *in_fd = a[0];
+    relay.to_agent = a[1];
+    relay.from_agent = b[0];
+    *out_fd = b[1];
+    if (pthread_create(&relay.thread, NULL, relay_main, NULL) != 0) {
+        snprintf(err, errlen, "cannot start the relay thread");
+        return -1;
+    }
+    relay.running = 1;
+    return 0;
+}
+
+void agent_relay_finish(int in_fd, int out_fd, int status)
+{
+    char last[32];
+    int n;
+    close(in_fd);  /* a relay blocked writing to the agent gets EPIPE and lets go */
+    close(out_fd); /* the relay forwards the rest, then sees end of file */
+    if (relay.running) pthread_join(relay.thread, NULL);
+    relay.running = 0;
+    close(relay.from_agent);
+    n = snprintf(last, sizeof last, "!%d\n", status);
+    write_all(STDOUT_FILENO, last, (size_t)n);
+}

@@ -1,0 +1,527 @@
+/* One Slurm job step running an agent per node (srun_step.h). srun's three pipes are polled by
+ * the controller's loop through member 0's transport; every transport's step pumps them, which
+ * costs nothing when nothing is there. The options given to srun, and why, are in
+ * docs/slurm.md ("What runs where"). */
+#include "srun_step.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/util.h"
+#include "wire/protocol.h"
+#include "wire/relay.h"
+
+struct member {
+    char *name;
+    char addr[64];
+    int task;                 /* srun's task id, -1 until the relay said who it is */
+    bool announced, closed_by_us, ended, failed;
+    char *why;                /* why it ended */
+    char last_err[256];       /* the last thing its task wrote on stderr */
+    struct strbuf piece;      /* a protocol line whose pieces are still arriving */
+    struct strbuf in;         /* whole protocol lines, each ended by '\n' */
+    size_t in_off;
+    struct strbuf pending;    /* requests sent before its task was known */
+    uint64_t bytes_in;
+    bool released;
+};
+
+struct srun_step {
+    char *agent_path, *jobid, *stderr_path;
+    struct member *m;
+    size_t n, refs;
+    pid_t pid;
+    bool started, exited, reaped;
+    int status;
+    int to_fd, out_fd, err_fd, log_fd;
+    struct strbuf wbuf, obuf, ebuf;
+    char srun_err[256];       /* srun's own last error line */
+};
+
+/* Variables of the surrounding job or step that srun would read as options of the agents' step
+ * and that do not fit it: one task per node, all of the node's memory and GPUs, no binding. */
+static const char *const srun_input_vars[] = {
+    "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU",
+    "SLURM_MEM_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPUS_PER_GPU",
+    "SLURM_DISTRIBUTION", "SLURM_CPU_BIND", "SLURM_EXACT", "SLURM_NTASKS_PER_GPU", NULL,
+};
+
+struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *const *names, size_t n)
+{
+    struct srun_step *s = xcalloc(1, sizeof *s);
+    s->agent_path = xstrdup(o->agent_path);
+    s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
+    s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
+    s->m = xcalloc(n ? n : 1, sizeof *s->m);
+    s->n = s->refs = n;
+    s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
+    for (size_t i = 0; i < n; i++) {
+        s->m[i].name = xstrdup(names[i]);
+        s->m[i].task = -1;
+        strbuf_init(&s->m[i].piece);
+        strbuf_init(&s->m[i].in);
+        strbuf_init(&s->m[i].pending);
+    }
+    strbuf_init(&s->wbuf);
+    strbuf_init(&s->obuf);
+    strbuf_init(&s->ebuf);
+    return s;
+}
+
+/* argv of srun; the strings live in *keep until freed with it. */
+static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt)
+{
+    char **v = xcalloc(24, sizeof *v);
+    int k = 0;
+    strbuf_init(nodes);
+    for (size_t i = 0; i < s->n; i++) strbuf_addf(nodes, "%s%s", i ? "," : "", s->m[i].name);
+    fmt[0] = xasprintf("--nodes=%zu", s->n);
+    fmt[1] = xasprintf("--ntasks=%zu", s->n);
+    fmt[2] = xasprintf("--nodelist=%s", nodes->buf);
+    fmt[3] = s->jobid ? xasprintf("--jobid=%s", s->jobid) : NULL;
+    v[k++] = "srun";
+    if (fmt[3]) v[k++] = fmt[3];
+    v[k++] = fmt[0];
+    v[k++] = fmt[1];
+    v[k++] = "--ntasks-per-node=1";
+    v[k++] = fmt[2];
+    v[k++] = "--job-name=ddptop-agents";
+    v[k++] = "--overlap";        /* beside the ranks' own steps, and sharing the job's CPUs */
+    v[k++] = "--mem=0";          /* all of the job's memory on the node, not a share of it */
+    v[k++] = "--cpu-bind=none";  /* the ranks bind themselves if they want to */
+    v[k++] = "--immediate=60";   /* else srun waits for free resources for ever */
+    v[k++] = "--kill-on-bad-exit=0"; /* one node's agent ending is ddptop's to handle */
+    v[k++] = "--label";
+    v[k++] = "--input=all";
+    v[k++] = s->agent_path;
+    v[k++] = "--relay";
+    v[k] = NULL;
+    return v;
+}
+
+char *srun_step_command(const struct srun_step *s)
+{
+    struct strbuf nodes, out;
+    char *fmt[4] = {0};
+    char **v = srun_argv(s, &nodes, fmt);
+    strbuf_init(&out);
+    for (int i = 0; v[i]; i++) {
+        if (i) strbuf_add(&out, " ", 1);
+        strbuf_add_shell_quoted(&out, v[i]);
+    }
+    for (int i = 0; i < 4; i++) free(fmt[i]);
+    free(v);
+    strbuf_done(&nodes);
+    return out.buf ? out.buf : xstrdup("");
+}
+
+static void fail_all(struct srun_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_all(struct srun_step *s, const char *fmt, ...)
+{
+    va_list ap;
+    char why[512];
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < s->n; i++) {
+        struct member *m = &s->m[i];
+        if (m->ended) continue;
+        m->ended = true;
+        m->failed = !m->announced;
+        free(m->why);
+        m->why = xstrdup(why);
+    }
+}
+
+static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
+{
+    struct strbuf nodes;
+    char *fmt[4] = {0};
+    char **v = srun_argv(s, &nodes, fmt);
+    sigset_t none;
+    setpgid(0, 0); /* a Ctrl-C at the terminal is ddptop's to act on, not srun's */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    for (int i = 0; srun_input_vars[i]; i++) unsetenv(srun_input_vars[i]);
+    if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
+    close_range(3, ~0U, 0);
+    execvp(v[0], v);
+    dprintf(2, "srun: fatal: cannot execute srun: %s\n", strerror(errno));
+    _exit(127);
+}
+
+void srun_step_start(struct srun_step *s)
+{
+    int in[2], out[2], err[2];
+    if (s->started) return;
+    s->started = true;
+    if (s->stderr_path) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        fail_all(s, "pipe: %s", strerror(errno));
+        s->exited = s->reaped = true;
+        return;
+    }
+    s->pid = fork();
+    if (s->pid == 0) child_exec(s, in[0], out[1], err[1]);
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    if (s->pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        close(err[0]);
+        fail_all(s, "fork: %s", strerror(errno));
+        s->exited = s->reaped = true;
+        return;
+    }
+    setpgid(s->pid, s->pid);
+    s->to_fd = in[1];
+    s->out_fd = out[0];
+    s->err_fd = err[0];
+    fd_set_nonblock(s->to_fd);
+    fd_set_nonblock(s->out_fd);
+    fd_set_nonblock(s->err_fd);
+}
+
+int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
+{
+    int n = 0;
+    if (m != 0) return 0;
+    if (s->out_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
+    if (s->err_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
+    if (s->to_fd >= 0 && s->wbuf.len && n < max) p[n++] = (struct pollfd){.fd = s->to_fd, .events = POLLOUT};
+    return n;
+}
+
+static struct member *member_of_task(struct srun_step *s, int task)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->m[i].task == task) return &s->m[i];
+    return NULL;
+}
+
+static void queue_for(struct srun_step *s, struct member *m, const char *line, size_t len)
+{
+    strbuf_addf(&s->wbuf, "%d ", m->task);
+    strbuf_add(&s->wbuf, line, len);
+    strbuf_add(&s->wbuf, "\n", 1);
+}
+
+/* "=NAME ADDR": the relay of task `task` says where it runs. */
+static void announce(struct srun_step *s, int task, const char *text)
+{
+    const char *sp = strchr(text, ' ');
+    size_t nl = sp ? (size_t)(sp - text) : strlen(text);
+    struct member *m = NULL;
+    for (size_t i = 0; i < s->n && !m; i++)
+        if (s->m[i].task < 0 && strlen(s->m[i].name) == nl && strncmp(s->m[i].name, text, nl) == 0) m = &s->m[i];
+    /* a name Slurm spells differently from the node list (an alias): task order is node order */
+    if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+    if (!m) return;
+    m->task = task;
+    m->announced = true;
+    if (sp && strcmp(sp + 1, "-") != 0) snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
+    /* what the controller said before it knew the task */
+    size_t off = 0;
+    char *line;
+    while ((line = strbuf_take_line(&m->pending, &off)) != NULL) {
+        queue_for(s, m, line, strlen(line));
+        free(line);
+    }
+    strbuf_reset(&m->pending);
+    if (m->closed_by_us) queue_for(s, m, RELAY_EOF, strlen(RELAY_EOF));
+}
+
+static void on_out_line(struct srun_step *s, const char *line)
+{
+    const char *rest;
+    int task = relay_label(line, &rest);
+    struct member *m;
+    if (task < 0) return; /* srun prints nothing unlabelled on stdout */
+    if (rest[0] == '=') {
+        announce(s, task, rest + 1);
+        return;
+    }
+    m = member_of_task(s, task);
+    if (!m) return;
+    if (rest[0] == '+') {
+        strbuf_adds(&m->piece, rest + 1);
+    } else if (rest[0] == '.') {
+        size_t before = m->in.len;
+        if (m->piece.len) strbuf_add(&m->in, m->piece.buf, m->piece.len);
+        strbuf_adds(&m->in, rest + 1);
+        strbuf_add(&m->in, "\n", 1);
+        strbuf_reset(&m->piece);
+        m->bytes_in += m->in.len - before;
+    } else if (rest[0] == '!' && !m->ended) {
+        m->ended = true;
+        free(m->why);
+        m->why = xasprintf("the agent on %s exited with status %s", m->name, rest + 1);
+    }
+}
+
+/* srun's messages, and what the tasks wrote on stderr (labelled). */
+static void on_err_line(struct srun_step *s, const char *line)
+{
+    const char *rest, *t;
+    int task = relay_label(line, &rest);
+    struct member *m;
+    if (task >= 0) {
+        m = member_of_task(s, task);
+        if (!m && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+        if (m) snprintf(m->last_err, sizeof m->last_err, "%s", rest);
+        return;
+    }
+    /* "srun: error: n2: task 1: Exited with exit code 2", "...: task 1: Killed" */
+    if ((t = strstr(line, ": task ")) != NULL && strncmp(line, "srun: ", 6) == 0) {
+        task = atoi(t + 7);
+        m = member_of_task(s, task);
+        if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+        if (m && !m->ended) {
+            const char *what = strchr(t + 7, ':');
+            m->ended = true;
+            m->failed = !m->announced;
+            free(m->why);
+            m->why = xasprintf("the agent's task on %s ended: %s%s%s%s", m->name, what ? what + 2 : line,
+                               m->last_err[0] ? " (" : "", m->last_err, m->last_err[0] ? ")" : "");
+        }
+        return;
+    }
+    if (strncmp(line, "srun: error: ", 13) == 0 || strncmp(line, "srun: fatal: ", 13) == 0)
+        snprintf(s->srun_err, sizeof s->srun_err, "%s", line);
+}
+
+static void read_lines(struct srun_step *s, int *fd, struct strbuf *b, void (*fn)(struct srun_step *, const char *))
+{
+    char buf[65536];
+    for (int rounds = 0; *fd >= 0 && rounds < 64; rounds++) {
+        ssize_t r = read(*fd, buf, sizeof buf);
+        if (r > 0) {
+            size_t off = 0;
+            char *line;
+            strbuf_add(b, buf, (size_t)r);
+            if (fn == on_err_line && s->log_fd >= 0 && write(s->log_fd, buf, (size_t)r) < 0) {
+                close(s->log_fd);
+                s->log_fd = -1;
+            }
+            while ((line = strbuf_take_line(b, &off)) != NULL) {
+                fn(s, line);
+                free(line);
+            }
+            strbuf_consume(b, off);
+            if (b->len > (size_t)PROTOCOL_MAX_LINE) strbuf_reset(b); /* not srun's framing */
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) return;
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void flush(struct srun_step *s)
+{
+    while (s->to_fd >= 0 && s->wbuf.len) {
+        ssize_t w = write(s->to_fd, s->wbuf.buf, s->wbuf.len);
+        if (w > 0) {
+            strbuf_consume(&s->wbuf, (size_t)w);
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else {
+            if (w < 0 && errno != EAGAIN) {
+                close(s->to_fd);
+                s->to_fd = -1;
+                strbuf_reset(&s->wbuf);
+            }
+            return;
+        }
+    }
+}
+
+static void reap(struct srun_step *s)
+{
+    if (s->pid > 0 && !s->reaped && waitpid(s->pid, &s->status, WNOHANG) == s->pid) s->reaped = true;
+}
+
+void srun_step_pump(struct srun_step *s)
+{
+    if (!s->started || s->exited) return;
+    flush(s);
+    read_lines(s, &s->out_fd, &s->obuf, on_out_line);
+    read_lines(s, &s->err_fd, &s->ebuf, on_err_line);
+    if (s->out_fd >= 0 || s->err_fd >= 0) return;
+    reap(s);
+    if (!s->reaped) return;
+    s->exited = true;
+    if (s->to_fd >= 0) close(s->to_fd);
+    s->to_fd = -1;
+    if (WIFSIGNALED(s->status))
+        fail_all(s, "srun (the agents' step) was killed by signal %d%s%s", WTERMSIG(s->status),
+                 s->srun_err[0] ? ": " : "", s->srun_err);
+    else if (s->srun_err[0])
+        fail_all(s, "%s", s->srun_err);
+    else
+        fail_all(s, "srun (the agents' step) exited with status %d", WEXITSTATUS(s->status));
+}
+
+enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
+{
+    const struct member *me = &s->m[m];
+    if (!s->started) return SRUN_MEMBER_WAITING;
+    if (me->closed_by_us) return SRUN_MEMBER_CLOSED;
+    /* its last lines are handed out before it is reported gone */
+    if (me->ended && me->in_off >= me->in.len) return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
+    return SRUN_MEMBER_RUNNING;
+}
+
+const char *srun_step_error(const struct srun_step *s, size_t m)
+{
+    const struct member *me = &s->m[m];
+    if (me->closed_by_us) return "closed by ddptop";
+    if (me->failed && me->last_err[0] && me->why && !strstr(me->why, me->last_err)) return me->last_err;
+    return me->why;
+}
+
+const char *srun_step_hint(const struct srun_step *s, size_t m)
+{
+    const struct member *me = &s->m[m];
+    const char *why = srun_step_error(s, m);
+    if (!me->failed || !why) return NULL;
+    if (strstr(why, "execve") || strstr(why, "No such file"))
+        return "the agent must be at the same path on every node: keep ddptop's build directory on "
+               "a file system every node mounts (docs/slurm.md)";
+    if (strstr(why, "cannot execute srun"))
+        return "run ddptop where Slurm's commands are installed, or use --transport ssh";
+    if (strstr(why, "Unable to create step") || strstr(why, "Requested nodes are busy") || strstr(why, "Invalid job id"))
+        return "ddptop starts its agents as a step of the allocation: check the job with squeue -j "
+               "(--jobid must name a running job of yours)";
+    return NULL;
+}
+
+const char *srun_step_address(const struct srun_step *s, size_t m)
+{
+    return s->m[m].addr[0] ? s->m[m].addr : s->m[m].name;
+}
+
+void srun_step_send(struct srun_step *s, size_t m, const char *line)
+{
+    struct member *me = &s->m[m];
+    if (me->closed_by_us || me->ended) return;
+    if (me->task < 0) {
+        strbuf_adds(&me->pending, line);
+        strbuf_add(&me->pending, "\n", 1);
+        return;
+    }
+    queue_for(s, me, line, strlen(line));
+    flush(s);
+}
+
+char *srun_step_next_line(struct srun_step *s, size_t m)
+{
+    struct member *me = &s->m[m];
+    char *line = strbuf_take_line(&me->in, &me->in_off);
+    if (me->in_off == me->in.len && me->in_off) {
+        strbuf_reset(&me->in);
+        me->in_off = 0;
+    }
+    return line;
+}
+
+uint64_t srun_step_bytes_in(const struct srun_step *s, size_t m)
+{
+    return s->m[m].bytes_in;
+}
+
+static bool all_closed(const struct srun_step *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->m[i].closed_by_us && !s->m[i].released && !s->m[i].ended) return false;
+    return true;
+}
+
+void srun_step_close(struct srun_step *s, size_t m)
+{
+    struct member *me = &s->m[m];
+    if (me->closed_by_us) return;
+    me->closed_by_us = true;
+    if (me->task >= 0 && !me->ended) queue_for(s, me, RELAY_EOF, strlen(RELAY_EOF));
+    flush(s);
+    /* the last one closes srun's stdin: every task sees end of file, the step ends */
+    if (all_closed(s) && s->to_fd >= 0) {
+        if (s->wbuf.len) {
+            int fl = fcntl(s->to_fd, F_GETFL);
+            fcntl(s->to_fd, F_SETFL, fl & ~O_NONBLOCK); /* a few short lines: let them go */
+            flush(s);
+        }
+        close(s->to_fd);
+        s->to_fd = -1;
+    }
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to ms for srun to exit, reading what it still says so it never blocks on a pipe. */
+static void wait_exit(struct srun_step *s, int ms)
+{
+    for (int i = 0; i < ms / 10 && !s->reaped; i++) {
+        read_lines(s, &s->out_fd, &s->obuf, on_out_line);
+        read_lines(s, &s->err_fd, &s->ebuf, on_err_line);
+        reap(s);
+        if (!s->reaped) nap_ms(10);
+    }
+}
+
+static void step_free(struct srun_step *s)
+{
+    if (s->to_fd >= 0) close(s->to_fd);
+    s->to_fd = -1;
+    if (s->pid > 0 && !s->reaped) {
+        /* the agents stop their ranks on end of file and exit; srun follows */
+        wait_exit(s, 4000);
+        if (!s->reaped) kill(s->pid, SIGTERM); /* srun passes it to the tasks */
+        wait_exit(s, 3000);
+        if (!s->reaped) {
+            kill(-s->pid, SIGKILL);
+            waitpid(s->pid, &s->status, 0);
+        }
+    }
+    if (s->out_fd >= 0) close(s->out_fd);
+    if (s->err_fd >= 0) close(s->err_fd);
+    if (s->log_fd >= 0) close(s->log_fd);
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->m[i].name);
+        free(s->m[i].why);
+        strbuf_done(&s->m[i].piece);
+        strbuf_done(&s->m[i].in);
+        strbuf_done(&s->m[i].pending);
+    }
+    strbuf_done(&s->wbuf);
+    strbuf_done(&s->obuf);
+    strbuf_done(&s->ebuf);
+    free(s->m);
+    free(s->agent_path);
+    free(s->jobid);
+    free(s->stderr_path);
+    free(s);
+}
+
+void srun_step_release(struct srun_step *s, size_t m)
+{
+    if (!s || s->m[m].released) return;
+    srun_step_close(s, m);
+    s->m[m].released = true;
+    if (--s->refs == 0) step_free(s);
+}

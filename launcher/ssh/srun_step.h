@@ -1,0 +1,60 @@
+/* One Slurm job step that runs ddptop-agent on a set of nodes (docs/slurm.md): srun as a child
+ * process in its own process group, its standard input carrying the requests of every node
+ * (addressed), its standard output the agents' lines (labelled by srun, cut into pieces by each
+ * agent's relay: wire/relay.h), its standard error srun's and slurmstepd's messages. The
+ * transports of the step's nodes (transport.h) share it; nothing here blocks.
+ *
+ * Members are the step's nodes in the order given; Slurm numbers the tasks in its own node
+ * order, so a member is matched to its task by the node name the relay announces. */
+#ifndef DDPTOP_SRUN_STEP_H
+#define DDPTOP_SRUN_STEP_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct srun_step_opts {
+    const char *agent_path;  /* ddptop-agent, at a path every node sees */
+    const char *jobid;       /* --jobid; NULL: the allocation's own (SLURM_JOB_ID) */
+    const char *stderr_path; /* srun's messages are appended here too (NULL: not kept) */
+};
+
+enum srun_member_state {
+    SRUN_MEMBER_WAITING,     /* srun not started yet */
+    SRUN_MEMBER_RUNNING,     /* the step runs; lines flow once the agent is up */
+    SRUN_MEMBER_CLOSED,      /* its agent ended after it had started */
+    SRUN_MEMBER_FAILED,      /* its agent never started (srun or the node refused) */
+};
+
+struct srun_step;
+
+/* names: the nodes, as Slurm names them (SLURM_JOB_NODELIST). One reference per member: the
+ * step is freed when the last member let go (srun_step_release). */
+struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *const *names, size_t n);
+void srun_step_release(struct srun_step *s, size_t m);
+
+/* Starts srun (once; later calls do nothing). */
+void srun_step_start(struct srun_step *s);
+/* srun's descriptors to poll; only member 0's transport offers them, so they appear once. */
+int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max);
+/* Reads and writes what it can, sorting the agents' lines into their members. */
+void srun_step_pump(struct srun_step *s);
+
+enum srun_member_state srun_step_state(const struct srun_step *s, size_t m);
+/* Why it failed or closed (one line), and what to do (NULL: nothing to add). */
+const char *srun_step_error(const struct srun_step *s, size_t m);
+const char *srun_step_hint(const struct srun_step *s, size_t m);
+/* The address the node's agent reported (what MASTER_ADDR uses), else its name. */
+const char *srun_step_address(const struct srun_step *s, size_t m);
+
+void srun_step_send(struct srun_step *s, size_t m, const char *line);
+char *srun_step_next_line(struct srun_step *s, size_t m);
+uint64_t srun_step_bytes_in(const struct srun_step *s, size_t m);
+/* Ends the member's agent (its stdin ends; it stops its ranks and exits). */
+void srun_step_close(struct srun_step *s, size_t m);
+
+/* The srun command line (for -v and the docs' "what runs where"); malloc'd. */
+char *srun_step_command(const struct srun_step *s);
+
+#endif

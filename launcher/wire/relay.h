@@ -1,0 +1,37 @@
+/* The relay framing: how protocol lines travel through one Slurm job step that runs an agent on
+ * every node (docs/protocol.md "Through srun"). srun gives the step one standard input, copied
+ * to every task, and one standard output, the tasks' lines merged (each prefixed "K: " by
+ * --label, K the task id). So:
+ *
+ *   controller -> relay (stdin, every task sees every line):  "K LINE"  (LINE for task K only;
+ *                                                               LINE "!eof" ends its stdin)
+ *   relay -> controller (stdout, after srun's "K: " label):   "=NAME ADDR"  who and where it is
+ *                                                               "+PIECE"      a line goes on
+ *                                                               ".PIECE"      a line ends
+ *                                                               "!STATUS"     the agent exited
+ *
+ * A protocol line is cut into pieces of at most RELAY_PIECE_MAX bytes, each its own output
+ * line: srun passes lines shorter than its 1 KiB I/O message whole, so no task's piece is ever
+ * cut or mixed with another's, however long the protocol line. Pure: strings in, strings out. */
+#ifndef DDPTOP_WIRE_RELAY_H
+#define DDPTOP_WIRE_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/util.h"
+
+#define RELAY_PIECE_MAX 900
+#define RELAY_EOF "!eof"
+
+/* Appends line (len bytes, no '\n') to out as pieces ("+..." lines, then one "." line). */
+void relay_frame(const char *line, size_t len, struct strbuf *out);
+
+/* One line of srun's output: srun's "K: " label (spaces before K allowed) and what follows.
+ * Returns the task id, or -1 when the line carries no label (then *rest is the line). */
+int relay_label(const char *line, const char **rest);
+
+/* "K LINE" from the controller: K into *task and LINE into *rest; -1 when malformed. */
+int relay_address(const char *line, int *task, const char **rest);
+
+#endif
