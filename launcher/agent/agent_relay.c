@@ -164,6 +164,32 @@ void agent_relay_address(char *buf, size_t len)
     freeifaddrs(ifa);
 }
 
+/* The agents' step's own variables: the ranks are not its tasks (a rank's own srun, or a
+ * framework that reads SLURM_PROCID, would take them for theirs). The job's variables stay;
+ * the job-level values of the counts come back from ddptop with each spawn. */
+static void scrub_step_env(void)
+{
+    static const char *const vars[] = {
+        "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_TASK_PID", "SLURM_STEPID",
+        "SLURM_GTIDS", "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT", "SLURM_LAUNCH_NODE_IPADDR",
+        "SLURM_CPU_BIND", "SLURM_CPU_BIND_LIST", "SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND_VERBOSE",
+        "SLURM_DISTRIBUTION", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_LABELIO",
+        "SLURM_OVERLAP", "SLURM_KILL_BAD_EXIT", "SLURM_MEM_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NAME",
+        "SLURM_IMMEDIATE", "SLURM_CPUS_PER_TASK", "SLURM_STEP_LAUNCHER_PORT", NULL,
+    };
+    extern char **environ;
+    for (int i = 0; vars[i]; i++) unsetenv(vars[i]);
+    for (size_t i = 0; environ && environ[i];) {
+        if (strncmp(environ[i], "SLURM_STEP_", 11) == 0) {
+            char *name = xstrndup(environ[i], strcspn(environ[i], "="));
+            unsetenv(name);
+            free(name);
+        } else {
+            i++;
+        }
+    }
+}
+
 int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
 {
     const char *task = getenv("SLURM_PROCID"), *name = getenv("SLURMD_NODENAME");
@@ -182,6 +208,7 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         name = host;
     }
     agent_relay_address(addr, sizeof addr);
+    scrub_step_env();
     if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         return -1;

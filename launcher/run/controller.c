@@ -129,20 +129,69 @@ void ctl_start_queued(struct controller *c)
     }
 }
 
+int64_t ctl_hello_timeout_ms(const struct controller *c)
+{
+    int64_t ms = (int64_t)c->o.check.ssh.timeout_s * 1000;
+    return !c->o.local && c->o.check.via == HOSTS_VIA_SRUN ? ms + 60000 : ms;
+}
+
+/* One Slurm step for every node in need of an agent (docs/slurm.md): their transports share it. */
+static void connect_srun(struct controller *c, const bool *need, const char *errlog)
+{
+    const char **names = xcalloc(c->n, sizeof *names);
+    size_t *idx = xcalloc(c->n, sizeof *idx), k = 0;
+    struct srun_step_opts so = {.agent_path = c->agent_path, .jobid = c->o.check.slurm_jobid, .stderr_path = errlog};
+    struct srun_step *step;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!need[i]) continue;
+        names[k] = c->hl->hosts[i].name;
+        idx[k++] = i;
+    }
+    if (k) {
+        step = srun_step_new(&so, names, k);
+        if (c->o.verbose) {
+            char *cmd = srun_step_command(step);
+            fprintf(stderr, "ddptop: agents: %s\n", cmd);
+            free(cmd);
+        }
+        for (size_t m = 0; m < k; m++) {
+            transport_free(c->nodes[idx[m]].t);
+            c->nodes[idx[m]].t = transport_srun_new(step, m);
+        }
+    }
+    free(names);
+    free(idx);
+}
+
+static struct transport *connect_one(struct controller *c, size_t i, const char *errlog)
+{
+    if (c->o.local) return transport_local_new(c->agent_path, errlog);
+    if (c->o.check.via == HOSTS_VIA_TM) {
+        /* PBS's task manager starts the agent on the node; it must be at the same path there */
+        const char *argv[] = {"pbs_tmrsh", c->hl->hosts[i].name, c->agent_path, NULL};
+        return transport_child_new(argv, c->hl->hosts[i].name, errlog);
+    }
+    return transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
+}
+
 /* (Re)creates the transport of every node that has none or lost it. */
 void ctl_connect_nodes(struct controller *c)
 {
+    char *errlog = c->job->log_dir ? xasprintf("%s/agent.log", c->job->log_dir) : NULL;
+    bool *need = xcalloc(c->n ? c->n : 1, sizeof *need);
+    for (size_t i = 0; i < c->n; i++) need[i] = !c->nodes[i].t || c->nodes[i].lost;
+    if (!c->o.local && c->o.check.via == HOSTS_VIA_SRUN) {
+        connect_srun(c, need, errlog);
+    } else {
+        for (size_t i = 0; i < c->n; i++) {
+            if (!need[i]) continue;
+            transport_free(c->nodes[i].t);
+            c->nodes[i].t = connect_one(c, i, errlog);
+        }
+    }
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
-        if (nd->t && !nd->lost) continue;
-        transport_free(nd->t);
-        if (c->o.local) {
-            char *errlog = xasprintf("%s/agent.log", c->job->log_dir);
-            nd->t = transport_local_new(c->agent_path, errlog);
-            free(errlog);
-        } else {
-            nd->t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
-        }
+        if (!need[i]) continue;
         wire_client_reset(&nd->cl); /* answers on the old connection never come */
         ctl_stacks_node_reset(c, i);
         nd->queued = true;
@@ -150,6 +199,8 @@ void ctl_connect_nodes(struct controller *c)
         nd->last_msg_ms = mono_ms();
         job_node_connecting(c->job, i);
     }
+    free(need);
+    free(errlog);
     ctl_start_queued(c);
 }
 
@@ -267,7 +318,7 @@ static void connect_progress(struct controller *c)
             ctl_node_lost(c, i, why);
             free(why);
         } else if (st == TRANSPORT_READY) {
-            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + (int64_t)c->o.check.ssh.timeout_s * 1000;
+            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + ctl_hello_timeout_ms(c);
             else if (now >= nd->hello_deadline_ms) ctl_node_lost(c, i, "the agent did not greet in time (run ddptop-agent by hand on the node to see why)");
         }
     }

@@ -132,7 +132,7 @@ void ctl_check_progress_phase(struct controller *c)
             ctl_check_node_down(c, i, transport_error(nd->t) ? transport_error(nd->t) : "connection closed",
                                 transport_hint(nd->t));
         } else if (st == TRANSPORT_READY) {
-            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + (int64_t)c->o.check.ssh.timeout_s * 1000;
+            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + ctl_hello_timeout_ms(c);
             else if (now >= nd->hello_deadline_ms)
                 ctl_check_node_down(c, i, "the agent did not greet in time",
                                     "run ddptop-agent by hand on the node to see why");

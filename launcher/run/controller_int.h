@@ -115,6 +115,9 @@ void ctl_finish(struct controller *c, enum job_state st);
 void ctl_record_end(struct controller *c);
 /* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
 void ctl_launch_begin(struct controller *c);
+/* How long a node's agent may take to greet once its transport is up: --timeout, and for a
+ * Slurm step also the step's creation (srun --immediate waits up to 60 s for it). */
+int64_t ctl_hello_timeout_ms(const struct controller *c);
 /* Creates the transports of nodes that have none or lost theirs, and starts as many as
  * --fanout allows; start_queued starts more as others finish connecting. */
 void ctl_connect_nodes(struct controller *c);

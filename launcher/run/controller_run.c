@@ -7,6 +7,7 @@
  * They are caught only once the preflight is over: before that no rank runs and the default
  * action (ddptop ends, its agents see end of file and exit) is what a user wants. */
 #include "controller_int.h"
+#include "hosts/slurm_job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +170,16 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
+    if (!o->local && o->check.via == HOSTS_VIA_SRUN) {
+        /* The agents' step has its own values of these (one task per node); the ranks get the
+         * job's, as the allocation gave them to ddptop (docs/slurm.md "Environment"). */
+        static const char *const job_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_TASKS_PER_NODE",
+                                               "SLURM_NTASKS_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NAME",
+                                               "SLURM_MEM_PER_NODE", "SLURM_CPUS_PER_TASK", NULL};
+        for (int i = 0; job_vars[i]; i++)
+            if (getenv(job_vars[i]) && !env_list_get(&c->exports, job_vars[i]))
+                env_list_set(&c->exports, job_vars[i], getenv(job_vars[i]));
+    }
     c->metrics = metrics_parser_new(o->loss_regex, err, errlen);
     if (!c->metrics) goto fail;
     hang_opts_init(&c->hang);
@@ -218,6 +229,8 @@ void controller_free(struct controller *c)
     free(c->workdir);
     free(c->agent_path);
     free(c->train_path);
+    /* after the agents' step ended (transport_free above): the allocation --salloc made */
+    if (c->o.check.slurm_release) slurm_job_cancel(c->o.check.slurm_jobid);
     free(c);
 }
 
