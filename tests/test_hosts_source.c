@@ -42,9 +42,9 @@ static void test_load_needs_exactly_one(void)
     CHECK_INT(hosts_source_load(&none, &hl, err, sizeof err), -1);
     CHECK_STR(err, "no hosts: give a HOSTFILE (or --slurm / --pbs inside an allocation)");
     CHECK_INT(hosts_source_load(&two, &hl, err, sizeof err), -1);
-    CHECK_STR(err, "give only one of HOSTFILE, --slurm and --pbs");
+    CHECK_STR(err, "give only one of HOSTFILE, --slurm, --jobid, --salloc and --pbs");
     CHECK_INT(hosts_source_load(&three, &hl, err, sizeof err), -1);
-    CHECK_STR(err, "give only one of HOSTFILE, --slurm and --pbs");
+    CHECK_STR(err, "give only one of HOSTFILE, --slurm, --jobid, --salloc and --pbs");
     CHECK_INT(hl.n, 0);
 }
 
@@ -103,11 +103,57 @@ static void test_load_each_source(void)
     rmdir(dir);
 }
 
+/* --jobid, --salloc and --transport, and which transport each source gets by default. */
+static void test_slurm_options_and_transport(void)
+{
+    char *argv[] = {"--jobid", "42", "--transport", "srun", "--salloc", "-N2 -t 5", "--transport", "rsh",
+                    "--jobid"};
+    int argc = 9, i = 0;
+    struct hosts_source s = {0}, pbs = {.pbs = true}, file = {.hostfile = "h.txt"};
+    CHECK_INT(hosts_source_value_option(&s, argc, argv, &i, "run", err, sizeof err), 1);
+    CHECK_INT(i, 1);
+    CHECK_STR(s.jobid, "42");
+    CHECK(hosts_source_given(&s) && hosts_source_slurm(&s));
+    CHECK_STR(hosts_source_jobid(&s), "42");
+    i = 2;
+    CHECK_INT(hosts_source_value_option(&s, argc, argv, &i, "run", err, sizeof err), 1);
+    CHECK_INT(s.via, HOSTS_VIA_SRUN);
+    i = 4;
+    CHECK_INT(hosts_source_value_option(&s, argc, argv, &i, "run", err, sizeof err), 1);
+    CHECK_STR(s.salloc, "-N2 -t 5");
+    i = 6;
+    CHECK_INT(hosts_source_value_option(&s, argc, argv, &i, "run", err, sizeof err), -1);
+    CHECK_STR(err, "--transport wants ssh, srun or tm, not 'rsh'");
+    i = 8;
+    CHECK_INT(hosts_source_value_option(&s, argc, argv, &i, "check", err, sizeof err), -1);
+    CHECK_STR(err, "--jobid needs a Slurm job id (see ddptop check --help)");
+    i = 0;
+    CHECK_INT(hosts_source_value_option(&file, 1, (char *[]){"--json"}, &i, "run", err, sizeof err), 0);
+
+    /* defaults: srun for a Slurm job, ssh for a hostfile; srun and tm only where they fit */
+    s.via = HOSTS_VIA_AUTO;
+    CHECK_INT(hosts_source_via(&s, err, sizeof err), HOSTS_VIA_SRUN);
+    CHECK_INT(hosts_source_via(&file, err, sizeof err), HOSTS_VIA_SSH);
+    file.via = HOSTS_VIA_SRUN;
+    CHECK_INT(hosts_source_via(&file, err, sizeof err), -1);
+    CHECK_STR(err, "--transport srun starts the agents as a step of a Slurm job: give --slurm (inside an "
+                   "allocation), --jobid ID or --salloc ARGS");
+    file.via = HOSTS_VIA_TM;
+    CHECK_INT(hosts_source_via(&file, err, sizeof err), -1);
+    CHECK_STR(err, "--transport tm is PBS's task manager: it goes with --pbs");
+    s.via = HOSTS_VIA_SSH;
+    CHECK_INT(hosts_source_via(&s, err, sizeof err), HOSTS_VIA_SSH);
+    /* --pbs: pbs_tmrsh when PATH has it, else ssh */
+    setenv("PATH", "/nonexistent", 1);
+    CHECK_INT(hosts_source_via(&pbs, err, sizeof err), HOSTS_VIA_SSH);
+}
+
 int main(void)
 {
     RUN(test_options);
     RUN(test_two_hostfiles);
     RUN(test_load_needs_exactly_one);
     RUN(test_load_each_source);
+    RUN(test_slurm_options_and_transport);
     return tap_done();
 }

@@ -198,6 +198,7 @@ static void add_status(struct strbuf *out, enum check_status s, bool colour, siz
 static char *row_address(const struct check_row *row)
 {
     const char *a = row->address ? row->address : "";
+    if (row->port == 0) return xstrdup(a); /* srun and pbs_tmrsh have no port of ours */
     return strchr(a, ':') ? xasprintf("[%s]:%d", a, row->port) : xasprintf("%s:%d", a, row->port);
 }
 
@@ -239,7 +240,8 @@ void check_report_table(const struct check_report *r, struct strbuf *out, bool c
     add_padded(out, "HOST", wh);
     strbuf_adds(out, "  ");
     add_padded(out, "ADDRESS", wa);
-    strbuf_adds(out, "  SSH    CLOCK  GPU    ENV    TCP    NCCL\n");
+    strbuf_adds(out, !r->link ? "  SSH  " : strcmp(r->link, "srun") == 0 ? "  SRUN " : "  TM   ");
+    strbuf_adds(out, "  CLOCK  GPU    ENV    TCP    NCCL\n");
     for (size_t i = 0; i < r->n; i++) table_row(r, i, out, colour, wh, wa);
 }
 
@@ -264,7 +266,7 @@ void check_report_details(const struct check_report *r, struct strbuf *out, bool
             any = true;
             add_padded(out, row->host ? row->host : "", wh);
             strbuf_adds(out, "  ");
-            add_padded(out, kind_names[k], 5);
+            add_padded(out, k == CHECK_SSH && r->link ? r->link : kind_names[k], 5);
             strbuf_adds(out, "  ");
             add_status(out, res->status, colour, 4);
             strbuf_adds(out, "  ");

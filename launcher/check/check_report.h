@@ -39,6 +39,8 @@ struct check_row {
 struct check_report {
     struct check_row *rows;
     size_t n;
+    const char *link;  /* what the first column checks: NULL "ssh", or "srun", "tm" (the JSON
+                        * key stays "ssh": scripts read it whatever the transport) */
     /* live table state */
     size_t drawn_lines;
     int64_t last_draw_ms;

@@ -204,7 +204,10 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
                                                                             : " (uploaded)";
     cJSON *f;
     if (l->login_ms >= 0) snprintf(login, sizeof login, ", login shell %.1f s", (double)l->login_ms / 1000);
-    if (slow)
+    if (l->via)
+        check_result_setf(res, CHECK_PASS, NULL, "%s@%s through %s, agent %s %s", l->user, l->address, l->via,
+                          ver ? ver : "?", arch ? arch : "?");
+    else if (slow)
         check_result_setf(res, CHECK_WARN,
                           "a slow ~/.bashrc, ~/.profile or /etc/profile (conda, pyenv, environment modules) delays "
                           "every login: time `ssh HOST true` and make it faster for non-interactive shells",
@@ -229,6 +232,7 @@ void preflight_node_up(struct preflight *p, size_t i, const struct preflight_lin
     free(nd->address);
     nd->address = xstrdup(l->address);
     nd->alive = true;
+    if (l->via) check_row_set_host(&p->r.rows[i], nd->h->name, l->address, 0);
     ssh_verdict(p, i, l, hello);
     send_facts(p, i);
     p->dirty = true;
@@ -522,12 +526,14 @@ struct preflight *preflight_new(const struct check_opts *o, const struct host *h
     p->n = n;
     p->master_nonce = xasprintf("%s-m", run_nonce);
     check_report_init(&p->r, n);
+    p->r.link = o->via == HOSTS_VIA_SRUN ? "srun" : o->via == HOSTS_VIA_TM ? "tm" : NULL;
     p->nodes = xcalloc(n ? n : 1, sizeof *p->nodes);
     for (size_t i = 0; i < n; i++) {
         struct pf_node *nd = &p->nodes[i];
         nd->h = &hosts[i];
         nd->nonce = xasprintf("%s-%zu", run_nonce, i);
-        check_row_set_host(&p->r.rows[i], nd->h->name, nd->h->name, nd->h->port ? nd->h->port : 22);
+        check_row_set_host(&p->r.rows[i], nd->h->name, nd->h->name,
+                           p->r.link ? 0 : nd->h->port ? nd->h->port : 22);
     }
     p->dirty = true;
     return p;

@@ -1,0 +1,102 @@
+/* Unit tests for launcher/wire/relay.c: the framing that carries protocol lines through one
+ * Slurm step (srun's stdin copied to every task, its stdout merged with "K: " labels). A line
+ * of any length comes back whole from its pieces; no piece is longer than srun passes whole;
+ * labels and addresses parse, and what is not one is refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "util/util.h"
+#include "wire/relay.h"
+
+/* Reassembles framed output as the controller does: "+" pieces, then a "." piece. */
+static char *unframe(const char *framed, int *lines, size_t *longest)
+{
+    struct strbuf in, out;
+    size_t off = 0;
+    char *l;
+    strbuf_init(&in);
+    strbuf_init(&out);
+    strbuf_adds(&in, framed);
+    *lines = 0;
+    *longest = 0;
+    while ((l = strbuf_take_line(&in, &off)) != NULL) {
+        size_t n = strlen(l);
+        if (n > *longest) *longest = n;
+        CHECK(l[0] == '+' || l[0] == '.');
+        strbuf_adds(&out, l + 1);
+        if (l[0] == '.') {
+            strbuf_add(&out, "\n", 1);
+            (*lines)++;
+        }
+        free(l);
+    }
+    strbuf_done(&in);
+    strbuf_add(&out, "", 1);
+    return out.buf;
+}
+
+static void test_frame_roundtrip(void)
+{
+    static const size_t sizes[] = {0, 1, RELAY_PIECE_MAX - 1, RELAY_PIECE_MAX, RELAY_PIECE_MAX + 1, 70000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        char *line = xmalloc(sizes[k] + 1), *back, *want;
+        struct strbuf f;
+        int lines;
+        size_t longest;
+        for (size_t i = 0; i < sizes[k]; i++) line[i] = (char)('a' + i % 26);
+        line[sizes[k]] = '\0';
+        strbuf_init(&f);
+        relay_frame(line, sizes[k], &f);
+        relay_frame("{\"ev\":\"pong\"}", 13, &f);
+        strbuf_add(&f, "", 1);
+        back = unframe(f.buf, &lines, &longest);
+        want = xasprintf("%s\n{\"ev\":\"pong\"}\n", line);
+        CHECK_STR(back, want);
+        CHECK_INT(lines, 2);
+        CHECK(longest <= RELAY_PIECE_MAX + 1);
+        CHECK(RELAY_PIECE_MAX + 1 + 8 < 1024); /* with srun's "NNNNNN: " label, under its 1 KiB */
+        free(line);
+        free(back);
+        free(want);
+        strbuf_done(&f);
+    }
+}
+
+static void test_label(void)
+{
+    const char *rest;
+    CHECK_INT(relay_label("0: .{}", &rest), 0);
+    CHECK_STR(rest, ".{}");
+    CHECK_INT(relay_label(" 7: =n7 10.0.0.7", &rest), 7);
+    CHECK_STR(rest, "=n7 10.0.0.7");
+    CHECK_INT(relay_label("12: ", &rest), 12);
+    CHECK_STR(rest, "");
+    CHECK_INT(relay_label("srun: error: n2: task 1: Killed", &rest), -1);
+    CHECK_STR(rest, "srun: error: n2: task 1: Killed");
+    CHECK_INT(relay_label("3:x", &rest), -1);
+    CHECK_INT(relay_label(": x", &rest), -1);
+    CHECK_INT(relay_label("99999999999: x", &rest), -1);
+}
+
+static void test_address(void)
+{
+    int task = -1;
+    const char *rest;
+    CHECK_INT(relay_address("1 {\"op\":\"ping\"}", &task, &rest), 0);
+    CHECK_INT(task, 1);
+    CHECK_STR(rest, "{\"op\":\"ping\"}");
+    CHECK_INT(relay_address("0 " RELAY_EOF, &task, &rest), 0);
+    CHECK_STR(rest, RELAY_EOF);
+    CHECK_INT(relay_address("{\"op\":\"ping\"}", &task, &rest), -1);
+    CHECK_INT(relay_address("1{}", &task, &rest), -1);
+    CHECK_INT(relay_address("-1 {}", &task, &rest), -1);
+}
+
+int main(void)
+{
+    RUN(test_frame_roundtrip);
+    RUN(test_label);
+    RUN(test_address);
+    return tap_done();
+}
