@@ -71,8 +71,10 @@ static void rank_exec(const struct keeper_spec *spec, pid_t agent, int out_w, in
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0);
     dup2(out_w, 1);
     dup2(err_w, 2);
-    /* The agent ignores SIGPIPE; an ignored signal would stay ignored across exec. */
+    /* The agent ignores SIGPIPE, the keeper SIGUSR1/2; an ignored signal stays ignored across exec. */
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    signal(SIGUSR2, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -125,6 +127,9 @@ static void keeper_main(const struct keeper_spec *spec, pid_t agent, int out_w, 
     signal(SIGHUP, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
+    /* a scheduler's warning to every process of a Slurm step is the rank's business, not ours */
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != agent) _exit(0); /* the agent died before PDEATHSIG was armed */
@@ -172,6 +177,13 @@ static void keeper_main(const struct keeper_spec *spec, pid_t agent, int out_w, 
             if (waitid(P_PID, (id_t)rank, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == rank)
                 keeper_finish(status_w, rank);
             continue; /* stopped/continued, or a straggler's child */
+        }
+        if (sig == SIGTERM && getppid() == agent) {
+            /* Not PDEATHSIG: someone signalled every process of the agent's Slurm step (scancel,
+             * a time limit). The rank got its SIGTERM too; it has until the scheduler's SIGKILL
+             * (KillWait) or the agent's own teardown to finish. */
+            kill(-rank, SIGTERM);
+            continue;
         }
         if (sig > 0 || getppid() != agent) {
             /* The agent died (PDEATHSIG) or someone told the keeper to go: the rank goes too. */

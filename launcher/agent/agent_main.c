@@ -80,6 +80,7 @@ int main(int argc, char **argv)
     }
     struct agent *ag = agent_new(in_fd, out_fd, agent_ops);
     agent_ranks_init(ag);
+    agent_ranks_set_slurm_step(relay);
     int status = agent_loop(ag);
     agent_ranks_done(ag); /* no rank outlives the agent */
     agent_free(ag);

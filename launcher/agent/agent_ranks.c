@@ -43,6 +43,8 @@
  * waiting for keepers after the limit: all within 5 s of the trigger. */
 #define TEARDOWN_GRACE_MS 1000
 #define TEARDOWN_LIMIT_MS 2500
+/* After Slurm's SIGTERM: its SIGKILL comes after KillWait (30 s by default) anyway. */
+#define SLURM_TERM_GRACE_MS 30000
 
 static struct {
     struct agent *ag;
@@ -52,6 +54,8 @@ static struct {
     int heartbeat;
     int64_t next_status_ms;
     long watchdog_ms;
+    int slurm_step;         /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
+    long quit_grace_ms;     /* SIGTERM to SIGKILL when quitting (0: TEARDOWN_GRACE_MS) */
     int paused;
     cJSON *stops;           /* ids of stop requests waiting for every exit */
     int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
@@ -561,7 +565,7 @@ static void on_quit(struct agent *ag, void *ctx)
     if (run.quitting) return;
     run.quitting = 1;
     if (run_kill_all(SIGTERM)) {
-        int64_t grace = mono_ms() + TEARDOWN_GRACE_MS;
+        int64_t grace = mono_ms() + (run.quit_grace_ms ? run.quit_grace_ms : TEARDOWN_GRACE_MS);
         if (!run.kill_at || grace < run.kill_at) run.kill_at = grace;
     }
     run_schedule();
@@ -576,11 +580,48 @@ static void on_signal(int sig)
     errno = e;
 }
 
+void agent_ranks_set_slurm_step(int on)
+{
+    run.slurm_step = on;
+}
+
+/* SIGUSR1/SIGUSR2: a scheduler's warning (Slurm's --signal, a preemption notice). Under Slurm
+ * every process of the agents' step got it, the ranks included; elsewhere the agent passes it
+ * on. Either way the controller hears of it. */
+static void warning_signal(struct agent *ag, int sig)
+{
+    const char *name = run_signal_name(sig);
+    int n = 0;
+    if (!run.slurm_step)
+        for (struct run_rank *r = run.ranks; r; r = r->next)
+            if (run_rank_signal(r, sig, 0) == 0) n++;
+    cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
+    cJSON_AddStringToObject(m, "signal", name ? name : "?");
+    if (run.slurm_step)
+        cJSON_AddStringToObject(m, "text", "Slurm signalled the agents' step: every rank of the node got it from Slurm");
+    else
+        cJSON_AddNumberToObject(m, "passed_to", n);
+    agent_send(ag, m);
+}
+
 static void sig_ready(struct agent *ag, struct agent_watch *w, short revents)
 {
     unsigned char b;
     if (!revents || read(w->fd, &b, 1) != 1) return;
+    if (b == SIGUSR1 || b == SIGUSR2) {
+        warning_signal(ag, b);
+        return;
+    }
     const char *name = run_signal_name(b);
+    if (run.slurm_step && b == SIGTERM) {
+        /* scancel or a time limit: Slurm SIGKILLs the step after its KillWait; until then the
+         * ranks may finish what they do (a checkpoint) */
+        run.quit_grace_ms = SLURM_TERM_GRACE_MS;
+        agent_send_error(ag, NULL, "Slurm sent SIGTERM to the agents' step (scancel, a time limit or "
+                         "preemption); the ranks stop");
+        agent_quit(ag, 128 + b);
+        return;
+    }
     agent_send_error(ag, NULL, "the agent got %s; stopping every rank and exiting", name ? name : "a signal");
     agent_quit(ag, 128 + b);
 }
@@ -602,6 +643,8 @@ void agent_ranks_init(struct agent *ag)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        sigaction(SIGUSR2, &sa, NULL);
     }
 }
 
@@ -647,6 +690,8 @@ void agent_ranks_done(struct agent *ag)
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGINT, SIG_DFL);
+    signal(SIGUSR1, SIG_IGN); /* a late warning must not kill the agent while it exits */
+    signal(SIGUSR2, SIG_IGN);
     if (run.timer) agent_watch_del(ag, run.timer);
     if (run.sig_watch) agent_watch_del(ag, run.sig_watch);
     run.timer = run.sig_watch = NULL;

@@ -23,4 +23,9 @@ void agent_ranks_stop_op(struct agent *ag, const cJSON *req, const cJSON *id);
 void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id);
 void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id);
 
+/* The agent runs as a task of a Slurm step (--relay): Slurm delivers its signals (scancel,
+ * --signal warnings) to every process of the step, ranks included, so the agent does not pass
+ * SIGUSR1/SIGUSR2 on again; it tells the controller (a "notice" message). */
+void agent_ranks_set_slurm_step(int on);
+
 #endif

@@ -175,6 +175,7 @@ enum job_event_kind {
     EV_STACKS,                /* --on-hang: every rank's stacks were saved (where, and the files) */
     EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
     EV_END,                   /* the run ended: its state and exit status (job_event_end) */
+    EV_SIGNAL,                /* a scheduler's warning signal (SIGUSR1/2) reached the ranks */
 };
 
 /* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of

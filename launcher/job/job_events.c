@@ -21,7 +21,7 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_LAUNCH] = "launch", [EV_EXIT] = "exit", [EV_FAILURE] = "failure",
         [EV_ROOT_CAUSE] = "root_cause", [EV_STALL] = "stall", [EV_STRAGGLER] = "straggler",
         [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
-        [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed",
+        [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed", [EV_SIGNAL] = "signal",
         [EV_STACKS] = "stacks",
         [EV_GPU] = "gpu", [EV_END] = "end",
     };

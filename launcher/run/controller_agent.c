@@ -304,6 +304,18 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
     }
 }
 
+/* A scheduler's warning signal reached the node's agent (Slurm's --signal, a preemption). */
+static void on_notice(struct controller *c, size_t i, const cJSON *m)
+{
+    const char *sig = str(m, "signal"), *text = str(m, "text");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "passed_to");
+    if (text)
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIG%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
+    else
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIG%s on %s: passed on to its %d rank(s)", sig ? sig : "?",
+                      c->job->nodes[i].name, cJSON_IsNumber(n) ? n->valueint : 0);
+}
+
 /* One message; exits are returned (not applied) so the caller can order them. */
 static cJSON *agent_message(struct controller *c, size_t i, const char *line)
 {
@@ -335,6 +347,7 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
         ctl_stacks_answer(c, i, id, ev, m);
     else if (strcmp(ev, WIRE_EV_ERROR) == 0) on_error(c, i, m, id);
     else if (strcmp(ev, WIRE_EV_GPU) == 0) ctl_on_gpu(c, i, m);
+    else if (strcmp(ev, WIRE_EV_NOTICE) == 0) on_notice(c, i, m);
     else if (strcmp(ev, WIRE_EV_GPU_WATCH) == 0) ctl_on_gpu_watch(c, i, m);
     cJSON_Delete(m);
     return NULL;

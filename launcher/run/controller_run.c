@@ -4,6 +4,7 @@
  *
  * Signals: SIGINT, SIGTERM and SIGHUP stop every rank (SIGCONT, SIGTERM, SIGKILL after
  * --term-timeout), flush the logs and leave with exit code 1; a second one kills at once.
+ * SIGUSR1 and SIGUSR2 (a scheduler's warning) go on to every rank.
  * They are caught only once the preflight is over: before that no rank runs and the default
  * action (ddptop ends, its agents see end of file and exit) is what a user wants. */
 #include "controller_int.h"
@@ -49,6 +50,8 @@ static int signals_install(struct controller *c)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGWINCH, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     return 0;
 }
 
@@ -58,6 +61,8 @@ static void signals_restore(struct controller *c)
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGWINCH, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    signal(SIGUSR2, SIG_DFL);
     sig_write_fd = -1;
     if (c->sig_pipe[0] >= 0) close(c->sig_pipe[0]);
     if (c->sig_pipe[1] >= 0) close(c->sig_pipe[1]);
@@ -76,6 +81,24 @@ static void send_kill_all(struct controller *c)
     }
 }
 
+/* SIGUSR1/SIGUSR2 to ddptop itself (sbatch --signal=B:USR1@60 when the script execs ddptop, or
+ * kill -USR1): a warning for the ranks, passed to every one of them; the job goes on. */
+static void pass_warning(struct controller *c, int sig)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        int id;
+        cJSON *m;
+        if (!ctl_node_usable(&c->nodes[i])) continue;
+        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
+        cJSON_AddStringToObject(m, "sig", sig == SIGUSR1 ? "USR1" : "USR2");
+        ctl_send(c, i, m);
+        n++;
+    }
+    job_event_add(c->job, EV_SIGNAL, -1, -1, "SIG%s to ddptop: passed on to every rank (%zu node%s)",
+                  sig == SIGUSR1 ? "USR1" : "USR2", n, n == 1 ? "" : "s");
+}
+
 static void signals_read(struct controller *c)
 {
     unsigned char buf[64];
@@ -84,6 +107,10 @@ static void signals_read(struct controller *c)
         for (ssize_t k = 0; k < r; k++) {
             if (buf[k] == SIGWINCH) {
                 if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
+                continue;
+            }
+            if (buf[k] == SIGUSR1 || buf[k] == SIGUSR2) {
+                pass_warning(c, buf[k]);
                 continue;
             }
             c->signals++;

@@ -44,6 +44,7 @@
 #define WIRE_EV_SIGNAL    "signal"
 #define WIRE_EV_GPU_WATCH "gpu_watch"
 #define WIRE_EV_GPU       "gpu"
+#define WIRE_EV_NOTICE    "notice"
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */
