@@ -200,8 +200,10 @@ static int show(const struct view_opts *o, const char *dir)
     merged_fill(d, r.job);
     if (r.state == RUN_INTERRUPTED)
         dashboard_notice(d, "run %s was interrupted: its controller ended before the run did", r.job->run_id);
-    else if (r.state == RUN_UNKNOWN)
-        dashboard_notice(d, "the state of run %s is unknown (ddptop logs %s --events)", r.job->run_id, o->run);
+    else if (r.state == RUN_UNKNOWN || r.bad_lines)
+        dashboard_notice(d, "%s%ld line%s of events.jsonl or gpu.jsonl not understood (ddptop logs %s --events)",
+                         r.state == RUN_UNKNOWN ? "state unknown: " : "", r.bad_lines,
+                         r.bad_lines == 1 ? "" : "s", o->run);
     int rc = 0;
     if (signals_catch() != 0 || view_loop(d, r.job) != 0) rc = 1;
     dashboard_free(d);
