@@ -5,8 +5,8 @@
 # through the end), a failed run (FAILED, the root cause naming the rank, that rank's lines in
 # the log pane), a run restarted once (attempt 1 shown, `[` goes back to attempt 0's lines),
 # and a run with GPU samples from tests/fakenvml, the TEST DOUBLE of libnvidia-ml.so.1 (the G
-# view). Keys that act on processes (r, K, s, d) only say so and change nothing; q quits at
-# once with status 0 and the terminal back in its modes. A bogus id, a directory that is no
+# view). Keys that act on processes (r, K, s, d) only say so and change nothing; q (and Ctrl-C)
+# quits at once with status 0 and the terminal back in its modes. A bogus id, a directory that is no
 # run and a run still running are refused with a message and their exit status. Every process
 # started here is ended by id, even on failure.
 set -u
@@ -191,8 +191,8 @@ S
     T send-keys -t gpu G
     check_screen "GPU run: G shows the node's GPUs from gpu.jsonl" gpu 'localhost: 2 GPUs' 5
     check_screen "GPU run: each GPU with its rank and utilisation" gpu 'GPU 0 +r0 +98%' 5
-    T send-keys -t gpu Escape q
-    check_screen "GPU run: q quits (status 0)" gpu 'VIEW-EXIT=0' 5
+    T send-keys -t gpu Escape C-c
+    check_screen "GPU run: Ctrl-C quits too (status 0)" gpu 'VIEW-EXIT=0' 5
 else
     tap_fail "the NVML test double is built (make tests)"
 fi
