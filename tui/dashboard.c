@@ -331,6 +331,11 @@ static void fe_on_input(void *ctx, struct controller *c)
     struct dashboard *d = ctx;
     d->ctl = c;
     d->job = controller_job(c);
+    dashboard_read_keys(d);
+}
+
+void dashboard_read_keys(struct dashboard *d)
+{
     if (!d->screen_on) {
         /* input before the first frame: take the terminal now so keys are read in its mode */
         if (terminal_take(d) != 0) return;
@@ -351,7 +356,11 @@ static void fe_on_input(void *ctx, struct controller *c)
 
 static int fe_on_tick(void *ctx, const struct job *j)
 {
-    struct dashboard *d = ctx;
+    return dashboard_tick(ctx, j);
+}
+
+int dashboard_tick(struct dashboard *d, const struct job *j)
+{
     d->job = j;
     int64_t now = mono_ms();
     if (!d->screen_on && terminal_take(d) != 0) return -1;
@@ -371,14 +380,18 @@ static int fe_on_tick(void *ctx, const struct job *j)
 
 static void fe_on_line(void *ctx, const struct job *j, int rank, const struct log_line *line)
 {
-    struct dashboard *d = ctx;
-    struct ui_state *ui = &d->ui;
     (void)j;
+    dashboard_merged_add(ctx, rank, line->seq);
+}
+
+void dashboard_merged_add(struct dashboard *d, int rank, uint64_t seq)
+{
+    struct ui_state *ui = &d->ui;
     if (!ui->merged) {
         ui->merged_cap = MERGED_CAP;
         ui->merged = xcalloc(ui->merged_cap, sizeof *ui->merged);
     }
-    ui->merged[ui->merged_total % ui->merged_cap] = (struct merged_ref){ rank, line->seq };
+    ui->merged[ui->merged_total % ui->merged_cap] = (struct merged_ref){ rank, seq };
     ui->merged_total++;
 }
 
@@ -392,7 +405,11 @@ static void fe_on_event(void *ctx, const struct job *j, const struct job_event *
 
 static void fe_on_resize(void *ctx)
 {
-    struct dashboard *d = ctx;
+    dashboard_resized(ctx);
+}
+
+void dashboard_resized(struct dashboard *d)
+{
     if (!d->screen_on) return;
     size_check(d);
     d->pending |= DK_RELAYOUT | DK_REDRAW;
@@ -500,6 +517,21 @@ void dashboard_frontend(struct dashboard *d, struct frontend *fe)
     fe->on_resize = fe_on_resize;
     fe->on_check = fe_on_check;
     fe->on_stacks = fe_on_stacks;
+}
+
+void dashboard_view_only(struct dashboard *d, const struct job *j)
+{
+    d->job = j;
+    d->view_only = true;
+    d->ui.read_only = true;
+    /* a failed run opens on the rank that failed first: its last lines are what one came for */
+    if (j->cause.set && j->cause.rank >= 0 && (size_t)j->cause.rank < j->n_ranks)
+        d->ui.selected = j->cause.rank;
+}
+
+bool dashboard_quit_asked(const struct dashboard *d)
+{
+    return d->quit;
 }
 
 void dashboard_set_controller(struct dashboard *d, struct controller *c)

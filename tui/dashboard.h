@@ -7,7 +7,9 @@
 #ifndef DDPTOP_DASHBOARD_H
 #define DDPTOP_DASHBOARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "run/controller.h"
 
@@ -24,6 +26,23 @@ void dashboard_free(struct dashboard *d);
  * dashboard_set_controller once controller_new returned). */
 void dashboard_frontend(struct dashboard *d, struct frontend *fe);
 void dashboard_set_controller(struct dashboard *d, struct controller *c);
+
+/* Without a controller (`ddptop view`, view_cli.c, which runs its own loop): the job is a
+ * finished run read back from disk. Keys that would act on processes (restart, stop, stacks,
+ * detach) only say so; q asks nothing and sets the quit flag. */
+void dashboard_view_only(struct dashboard *d, const struct job *j);
+bool dashboard_quit_asked(const struct dashboard *d);
+/* The hooks' bodies, for such a loop: every key waiting on stdin; a frame when one is due
+ * (returns the ms until the next is wanted, -1 when the terminal cannot be taken); the
+ * terminal's new size; one line of the merged all-ranks log, in the order shown. */
+void dashboard_read_keys(struct dashboard *d);
+int dashboard_tick(struct dashboard *d, const struct job *j);
+void dashboard_resized(struct dashboard *d);
+void dashboard_merged_add(struct dashboard *d, int rank, uint64_t seq);
+
+/* Sets the status-line notice for a few seconds. */
+void dashboard_notice(struct dashboard *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* `ddptop [HOSTFILE] ...` with the dashboard: controller_new, controller_run, restore, a
  * one-line summary. Returns the process exit code (0, 1, 2 or 3). */

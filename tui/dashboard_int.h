@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "run/controller.h"
+#include "dashboard.h"
 #include "layout.h"
 #include "theme.h"
 #include "views.h"
@@ -20,7 +21,9 @@ enum pane { P_HEADER, P_RANKS, P_CHART, P_LOG, P_EVENTS, P_STATUS, P_HELP, P_CHE
 #define DK_REPAINT  0x4u    /* repaint every cell (Ctrl-L) */
 
 struct dashboard {
-    struct controller *ctl;
+    struct controller *ctl;       /* NULL in `ddptop view` (view_only) */
+    bool view_only;               /* a finished run: nothing acts on processes */
+    bool quit;                    /* view_only: q was pressed */
     const struct job *job;        /* the model, as the last hook saw it */
     SCREEN *screen;
     bool screen_on;               /* the terminal is ours (newterm done, not ended) */
@@ -48,8 +51,5 @@ int dashboard_log_rows(const struct dashboard *d);
 size_t dashboard_running_ranks(const struct job *j);
 /* The paint for the current theme and terminal (dashboard.c). */
 void dashboard_build_paint(struct dashboard *d);
-/* Sets the status-line notice for a few seconds. */
-void dashboard_notice(struct dashboard *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 #endif

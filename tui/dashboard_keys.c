@@ -262,6 +262,24 @@ static void confirmed(struct dashboard *d, enum ui_action a)
     if (ca != ACT_NONE) act(d, ca, d->ui.selected);
 }
 
+/* `ddptop view`: no process is left to act on. True when the key was one of those (or q,
+ * which quits at once: there is nothing to stop and no session to detach from). */
+static bool view_only_key(struct dashboard *d, enum ui_action a, int key)
+{
+    char name[32];
+    switch (a) {
+    case UI_RESTART: case UI_STOP: case UI_STACKS: case UI_DETACH: case UI_LAUNCH_ANYWAY:
+        dashboard_notice(d, "view of a finished run: %s does nothing",
+                         keymap_key_name(key, name, sizeof name));
+        return true;
+    case UI_QUIT:
+        d->quit = true;
+        return true;
+    default:
+        return false;
+    }
+}
+
 unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
 {
     struct ui_state *ui = &d->ui;
@@ -271,6 +289,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
     (void)function_key;
     const struct job *j = d->job;
     if (!j) return 0;
+    if (d->view_only && view_only_key(d, a, key)) return DK_REDRAW;
     switch (a) {
     case UI_NONE: return 0;
     case UI_UP: case UI_DOWN: case UI_LEFT: case UI_RIGHT: case UI_PAGE_UP: case UI_PAGE_DOWN:

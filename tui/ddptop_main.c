@@ -1,4 +1,4 @@
-/* ddptop: entry point. Dispatches the subcommand (run, check, ls, logs, attach); each one
+/* ddptop: entry point. Dispatches the subcommand (run, check, ls, logs, attach, view); each one
  * parses its own arguments and returns the exit code (0 ok, 1 a check or job failed, 2 usage
  * or configuration error, 3 the preflight refused a run). Without a subcommand, `ddptop
  * [HOSTFILE] [-- CMD]` runs the job like `ddptop run` and shows it in the dashboard when
@@ -20,6 +20,7 @@
 #include "session.h"
 #include "util/util.h"
 #include "util/version.h"
+#include "view_cli.h"
 
 static void usage(FILE *f)
 {
@@ -32,8 +33,9 @@ static void usage(FILE *f)
           "       ddptop logs RUN [--rank R] [--attempt N] [-f] [--events]\n"
           "                                 a run's logs, or its events; -f follows them\n"
           "       ddptop attach [RUN]                                 back to a run's dashboard\n"
+          "       ddptop view RUN [--log-dir DIR]                     a finished run's dashboard\n"
           "       ddptop --version\n"
-          "       ddptop --help | ddptop COMMAND --help    (COMMAND: run, check, ls, logs, attach)\n",
+          "       ddptop --help | ddptop COMMAND --help    (COMMAND: run, check, ls, logs, attach, view)\n",
           f);
 }
 
@@ -131,6 +133,7 @@ int main(int argc, char **argv)
         return logs_cli_main(argc - 2, argv + 2);
     }
     if (argc >= 2 && strcmp(argv[1], "attach") == 0) return session_attach_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "view") == 0) return view_cli_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {
         argc--, argv++;
         if (take_theme_option(&argc, argv) != 0) return 2;
@@ -138,7 +141,7 @@ int main(int argc, char **argv)
     }
     /* a word that is neither a subcommand nor an existing file is a typo, not a hostfile */
     if (argc >= 2 && argv[1][0] != '-' && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
-        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, ls, logs, attach) nor a "
+        fprintf(stderr, "ddptop: '%s' is neither a command (run, check, ls, logs, attach, view) nor a "
                 "hostfile\n", argv[1]);
         usage(stderr);
         return 2;

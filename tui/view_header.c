@@ -174,6 +174,9 @@ void view_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
 static const char *status_hints(const struct job *j, const struct ui_state *ui)
 {
     if (ui->modal == KM_HELP) return " Esc/q close help  Up/Down scroll";
+    if (ui->read_only)
+        return " finished run (read-only)  ? help  q quit  / search  n/N next  e error"
+               "  [ ] attempts  a all ranks  G GPUs  Tab focus";
     if (j->state == JOB_CHECK_FAILED)
         return " Enter launch anyway  q quit  Up/Down scroll  ? help";
     if (j->state == JOB_CHECKING) return " preflight running...  q quit  ? help";

@@ -44,6 +44,7 @@ struct ui_state {
     bool grid, log_scale, log_max;
     bool show_check;          /* preflight results on screen */
     bool utf8;
+    bool read_only;           /* `ddptop view`: a finished run read back from its files */
 
     /* log pane: positions are seq numbers (rank mode), merged counters (all mode) or
      * line numbers from 1 (stacks); 0 means none */

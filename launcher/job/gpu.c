@@ -179,6 +179,20 @@ static void keep_sample(struct job *j, int node)
     strbuf_done(&sb);
 }
 
+/* g's utilisation history: prev's (the same GPU in the node's last sample), then g's own. */
+static void history_add(struct gpu_info *g, const struct gpu_info *prev)
+{
+    if (prev) {
+        memcpy(g->hist, prev->hist, sizeof g->hist);
+        g->hist_n = prev->hist_n;
+    }
+    if (!isnan(g->util)) {
+        if (g->hist_n == GPU_HIST) memmove(g->hist, g->hist + 1, GPU_HIST - 1);
+        else g->hist_n++;
+        g->hist[g->hist_n - 1] = (uint8_t)(g->util < 0 ? 0 : g->util > 100 ? 100 : g->util);
+    }
+}
+
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids)
 {
@@ -196,15 +210,7 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
         for (int k = 0; k < g->n_pids && g->rank < 0; k++) g->rank = rank_of_group(j, node, g->pids[k][1]);
         for (int k = 0; k < n_old; k++)
             if (old[k].index == g->index) prev = &old[k];
-        if (prev) {
-            memcpy(g->hist, prev->hist, sizeof g->hist);
-            g->hist_n = prev->hist_n;
-        }
-        if (!isnan(g->util)) {
-            if (g->hist_n == GPU_HIST) memmove(g->hist, g->hist + 1, GPU_HIST - 1);
-            else g->hist_n++;
-            g->hist[g->hist_n - 1] = (uint8_t)(g->util < 0 ? 0 : g->util > 100 ? 100 : g->util);
-        }
+        history_add(g, prev);
         if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
     }
     map_by_local_rank(j, node);
@@ -228,6 +234,31 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
     ng->seen = true;
     free(old);
     keep_sample(j, node);
+    j->generation++;
+}
+
+void job_gpu_restore(struct job *j, int node, const struct gpu_info *gpus, int n)
+{
+    if (node < 0 || (size_t)node >= j->n_nodes || n < 0) return;
+    struct node_gpus *ng = &j->nodes[node].gpus;
+    const struct node_info *ni = &j->nodes[node];
+    struct gpu_info *old = ng->g;
+    int n_old = ng->n;
+    ng->g = xcalloc(n ? (size_t)n : 1, sizeof *ng->g);
+    ng->n = n;
+    for (int i = 0; i < n; i++) {
+        struct gpu_info *g = &ng->g[i];
+        const struct gpu_info *prev = NULL;
+        *g = gpus[i];
+        /* the file's rank, when it is one of this node's */
+        if (g->rank < ni->first_rank || g->rank >= ni->first_rank + ni->n_ranks) g->rank = -1;
+        for (int k = 0; k < n_old; k++)
+            if (old[k].index == g->index) prev = &old[k];
+        history_add(g, prev);
+        if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
+    }
+    ng->seen = true;
+    free(old);
     j->generation++;
 }
 

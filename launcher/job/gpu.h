@@ -34,6 +34,11 @@ struct gpu_info;
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids);
 
+/* A sample read back from gpu.jsonl (`ddptop view`): each GPU's rank as the file gave it
+ * (-1: none), the history kept as for a live sample; no events (events.jsonl has them) and
+ * nothing written. */
+void job_gpu_restore(struct job *j, int node, const struct gpu_info *gpus, int n);
+
 /* The named reasons in a throttle mask ("thermal (hardware), power cap"), into buf. */
 const char *gpu_throttle_names(unsigned long long mask, char *buf, size_t cap);
 /* What an XID means, in a few words ("GPU has fallen off the bus"), or NULL when unknown. */

@@ -269,6 +269,11 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* An event read back from events.jsonl (`ddptop view`): into the ring with the time and
+ * attempt it had, never written anywhere. */
+void job_event_restore(struct job *j, enum job_event_kind kind, int64_t wall, int attempt,
+                       int rank, int node, const char *text);
+
 /* Records the end of the run: an `end` event with the state and ddptop's exit status, the
  * line `ddptop ls` decides a run's state from. Called once each time the job reaches an end
  * (a restart from the dashboard may follow, and a later end). */

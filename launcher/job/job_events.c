@@ -153,13 +153,10 @@ static void write_event(struct job *j, const struct job_event *ev)
     free(line);
 }
 
-void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
-                   const char *fmt, ...)
+/* Into the ring (the oldest dropped when full); takes text. */
+static struct job_event *event_push(struct job *j, enum job_event_kind kind, int64_t wall,
+                                    int attempt, int rank, int node, char *text)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
-    va_end(ap);
     if (node < 0 && rank >= 0 && (size_t)rank < j->n_ranks) node = j->ranks[rank].node;
     if (j->ev_count == j->ev_cap) {
         free(j->events[j->ev_head].text);
@@ -168,12 +165,28 @@ void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
     }
     struct job_event *ev = &j->events[(j->ev_head + j->ev_count) % j->ev_cap];
     *ev = (struct job_event){
-        .kind = kind, .wall_ns = wall_ns(), .attempt = j->attempt, .rank = rank, .node = node,
+        .kind = kind, .wall_ns = wall, .attempt = attempt, .rank = rank, .node = node,
         .text = text,
     };
     j->ev_count++;
-    write_event(j, ev);
     j->generation++;
+    return ev;
+}
+
+void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = xvasprintf(fmt, ap);
+    va_end(ap);
+    write_event(j, event_push(j, kind, wall_ns(), j->attempt, rank, node, text));
+}
+
+void job_event_restore(struct job *j, enum job_event_kind kind, int64_t wall, int attempt,
+                       int rank, int node, const char *text)
+{
+    event_push(j, kind, wall, attempt, rank, node, xstrdup(text ? text : ""));
 }
 
 const struct job_event *job_event_at(const struct job *j, size_t i)

@@ -1,0 +1,468 @@
+/* A run's files back into a job model (run_replay.h). events.jsonl is read once into
+ * records (a reused --run-id appends a new run to the file: the newest run's records are
+ * kept, as run_summary.c does), the job is built with the newest launch's rank map, and the
+ * records are played in order: each launch begins its attempt and feeds that attempt's rank
+ * logs, exits end ranks, the end ends the job. States change only through job_state.h. */
+#include "run_replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpu.h"
+#include "job_state.h"
+#include "metrics_parse.h"
+#include "runs.h"
+#include "util/util.h"
+#include "wire/signals.h"
+
+/* One line of events.jsonl, as much of it as the replay uses. */
+struct rec {
+    enum job_event_kind kind;
+    int64_t t;                  /* wall clock ns; 0 unknown */
+    int attempt, rank;          /* rank -1: none */
+    char *host, *text;
+    cJSON *o;                   /* root_cause only: the whole line, for its fields */
+};
+
+struct recs {
+    struct rec *v;
+    size_t n, cap;
+    long seen, bad;
+};
+
+/* A rank's log tail of one attempt, read before the replay (newest attempts first, while the
+ * ring's budget lasts) and fed during it (oldest first). */
+struct tail {
+    char *data;
+    size_t len;
+};
+
+static void recs_clear(struct recs *R)
+{
+    for (size_t i = 0; i < R->n; i++) {
+        free(R->v[i].host);
+        free(R->v[i].text);
+        cJSON_Delete(R->v[i].o);
+    }
+    R->n = 0;
+}
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int int_field(const cJSON *o, const char *key, int dflt, int max)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= max)) return dflt;
+    return (int)v->valuedouble;
+}
+
+static enum job_event_kind kind_parse(const char *name)
+{
+    for (int k = EV_LAUNCH; k <= EV_END; k++)
+        if (strcmp(name, job_event_kind_name((enum job_event_kind)k)) == 0) return (enum job_event_kind)k;
+    return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
+}
+
+static void recs_feed(struct recs *R, const char *line, size_t len)
+{
+    R->seen++;
+    cJSON *o = cJSON_ParseWithLength(line, len);
+    const char *kind = cJSON_IsObject(o) ? str_field(o, "kind") : NULL;
+    if (!kind) {
+        R->bad++;
+        cJSON_Delete(o);
+        return;
+    }
+    struct rec r = {
+        .kind = kind_parse(kind),
+        .t = run_summary_parse_time(str_field(o, "time")),
+        .attempt = int_field(o, "attempt", 0, 1 << 24),
+        .rank = int_field(o, "rank", -1, 1 << 24),
+    };
+    /* a new run in a reused directory: the newest run is the one shown (run_summary.h) */
+    if (r.kind == EV_LAUNCH && r.attempt == 0)
+        for (size_t i = 0; i < R->n; i++)
+            if (R->v[i].kind == EV_LAUNCH || R->v[i].kind == EV_END) {
+                recs_clear(R);
+                break;
+            }
+    const char *host = str_field(o, "host"), *text = str_field(o, "text");
+    r.host = host ? xstrdup(host) : NULL;
+    r.text = xstrdup(text ? text : "");
+    if (r.t < 0) r.t = 0;
+    if (r.kind == EV_ROOT_CAUSE) r.o = o;
+    else cJSON_Delete(o);
+    if (R->n == R->cap) R->v = xrealloc(R->v, (R->cap = R->cap ? R->cap * 2 : 64) * sizeof *R->v);
+    R->v[R->n++] = r;
+}
+
+static int recs_read(struct recs *R, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        size_t len = (size_t)n;
+        if (line[len - 1] == '\n') len--;
+        if (len) recs_feed(R, line, len);
+    }
+    int bad = ferror(f);
+    free(line);
+    fclose(f);
+    return bad ? -1 : 0;
+}
+
+/* ---- files' tails ------------------------------------------------------------------------ */
+
+/* The last max bytes of path, from a line's start (a cut first line is dropped). NULL when
+ * it cannot be read or is empty. *cut: the file held more. */
+static char *read_tail(const char *path, size_t max, size_t *len, bool *cut)
+{
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 || max == 0) {
+        close(fd);
+        return NULL;
+    }
+    off_t from = (uint64_t)st.st_size > max ? st.st_size - (off_t)max : 0;
+    size_t want = (size_t)(st.st_size - from), got = 0;
+    char *buf = xmalloc(want + 1);
+    while (got < want) {
+        ssize_t k = pread(fd, buf + got, want - got, from + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    size_t skip = 0;
+    if (from > 0) {
+        *cut = true;
+        char *nl = memchr(buf, '\n', got);
+        skip = nl ? (size_t)(nl - buf) + 1 : got;
+    }
+    memmove(buf, buf + skip, got - skip);
+    *len = got - skip;
+    buf[*len] = '\0';
+    if (*len == 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Drops whole lines from t's front until at most max_lines are left. */
+static size_t tail_keep_lines(struct tail *t, size_t max_lines)
+{
+    size_t lines = 0;
+    for (size_t i = 0; i < t->len; i++) lines += t->data[i] == '\n';
+    if (t->len && t->data[t->len - 1] != '\n') lines++;
+    size_t skip = 0;
+    while (lines > max_lines && skip < t->len) {
+        char *nl = memchr(t->data + skip, '\n', t->len - skip);
+        skip = nl ? (size_t)(nl - t->data) + 1 : t->len;
+        lines--;
+    }
+    memmove(t->data, t->data + skip, t->len - skip);
+    t->len -= skip;
+    return lines;
+}
+
+/* Per rank, the newest attempts' tails while the ring's budget lasts: tails[a * n_ranks + r]. */
+static struct tail *tails_read(const char *dir, const struct job *j, int n_att, bool *cut)
+{
+    struct tail *tails = xcalloc((size_t)n_att * (j->n_ranks ? j->n_ranks : 1), sizeof *tails);
+    for (size_t r = 0; r < j->n_ranks; r++) {
+        size_t bytes = j->log_max_bytes, lines = j->log_max_lines;
+        for (int a = n_att - 1; a >= 0 && bytes > 0 && lines > 0; a--) {
+            struct tail *t = &tails[(size_t)a * j->n_ranks + r];
+            char *path = xasprintf("%s/attempt-%d/rank-%zu.log", dir, a, r);
+            t->data = read_tail(path, bytes, &t->len, cut);
+            free(path);
+            if (!t->data) continue;
+            size_t kept = tail_keep_lines(t, lines);
+            bytes = t->len < bytes ? bytes - t->len : 0;
+            lines = kept < lines ? lines - kept : 0;
+            if (!bytes || !lines) *cut = true;
+        }
+    }
+    return tails;
+}
+
+/* A tail's lines into the rank's ring and, where they hold one, its metrics. */
+static void tail_feed(struct job *j, int rank, const struct tail *t,
+                      const struct metrics_parser *mp, int64_t wall)
+{
+    bool may = t->data && metrics_block_may_hold(mp, t->data, t->len);
+    for (size_t i = 0; t->data && i < t->len;) {
+        char *nl = memchr(t->data + i, '\n', t->len - i);
+        size_t len = nl ? (size_t)(nl - (t->data + i)) : t->len - i;
+        job_log_keep(j, rank, LOG_STDOUT, nl ? 0 : LOG_LINE_PARTIAL, t->data + i, len, wall);
+        if (may) metrics_feed_line(mp, j, rank, t->data + i, len);
+        i += len + (nl ? 1 : 0);
+    }
+}
+
+/* ---- the events played ------------------------------------------------------------------- */
+
+struct player {
+    struct job *j;
+    const struct tail *tails;
+    int n_att;
+    const struct metrics_parser *mp;
+};
+
+static int node_of(const struct job *j, const struct rec *r)
+{
+    if (r->rank >= 0 && (size_t)r->rank < j->n_ranks) return j->ranks[r->rank].node;
+    for (size_t i = 0; r->host && i < j->n_nodes; i++)
+        if (strcmp(j->nodes[i].name, r->host) == 0) return (int)i;
+    return -1;
+}
+
+/* "SIGSEGV" or "signal 77" (signals_label) back to its number; 0 when neither. */
+static int signal_number(const char *s)
+{
+    int n;
+    if (!s) return 0;
+    if (sscanf(s, "signal %d", &n) == 1) return n;
+    for (n = 1; n < 65; n++)
+        if (signals_name(n) && strncmp(s, signals_name(n), strlen(signals_name(n))) == 0) return n;
+    return 0;
+}
+
+/* A launch: attempt a begins, its ranks run, and what they printed is theirs. */
+static void play_launch(struct player *P, const struct rec *r)
+{
+    struct job *j = P->j;
+    char err[256];
+    j->attempt = r->attempt;
+    job_attempt_begin(j, err, sizeof err);      /* in memory: no files, cannot fail */
+    job_cause_clear(j);     /* as a live attempt's begin does (the in-memory one keeps it) */
+    job_launching(j);
+    for (size_t n = 0; n < j->n_nodes; n++) job_node_running(j, n);
+    for (size_t k = 0; k < j->n_ranks; k++) {
+        job_rank_running(j, (int)k, 0);
+        if (r->attempt < P->n_att)
+            tail_feed(j, (int)k, &P->tails[(size_t)r->attempt * j->n_ranks + k], P->mp, r->t);
+    }
+    job_running(j);
+}
+
+/* An exit or a failure, from its text (rank_report.c writes it): stopped by us, exit code 0,
+ * or a failure with its code or signal. */
+static void play_exit(struct job *j, const struct rec *r)
+{
+    if (r->rank < 0 || (size_t)r->rank >= j->n_ranks) return;
+    struct rank_info *ri = &j->ranks[r->rank];
+    const char *killed = strstr(r->text, " killed by "), *code = strstr(r->text, "with code ");
+    ri->term_signal = killed ? signal_number(killed + 11) : 0;
+    ri->exit_code = code ? atoi(code + 10) : 0;
+    if (r->kind == EV_FAILURE) job_rank_ended(j, r->rank, RANK_FAILED);
+    else if (strstr(r->text, " stopped")) job_rank_ended(j, r->rank, RANK_STOPPED);
+    else job_rank_ended(j, r->rank, RANK_EXITED);
+}
+
+/* The root cause as job_events.c wrote it: its summary is the text, without "root cause: ". */
+static void play_cause(struct job *j, const struct rec *r)
+{
+    struct root_cause *c = &j->cause;
+    const cJSON *o = r->o;
+    job_cause_clear(j);
+    c->set = true;
+    c->rank = r->rank;
+    c->node = node_of(j, r);
+    c->attempt = r->attempt;
+    c->summary = xstrdup(strncmp(r->text, "root cause: ", 12) == 0 ? r->text + 12 : r->text);
+    c->exit_code = int_field(o, "exit_code", 0, 255);
+    c->term_signal = signal_number(str_field(o, "signal"));
+    c->hang = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "hang"));
+    const cJSON *lines = cJSON_GetObjectItemCaseSensitive(o, "last_lines"), *l;
+    if (cJSON_IsArray(lines)) {
+        c->last_lines = xcalloc((size_t)cJSON_GetArraySize(lines) + 1, sizeof *c->last_lines);
+        cJSON_ArrayForEach(l, lines)
+            if (cJSON_IsString(l)) c->last_lines[c->n_last_lines++] = xstrdup(l->valuestring);
+    }
+    const char *ef = str_field(o, "error_file");
+    if (ef) c->error_file = xstrdup(ef);
+}
+
+static void play(struct player *P, const struct rec *r)
+{
+    struct job *j = P->j;
+    int node = node_of(j, r);
+    switch (r->kind) {
+    case EV_LAUNCH: play_launch(P, r); break;
+    case EV_EXIT: case EV_FAILURE: play_exit(j, r); break;
+    case EV_ROOT_CAUSE: play_cause(j, r); break;
+    case EV_NODE_LOST:
+        if (node >= 0) job_node_lost(j, (size_t)node, r->text, true);
+        break;
+    case EV_DONE:
+        for (size_t n = 0; n < j->n_nodes; n++) job_node_done(j, n);
+        break;
+    default: break;
+    }
+    job_event_restore(j, r->kind, r->t, r->attempt,
+                      r->rank >= 0 && (size_t)r->rank < j->n_ranks ? r->rank : -1, node, r->text);
+}
+
+enum job_state run_replay_job_state(enum run_state st)
+{
+    return st == RUN_SUCCEEDED ? JOB_DONE : st == RUN_FAILED ? JOB_FAILED : JOB_STOPPED;
+}
+
+/* ---- gpu.jsonl ---------------------------------------------------------------------------- */
+
+static double num_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* One line of gpu.jsonl (gpu.c's keep_sample) into its node; false when it is not one. */
+static bool gpu_line(struct job *j, const char *line, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(line, len);
+    const char *host = cJSON_IsObject(o) ? str_field(o, "host") : NULL;
+    const cJSON *gpus = host ? cJSON_GetObjectItemCaseSensitive(o, "gpus") : NULL, *e;
+    int node = -1, n = 0;
+    for (size_t i = 0; host && i < j->n_nodes; i++)
+        if (strcmp(j->nodes[i].name, host) == 0) node = (int)i;
+    if (node < 0 || !cJSON_IsArray(gpus)) {
+        cJSON_Delete(o);
+        return host != NULL;        /* a host no longer in the run (a reused id): not an error */
+    }
+    struct gpu_info *g = xcalloc((size_t)cJSON_GetArraySize(gpus) + 1, sizeof *g);
+    cJSON_ArrayForEach(e, gpus) {
+        struct gpu_info *x = &g[n];
+        const cJSON *v;
+        if (!cJSON_IsObject(e)) continue;
+        *x = (struct gpu_info){
+            .index = int_field(e, "index", 0, 1 << 16), .rank = int_field(e, "rank", -1, 1 << 24),
+            .util = num_field(e, "util"), .mem_util = NAN,
+            .mem_used_mib = num_field(e, "mem_used_mib"), .mem_total_mib = num_field(e, "mem_total_mib"),
+            .power_w = num_field(e, "power_w"), .power_limit_w = NAN, .temp_c = num_field(e, "temp_c"),
+            .sm_mhz = num_field(e, "sm_mhz"),
+        };
+        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "throttle")) && v->valuedouble >= 0) {
+            x->has_throttle = true;
+            x->throttle = (unsigned long long)v->valuedouble;
+        }
+        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "ecc_uncorrected")) && v->valuedouble >= 0) {
+            x->has_ecc = true;
+            x->ecc = (unsigned long long)v->valuedouble;
+        }
+        n++;
+    }
+    job_gpu_restore(j, node, g, n);
+    free(g);
+    cJSON_Delete(o);
+    return true;
+}
+
+static void gpu_read(struct run_replay *out, const char *dir)
+{
+    char *path = xasprintf("%s/gpu.jsonl", dir);
+    size_t len;
+    bool cut = false;
+    char *buf = read_tail(path, RUN_REPLAY_GPU_TAIL, &len, &cut);
+    free(path);
+    for (size_t i = 0; buf && i < len;) {
+        char *nl = memchr(buf + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
+        if (!nl) break;             /* the last line, not yet whole */
+        if (n && gpu_line(out->job, buf + i, n)) out->gpu_samples++;
+        else if (n) out->bad_lines++;
+        i += n + 1;
+    }
+    free(buf);
+}
+
+/* ---- the whole run ------------------------------------------------------------------------ */
+
+static struct job *job_build(const struct run_summary *s, const char *id, char *err, size_t errlen)
+{
+    const char *one_name = "?";
+    int one_count = s->ranks > 0 ? s->ranks : 0;
+    const char *const *names = s->hosts ? (const char *const *)s->hosts : &one_name;
+    const int *rpn = s->hosts ? s->ranks_per_node : &one_count;
+    size_t n = s->hosts ? s->n_nodes : one_count ? 1 : 0;
+    return job_new(id, NULL, 0, names, NULL, rpn, n, err, errlen);
+}
+
+int run_replay_load(const char *run_dir, const char *id, enum run_owner_status owner,
+                    struct run_replay *out, char *err, size_t errlen)
+{
+    *out = (struct run_replay){ 0 };
+    char *ev_path = xasprintf("%s/events.jsonl", run_dir);
+    if (run_summary_read(run_dir, owner, &out->sum) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s (a run's directory holds events.jsonl; "
+                 "ddptop ls lists the runs)", ev_path, strerror(errno));
+        free(ev_path);
+        return -1;
+    }
+    out->state = out->sum.state;
+    if (!id) {
+        const char *slash = strrchr(run_dir, '/');
+        id = slash && slash[1] ? slash + 1 : run_dir;
+    }
+    struct recs R = { 0 };
+    int rc = recs_read(&R, ev_path);
+    free(ev_path);
+    out->job = rc == 0 ? job_build(&out->sum, id, err, errlen) : NULL;
+    if (!out->job) {
+        if (rc != 0) snprintf(err, errlen, "cannot read %s/events.jsonl: %s", run_dir, strerror(errno));
+        recs_clear(&R);
+        free(R.v);
+        run_summary_done(&out->sum);
+        return -1;
+    }
+    struct job *j = out->job;
+    out->events = R.seen;
+    out->bad_lines = R.bad;
+    /* every attempt with a launch, and any directory beyond (a launch not recorded) */
+    size_t n_dirs = 0;
+    int *dirs = runs_attempts(run_dir, &n_dirs);
+    int n_att = out->sum.attempts;
+    if (n_dirs && dirs[n_dirs - 1] + 1 > n_att && dirs[n_dirs - 1] < (1 << 16)) n_att = dirs[n_dirs - 1] + 1;
+    free(dirs);
+    struct tail *tails = n_att ? tails_read(run_dir, j, n_att, &out->log_cut) : NULL;
+    struct metrics_parser *mp = metrics_parser_new(NULL, err, errlen);
+    struct player P = { .j = j, .tails = tails, .n_att = n_att, .mp = mp };
+    for (size_t i = 0; i < R.n; i++) play(&P, &R.v[i]);
+    /* the end: ranks still running when the controller went away were stopped with it */
+    job_ranks_stopped(j);
+    job_ended(j, run_replay_job_state(out->state));
+    int64_t from = out->sum.start_ns, to = out->sum.end_ns ? out->sum.end_ns : out->sum.last_ns;
+    if (from > 0 && to >= from) j->started_ms = j->ended_ms - (to - from) / 1000000;
+    metrics_parser_free(mp);
+    for (size_t k = 0; tails && k < (size_t)n_att * j->n_ranks; k++) free(tails[k].data);
+    free(tails);
+    recs_clear(&R);
+    free(R.v);
+    gpu_read(out, run_dir);
+    return 0;
+}
+
+void run_replay_done(struct run_replay *r)
+{
+    job_free(r->job);
+    run_summary_done(&r->sum);
+    *r = (struct run_replay){ 0 };
+}

@@ -1,0 +1,48 @@
+/* A finished run read back from its directory into a job model, for `ddptop view`: the same
+ * struct job the live dashboard draws, in memory only (job_new with no log root), built from
+ * what the run left on disk (docs/logs.md):
+ *
+ *   events.jsonl          -> the job's events (their own times and attempts), and through
+ *                            job_state.h the states they imply: a launch makes every rank
+ *                            running, an exit or failure ends a rank, a lost node, the end
+ *   attempt-N/rank-R.log  -> each rank's log ring, tagged with its attempt, and the metric
+ *                            series (the same parser as live, metrics_parse.h)
+ *   gpu.jsonl             -> the nodes' GPU samples and their utilisation history
+ *
+ * Only what the rings keep is read: per rank, the newest attempts' tails up to the job's log
+ * limits (a run that printed gigabytes costs a few MiB here), and gpu.jsonl's last
+ * RUN_REPLAY_GPU_TAIL bytes. Rank logs do not say which stream a line came from: every line
+ * comes back as stdout. Nothing here writes to the run. */
+#ifndef DDPTOP_RUN_REPLAY_H
+#define DDPTOP_RUN_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "job.h"
+#include "run_summary.h"
+
+#define RUN_REPLAY_GPU_TAIL (8u << 20)
+
+struct run_replay {
+    struct job *job;            /* owned; its state is DONE, FAILED or STOPPED */
+    struct run_summary sum;     /* events.jsonl's summary (state as `ddptop ls` says it) */
+    enum run_state state;       /* sum.state, decided with the owner's status */
+    long events;                /* events read */
+    long bad_lines;             /* lines of events.jsonl or gpu.jsonl that were not understood */
+    long gpu_samples;           /* gpu.jsonl lines taken */
+    bool log_cut;               /* some rank log was longer than what was read */
+};
+
+/* Reads run_dir (id: the name shown; NULL: the directory's last part). owner is what
+ * run_owner_check said of its controller. Returns 0, or -1 with err filled (naming the file
+ * and what to do) when events.jsonl cannot be read. */
+int run_replay_load(const char *run_dir, const char *id, enum run_owner_status owner,
+                    struct run_replay *out, char *err, size_t errlen);
+void run_replay_done(struct run_replay *r);
+
+/* The job state a run's end maps to on screen: succeeded DONE, failed FAILED, anything else
+ * (stopped, interrupted, unknown) STOPPED. */
+enum job_state run_replay_job_state(enum run_state st);
+
+#endif

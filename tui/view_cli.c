@@ -1,0 +1,238 @@
+/* `ddptop view RUN` (view_cli.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
+ * run whose controller is still at work (attach to it instead: two dashboards of one run
+ * would disagree), reads the run back into a job model (job/run_replay.h) and shows it in the
+ * dashboard with no controller behind it. The loop here is the controller's, much smaller:
+ * poll() on the terminal and a signal self-pipe (SIGWINCH, and the signals that end us), a
+ * frame when the dashboard wants one, never a blocking call. */
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dashboard.h"
+#include "job/run_owner.h"
+#include "job/run_replay.h"
+#include "job/runs.h"
+#include "util/cli.h"
+#include "util/util.h"
+#include "view_cli.h"
+/* last: term.h defines macros named like common words (lines, columns) */
+#include <term.h>
+
+struct view_opts {
+    const char *run, *log_dir, *theme;
+};
+
+void view_cli_usage(FILE *f)
+{
+    fputs("usage: ddptop view RUN [--log-dir DIR] [--theme NAME]\n"
+          "\n"
+          "The dashboard on a finished run, read back from its log directory: final rank\n"
+          "states, the loss chart, events, every attempt's logs (search, [ and ]), and the\n"
+          "GPU view (G) when the run kept GPU samples. Read-only: r, K, s and d do nothing;\n"
+          "q quits at once.\n"
+          "\n"
+          "  RUN            a run id as ddptop ls shows it, or a run's directory\n"
+          "  --log-dir DIR  where the runs are (default ./" JOB_LOG_ROOT_DEFAULT ", as ddptop run)\n"
+          "  --theme NAME   default, light, high-contrast, mono, or a .theme file\n"
+          "\n"
+          "A run that is still running is refused (exit status 1): ddptop attach RUN shows its\n"
+          "live dashboard. No such run, or no terminal: exit status 2.\n", f);
+}
+
+static int parse(int argc, char **argv, struct view_opts *o, char *err, size_t errlen)
+{
+    const char *val;
+    int rc;
+    *o = (struct view_opts){ 0 };
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
+        if ((rc = cli_opt_value(argc, argv, &i, "--log-dir", NULL, &val)) != 0) {
+            if (rc < 0 || !*val) return cli_fail(err, errlen, "--log-dir needs a directory (see ddptop view --help)");
+            o->log_dir = val;
+        } else if ((rc = cli_opt_value(argc, argv, &i, "--theme", NULL, &val)) != 0) {
+            if (rc < 0 || !*val) return cli_fail(err, errlen, "--theme needs a name or a .theme file");
+            o->theme = val;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_fail(err, errlen, "unknown option '%s' (see ddptop view --help)", a);
+        } else if (o->run) {
+            return cli_fail(err, errlen, "one run at a time ('%s' and '%s')", o->run, a);
+        } else {
+            o->run = a;
+        }
+    }
+    if (!o->run) return cli_fail(err, errlen, "which run? give its id or its directory (ddptop ls lists them)");
+    return 0;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) { /* full: one is enough to wake us */ }
+    errno = saved;
+}
+
+static int signals_catch(void)
+{
+    static const int sigs[] = { SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+    return 0;
+}
+
+/* The signals that arrived; true when one of them ends the view. */
+static bool signals_take(struct dashboard *d)
+{
+    unsigned char b[64];
+    ssize_t n;
+    bool end = false;
+    while ((n = read(sig_pipe[0], b, sizeof b)) > 0)
+        for (ssize_t i = 0; i < n; i++) {
+            if (b[i] == SIGWINCH) dashboard_resized(d);
+            else if (b[i] == SIGQUIT) dashboard_notice(d, "view of a finished run: Ctrl-\\ does nothing");
+            else end = true;
+        }
+    return end;
+}
+
+static int view_loop(struct dashboard *d, const struct job *j)
+{
+    for (;;) {
+        int wait = dashboard_tick(d, j);
+        if (wait < 0) return -1;
+        struct pollfd pfd[2] = {
+            { .fd = STDIN_FILENO, .events = POLLIN }, { .fd = sig_pipe[0], .events = POLLIN },
+        };
+        if (poll(pfd, 2, wait) < 0 && errno != EINTR) return -1;
+        if (pfd[1].revents && signals_take(d)) return 0;
+        if (pfd[0].revents & POLLIN) dashboard_read_keys(d);
+        else if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return 0;  /* the terminal went */
+        if (dashboard_quit_asked(d)) return 0;
+    }
+}
+
+/* The all-ranks log (a) in the live view is in arrival order; files do not keep it: each
+ * attempt's lines, one of each rank in turn. */
+static void merged_fill(struct dashboard *d, const struct job *j)
+{
+    size_t *at = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *at);
+    for (int a = 0; a <= j->attempt; a++) {
+        for (bool more = true; more;) {
+            more = false;
+            for (size_t r = 0; r < j->n_ranks; r++) {
+                const struct log_line *l = log_ring_at(&j->ranks[r].log, at[r]);
+                if (!l || l->attempt > a) continue;
+                if (l->attempt == a) dashboard_merged_add(d, (int)r, l->seq);
+                at[r]++;
+                more = true;
+            }
+        }
+    }
+    free(at);
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+/* A run whose controller is alive and recorded no end: refused (exit 1). */
+static bool still_running(const char *name, const char *dir)
+{
+    struct run_owner o;
+    enum run_owner_status st = run_owner_check(dir, &o);
+    struct run_summary s;
+    run_summary_read(dir, st, &s);
+    bool live = s.state == RUN_RUNNING;
+    run_summary_done(&s);
+    if (!live) return false;
+    if (st == OWNER_ELSEWHERE)
+        fprintf(stderr, "ddptop view: run %s is still running, on %s (pid %d): ddptop attach %s there "
+                "shows its dashboard; ddptop logs -f %s follows its logs\n", name, o.host, o.pid, name, name);
+    else
+        fprintf(stderr, "ddptop view: run %s is still running (pid %d): ddptop attach %s shows its "
+                "dashboard; ddptop logs -f %s follows its logs\n", name, o.pid, name, name);
+    return true;
+}
+
+static int show(const struct view_opts *o, const char *dir)
+{
+    char err[1024];
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "ddptop view: needs a terminal (ddptop logs %s prints the run's logs, "
+                "ddptop logs %s --events its events)\n", o->run, o->run);
+        return 2;
+    }
+    int term_err = 0;
+    if (setupterm(NULL, STDOUT_FILENO, &term_err) != OK) {
+        const char *t = getenv("TERM");
+        fprintf(stderr, "ddptop view: the terminal '%s' is unknown to terminfo (set TERM, e.g. "
+                "TERM=xterm-256color; ddptop logs %s prints the logs)\n", t ? t : "", o->run);
+        return 2;
+    }
+    del_curterm(cur_term);
+    struct run_owner owner;
+    struct run_replay r;
+    if (run_replay_load(dir, NULL, run_owner_check(dir, &owner), &r, err, sizeof err) != 0) {
+        fprintf(stderr, "ddptop view: %s\n", err);
+        return 2;
+    }
+    struct dashboard *d = dashboard_new(o->theme, err, sizeof err);
+    if (!d) {
+        run_replay_done(&r);
+        fprintf(stderr, "ddptop view: %s\n", err);
+        return 2;
+    }
+    dashboard_view_only(d, r.job);
+    merged_fill(d, r.job);
+    if (r.state == RUN_INTERRUPTED)
+        dashboard_notice(d, "run %s was interrupted: its controller ended before the run did", r.job->run_id);
+    else if (r.state == RUN_UNKNOWN || r.bad_lines)
+        dashboard_notice(d, "%s%ld line%s of events.jsonl or gpu.jsonl not understood (ddptop logs %s --events)",
+                         r.state == RUN_UNKNOWN ? "state unknown: " : "", r.bad_lines,
+                         r.bad_lines == 1 ? "" : "s", o->run);
+    int rc = 0;
+    if (signals_catch() != 0 || view_loop(d, r.job) != 0) rc = 1;
+    dashboard_free(d);
+    if (rc) fprintf(stderr, "ddptop view: cannot use the terminal: %s\n", strerror(errno));
+    run_replay_done(&r);
+    return rc;
+}
+
+int view_cli_main(int argc, char **argv)
+{
+    struct view_opts o;
+    char err[1024];
+    int rc = parse(argc, argv, &o, err, sizeof err);
+    if (rc > 0) {
+        view_cli_usage(stdout);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "ddptop view: %s\n", err);
+        return 2;
+    }
+    char *root = runs_log_root(o.log_dir);
+    char *dir = runs_find(root, o.run, err, sizeof err);
+    free(root);
+    if (!dir) {
+        fprintf(stderr, "ddptop view: %s\n", err);
+        return 2;
+    }
+    rc = still_running(o.run, dir) ? 1 : show(&o, dir);
+    free(dir);
+    return rc;
+}
