@@ -310,9 +310,9 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
     const char *sig = str(m, "signal"), *text = str(m, "text");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "passed_to");
     if (text)
-        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIG%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
     else
-        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIG%s on %s: passed on to its %d rank(s)", sig ? sig : "?",
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: passed on to its %d rank(s)", sig ? sig : "?",
                       c->job->nodes[i].name, cJSON_IsNumber(n) ? n->valueint : 0);
 }
 

@@ -265,7 +265,11 @@ static void on_out_line(struct srun_step *s, const char *line)
     } else if (rest[0] == '!' && !m->ended) {
         m->ended = true;
         free(m->why);
-        m->why = xasprintf("the agent on %s exited with status %s", m->name, rest + 1);
+        if (atoi(rest + 1) == 128 + SIGTERM)
+            m->why = xasprintf("Slurm stopped the agent on %s with SIGTERM (scancel, the job's time limit "
+                               "or a preemption)", m->name);
+        else
+            m->why = xasprintf("the agent on %s exited with status %s", m->name, rest + 1);
     }
 }
 
