@@ -42,7 +42,7 @@ no_ranks() {
     local n p
     for n in n1 n2; do
         for p in $(ip netns pids "$(slurm_netns "$n")" 2>/dev/null); do
-            tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$1" && return 1
+            tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- "$1" && return 1
         done
     done
     return 0
