@@ -21,7 +21,8 @@ struct check_opts {
     int via;                 /* enum hosts_via, resolved: ssh, srun or tm (docs/slurm.md) */
     const char *slurm_jobid; /* the job the agents' step joins (--jobid/--salloc; NULL: SLURM_JOB_ID);
                               * lives as long as the process */
-    bool slurm_release;      /* ddptop allocated that job (--salloc): scancel when done */
+    bool slurm_release;
+    bool pbs;                /* the hosts are a PBS job's (PBS_NODEFILE) */      /* ddptop allocated that job (--salloc): scancel when done */
     char **cmd;              /* training command after "--" (NULL: none) */
     size_t n_cmd;
     int verbose;

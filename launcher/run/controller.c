@@ -177,6 +177,18 @@ static struct transport *connect_one(struct controller *c, size_t i, const char 
 /* (Re)creates the transport of every node that has none or lost it. */
 void ctl_connect_nodes(struct controller *c)
 {
+    if (!c->via_noticed && !c->o.local) {
+        /* --pbs falls back to SSH without pbs_tmrsh: the user should know which it was */
+        c->via_noticed = true;
+        if (c->o.check.via == HOSTS_VIA_SRUN)
+            job_event_add(c->job, EV_INFO, -1, -1, "agents started as one step of Slurm job %s (srun)",
+                          c->o.check.slurm_jobid ? c->o.check.slurm_jobid
+                          : getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "?");
+        else if (c->o.check.via == HOSTS_VIA_TM)
+            job_event_add(c->job, EV_INFO, -1, -1, "PBS job: agents started with pbs_tmrsh (PBS's task manager)");
+        else if (c->o.check.pbs)
+            job_event_add(c->job, EV_INFO, -1, -1, "PBS job: no pbs_tmrsh on PATH, agents started over SSH");
+    }
     char *errlog = c->job->log_dir ? xasprintf("%s/agent.log", c->job->log_dir) : NULL;
     bool *need = xcalloc(c->n ? c->n : 1, sizeof *need);
     for (size_t i = 0; i < c->n; i++) need[i] = !c->nodes[i].t || c->nodes[i].lost;

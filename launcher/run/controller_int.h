@@ -93,6 +93,7 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    bool via_noticed;           /* the transport was named in an event (once per run) */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
     bool stop_for_hang;         /* the stop in progress is --on-hang's */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */

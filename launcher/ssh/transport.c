@@ -43,7 +43,12 @@ struct transport {
     size_t in_off;               /* lines before this offset were handed out */
     uint64_t bytes_in;           /* agent output received, in all */
     char *err;
+    int64_t eof_ms;              /* when its output ended (0: not yet) */
 };
+
+/* How long an agent that closed its output may take to exit before it is reported closed
+ * without its exit status. */
+#define LOCAL_REAP_WAIT_MS 500
 
 struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_opts *o)
 {
@@ -245,12 +250,18 @@ void transport_step(struct transport *t, short revents)
     }
     local_flush(t);
     local_read(t);
-    /* the agent exited: report it once its last lines were taken */
-    if (t->from_fd < 0 && t->in_off >= t->in.len) local_closed(t);
+    /* the agent exited: report it once its last lines were taken, with its exit status (it
+     * closes its output a moment before the kernel lets us reap it) */
+    if (t->from_fd < 0 && t->in_off >= t->in.len) {
+        local_reap(t);
+        if (!t->eof_ms) t->eof_ms = mono_ms();
+        if (t->reaped || mono_ms() - t->eof_ms >= LOCAL_REAP_WAIT_MS) local_closed(t);
+    }
 }
 
 int64_t transport_deadline_ms(const struct transport *t)
 {
+    if (t->kind == T_CHILD && t->state == TRANSPORT_READY && t->eof_ms) return t->eof_ms + LOCAL_REAP_WAIT_MS;
     return t->kind != T_SSH ? 0 : ssh_conn_deadline_ms(t->ssh);
 }
 
