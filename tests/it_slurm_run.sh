@@ -191,7 +191,24 @@ grep -q "rank 3/4 on n2 job $held" "$LOGS/jobid/attempt-0/rank-3.log" 2>/dev/nul
 slurm_login scancel "$held"
 
 # ---------------------------------------------------------------------------------------------
-# 6. Bad input: clear messages, exit 2, nothing started.
+# 6. The agent's binary: srun --bcast copies it where its file system is not a shared one (as
+#    here), and the copy goes with the agent; without the copy, a node that lacks it says so.
+slurm_login salloc -N2 "$DDP" run --slurm --headless --no-check -v --log-dir "$LOGS" --run-id bcast \
+    -- true >bcast.out 2>&1
+rc=$?
+tap_check "-v shows the agents' srun with --bcast=/tmp/ddptop-agent.* (exit $rc)" \
+    grep -Eq "ddptop: agents: srun .*--overlap .*--bcast=/tmp/ddptop-agent\.[0-9.]+ $DDP-agent --relay" bcast.out
+tap_check "no copy of the agent is left in /tmp after the job" sh -c '! ls /tmp/ddptop-agent.* 2>/dev/null'
+mkdir -p "$D/bin" && cp "$DDP" "$D/bin/ddptop"   # a ddptop whose agent is missing
+slurm_login salloc -N2 "$D/bin/ddptop" check --slurm --agent-bcast never >nobin.out 2>&1
+rc=$?
+grep -Eq "^n2 +srun +fail .*execve\(\): $D/bin/ddptop-agent: No such file or directory" nobin.out &&
+    grep -q "fix: the agent must be at the same path on every node" nobin.out && [ "$rc" = 1 ] &&
+    tap_ok "--agent-bcast never, no agent at that path: each node says execve failed, and what to do" ||
+    tap_fail "--agent-bcast never without the agent" "rc $rc" "$(cat nobin.out)"
+
+# ---------------------------------------------------------------------------------------------
+# 7. Bad input: clear messages, exit 2, nothing started.
 out=$(env -u SLURM_JOB_NODELIST "$DDP" run --slurm --headless -- true 2>&1); rc=$?
 tap_check "--slurm outside an allocation: exit 2, says to use salloc/sbatch or --jobid" \
     sh -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q 'SLURM_JOB_NODELIST is not set (run inside an allocation: salloc/sbatch, or give --jobid ID)'" _ "$out"

@@ -190,6 +190,20 @@ static void scrub_step_env(void)
     }
 }
 
+/* srun --bcast put this copy in /tmp for this step alone: it goes when the agent does, so no
+ * job leaves copies behind on its nodes. (Not at start: where nodes share /tmp, another node
+ * may not have started it yet.) */
+static char bcast_copy[4096];
+
+static void note_bcast_copy(void)
+{
+    const char *want = getenv("DDPTOP_AGENT_UNLINK");
+    ssize_t n = readlink("/proc/self/exe", bcast_copy, sizeof bcast_copy - 1);
+    bcast_copy[n > 0 ? n : 0] = '\0';
+    if (!want || strcmp(want, "1") != 0 || strncmp(bcast_copy, "/tmp/ddptop-agent.", 18) != 0) bcast_copy[0] = '\0';
+    unsetenv("DDPTOP_AGENT_UNLINK");
+}
+
 int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
 {
     const char *task = getenv("SLURM_PROCID"), *name = getenv("SLURMD_NODENAME");
@@ -208,6 +222,7 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         name = host;
     }
     agent_relay_address(addr, sizeof addr);
+    note_bcast_copy();
     scrub_step_env();
     if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -238,6 +253,7 @@ void agent_relay_finish(int in_fd, int out_fd, int status)
     if (relay.running) pthread_join(relay.thread, NULL);
     relay.running = 0;
     close(relay.from_agent);
+    if (bcast_copy[0]) unlink(bcast_copy);
     n = snprintf(last, sizeof last, "!%d\n", status);
     write_all(STDOUT_FILENO, last, (size_t)n);
 }

@@ -37,6 +37,7 @@ int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct host
     if (hosts_source_jobid(src)) o->slurm_jobid = xstrdup(hosts_source_jobid(src)); /* see check.h */
     o->slurm_release = src->allocated != NULL;
     o->pbs = src->pbs;
+    o->agent_bcast = src->agent_bcast;
     free(src->allocated); /* from here the controller gives it back (controller_free) */
     src->allocated = NULL;
     return 0;

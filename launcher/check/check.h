@@ -22,7 +22,8 @@ struct check_opts {
     const char *slurm_jobid; /* the job the agents' step joins (--jobid/--salloc; NULL: SLURM_JOB_ID);
                               * lives as long as the process */
     bool slurm_release;
-    bool pbs;                /* the hosts are a PBS job's (PBS_NODEFILE) */      /* ddptop allocated that job (--salloc): scancel when done */
+    bool pbs;                /* the hosts are a PBS job's (PBS_NODEFILE) */
+    int agent_bcast;         /* --agent-bcast: 0 auto, 1 always, -1 never */      /* ddptop allocated that job (--salloc): scancel when done */
     char **cmd;              /* training command after "--" (NULL: none) */
     size_t n_cmd;
     int verbose;

@@ -42,6 +42,14 @@ int hosts_source_value_option(struct hosts_source *s, int argc, char **argv, int
         s->salloc = val;
         return 1;
     }
+    if ((rc = cli_opt_value(argc, argv, i, "--agent-bcast", NULL, &val)) != 0) {
+        if (rc < 0) return cli_fail(err, errlen, "--agent-bcast needs auto, always or never (see ddptop %s --help)", cmd);
+        if (strcmp(val, "auto") == 0) s->agent_bcast = 0;
+        else if (strcmp(val, "always") == 0) s->agent_bcast = 1;
+        else if (strcmp(val, "never") == 0) s->agent_bcast = -1;
+        else return cli_fail(err, errlen, "--agent-bcast wants auto, always or never, not '%s'", val);
+        return 1;
+    }
     if ((rc = cli_opt_value(argc, argv, i, "--transport", NULL, &val)) != 0) {
         if (rc < 0) return cli_fail(err, errlen, "--transport needs ssh, srun or tm (see ddptop %s --help)", cmd);
         if (strcmp(val, "ssh") == 0) s->via = HOSTS_VIA_SSH;

@@ -24,6 +24,7 @@ struct hosts_source {
     const char *salloc;      /* --salloc ARGS: a new allocation's nodes (borrowed) */
     char *allocated;         /* the job id salloc gave (hosts_source_release gives it back) */
     enum hosts_via via;      /* --transport */
+    int agent_bcast;         /* --agent-bcast: 0 auto, 1 always, -1 never (srun --bcast) */
 };
 
 /* arg is --slurm or --pbs: noted, true. Anything else: false. */

@@ -35,6 +35,8 @@ void check_cli_usage(FILE *f)
           "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
           "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
           "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
+          "  --agent-bcast WHEN   srun: copy the agent to the nodes (srun --bcast): auto (unless\n"
+          "                       it is on NFS, Lustre, GPFS...), always or never\n"
           "  --json               one JSON document on stdout (schema: docs/check.md)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --max-skew-ms MS     clock offset that fails (default 500; a tenth warns)\n"

@@ -140,7 +140,9 @@ static void connect_srun(struct controller *c, const bool *need, const char *err
 {
     const char **names = xcalloc(c->n, sizeof *names);
     size_t *idx = xcalloc(c->n, sizeof *idx), k = 0;
-    struct srun_step_opts so = {.agent_path = c->agent_path, .jobid = c->o.check.slurm_jobid, .stderr_path = errlog};
+    struct srun_step_opts so = {.agent_path = c->agent_path, .jobid = c->o.check.slurm_jobid, .stderr_path = errlog,
+                                .bcast = c->o.check.agent_bcast > 0 ||
+                                         (c->o.check.agent_bcast == 0 && srun_step_needs_bcast(c->agent_path))};
     struct srun_step *step;
     for (size_t i = 0; i < c->n; i++) {
         if (!need[i]) continue;

@@ -68,6 +68,8 @@ void run_cli_usage(FILE *f)
           "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
           "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
           "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
+          "  --agent-bcast WHEN   srun: copy the agent to the nodes (srun --bcast): auto (unless\n"
+          "                       it is on NFS, Lustre, GPFS...), always or never\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);

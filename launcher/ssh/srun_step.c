@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ struct member {
 
 struct srun_step {
     char *agent_path, *jobid, *stderr_path;
+    char *bcast;              /* --bcast destination on every node, or NULL */
     struct member *m;
     size_t n, refs;
     pid_t pid;
@@ -60,6 +62,11 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     s->agent_path = xstrdup(o->agent_path);
     s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
     s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
+    if (o->bcast) {
+        /* one name per step: two jobs of a user on a node never write one file at once */
+        static unsigned seq;
+        s->bcast = xasprintf("/tmp/ddptop-agent.%u.%ld.%u", (unsigned)getuid(), (long)getpid(), ++seq);
+    }
     s->m = xcalloc(n ? n : 1, sizeof *s->m);
     s->n = s->refs = n;
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
@@ -76,10 +83,26 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     return s;
 }
 
+bool srun_step_needs_bcast(const char *path)
+{
+    /* statfs f_type of the file systems that clusters share between nodes */
+    static const unsigned long shared[] = {
+        0x6969,      /* NFS */        0x0BD00BD0, /* Lustre */   0x47504653, /* GPFS */
+        0x19830326,  /* BeeGFS */     0x00C36400, /* CephFS */   0xFF534D42, /* CIFS */
+        0xFE534D42,  /* SMB2 */       0x517B,     /* SMB */      0x5346414F, /* AFS */
+        0xAAD7AAEA,  /* PanFS */      0x65735546, /* FUSE */
+    };
+    struct statfs st;
+    if (statfs(path, &st) != 0) return true;
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
+        if ((unsigned long)st.f_type == shared[i]) return false;
+    return true;
+}
+
 /* argv of srun; the strings live in *keep until freed with it. */
 static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt)
 {
-    char **v = xcalloc(24, sizeof *v);
+    char **v = xcalloc(26, sizeof *v);
     int k = 0;
     strbuf_init(nodes);
     for (size_t i = 0; i < s->n; i++) strbuf_addf(nodes, "%s%s", i ? "," : "", s->m[i].name);
@@ -87,6 +110,7 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     fmt[1] = xasprintf("--ntasks=%zu", s->n);
     fmt[2] = xasprintf("--nodelist=%s", nodes->buf);
     fmt[3] = s->jobid ? xasprintf("--jobid=%s", s->jobid) : NULL;
+    fmt[4] = s->bcast ? xasprintf("--bcast=%s", s->bcast) : NULL;
     v[k++] = "srun";
     if (fmt[3]) v[k++] = fmt[3];
     v[k++] = fmt[0];
@@ -101,6 +125,7 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     v[k++] = "--kill-on-bad-exit=0"; /* one node's agent ending is ddptop's to handle */
     v[k++] = "--label";
     v[k++] = "--input=all";
+    if (fmt[4]) v[k++] = fmt[4]; /* the agent removes its copy once it runs (DDPTOP_AGENT_UNLINK) */
     v[k++] = s->agent_path;
     v[k++] = "--relay";
     v[k] = NULL;
@@ -110,14 +135,18 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
 char *srun_step_command(const struct srun_step *s)
 {
     struct strbuf nodes, out;
-    char *fmt[4] = {0};
+    char *fmt[5] = {0};
     char **v = srun_argv(s, &nodes, fmt);
     strbuf_init(&out);
     for (int i = 0; v[i]; i++) {
         if (i) strbuf_add(&out, " ", 1);
-        strbuf_add_shell_quoted(&out, v[i]);
+        /* quoted only where a shell needs it: the line is for people to read and paste */
+        if (v[i][0] && v[i][strspn(v[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=,:@%+-")] == '\0')
+            strbuf_adds(&out, v[i]);
+        else
+            strbuf_add_shell_quoted(&out, v[i]);
     }
-    for (int i = 0; i < 4; i++) free(fmt[i]);
+    for (int i = 0; i < 5; i++) free(fmt[i]);
     free(v);
     strbuf_done(&nodes);
     return out.buf ? out.buf : xstrdup("");
@@ -144,7 +173,7 @@ static void fail_all(struct srun_step *s, const char *fmt, ...)
 static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
 {
     struct strbuf nodes;
-    char *fmt[4] = {0};
+    char *fmt[5] = {0};
     char **v = srun_argv(s, &nodes, fmt);
     sigset_t none;
     setpgid(0, 0); /* a Ctrl-C at the terminal is ddptop's to act on, not srun's */
@@ -152,6 +181,7 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     for (int i = 0; srun_input_vars[i]; i++) unsetenv(srun_input_vars[i]);
+    if (s->bcast) setenv("DDPTOP_AGENT_UNLINK", "1", 1);
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
     close_range(3, ~0U, 0);
     execvp(v[0], v);
@@ -519,6 +549,7 @@ static void step_free(struct srun_step *s)
     free(s->agent_path);
     free(s->jobid);
     free(s->stderr_path);
+    free(s->bcast);
     free(s);
 }
 

@@ -18,7 +18,12 @@ struct srun_step_opts {
     const char *agent_path;  /* ddptop-agent, at a path every node sees */
     const char *jobid;       /* --jobid; NULL: the allocation's own (SLURM_JOB_ID) */
     const char *stderr_path; /* srun's messages are appended here too (NULL: not kept) */
+    bool bcast;              /* srun --bcast copies the agent to every node's /tmp first */
 };
+
+/* Whether the agent at path needs srun --bcast (auto): true unless path is on a network file
+ * system (NFS, Lustre, GPFS, BeeGFS, CephFS, CIFS, AFS, PanFS, FUSE) that the nodes share. */
+bool srun_step_needs_bcast(const char *path);
 
 enum srun_member_state {
     SRUN_MEMBER_WAITING,     /* srun not started yet */
