@@ -198,7 +198,9 @@ slurm_login salloc -N2 "$DDP" run --slurm --headless --no-check -v --log-dir "$L
 rc=$?
 tap_check "-v shows the agents' srun with --bcast=/tmp/ddptop-agent.* (exit $rc)" \
     grep -Eq "ddptop: agents: srun .*--overlap .*--bcast=/tmp/ddptop-agent\.[0-9.]+ $DDP-agent --relay" bcast.out
-tap_check "no copy of the agent is left in /tmp after the job" sh -c '! ls /tmp/ddptop-agent.* 2>/dev/null'
+copy=$(grep -o -- '--bcast=/tmp/ddptop-agent\.[0-9.]*' bcast.out | head -1)
+tap_check "the agents removed their copy (${copy#--bcast=}) when they exited" \
+    sh -c "[ -n '$copy' ] && [ ! -e '${copy#--bcast=}' ]"
 mkdir -p "$D/bin" && cp "$DDP" "$D/bin/ddptop"   # a ddptop whose agent is missing
 slurm_login salloc -N2 "$D/bin/ddptop" check --slurm --agent-bcast never >nobin.out 2>&1
 rc=$?

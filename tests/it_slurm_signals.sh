@@ -16,7 +16,16 @@ cd "$(dirname "$0")/.."
 . tests/lib/slurm.sh
 SOCK=it_slurm_$$
 . tests/lib/tmux.sh
-trap 'tmux_cleanup; slurm_down' EXIT
+# An agent killed by SIGKILL (the lost-node cases) cannot remove its srun --bcast copy: the
+# test removes the copies that appeared while it ran.
+COPIES_BEFORE=$(ls /tmp/ddptop-agent.* 2>/dev/null)
+remove_new_copies() {
+    local f
+    for f in /tmp/ddptop-agent.*; do
+        [ -e "$f" ] && ! grep -qxF "$f" <<<"$COPIES_BEFORE" && rm -f "$f"
+    done
+}
+trap 'tmux_cleanup; slurm_down; remove_new_copies' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -35,14 +44,19 @@ rm -f "$errf"
 D=$SLURM_DIR
 cd "$D"
 LOGS=$D/logs
+export CKPT_DIR=$D/ckpt
+mkdir -p "$CKPT_DIR"
 
 # The rank: says when it is up and when it gets TERM or USR1 (its marker: it_slurm_rank).
 cat >rank.sh <<'EOF'
 #!/bin/sh
 # it_slurm_rank
 trap 'echo "rank $RANK got USR1"' USR1
-trap 'echo "rank $RANK got TERM"; exit 0' TERM
-echo "rank $RANK up on $(hostname)"
+# a checkpoint that takes a second: the file shows it had the time (the line may not reach
+# ddptop when Slurm ends srun with the job)
+trap 'echo "rank $RANK got TERM"; sleep 1; echo saved >"$CKPT_DIR/ckpt-$RANK"; exit 0' TERM
+echo "rank $RANK up on $(hostname) attempt $TORCHELASTIC_RESTART_COUNT"
+[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] && [ -n "${QUICK_SECOND:-}" ] && exit 0
 while :; do sleep 0.2; done
 EOF
 chmod +x rank.sh
@@ -88,7 +102,7 @@ wait_job() {
 # 1. A lost node: n2's agent is killed.
 if start_job lost; then
     for p in $(ip netns pids "$(slurm_netns n2)"); do
-        tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q 'ddptop-agent --relay' && kill -9 "$p"
+        tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -Eq 'ddptop-agent[^ ]* --relay' && kill -9 "$p"
     done
     wait_job 30; rc=$?
     tap_check "n2's agent killed: ddptop exits 1" test "$rc" = 1
@@ -102,6 +116,23 @@ if start_job lost; then
 else
     tap_fail "lost node: the job started" "$(tail -5 lost.out)"
 fi
+
+# 1b. The same with --max-restarts 1: attempt 1 runs on a new agents' step for n2 (one node).
+slurm_login_bg env QUICK_SECOND=1 salloc -N2 --ntasks-per-node=2 "$DDP" run --slurm --headless --no-check -v \
+    --max-restarts 1 --log-dir "$LOGS" --run-id relost -- "$D/rank.sh" >relost.out 2>&1
+JOB_PID=$SLURM_LOGIN_PID
+t0=$SECONDS
+until [ "$(grep -c ' up on ' relost.out 2>/dev/null)" = 4 ] || [ $((SECONDS - t0)) -ge 30 ]; do sleep 0.1; done
+for p in $(ip netns pids "$(slurm_netns n2)"); do
+    tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -Eq 'ddptop-agent[^ ]* --relay' && kill -9 "$p"
+done
+wait_job 60; rc=$?
+tap_check "n2's agent killed with --max-restarts 1: attempt 1 succeeds (exit $rc)" test "$rc" = 0 ||
+    tail -12 relost.out | sed 's/^/#   /'
+tap_check "attempt 1 started a new step for n2 alone" \
+    sh -c "grep -q 'ddptop: agents: srun .*--nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=n2 ' relost.out"
+tap_check "attempt 1's rank 3 ran on n2" grep -q "rank 3 up on n2 attempt 1" "$LOGS/relost/attempt-1/rank-3.log"
+wait_no_ranks 10 || tap_fail "no rank left after the restarted job" "n1: $(ranks_on n1) n2: $(ranks_on n2)"
 
 # ---------------------------------------------------------------------------------------------
 # 2. A preemption warning, then scancel.
@@ -119,11 +150,14 @@ if start_job preempt; then
         tap_ok "the warning shows as an event for n1 and n2" ||
         tap_fail "the warning shows as an event per node" "$(grep -i usr1 preempt.out)"
 
+    rm -f "$CKPT_DIR"/ckpt-*
     slurm_login scancel "$jid"
     wait_no_ranks 10 && tap_ok "scancel: no rank on n1 or n2 within 10 s ($GONE_S s)" ||
         tap_fail "scancel: no rank left within 10 s" "n1: $(ranks_on n1) n2: $(ranks_on n2)"
     wait_job 30; rc=$?
     tap_check "scancel: ddptop ends (exit 1)" test "$rc" = 1
+    tap_check "scancel: every rank had its SIGTERM and a second to save before KillWait (4 files)" \
+        test "$(ls "$CKPT_DIR" | grep -c ckpt-)" = 4
     tap_check "scancel: the root cause says Slurm stopped the agents with SIGTERM" \
         grep -q "root cause: .*Slurm stopped the agent on n[12] with SIGTERM (scancel, the job's time limit or a preemption)" preempt.out ||
         grep 'root cause' preempt.out | sed 's/^/#   /'

@@ -83,7 +83,14 @@ static int from_agent(struct strbuf *in)
         free(line);
     }
     strbuf_consume(in, off);
-    rc = out.len ? write_all(STDOUT_FILENO, out.buf, out.len) : 0;
+    /* one write per piece: slurmstepd then never holds part of one when the agent exits */
+    rc = 0;
+    for (size_t off2 = 0; rc == 0 && off2 < out.len;) {
+        const char *nl = memchr(out.buf + off2, '\n', out.len - off2);
+        size_t n = (size_t)(nl - (out.buf + off2)) + 1;
+        rc = write_all(STDOUT_FILENO, out.buf + off2, n);
+        off2 += n;
+    }
     strbuf_done(&out);
     return rc;
 }

@@ -26,7 +26,7 @@ struct member {
     bool announced, closed_by_us, ended, failed;
     char *why;                /* why it ended */
     char last_err[256];       /* the last thing its task wrote on stderr */
-    struct strbuf piece;      /* a protocol line whose pieces are still arriving */
+    struct relay_piece piece; /* a protocol line whose pieces are still arriving */
     struct strbuf in;         /* whole protocol lines, each ended by '\n' */
     size_t in_off;
     struct strbuf pending;    /* requests sent before its task was known */
@@ -73,7 +73,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     for (size_t i = 0; i < n; i++) {
         s->m[i].name = xstrdup(names[i]);
         s->m[i].task = -1;
-        strbuf_init(&s->m[i].piece);
+        strbuf_init(&s->m[i].piece.line);
         strbuf_init(&s->m[i].in);
         strbuf_init(&s->m[i].pending);
     }
@@ -283,15 +283,13 @@ static void on_out_line(struct srun_step *s, const char *line)
     }
     m = member_of_task(s, task);
     if (!m) return;
-    if (rest[0] == '+') {
-        strbuf_adds(&m->piece, rest + 1);
-    } else if (rest[0] == '.') {
-        size_t before = m->in.len;
-        if (m->piece.len) strbuf_add(&m->in, m->piece.buf, m->piece.len);
-        strbuf_adds(&m->in, rest + 1);
-        strbuf_add(&m->in, "\n", 1);
-        strbuf_reset(&m->piece);
-        m->bytes_in += m->in.len - before;
+    if (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.') {
+        if (relay_piece_feed(&m->piece, rest, strlen(rest)) == 1) {
+            strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
+            strbuf_add(&m->in, "\n", 1);
+            m->bytes_in += m->piece.line.len + 1;
+            strbuf_reset(&m->piece.line);
+        }
     } else if (rest[0] == '!' && !m->ended) {
         m->ended = true;
         free(m->why);
@@ -538,7 +536,7 @@ static void step_free(struct srun_step *s)
     for (size_t i = 0; i < s->n; i++) {
         free(s->m[i].name);
         free(s->m[i].why);
-        strbuf_done(&s->m[i].piece);
+        strbuf_done(&s->m[i].piece.line);
         strbuf_done(&s->m[i].in);
         strbuf_done(&s->m[i].pending);
     }

@@ -8,12 +8,39 @@ void relay_frame(const char *line, size_t len, struct strbuf *out)
 {
     do {
         size_t n = len > RELAY_PIECE_MAX ? RELAY_PIECE_MAX : len;
-        strbuf_add(out, n < len ? "+" : ".", 1);
+        strbuf_addf(out, "%c%03zx", n < len ? '+' : '.', n);
         strbuf_add(out, line, n);
         strbuf_add(out, "\n", 1);
         line += n;
         len -= n;
     } while (len > 0);
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int relay_piece_feed(struct relay_piece *p, const char *text, size_t len)
+{
+    if (p->need == 0) {
+        int a, b, c;
+        if (p->hdr_len == 0 && (len == 0 || (text[0] != '+' && text[0] != '.'))) return -1;
+        while (p->hdr_len < 4 && len > 0) {
+            p->hdr[p->hdr_len++] = *text++;
+            len--;
+        }
+        if (p->hdr_len < 4) return 0; /* cut inside the header: the rest follows */
+        p->hdr_len = 0;
+        if ((a = hexval(p->hdr[1])) < 0 || (b = hexval(p->hdr[2])) < 0 || (c = hexval(p->hdr[3])) < 0) return -1;
+        p->need = (size_t)(a << 8 | b << 4 | c);
+        p->last = p->hdr[0] == '.';
+        if (p->need == 0) return p->last ? 1 : 0;
+    }
+    if (len > p->need) len = p->need; /* not ours to guess: the piece's length rules */
+    strbuf_add(&p->line, text, len);
+    p->need -= len;
+    return p->need == 0 && p->last ? 1 : 0;
 }
 
 static int parse_task(const char *s, const char **end)

@@ -6,13 +6,16 @@
  *   controller -> relay (stdin, every task sees every line):  "K LINE"  (LINE for task K only;
  *                                                               LINE "!eof" ends its stdin)
  *   relay -> controller (stdout, after srun's "K: " label):   "=NAME ADDR"  who and where it is
- *                                                               "+PIECE"      a line goes on
- *                                                               ".PIECE"      a line ends
+ *                                                               "+LLLPIECE"   a line goes on
+ *                                                               ".LLLPIECE"   a line ends
  *                                                               "!STATUS"     the agent exited
  *
  * A protocol line is cut into pieces of at most RELAY_PIECE_MAX bytes, each its own output
- * line: srun passes lines shorter than its 1 KiB I/O message whole, so no task's piece is ever
- * cut or mixed with another's, however long the protocol line. Pure: strings in, strings out. */
+ * line written on its own, LLL its length in 3 hex digits: srun passes lines shorter than its
+ * 1 KiB I/O message whole, so no task's piece is mixed with another's, however long the
+ * protocol line. When a task exits, slurmstepd may still cut what it had buffered at any byte
+ * (docs/slurm-facts.md); srun labels the rest as a line of its own, and the length says that
+ * it continues the piece. Pure: strings in, strings out. */
 #ifndef DDPTOP_WIRE_RELAY_H
 #define DDPTOP_WIRE_RELAY_H
 
@@ -26,6 +29,19 @@
 
 /* Appends line (len bytes, no '\n') to out as pieces ("+..." lines, then one "." line). */
 void relay_frame(const char *line, size_t len, struct strbuf *out);
+
+/* Reassembly of one task's pieces. */
+struct relay_piece {
+    struct strbuf line;   /* the protocol line so far */
+    size_t need;          /* bytes of the current piece still to come (it was cut) */
+    bool last;            /* the current piece ends the line */
+    char hdr[4];          /* a piece's "+LLL" when it was cut inside it */
+    size_t hdr_len;
+};
+/* Feeds one labelled output line's text (after "K: ", without '\n') that is a piece or the
+ * rest of a cut one. Returns 1 when a whole protocol line is in p->line (the caller takes it
+ * and resets p->line), 0 when more is to come, -1 when text is not a piece (then ignored). */
+int relay_piece_feed(struct relay_piece *p, const char *text, size_t len);
 
 /* One line of srun's output: srun's "K: " label (spaces before K allowed) and what follows.
  * Returns the task id, or -1 when the line carries no label (then *rest is the line). */
