@@ -1,8 +1,8 @@
-# A real Slurm cluster on this one machine for the integration tests (recipe A of
-# docs/slurm-facts.md and the testbed notes): one munged, one slurmctld and N slurmd, each
-# node in its own network + UTS namespace (hostname ctl, n1 .. nN) with a private address on a
-# bridge that lives in its own namespace, names in a hosts file bind-mounted over /etc/hosts
-# inside a private mount namespace. Nothing is added to the root network namespace, the
+# A real Slurm cluster on this one machine for the integration tests (recipe A of the Slurm
+# testbed notes; what srun does on it is in docs/slurm-facts.md): one munged, one slurmctld
+# and N slurmd, each node in its own network + UTS namespace (hostname ctl, n1 .. nN) with a
+# private address on a bridge that lives in its own namespace, names in a hosts file
+# bind-mounted over /etc/hosts inside a private mount namespace. Nothing is added to the root network namespace, the
 # machine's /etc/hosts and /etc/slurm are never written, and every process, namespace and
 # file started or made here is removed by slurm_down.
 #
@@ -182,7 +182,7 @@ _slurm_holder() {
         setsid -f sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"
             exec unshare --mount --propagation private sh -c "
                 mount --bind \"\$0\" /etc/hosts || exit 1
-                mount --bind \"\$1\" /etc/slurm || exit 1
+                [ ! -d /etc/slurm ] || mount --bind \"\$1\" /etc/slurm || exit 1
                 exec sleep infinity" "$2" "$3"' sh "$pidf" \
             "$SLURM_DIR/etc/hosts" "$SLURM_DIR/etc" </dev/null >/dev/null 2>>"$SLURM_DIR/log/holder.log"
     else
