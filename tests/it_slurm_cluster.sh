@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Integration: the Slurm testbed of tests/lib/slurm.sh itself. Two nodes come up idle;
 # `salloc -N2 srun hostname` on the login node runs one task on n1 and one on n2, each at its
-# own address; the TaskProlog of slurm_node_env exports a variable on n2 only; an sbatch job
-# runs on n1; scancel ends a running job and its task; slurm_down leaves no namespace, no
-# daemon and no task behind.
+# own address; the TaskProlog of slurm_node_env exports a variable on n2 only; fake GPUs
+# reach the tasks' environment; an sbatch job runs on n1; scancel ends a running job and its
+# task; slurm_down leaves no namespace, no daemon and no task behind.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -18,6 +18,7 @@ if ! slurm_available; then
 fi
 
 slurm_node_env n2 DDPT_ONLY_N2=yes
+SLURM_FAKE_GPUS=2
 start=$SECONDS
 errf=$(mktemp)
 if ! slurm_up 2 2>"$errf"; then
@@ -45,6 +46,13 @@ tap_check "salloc -N2 srun: hostname, address and /etc/hosts of n1 and n2; TaskP
     test "$out" = "$want" || echo "$out" | sed 's/^/#   got: /'
 grep -q 'Granted job allocation' "$D/salloc.err" && tap_ok "salloc: allocation granted" ||
     tap_fail "salloc: allocation granted" "$(cat "$D/salloc.err")"
+
+# Fake GPUs: two per node, in the tasks' environment as a real cluster's would be.
+out=$(slurm_login salloc -N2 --ntasks-per-node=1 --gpus-per-node=2 srun --label sh -c \
+    'echo "$CUDA_VISIBLE_DEVICES $SLURM_GPUS_ON_NODE"' 2>/dev/null | sort)
+tap_check "SLURM_FAKE_GPUS=2: --gpus-per-node=2 gives each task CUDA_VISIBLE_DEVICES=0,1" \
+    test "$out" = "0: 0,1 2
+1: 0,1 2"
 
 # The login node: hostname ctl, current directory and environment passed through.
 export DDPT_PASS=through

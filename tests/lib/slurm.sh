@@ -1,8 +1,8 @@
-# A real Slurm cluster on this one machine for the integration tests (recipe A of
-# docs/slurm-facts.md and the testbed notes): one munged, one slurmctld and N slurmd, each
-# node in its own network + UTS namespace (hostname ctl, n1 .. nN) with a private address on a
-# bridge that lives in its own namespace, names in a hosts file bind-mounted over /etc/hosts
-# inside a private mount namespace. Nothing is added to the root network namespace, the
+# A real Slurm cluster on this one machine for the integration tests (recipe A of the Slurm
+# testbed notes; what srun does on it is in docs/slurm-facts.md): one munged, one slurmctld
+# and N slurmd, each node in its own network + UTS namespace (hostname ctl, n1 .. nN) with a
+# private address on a bridge that lives in its own namespace, names in a hosts file
+# bind-mounted over /etc/hosts inside a private mount namespace. Nothing is added to the root network namespace, the
 # machine's /etc/hosts and /etc/slurm are never written, and every process, namespace and
 # file started or made here is removed by slurm_down.
 #
@@ -10,6 +10,7 @@
 #        trap slurm_down EXIT
 #        slurm_node_env n2 NCCL_SOCKET_IFNAME=eth9   # optional, before slurm_up
 #        SLURM_EXTRA_CONF="SlurmdTimeout=30"           # optional, before slurm_up
+#        SLURM_FAKE_GPUS=2                              # optional: gres/gpu:2 per node
 #        slurm_up 2 || exit 1
 #        slurm_login salloc -N2 --ntasks-per-node=2 srun hostname
 #        slurm_login_bg ddptop run --slurm ... >out 2>&1; ...; kill "$SLURM_LOGIN_PID"
@@ -18,8 +19,15 @@
 #
 # The cluster: nodes n1..nN at $SLURM_SUBNET.11 .., CPUs=4 each (more than the machine has:
 # SlurmdParameters=config_overrides), partition "main" (Default=YES) over all of them,
-# KillWait=5, no memory accounting, proctrack/linuxproc, task/none. The login node is the
-# controller's namespace "ctl" ($SLURM_SUBNET.10): slurm_login runs commands there.
+# KillWait=5, no memory accounting, proctrack/linuxproc, task/none (so `--cpu-bind=...` makes
+# srun print "cluster configuration lacks support for cpu binding"). The login node is the
+# controller's namespace "ctl" ($SLURM_SUBNET.10): slurm_login runs commands there. Inside
+# the cluster's mount namespace /etc/slurm is the cluster's own directory too, so Slurm
+# commands work even with SLURM_CONF removed from the environment. Nodes share the machine's
+# file system (sbcast to the same path on two nodes writes one file: use sbcast -f).
+# With SLURM_FAKE_GPUS=N each node has N GPUs as gres/gpu over /dev/loop0.. (never opened):
+# `--gpus-per-node=N` then gives tasks CUDA_VISIBLE_DEVICES=0,..., SLURM_GPUS_ON_NODE=N, and
+# `scontrol show job` TresPerNode=gres:gpu:N.
 
 SLURM_DIR=""          # the cluster's directory (mktemp -d): slurm.conf, logs, spool, state
 SLURM_CONF_FILE=""    # $SLURM_DIR/etc/slurm.conf (exported as SLURM_CONF by slurm_login/node)
@@ -32,6 +40,8 @@ SLURM_LOGIN_PID=""    # pid of the command slurm_login_bg started last (the comm
 SLURM_EXTRA_CONF=${SLURM_EXTRA_CONF:-}   # lines appended to slurm.conf by slurm_up
 SLURM_TASK_PROLOG=${SLURM_TASK_PROLOG:-} # a TaskProlog script of the test's own (optional)
 SLURM_UP_TIMEOUT=${SLURM_UP_TIMEOUT:-30} # seconds slurm_up waits for every node idle
+SLURM_NODE_CONF=${SLURM_NODE_CONF:-}     # words appended to every NodeName line
+SLURM_FAKE_GPUS=${SLURM_FAKE_GPUS:-0}    # N > 0: every node has N "GPUs" (gres/gpu, see slurm_up)
 _SLURM_NODE_ENV=()    # "node VAR=VALUE" pairs from slurm_node_env
 _SLURM_NS_MADE=()     # namespaces created (deleted by slurm_down)
 
@@ -172,7 +182,7 @@ _slurm_holder() {
         setsid -f sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"
             exec unshare --mount --propagation private sh -c "
                 mount --bind \"\$0\" /etc/hosts || exit 1
-                mount --bind \"\$1\" /etc/slurm || exit 1
+                [ ! -d /etc/slurm ] || mount --bind \"\$1\" /etc/slurm || exit 1
                 exec sleep infinity" "$2" "$3"' sh "$pidf" \
             "$SLURM_DIR/etc/hosts" "$SLURM_DIR/etc" </dev/null >/dev/null 2>>"$SLURM_DIR/log/holder.log"
     else
@@ -236,8 +246,13 @@ _slurm_write_conf() {
         echo "AccountingStorageType=accounting_storage/none"
         echo "JobCompType=jobcomp/none"
         echo "TaskProlog=$d/etc/task_prolog.sh"
+        local gres=""
+        if [ "$SLURM_FAKE_GPUS" -gt 0 ]; then
+            echo "GresTypes=gpu"
+            gres="Gres=gpu:$SLURM_FAKE_GPUS"
+        fi
         for i in "${!SLURM_NODES[@]}"; do
-            echo "NodeName=${SLURM_NODES[i]} NodeAddr=${SLURM_ADDRS[i]} CPUs=4 State=UNKNOWN"
+            echo "NodeName=${SLURM_NODES[i]} NodeAddr=${SLURM_ADDRS[i]} CPUs=4 $gres State=UNKNOWN $SLURM_NODE_CONF"
         done
         echo "PartitionName=main Nodes=$(IFS=,; echo "${SLURM_NODES[*]}") Default=YES MaxTime=INFINITE State=UP"
         [ -n "$SLURM_EXTRA_CONF" ] && printf '%s\n' "$SLURM_EXTRA_CONF"
@@ -245,6 +260,12 @@ _slurm_write_conf() {
     # This machine mounts cgroup v1 under a tmpfs: autodetection fails without these.
     printf '%s\n' CgroupPlugin=cgroup/v1 CgroupMountpoint=/sys/fs/cgroup CgroupAutomount=no \
         >"$d/etc/cgroup.conf"
+    # Fake GPUs: gres/gpu backed by /dev/loop0.. (device files that exist everywhere; nothing
+    # opens them): Slurm then allocates them and sets CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE.
+    : >"$d/etc/gres.conf"
+    if [ "$SLURM_FAKE_GPUS" -gt 0 ]; then
+        echo "Name=gpu File=/dev/loop[0-$((SLURM_FAKE_GPUS - 1))]" >"$d/etc/gres.conf"
+    fi
     # The private /etc/slurm also gets the machine's plugstack.conf (spank), if any.
     [ -f /etc/slurm/plugstack.conf ] && cp /etc/slurm/plugstack.conf "$d/etc/" 2>/dev/null
     [ -d /etc/slurm/plugstack.conf.d ] && cp -r /etc/slurm/plugstack.conf.d "$d/etc/" 2>/dev/null
