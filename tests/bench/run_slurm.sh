@@ -21,17 +21,20 @@
 # Login user: the SSH contenders log in as a throwaway user (shell /bin/sh, a plain home, its
 # own key, its own known_hosts) that the bench creates and removes: root's ~/.bashrc runs
 # pyenv, which would slow every root login. The Slurm contenders run as root (salloc, srun);
-# their tasks start without a login shell.
+# their tasks start without a login shell but with salloc's environment, which srun passes on
+# (--export=ALL): salloc runs with PATH=/usr/local/bin:/usr/bin:/bin (what sshd gives the SSH
+# user), not root's, whose pyenv shims make every `python3` (the preflight's facts probe) take
+# about 1.5 s. BENCH_KEEP_PATH=1 keeps the caller's PATH instead.
 # Env: BENCH_REPEAT (5), BENCH_DEADLINE (60), BENCH_PHASES=1 (one more run of each ddptop
 # contender with -v, its stderr lines with their arrival times printed, to see where time
-# goes; default 1, 0 skips it). Needs root, slurm-wlm, munge and sshd.
+# goes; default 1, 0 skips it), BENCH_KEEP_PATH (see above). Needs root, slurm-wlm, munge and sshd.
 set -u
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
 REPEAT=${BENCH_REPEAT:-5}
 DEADLINE=${BENCH_DEADLINE:-60}
 PHASES=${BENCH_PHASES:-1}
-DDPTOP=${DDPTOP:-$PWD/${BUILD:-build}/ddptop}
+DDPTOP=${DDPTOP:-${DDPTOP_BUILD:-$PWD/${BUILD:-build}}/ddptop}
 CONTENDERS=(srun slurm slurm-nc ssh ssh-nc)
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +178,10 @@ PY
 export BENCH_D=$D BENCH_HOSTS=$D/hosts BENCH_REPEAT=$REPEAT BENCH_DEADLINE=$DEADLINE BENCH_PHASES=$PHASES DDPTOP
 export BENCH_SSHOPT="--known-hosts $D/known_hosts -i $SSHD_USER_KEY -F $D/ssh_config --agent-dir $D/agent --workdir $UHOME"
 echo "salloc -N3 --ntasks-per-node=2: one warm-up of each, then $REPEAT rounds ($(IFS=,; echo "${CONTENDERS[*]}")) ..."
-slurm_login salloc -N3 --ntasks-per-node=2 bash "$PWD/tests/bench/run_slurm.sh" --inner </dev/null
+SPATH=/usr/local/bin:/usr/bin:/bin
+[ "${BENCH_KEEP_PATH:-0}" = 1 ] && SPATH=$PATH
+echo "  PATH in the allocation: $SPATH"
+slurm_login env PATH="$SPATH" salloc -N3 --ntasks-per-node=2 bash "$PWD/tests/bench/run_slurm.sh" --inner </dev/null
 src=$?
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 [ -s "$D/results" ] || { echo "bench: no results (salloc exit $src)" >&2; exit 1; }
@@ -210,6 +216,7 @@ R_SLURM_SSH_NC=$(ratio "${M[slurm-nc]}" "${M[ssh-nc]}")
 echo "ddptop --slurm / srun: $(ratio "${M[slurm]}" "${M[srun]}") (preflight), $(ratio "${M[slurm-nc]}" "${M[srun]}") (--no-check)"
 echo "ddptop over srun / ddptop over ssh: $R_SLURM_SSH (preflight), $R_SLURM_SSH_NC (--no-check)"
 echo "machine: $(nproc) CPU cores ($CPU); $DATE; load average before $LOAD0, after $LOAD1"
+echo "PATH in the allocation (srun passes it to the agents and ranks): $SPATH"
 if [ "$PHASES" = 1 ]; then
     for c in slurm slurm-nc ssh ssh-nc; do
         f="$D/out/phases-$c"
