@@ -77,7 +77,16 @@ fi
 # Outer part: the cluster, the sshd servers, the user; then salloc running the inner part.
 . tests/lib/sshd.sh
 . tests/lib/slurm.sh
+SALLOC_PID=""
 bench_cleanup() {
+    if [ -n "$SALLOC_PID" ] && kill -0 "$SALLOC_PID" 2>/dev/null; then
+        # The inner part and what it runs first (salloc alone waits for its command), then
+        # salloc, which gives the nodes back; slurm_down kills whatever is left.
+        local i all
+        all=($(sshd_descendants "$SALLOC_PID") "$SALLOC_PID")
+        kill -TERM "${all[@]}" 2>/dev/null
+        for i in $(seq 1 50); do sshd_any_alive "${all[@]}" || break; sleep 0.1; done
+    fi
     sshd_cleanup   # servers (and their sessions), the throwaway user, the directory
     slurm_down     # whatever is left in the namespaces, the daemons, the namespaces
 }
@@ -181,8 +190,13 @@ echo "salloc -N3 --ntasks-per-node=2: one warm-up of each, then $REPEAT rounds (
 SPATH=/usr/local/bin:/usr/bin:/bin
 [ "${BENCH_KEEP_PATH:-0}" = 1 ] && SPATH=$PATH
 echo "  PATH in the allocation: $SPATH"
-slurm_login env PATH="$SPATH" salloc -N3 --ntasks-per-node=2 bash "$PWD/tests/bench/run_slurm.sh" --inner </dev/null
+# In the background, so that a signal to this script runs its trap at once (bash runs traps
+# only between foreground commands).
+slurm_login_bg env PATH="$SPATH" salloc -N3 --ntasks-per-node=2 bash "$PWD/tests/bench/run_slurm.sh" --inner </dev/null
+SALLOC_PID=$SLURM_LOGIN_PID
+wait "$SALLOC_PID"
 src=$?
+SALLOC_PID=""
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 [ -s "$D/results" ] || { echo "bench: no results (salloc exit $src)" >&2; exit 1; }
 
