@@ -27,7 +27,8 @@
 # about 1.5 s. BENCH_KEEP_PATH=1 keeps the caller's PATH instead.
 # Env: BENCH_REPEAT (5), BENCH_DEADLINE (60), BENCH_PHASES=1 (one more run of each ddptop
 # contender with -v, its stderr lines with their arrival times printed, to see where time
-# goes; default 1, 0 skips it), BENCH_KEEP_PATH (see above). Needs root, slurm-wlm, munge and sshd.
+# goes; default 1, 0 skips it), BENCH_KEEP_PATH (see above), BENCH_SLURM_OPTS (more options
+# for the two --slurm contenders, split on blanks, e.g. "--agent-bcast never"). Needs root, slurm-wlm, munge and sshd.
 set -u
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -51,8 +52,8 @@ if [ "${1:-}" = --inner ]; then
         local -a cmd
         case $c in
         srun) mode=srun cmd=(srun -N3 --ntasks-per-node=2 sh -c 'echo up') ;;
-        slurm) cmd=("$DDPTOP" run --slurm "${COMMON[@]}") ;;
-        slurm-nc) cmd=("$DDPTOP" run --slurm "${COMMON[@]}" --no-check) ;;
+        slurm) cmd=("$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-}) ;;
+        slurm-nc) cmd=("$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-} --no-check) ;;
         ssh) cmd=("$DDPTOP" run "$BENCH_HOSTS" "${COMMON[@]}" "${SSHOPT[@]}") ;;
         ssh-nc) cmd=("$DDPTOP" run "$BENCH_HOSTS" "${COMMON[@]}" "${SSHOPT[@]}" --no-check) ;;
         esac
@@ -184,7 +185,7 @@ a = "-" if t_all is None else f"{(t_all - t0) * 1000:.0f}"
 print(f"{a} {(t_end - t0) * 1000:.0f} {'killed' if killed else rc} {len(seen)}")
 PY
 
-export BENCH_D=$D BENCH_HOSTS=$D/hosts BENCH_REPEAT=$REPEAT BENCH_DEADLINE=$DEADLINE BENCH_PHASES=$PHASES DDPTOP
+export BENCH_D=$D BENCH_HOSTS=$D/hosts BENCH_REPEAT=$REPEAT BENCH_DEADLINE=$DEADLINE BENCH_PHASES=$PHASES DDPTOP BENCH_SLURM_OPTS=${BENCH_SLURM_OPTS:-}
 export BENCH_SSHOPT="--known-hosts $D/known_hosts -i $SSHD_USER_KEY -F $D/ssh_config --agent-dir $D/agent --workdir $UHOME"
 echo "salloc -N3 --ntasks-per-node=2: one warm-up of each, then $REPEAT rounds ($(IFS=,; echo "${CONTENDERS[*]}")) ..."
 SPATH=/usr/local/bin:/usr/bin:/bin
@@ -231,6 +232,7 @@ echo "ddptop --slurm / srun: $(ratio "${M[slurm]}" "${M[srun]}") (preflight), $(
 echo "ddptop over srun / ddptop over ssh: $R_SLURM_SSH (preflight), $R_SLURM_SSH_NC (--no-check)"
 echo "machine: $(nproc) CPU cores ($CPU); $DATE; load average before $LOAD0, after $LOAD1"
 echo "PATH in the allocation (srun passes it to the agents and ranks): $SPATH"
+[ -n "${BENCH_SLURM_OPTS:-}" ] && echo "--slurm contenders' extra options: $BENCH_SLURM_OPTS"
 if [ "$PHASES" = 1 ]; then
     for c in slurm slurm-nc ssh ssh-nc; do
         f="$D/out/phases-$c"
