@@ -221,7 +221,7 @@ test-gpu: all
 
 bench: deps
 	@$(MAKE) --no-print-directory all bench-programs
-	@BUILD=$(BUILD) tests/bench/run.sh
+	@BUILD=$(BUILD) tests/bench/run.sh $(BENCH_PARTS)
 
 # The GPU figures only (tests/bench/gpu.sh); "no GPU: skipped" without one.
 bench-gpu: all bench-programs
