@@ -41,6 +41,7 @@ struct srun_step {
     size_t n, refs;
     pid_t pid;
     bool started, exited, reaped;
+    bool close_when_flushed;  /* every member closed: srun's stdin ends once wbuf went out */
     int status;
     int to_fd, out_fd, err_fd, log_fd;
     struct strbuf wbuf, obuf, ebuf;
@@ -360,6 +361,14 @@ static void read_lines(struct srun_step *s, int *fd, struct strbuf *b, void (*fn
     }
 }
 
+static void close_if_flushed(struct srun_step *s)
+{
+    if (s->close_when_flushed && !s->wbuf.len && s->to_fd >= 0) {
+        close(s->to_fd);
+        s->to_fd = -1;
+    }
+}
+
 static void flush(struct srun_step *s)
 {
     while (s->to_fd >= 0 && s->wbuf.len) {
@@ -388,6 +397,7 @@ void srun_step_pump(struct srun_step *s)
 {
     if (!s->started || s->exited) return;
     flush(s);
+    close_if_flushed(s);
     read_lines(s, &s->out_fd, &s->obuf, on_out_line);
     read_lines(s, &s->err_fd, &s->ebuf, on_err_line);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
@@ -487,16 +497,10 @@ void srun_step_close(struct srun_step *s, size_t m)
     me->closed_by_us = true;
     if (me->task >= 0 && !me->ended) queue_for(s, me, RELAY_EOF, strlen(RELAY_EOF));
     flush(s);
-    /* the last one closes srun's stdin: every task sees end of file, the step ends */
-    if (all_closed(s) && s->to_fd >= 0) {
-        if (s->wbuf.len) {
-            int fl = fcntl(s->to_fd, F_GETFL);
-            fcntl(s->to_fd, F_SETFL, fl & ~O_NONBLOCK); /* a few short lines: let them go */
-            flush(s);
-        }
-        close(s->to_fd);
-        s->to_fd = -1;
-    }
+    /* the last one closes srun's stdin once what is queued went out: every task sees end of
+     * file, the step ends */
+    if (all_closed(s)) s->close_when_flushed = true;
+    close_if_flushed(s);
 }
 
 static void nap_ms(int ms)
@@ -518,6 +522,7 @@ static void wait_exit(struct srun_step *s, int ms)
 
 static void step_free(struct srun_step *s)
 {
+    flush(s); /* the last requests (an exit), if the pipe takes them */
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
     if (s->pid > 0 && !s->reaped) {
