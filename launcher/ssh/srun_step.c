@@ -126,6 +126,8 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     v[k++] = "--kill-on-bad-exit=0"; /* one node's agent ending is ddptop's to handle */
     v[k++] = "--label";
     v[k++] = "--input=all";
+    v[k++] = "--export=ALL";     /* the agents and ranks get ddptop's environment, whatever
+                                  * SLURM_EXPORT_ENV (sbatch --export=NONE) says */
     if (fmt[4]) v[k++] = fmt[4]; /* the agent removes its copy once it runs (DDPTOP_AGENT_UNLINK) */
     v[k++] = s->agent_path;
     v[k++] = "--relay";
