@@ -159,10 +159,13 @@ if start_job preempt; then
     tap_check "scancel: every rank had its SIGTERM and a second to save before KillWait (4 files)" \
         test "$(ls "$CKPT_DIR" | grep -c ckpt-)" = 4
     tap_check "scancel: the root cause says Slurm stopped the agents with SIGTERM" \
-        grep -q "root cause: .*Slurm stopped the agent on n[12] with SIGTERM (scancel, the job's time limit or a preemption)" preempt.out ||
+        grep -q "root cause: Slurm stopped the job on n[12] with SIGTERM (scancel, the job.s time limit or a preemption)" preempt.out ||
         grep 'root cause' preempt.out | sed 's/^/#   /'
-    ev_assert "events: a signal event per node" "$LOGS/preempt/events.jsonl" \
-        "sorted(e['host'] for e in ev('signal')) == ['n1', 'n2']"
+    ev_assert "events: a SIGUSR1 and a SIGTERM event per node; every rank's exit after scancel" \
+        "$LOGS/preempt/events.jsonl" \
+        "sorted(e['host'] for e in ev('signal') if 'SIGUSR1' in e['text']) == ['n1', 'n2']" \
+        "sorted(e['host'] for e in ev('signal') if 'SIGTERM' in e['text']) == ['n1', 'n2']" \
+        "sorted(e['rank'] for e in ev('exit')) == [0, 1, 2, 3]"
 else
     tap_fail "preemption: the job started" "$(tail -5 preempt.out)"
 fi
@@ -212,5 +215,31 @@ else
 fi
 wait_no_ranks 10 && tap_ok "after the dashboard's stop: no rank on n1 or n2" ||
     tap_fail "after the dashboard's stop: no rank left" "n1: $(ranks_on n1) n2: $(ranks_on n2)"
+
+# ---------------------------------------------------------------------------------------------
+# 5. --salloc from the login node on a terminal: the dashboard's session takes the allocation
+#    made before it (one job, not two) and gives it back when the job ends.
+cat >tui2.sh <<EOF
+cd $D
+nsenter -t $(cat "$D/run/ctl.holder.pid") -m -n -u --wd=$D env SLURM_CONF=$SLURM_CONF_FILE \\
+    $DDP run --salloc '-N2 --ntasks-per-node=1' --log-dir $LOGS --run-id tui2 -- $D/rank.sh
+echo DDPTOP-EXIT=\$?
+sleep 30
+EOF
+T new-session -d -x 120 -y 40 -s S2 "bash $D/tui2.sh"
+if wait_screen S2 '2 running' 40; then
+    tap_ok "--salloc on a terminal: the dashboard shows 2 ranks running"
+else
+    tap_fail "--salloc on a terminal: 2 ranks running" "$SCREEN"
+fi
+n=$(slurm_login squeue -h -o %i | wc -l)
+tap_check "--salloc on a terminal: one allocation, not one per process ($n)" test "$n" = 1
+T send-keys -t S2 q
+wait_screen S2 'y/n' 10
+T send-keys -t S2 y
+wait_screen S2 'DDPTOP-EXIT=' 40
+for _ in $(seq 1 50); do [ -z "$(slurm_login squeue -h)" ] && break; sleep 0.1; done
+tap_check "--salloc on a terminal: the allocation is given back when the job ends" test -z "$(slurm_login squeue -h)"
+wait_no_ranks 10 || tap_fail "no rank left after --salloc's job" "n1: $(ranks_on n1) n2: $(ranks_on n2)"
 
 tap_done

@@ -180,9 +180,9 @@ static void keeper_main(const struct keeper_spec *spec, pid_t agent, int out_w, 
         }
         if (sig == SIGTERM && getppid() == agent) {
             /* Not PDEATHSIG: someone signalled every process of the agent's Slurm step (scancel,
-             * a time limit). The rank got its SIGTERM too; it has until the scheduler's SIGKILL
-             * (KillWait) or the agent's own teardown to finish. */
-            kill(-rank, SIGTERM);
+             * a time limit). The rank got the same SIGTERM (a second one could cut its
+             * checkpoint short); it has until the scheduler's SIGKILL (KillWait) or the agent's
+             * own teardown to finish. */
             continue;
         }
         if (sig > 0 || getppid() != agent) {

@@ -74,6 +74,9 @@ int main(int argc, char **argv)
     }
     /* A vanished controller shows up as EPIPE on write, handled in the loop, not as a signal. */
     signal(SIGPIPE, SIG_IGN);
+    /* a scheduler's warning before agent_ranks_init installs its handler must not kill us */
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     if (relay && agent_relay_start(&in_fd, &out_fd, err, sizeof err) < 0) {
         fprintf(stderr, "ddptop-agent: %s\n", err);
         return 2;

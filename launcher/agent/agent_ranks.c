@@ -43,8 +43,6 @@
  * waiting for keepers after the limit: all within 5 s of the trigger. */
 #define TEARDOWN_GRACE_MS 1000
 #define TEARDOWN_LIMIT_MS 2500
-/* After Slurm's SIGTERM: its SIGKILL comes after KillWait (30 s by default) anyway. */
-#define SLURM_TERM_GRACE_MS 30000
 
 static struct {
     struct agent *ag;
@@ -55,7 +53,7 @@ static struct {
     int64_t next_status_ms;
     long watchdog_ms;
     int slurm_step;         /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
-    long quit_grace_ms;     /* SIGTERM to SIGKILL when quitting (0: TEARDOWN_GRACE_MS) */
+    int slurm_term;         /* Slurm sent the step SIGTERM: the ranks have it, Slurm's KillWait rules */
     int paused;
     cJSON *stops;           /* ids of stop requests waiting for every exit */
     int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
@@ -404,6 +402,11 @@ int run_kill_all(int sig)
     run_spawn_doom();
     for (struct run_rank *r = run.ranks; r; r = r->next) {
         if (r->have_status) continue;
+        /* after Slurm's SIGTERM a second one could cut a rank's checkpoint short */
+        if (sig == SIGTERM && run.slurm_term) {
+            n++;
+            continue;
+        }
         if (sig == SIGTERM) run_rank_signal(r, SIGCONT, 1); /* a stopped rank cannot act on TERM */
         run_rank_signal(r, sig, 1);
         n++;
@@ -565,7 +568,7 @@ static void on_quit(struct agent *ag, void *ctx)
     if (run.quitting) return;
     run.quitting = 1;
     if (run_kill_all(SIGTERM)) {
-        int64_t grace = mono_ms() + (run.quit_grace_ms ? run.quit_grace_ms : TEARDOWN_GRACE_MS);
+        int64_t grace = mono_ms() + (run.slurm_term ? SLURM_TERM_GRACE_MS : TEARDOWN_GRACE_MS);
         if (!run.kill_at || grace < run.kill_at) run.kill_at = grace;
     }
     run_schedule();
@@ -578,6 +581,11 @@ static void on_signal(int sig)
     ssize_t n = write(sig_pipe[1], &b, 1);
     (void)n;
     errno = e;
+}
+
+int run_slurm_terminated(void)
+{
+    return run.slurm_term;
 }
 
 void agent_ranks_set_slurm_step(int on)
@@ -614,12 +622,18 @@ static void sig_ready(struct agent *ag, struct agent_watch *w, short revents)
     }
     const char *name = run_signal_name(b);
     if (run.slurm_step && b == SIGTERM) {
-        /* scancel or a time limit: Slurm SIGKILLs the step after its KillWait; until then the
-         * ranks may finish what they do (a checkpoint) */
-        run.quit_grace_ms = SLURM_TERM_GRACE_MS;
-        agent_send_error(ag, NULL, "Slurm sent SIGTERM to the agents' step (scancel, a time limit or "
-                         "preemption); the ranks stop");
-        agent_quit(ag, 128 + b);
+        /* scancel, a time limit, preemption: Slurm sent SIGTERM to every process of the step,
+         * the ranks too, and SIGKILLs them after its KillWait. Until then the agent goes on
+         * serving them (their output, their exits): they may be saving a checkpoint. It does
+         * not signal them again; the controller hears why the job ends. */
+        if (!run.slurm_term) {
+            cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
+            cJSON_AddStringToObject(m, "signal", "SIGTERM");
+            cJSON_AddStringToObject(m, "text", "Slurm sent SIGTERM to the agents' step (scancel, the job's "
+                                    "time limit or a preemption)");
+            agent_send(ag, m);
+        }
+        run.slurm_term = 1;
         return;
     }
     agent_send_error(ag, NULL, "the agent got %s; stopping every rank and exiting", name ? name : "a signal");
@@ -687,7 +701,9 @@ void agent_ranks_done(struct agent *ag)
     }
     while (run.ranks) rank_free(run.ranks);
     run_spawn_done();
-    signal(SIGTERM, SIG_DFL);
+    /* in a Slurm step a time limit's second SIGTERM must not kill the agent before its last
+     * line (its exit status) went out */
+    signal(SIGTERM, run.slurm_step ? SIG_IGN : SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGUSR1, SIG_IGN); /* a late warning must not kill the agent while it exits */

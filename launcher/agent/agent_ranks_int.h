@@ -83,6 +83,10 @@ void run_rank_announce(struct run_rank *r);
 int run_rank_signal(struct run_rank *r, int sig, int by_us);
 /* CONT+TERM (sig SIGTERM) or sig to every rank still running; returns how many. */
 int run_kill_all(int sig);
+/* Slurm sent the agents' step SIGTERM: the ranks have it; Slurm SIGKILLs after its KillWait. */
+int run_slurm_terminated(void);
+/* How long the ranks may take after Slurm's SIGTERM (Slurm's default KillWait). */
+#define SLURM_TERM_GRACE_MS 30000
 /* Whether a rank has not had its exit event yet, or its keeper is not reaped yet (it still
  * holds the rank's slot on this node). */
 int run_unfinished(void);

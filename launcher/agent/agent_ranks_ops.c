@@ -86,7 +86,8 @@ void agent_ranks_stop_op(struct agent *ag, const cJSON *req, const cJSON *id)
     if (agent_req_int(ag, req, id, "term_timeout_ms", 0, TERM_TIMEOUT_MAX_MS, TERM_TIMEOUT_DEFAULT_MS,
                       &timeout) < 0)
         return;
-    run_kill_all(SIGTERM);
+    run_kill_all(SIGTERM); /* not again after Slurm's own SIGTERM: see run_kill_all */
+    if (run_slurm_terminated() && timeout < SLURM_TERM_GRACE_MS) timeout = SLURM_TERM_GRACE_MS;
     run_stop_wait(id, mono_ms() + timeout);
 }
 

@@ -261,6 +261,13 @@ void agent_relay_finish(int in_fd, int out_fd, int status)
     relay.running = 0;
     close(relay.from_agent);
     if (bcast_copy[0]) unlink(bcast_copy);
-    n = snprintf(last, sizeof last, "!%d\n", status);
-    write_all(STDOUT_FILENO, last, (size_t)n);
+    /* framed like a piece, so that a cut one is still read whole */
+    n = snprintf(last, sizeof last, "!%d", status);
+    {
+        struct strbuf f;
+        strbuf_init(&f);
+        relay_frame(last, (size_t)n, &f);
+        write_all(STDOUT_FILENO, f.buf, f.len);
+        strbuf_done(&f);
+    }
 }

@@ -82,6 +82,13 @@ int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen)
     return HOSTS_VIA_SSH;
 }
 
+#define SALLOC_JOBID_VAR "DDPTOP_SALLOC_JOBID"
+
+void hosts_source_forget_allocation(void)
+{
+    unsetenv(SALLOC_JOBID_VAR);
+}
+
 bool hosts_source_given(const struct hosts_source *s)
 {
     return s->hostfile || s->slurm || s->pbs || s->jobid || s->salloc;
@@ -112,8 +119,12 @@ int hosts_source_load(struct hosts_source *s, struct hostlist *hl, char *err, si
                                          ? "give only one of HOSTFILE, --slurm, --jobid, --salloc and --pbs"
                                          : "no hosts: give a HOSTFILE (or --slurm / --pbs inside an allocation)");
     if (s->salloc) {
-        s->allocated = slurm_job_allocate(s->salloc, err, errlen);
+        /* The dashboard's session runs ddptop again with the same arguments: it takes the
+         * allocation made here instead of asking for a second one. */
+        const char *made = getenv(SALLOC_JOBID_VAR);
+        s->allocated = made && *made ? xstrdup(made) : slurm_job_allocate(s->salloc, err, errlen);
         if (!s->allocated) return -1;
+        setenv(SALLOC_JOBID_VAR, s->allocated, 1);
         rc = slurm_job_hosts(s->allocated, hl, err, errlen);
         if (rc < 0) hosts_source_release(s);
     } else if (s->jobid) rc = slurm_job_hosts(s->jobid, hl, err, errlen);

@@ -40,6 +40,9 @@ int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen);
 bool hosts_source_slurm(const struct hosts_source *s);
 /* The Slurm job the hosts belong to when named (--jobid, or --salloc's), else NULL. */
 const char *hosts_source_jobid(const struct hosts_source *s);
+/* --salloc leaves the new job's id in the environment (DDPTOP_SALLOC_JOBID) for the dashboard's
+ * session, which runs ddptop again; the process that runs the job removes it from there. */
+void hosts_source_forget_allocation(void);
 /* scancel of an allocation --salloc made; nothing otherwise. */
 void hosts_source_release(struct hosts_source *s);
 /* A HOSTFILE operand: 0, or -1 with a message in err when one was given already. */

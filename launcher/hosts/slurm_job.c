@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <wordexp.h>
 
 #include "hostfile_int.h"
 #include "util/util.h"
@@ -40,6 +39,18 @@ static char *field(const char *text, const char *key)
     return NULL;
 }
 
+/* GPUs per node in TresPerNode: "gres:gpu:4", "gres/gpu:a100:4", "gres:gpu:a100:4,gres:nvme:1". */
+static long tres_gpus(const char *tres)
+{
+    const char *g = tres ? strstr(tres, "gpu") : NULL;
+    if (!g) return 0;
+    size_t len = strcspn(g, ",");
+    const char *colon = NULL;
+    for (const char *p = g; p < g + len; p++)
+        if (*p == ':') colon = p;
+    return colon ? strtol(colon + 1, NULL, 10) : 0;
+}
+
 static bool valid_jobid(const char *id)
 {
     if (!id || !*id) return false;
@@ -59,8 +70,10 @@ int slurm_job_hosts(const char *jobid, struct hostlist *out, char *err, size_t e
     cmd = xasprintf("scontrol show job -o %s 2>&1", jobid);
     text = run_capture(cmd, &status);
     free(cmd);
-    if (!text)
+    if (!text || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
+        free(text);
         return hostfile_fail(err, errlen, "--jobid %s: cannot run scontrol (is Slurm installed here?)", jobid);
+    }
     if (status != 0) {
         text[strcspn(text, "\n")] = '\0';
         rc = hostfile_fail(err, errlen, "--jobid %s: scontrol says: %s (squeue -u $USER lists your jobs)", jobid,
@@ -74,17 +87,18 @@ int slurm_job_hosts(const char *jobid, struct hostlist *out, char *err, size_t e
     ntpn = field(text, "NtasksPerN:B:S:C");
     ntasks = field(text, "NumTasks");
     nnodes = field(text, "NumNodes");
-    if (!state || strcmp(state, "RUNNING") != 0) {
+    /* CONFIGURING: nodes still booting (cloud, power saving); srun waits for them */
+    if (!state || (strcmp(state, "RUNNING") != 0 && strcmp(state, "CONFIGURING") != 0)) {
         rc = hostfile_fail(err, errlen, "--jobid %s: the job is %s, not RUNNING: ddptop starts its agents "
                            "as a step of a running allocation (squeue -j %s)", jobid, state ? state : "unknown", jobid);
     } else if (!nodes || !*nodes || strcmp(nodes, "(null)") == 0) {
         rc = hostfile_fail(err, errlen, "--jobid %s: scontrol shows no NodeList for the job", jobid);
     } else {
         /* GPUs per node first, as --slurm does; then tasks per node */
-        const char *g = tres ? strstr(tres, "gpu:") : NULL;
         long nt = ntasks ? strtol(ntasks, NULL, 10) : 0, nn = nnodes ? strtol(nnodes, NULL, 10) : 0;
-        if (g && strtol(g + 4, NULL, 10) > 0) {
-            snprintf(counts, sizeof counts, "%ld", strtol(g + 4, NULL, 10));
+        long gpus = tres_gpus(tres);
+        if (gpus > 0) {
+            snprintf(counts, sizeof counts, "%ld", gpus);
             cvar = "TresPerNode";
         } else if (ntpn && strtol(ntpn, NULL, 10) > 0) {
             snprintf(counts, sizeof counts, "%ld", strtol(ntpn, NULL, 10));
@@ -107,27 +121,47 @@ int slurm_job_hosts(const char *jobid, struct hostlist *out, char *err, size_t e
 
 char *slurm_job_allocate(const char *args, char *err, size_t errlen)
 {
-    wordexp_t we;
-    struct strbuf cmd;
+    struct strbuf cmd, word;
     char *text, *id = NULL, *p;
+    char quote = 0;
     int status = 0;
-    if (wordexp(args, &we, WRDE_NOCMD | WRDE_UNDEF) != 0) {
-        hostfile_fail(err, errlen, "--salloc '%s': not a list of salloc options (quotes unbalanced, or "
-                      "$(...) in it)", args);
+    bool in_word = false;
+    /* words as a shell splits them, quotes honoured, nothing expanded: -w n[1-2] stays itself */
+    strbuf_init(&cmd);
+    strbuf_init(&word);
+    strbuf_adds(&cmd, "salloc --no-shell");
+    for (const char *c = args;; c++) {
+        if (*c && (quote ? *c != quote : !strchr(" \t\n", *c))) {
+            if (!quote && (*c == '\'' || *c == '"')) quote = *c;
+            else strbuf_add(&word, c, 1);
+            in_word = true;
+            continue;
+        }
+        if (*c && quote) { /* the closing quote */
+            quote = 0;
+            continue;
+        }
+        if (in_word) {
+            strbuf_add(&word, "", 1);
+            strbuf_add(&cmd, " ", 1);
+            strbuf_add_shell_quoted(&cmd, word.buf);
+            strbuf_reset(&word);
+            in_word = false;
+        }
+        if (!*c) break;
+    }
+    strbuf_done(&word);
+    if (quote) {
+        strbuf_done(&cmd);
+        hostfile_fail(err, errlen, "--salloc '%s': a quote (%c) is not closed", args, quote);
         return NULL;
     }
-    strbuf_init(&cmd);
-    strbuf_adds(&cmd, "salloc --no-shell");
-    for (size_t i = 0; i < we.we_wordc; i++) {
-        strbuf_add(&cmd, " ", 1);
-        strbuf_add_shell_quoted(&cmd, we.we_wordv[i]);
-    }
-    wordfree(&we);
     strbuf_adds(&cmd, " 2>&1");
     fprintf(stderr, "ddptop: asking Slurm for nodes: %.*s\n", (int)(cmd.len - 5), cmd.buf);
     text = run_capture(cmd.buf, &status);
     strbuf_done(&cmd);
-    if (!text) {
+    if (!text || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
+        free(text);
         hostfile_fail(err, errlen, "--salloc: cannot run salloc (is Slurm installed here?)");
         return NULL;
     }

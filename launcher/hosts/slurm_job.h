@@ -12,7 +12,8 @@
 /* The nodes of running job `jobid` in Slurm's order, with GPUs per node as slots (else tasks
  * per node). Returns 0, or -1 with a message naming the job and what to do. */
 int slurm_job_hosts(const char *jobid, struct hostlist *out, char *err, size_t errlen);
-/* salloc --no-shell ARGS (shell-like words, no substitutions): the new job's id (malloc'd),
+/* salloc --no-shell ARGS (words split as a shell would, quotes honoured, nothing expanded):
+ * the new job's id (malloc'd),
  * or NULL with salloc's reason in err. Blocks until Slurm grants it (Ctrl-C gives up). */
 char *slurm_job_allocate(const char *args, char *err, size_t errlen);
 /* scancel: gives an allocation made by slurm_job_allocate back. */

@@ -150,6 +150,21 @@ bool root_cause_node(struct job *j, int node, const char *why)
     return true;
 }
 
+bool root_cause_scheduler(struct job *j, int node, const char *why)
+{
+    if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
+    struct root_cause *c = &j->cause;
+    job_cause_clear(j);
+    c->set = true;
+    c->rank = -1;
+    c->node = node;
+    c->attempt = j->attempt;
+    c->summary = xstrdup(why);
+    c->last_lines = xcalloc(1, sizeof *c->last_lines);
+    job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
+    return true;
+}
+
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
 {
     if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;

@@ -22,6 +22,9 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
                      const char *error_file, size_t error_len);
 /* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
 bool root_cause_node(struct job *j, int node, const char *why);
+/* The scheduler ended the job (Slurm's SIGTERM to the step: scancel, a time limit, preemption),
+ * first seen on node `node`: why is the whole summary. */
+bool root_cause_scheduler(struct job *j, int node, const char *why);
 /* The attempt hung (--on-hang restart or stop): `rank` stalled first (hang_first_stalled);
  * where says where every rank was (stack_where_summary; NULL: unknown). Same rule, with the
  * rank's last output lines: "rank 1 on gpu2 hung: step 4 has not advanced for 12 s; rank 1 in

@@ -309,6 +309,21 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
 {
     const char *sig = str(m, "signal"), *text = str(m, "text");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "passed_to");
+    if (sig && strcmp(sig, "SIGTERM") == 0) {
+        /* Slurm is ending the job: the ranks have their SIGTERM, Slurm SIGKILLs after its
+         * KillWait; ddptop stops the job without restarting it and says why */
+        char *why = xasprintf("Slurm stopped the job on %s with SIGTERM (scancel, the job's time limit or a "
+                              "preemption)", c->job->nodes[i].name);
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIGTERM on %s: %s", c->job->nodes[i].name,
+                      text ? text : "from Slurm");
+        if (c->phase == PH_RUN) {
+            root_cause_scheduler(c->job, (int)i, why);
+            ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, false);
+            c->stop_deadline_ms = mono_ms() + SLURM_KILLWAIT_MS + 5000;
+        }
+        free(why);
+        return;
+    }
     if (text)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
     else

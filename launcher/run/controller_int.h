@@ -21,6 +21,7 @@
 
 #define HEARTBEAT_LOST_MS 10000   /* a node without any message for this long is lost */
 #define PING_EVERY_MS     1000
+#define SLURM_KILLWAIT_MS 30000   /* Slurm's default KillWait: SIGTERM to SIGKILL of a job */
 #define WATCHDOG_MS       5000    /* the agent kills its ranks without a request for this long */
 #define TICK_EVERY_MS     1000    /* hang detector and log flush */
 #define EXIT_HOLD_MS      300     /* a failure waits this long for earlier exits of its node */

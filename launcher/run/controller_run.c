@@ -196,10 +196,12 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->workdir = util_abs_path(o->workdir && *o->workdir ? o->workdir : ".");
     c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
+    hosts_source_forget_allocation(); /* not for srun or the ranks */
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
-    if (!o->local && o->check.via == HOSTS_VIA_SRUN) {
+    if (!o->local && o->check.via == HOSTS_VIA_SRUN && !o->check.slurm_jobid) {
         /* The agents' step has its own values of these (one task per node); the ranks get the
-         * job's, as the allocation gave them to ddptop (docs/slurm.md "Environment"). */
+         * job's, as the allocation gave them to ddptop (docs/slurm.md "Environment"). Not with
+         * --jobid/--salloc: ddptop's environment is then not that job's. */
         static const char *const job_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_TASKS_PER_NODE",
                                                "SLURM_NTASKS_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NAME",
                                                "SLURM_MEM_PER_NODE", "SLURM_CPUS_PER_TASK", NULL};

@@ -228,7 +228,9 @@ void srun_step_start(struct srun_step *s)
 int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
 {
     int n = 0;
-    if (m != 0) return 0;
+    /* offered once: by the first member not yet released (member 0 may be on a new step) */
+    for (size_t i = 0; i < m; i++)
+        if (!s->m[i].released) return 0;
     if (s->out_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
     if (s->err_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
     if (s->to_fd >= 0 && s->wbuf.len && n < max) p[n++] = (struct pollfd){.fd = s->to_fd, .events = POLLOUT};
@@ -274,53 +276,83 @@ static void announce(struct srun_step *s, int task, const char *text)
     if (m->closed_by_us) queue_for(s, m, RELAY_EOF, strlen(RELAY_EOF));
 }
 
+static void member_exited(struct member *m, const char *status)
+{
+    if (m->ended) return;
+    m->ended = true;
+    free(m->why);
+    if (atoi(status) == 128 + SIGTERM)
+        m->why = xasprintf("Slurm stopped the agent on %s with SIGTERM (scancel, the job's time limit "
+                           "or a preemption)", m->name);
+    else
+        m->why = xasprintf("the agent on %s exited with status %s", m->name, status);
+}
+
 static void on_out_line(struct srun_step *s, const char *line)
 {
     const char *rest;
     int task = relay_label(line, &rest);
     struct member *m;
     if (task < 0) return; /* srun prints nothing unlabelled on stdout */
+    m = member_of_task(s, task);
+    /* the rest of a piece slurmstepd cut may begin with any byte, '=' included */
+    if (m && (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.')) {
+        int rc = relay_piece_feed(&m->piece, rest, strlen(rest));
+        if (rc < 0) strbuf_reset(&m->piece.line);
+        if (rc != 1) return;
+        if (m->piece.line.len && m->piece.line.buf[0] == '!') {
+            /* the relay's last line: the agent's exit status */
+            strbuf_add(&m->piece.line, "", 1);
+            member_exited(m, m->piece.line.buf + 1);
+        } else {
+            strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
+            strbuf_add(&m->in, "\n", 1);
+            m->bytes_in += m->piece.line.len + 1;
+        }
+        strbuf_reset(&m->piece.line);
+        return;
+    }
     if (rest[0] == '=') {
         announce(s, task, rest + 1);
         return;
     }
-    m = member_of_task(s, task);
-    if (!m) return;
-    if (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.') {
-        if (relay_piece_feed(&m->piece, rest, strlen(rest)) == 1) {
-            strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
-            strbuf_add(&m->in, "\n", 1);
-            m->bytes_in += m->piece.line.len + 1;
-            strbuf_reset(&m->piece.line);
-        }
-    } else if (rest[0] == '!' && !m->ended) {
-        m->ended = true;
-        free(m->why);
-        if (atoi(rest + 1) == 128 + SIGTERM)
-            m->why = xasprintf("Slurm stopped the agent on %s with SIGTERM (scancel, the job's time limit "
-                               "or a preemption)", m->name);
-        else
-            m->why = xasprintf("the agent on %s exited with status %s", m->name, rest + 1);
-    }
+}
+
+/* The member a message of srun or slurmstepd is about: the task's, else the node it names
+ * ("slurmstepd-n2: ...", "srun: error: n2: task 1: ..."), else the task's place in the list. */
+static struct member *member_named(struct srun_step *s, int task, const char *name, size_t len)
+{
+    struct member *m = member_of_task(s, task);
+    for (size_t i = 0; !m && name && i < s->n; i++)
+        if (strlen(s->m[i].name) == len && strncmp(s->m[i].name, name, len) == 0) m = &s->m[i];
+    if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+    return m;
 }
 
 /* srun's messages, and what the tasks wrote on stderr (labelled). */
 static void on_err_line(struct srun_step *s, const char *line)
 {
-    const char *rest, *t;
+    const char *rest, *t, *name = NULL;
     int task = relay_label(line, &rest);
+    size_t nl = 0;
     struct member *m;
     if (task >= 0) {
-        m = member_of_task(s, task);
-        if (!m && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+        if (strncmp(rest, "slurmstepd-", 11) == 0) {
+            name = rest + 11;
+            nl = strcspn(name, ":");
+        }
+        m = member_named(s, task, name, nl);
         if (m) snprintf(m->last_err, sizeof m->last_err, "%s", rest);
         return;
     }
     /* "srun: error: n2: task 1: Exited with exit code 2", "...: task 1: Killed" */
     if ((t = strstr(line, ": task ")) != NULL && strncmp(line, "srun: ", 6) == 0) {
         task = atoi(t + 7);
-        m = member_of_task(s, task);
-        if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
+        if (strncmp(line, "srun: error: ", 13) == 0) {
+            name = line + 13;
+            nl = (size_t)(t - name);
+        }
+        m = member_named(s, task, name, nl);
         if (m && !m->ended) {
             const char *what = strchr(t + 7, ':');
             m->ended = true;
