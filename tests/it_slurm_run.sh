@@ -8,6 +8,8 @@
 #     on, MASTER_ADDR node 0's address, no variable of the agents' step in the ranks';
 #   - a failing rank: the root cause names the rank and its node;
 #   - from the login node: --salloc (allocated, used, given back) and --jobid;
+#   - GPUs as Slurm hands them out (gres/gpu on placeholder devices): ranks per node and
+#     CUDA_VISIBLE_DEVICES through the agents' step;
 #   - bad input: --slurm outside an allocation, a job id that does not exist, srun without Slurm.
 set -u
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ if ! slurm_available; then
     tap_done; exit
 fi
 slurm_node_env n2 NCCL_SOCKET_IFNAME=eth9
+SLURM_FAKE_GPUS=2   # gres/gpu on placeholder devices (tests/lib/slurm.sh): Slurm's GPU bookkeeping, no GPU
 errf=$(mktemp)
 if ! slurm_up 2 2>"$errf"; then
     tap_fail "slurm_up 2" "$(cat "$errf")"; rm -f "$errf"; tap_done; exit
@@ -188,6 +191,30 @@ rc=$?
 grep -q "rank 3/4 on n2 job $held" "$LOGS/jobid/attempt-0/rank-3.log" 2>/dev/null && [ "$rc" = 0 ] &&
     tap_ok "--jobid $held from the login node: 4 ranks (tasks per node from scontrol), rank 3 on n2, in the job" ||
     tap_fail "--jobid: a job in an allocation held by sbatch" "rc $rc" "$(tail -8 jobid.out)"
+slurm_login scancel "$held"
+
+# ---------------------------------------------------------------------------------------------
+# 5b. GPUs (gres/gpu over placeholder devices: SLURM_FAKE_GPUS, never opened): ranks per node
+#     from the GPUs Slurm gave each node, and the agents' step keeps them for the ranks.
+slurm_login salloc -N2 --gpus-per-node=2 "$DDP" run --slurm --headless --no-check --log-dir "$LOGS" \
+    --run-id gpus -- sh -c 'echo "rank $RANK local $LOCAL_RANK gpus [$CUDA_VISIBLE_DEVICES] on $(hostname)"' \
+    >gpus.out 2>&1
+rc=$?
+grep -q "rank 3 local 1 gpus \[0,1\] on n2" "$LOGS/gpus/attempt-0/rank-3.log" 2>/dev/null &&
+    grep -q "rank 0 local 0 gpus \[0,1\] on n1" "$LOGS/gpus/attempt-0/rank-0.log" 2>/dev/null && [ "$rc" = 0 ] &&
+    tap_ok "salloc --gpus-per-node=2: 2 ranks per node (SLURM_GPUS_ON_NODE), each sees the job's CUDA_VISIBLE_DEVICES=0,1" ||
+    tap_fail "GPUs per node and CUDA_VISIBLE_DEVICES through the agents' step" "rc $rc" "$(tail -6 gpus.out)"
+held=$(slurm_login sbatch --parsable -N2 --gpus-per-node=2 -o /dev/null --wrap 'sleep 300')
+for _ in $(seq 1 100); do
+    [ "$(slurm_login squeue -h -j "$held" -o %T 2>/dev/null)" = RUNNING ] && break
+    sleep 0.1
+done
+slurm_login "$DDP" run --jobid "$held" --headless --no-check --log-dir "$LOGS" --run-id gpujob \
+    -- sh -c 'echo "rank $RANK/$WORLD_SIZE gpus [$CUDA_VISIBLE_DEVICES]"' >gpujob.out 2>&1
+rc=$?
+tap_check "--jobid of a job with 2 GPUs per node (TresPerNode): world 4, the ranks see its GPUs" \
+    sh -c "[ $rc = 0 ] && grep -q 'rank 3/4 gpus \[0,1\]' '$LOGS/gpujob/attempt-0/rank-3.log'" ||
+    tail -6 gpujob.out | sed 's/^/#   /'
 slurm_login scancel "$held"
 
 # ---------------------------------------------------------------------------------------------

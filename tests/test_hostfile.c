@@ -408,6 +408,7 @@ static void test_slurm(void)
     unsetenv("SLURM_GPUS_ON_NODE");
     unsetenv("SLURM_NTASKS_PER_NODE");
     unsetenv("SLURM_TASKS_PER_NODE");
+    unsetenv("SLURM_GPUS_PER_NODE");
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), -1);
     CHECK_STR(err, "--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation: "
               "salloc/sbatch, or give --jobid ID)");
@@ -435,6 +436,13 @@ static void test_slurm(void)
     CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);
     for (size_t i = 0; i < hl.n; i++) CHECK_INT(hl.hosts[i].slots, 2);
     hostlist_free(&hl);
+
+    /* salloc --gpus-per-node=a100:3: the shell has SLURM_GPUS_PER_NODE, not SLURM_GPUS_ON_NODE */
+    setenv("SLURM_GPUS_PER_NODE", "a100:3", 1);
+    CHECK_INT(hostfile_from_slurm(&hl, err, sizeof err), 0);
+    for (size_t i = 0; i < hl.n; i++) CHECK_INT(hl.hosts[i].slots, 3);
+    hostlist_free(&hl);
+    unsetenv("SLURM_GPUS_PER_NODE");
 
     /* salloc -n without --ntasks-per-node: only SLURM_TASKS_PER_NODE says it */
     unsetenv("SLURM_NTASKS_PER_NODE");

@@ -105,10 +105,14 @@ int hostfile_from_slurm(struct hostlist *out, char *err, size_t errlen)
                     "allocation: salloc/sbatch, or give --jobid ID)");
     /* GPUs on the node are the natural slot count; tasks per node when no GPU was asked for
      * (SLURM_NTASKS_PER_NODE only with --ntasks-per-node; SLURM_TASKS_PER_NODE always). */
-    static const char *const vars[] = {"SLURM_GPUS_ON_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL};
+    /* SLURM_GPUS_ON_NODE is a step's (sbatch's batch step has it); salloc's shell has only what
+     * was asked: SLURM_GPUS_PER_NODE, "2" or typed "a100:2" */
+    static const char *const vars[] = {"SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE", "SLURM_NTASKS_PER_NODE",
+                                       "SLURM_TASKS_PER_NODE", NULL};
     const char *cvar = NULL, *cval = NULL;
     for (int i = 0; vars[i] && !cval; i++) {
         const char *v = getenv(vars[i]);
+        if (v && i == 1 && strrchr(v, ':')) v = strrchr(v, ':') + 1;
         if (v && *v && strcmp(v, "0") != 0) {
             cvar = vars[i];
             cval = v;
