@@ -130,37 +130,39 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     return true;
 }
 
-bool root_cause_node(struct job *j, int node, const char *why)
+/* A cause that is a node's, not a rank's: the first one wins. NULL when one is set already. */
+static struct root_cause *node_cause_begin(struct job *j, int node)
 {
-    if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
-    const struct node_info *n = &j->nodes[node];
+    if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return NULL;
     struct root_cause *c = &j->cause;
     job_cause_clear(j);
     c->set = true;
     c->rank = -1;
     c->node = node;
     c->attempt = j->attempt;
+    c->last_lines = xcalloc(1, sizeof *c->last_lines);
+    return c;
+}
+
+bool root_cause_node(struct job *j, int node, const char *why)
+{
+    struct root_cause *c = node_cause_begin(j, node);
+    if (!c) return false;
+    const struct node_info *n = &j->nodes[node];
     if (n->n_ranks > 1)
         c->summary = xasprintf("node %s lost: %s (ranks %d-%d)", n->name, why, n->first_rank,
                                n->first_rank + n->n_ranks - 1);
     else
         c->summary = xasprintf("node %s lost: %s (rank %d)", n->name, why, n->first_rank);
-    c->last_lines = xcalloc(1, sizeof *c->last_lines);
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }
 
 bool root_cause_scheduler(struct job *j, int node, const char *why)
 {
-    if (j->cause.set || node < 0 || (size_t)node >= j->n_nodes) return false;
-    struct root_cause *c = &j->cause;
-    job_cause_clear(j);
-    c->set = true;
-    c->rank = -1;
-    c->node = node;
-    c->attempt = j->attempt;
+    struct root_cause *c = node_cause_begin(j, node);
+    if (!c) return false;
     c->summary = xstrdup(why);
-    c->last_lines = xcalloc(1, sizeof *c->last_lines);
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }

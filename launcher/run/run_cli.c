@@ -61,15 +61,6 @@ void run_cli_usage(FILE *f)
           "                       and exit; ddptop attach RUN shows it (docs/dashboard.md)\n"
           "  --no-check           skip the preflight checks (ssh, env, tcp)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
-          "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
-          "  --pbs                hosts from PBS_NODEFILE\n"
-          "  --jobid ID           from a login node: the nodes of your running Slurm job ID\n"
-          "  --salloc 'ARGS'      ask Slurm for nodes first (salloc ARGS), give them back at the end\n"
-          "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
-          "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
-          "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
-          "  --agent-bcast WHEN   srun: copy the agent to the nodes (srun --bcast): auto (unless\n"
-          "                       it is on NFS, Lustre, GPFS...), always or never\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
