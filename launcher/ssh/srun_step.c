@@ -2,7 +2,7 @@
  * the controller's loop through member 0's transport; every transport's step pumps them, which
  * costs nothing when nothing is there. The options given to srun, and why, are in
  * docs/slurm.md ("What runs where"). */
-#include "srun_step.h"
+#include "srun_step_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,34 +19,6 @@
 #include "wire/protocol.h"
 #include "wire/relay.h"
 
-struct member {
-    char *name;
-    char addr[64];
-    int task;                 /* srun's task id, -1 until the relay said who it is */
-    bool announced, closed_by_us, ended, failed;
-    char *why;                /* why it ended */
-    char last_err[256];       /* the last thing its task wrote on stderr */
-    struct relay_piece piece; /* a protocol line whose pieces are still arriving */
-    struct strbuf in;         /* whole protocol lines, each ended by '\n' */
-    size_t in_off;
-    struct strbuf pending;    /* requests sent before its task was known */
-    uint64_t bytes_in;
-    bool released;
-};
-
-struct srun_step {
-    char *agent_path, *jobid, *stderr_path;
-    char *bcast;              /* --bcast destination on every node, or NULL */
-    struct member *m;
-    size_t n, refs;
-    pid_t pid;
-    bool started, exited, reaped;
-    bool close_when_flushed;  /* every member closed: srun's stdin ends once wbuf went out */
-    int status;
-    int to_fd, out_fd, err_fd, log_fd;
-    struct strbuf wbuf, obuf, ebuf;
-    char srun_err[256];       /* srun's own last error line */
-};
 
 /* Variables of the surrounding job or step that srun would read as options of the agents' step
  * and that do not fit it: one task per node, all of the node's memory and GPUs, no binding. */
@@ -237,136 +209,6 @@ int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
     return n;
 }
 
-static struct member *member_of_task(struct srun_step *s, int task)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->m[i].task == task) return &s->m[i];
-    return NULL;
-}
-
-static void queue_for(struct srun_step *s, struct member *m, const char *line, size_t len)
-{
-    strbuf_addf(&s->wbuf, "%d ", m->task);
-    strbuf_add(&s->wbuf, line, len);
-    strbuf_add(&s->wbuf, "\n", 1);
-}
-
-/* "=NAME ADDR": the relay of task `task` says where it runs. */
-static void announce(struct srun_step *s, int task, const char *text)
-{
-    const char *sp = strchr(text, ' ');
-    size_t nl = sp ? (size_t)(sp - text) : strlen(text);
-    struct member *m = NULL;
-    for (size_t i = 0; i < s->n && !m; i++)
-        if (s->m[i].task < 0 && strlen(s->m[i].name) == nl && strncmp(s->m[i].name, text, nl) == 0) m = &s->m[i];
-    /* a name Slurm spells differently from the node list (an alias): task order is node order */
-    if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
-    if (!m) return;
-    m->task = task;
-    m->announced = true;
-    if (sp && strcmp(sp + 1, "-") != 0) snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
-    /* what the controller said before it knew the task */
-    size_t off = 0;
-    char *line;
-    while ((line = strbuf_take_line(&m->pending, &off)) != NULL) {
-        queue_for(s, m, line, strlen(line));
-        free(line);
-    }
-    strbuf_reset(&m->pending);
-    if (m->closed_by_us) queue_for(s, m, RELAY_EOF, strlen(RELAY_EOF));
-}
-
-static void member_exited(struct member *m, const char *status)
-{
-    if (m->ended) return;
-    m->ended = true;
-    free(m->why);
-    if (atoi(status) == 128 + SIGTERM)
-        m->why = xasprintf("Slurm stopped the agent on %s with SIGTERM (scancel, the job's time limit "
-                           "or a preemption)", m->name);
-    else
-        m->why = xasprintf("the agent on %s exited with status %s", m->name, status);
-}
-
-static void on_out_line(struct srun_step *s, const char *line)
-{
-    const char *rest;
-    int task = relay_label(line, &rest);
-    struct member *m;
-    if (task < 0) return; /* srun prints nothing unlabelled on stdout */
-    m = member_of_task(s, task);
-    /* the rest of a piece slurmstepd cut may begin with any byte, '=' included */
-    if (m && (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.')) {
-        int rc = relay_piece_feed(&m->piece, rest, strlen(rest));
-        if (rc < 0) strbuf_reset(&m->piece.line);
-        if (rc != 1) return;
-        if (m->piece.line.len && m->piece.line.buf[0] == '!') {
-            /* the relay's last line: the agent's exit status */
-            strbuf_add(&m->piece.line, "", 1);
-            member_exited(m, m->piece.line.buf + 1);
-        } else {
-            strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
-            strbuf_add(&m->in, "\n", 1);
-            m->bytes_in += m->piece.line.len + 1;
-        }
-        strbuf_reset(&m->piece.line);
-        return;
-    }
-    if (rest[0] == '=') {
-        announce(s, task, rest + 1);
-        return;
-    }
-}
-
-/* The member a message of srun or slurmstepd is about: the task's, else the node it names
- * ("slurmstepd-n2: ...", "srun: error: n2: task 1: ..."), else the task's place in the list. */
-static struct member *member_named(struct srun_step *s, int task, const char *name, size_t len)
-{
-    struct member *m = member_of_task(s, task);
-    for (size_t i = 0; !m && name && i < s->n; i++)
-        if (strlen(s->m[i].name) == len && strncmp(s->m[i].name, name, len) == 0) m = &s->m[i];
-    if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
-    return m;
-}
-
-/* srun's messages, and what the tasks wrote on stderr (labelled). */
-static void on_err_line(struct srun_step *s, const char *line)
-{
-    const char *rest, *t, *name = NULL;
-    int task = relay_label(line, &rest);
-    size_t nl = 0;
-    struct member *m;
-    if (task >= 0) {
-        if (strncmp(rest, "slurmstepd-", 11) == 0) {
-            name = rest + 11;
-            nl = strcspn(name, ":");
-        }
-        m = member_named(s, task, name, nl);
-        if (m) snprintf(m->last_err, sizeof m->last_err, "%s", rest);
-        return;
-    }
-    /* "srun: error: n2: task 1: Exited with exit code 2", "...: task 1: Killed" */
-    if ((t = strstr(line, ": task ")) != NULL && strncmp(line, "srun: ", 6) == 0) {
-        task = atoi(t + 7);
-        if (strncmp(line, "srun: error: ", 13) == 0) {
-            name = line + 13;
-            nl = (size_t)(t - name);
-        }
-        m = member_named(s, task, name, nl);
-        if (m && !m->ended) {
-            const char *what = strchr(t + 7, ':');
-            m->ended = true;
-            m->failed = !m->announced;
-            free(m->why);
-            m->why = xasprintf("the agent's task on %s ended: %s%s%s%s", m->name, what ? what + 2 : line,
-                               m->last_err[0] ? " (" : "", m->last_err, m->last_err[0] ? ")" : "");
-        }
-        return;
-    }
-    if (strncmp(line, "srun: error: ", 13) == 0 || strncmp(line, "srun: fatal: ", 13) == 0)
-        snprintf(s->srun_err, sizeof s->srun_err, "%s", line);
-}
-
 static void read_lines(struct srun_step *s, int *fd, struct strbuf *b, void (*fn)(struct srun_step *, const char *))
 {
     char buf[65536];
@@ -376,7 +218,7 @@ static void read_lines(struct srun_step *s, int *fd, struct strbuf *b, void (*fn
             size_t off = 0;
             char *line;
             strbuf_add(b, buf, (size_t)r);
-            if (fn == on_err_line && s->log_fd >= 0 && write(s->log_fd, buf, (size_t)r) < 0) {
+            if (fn == srun_step_err_line && s->log_fd >= 0 && write(s->log_fd, buf, (size_t)r) < 0) {
                 close(s->log_fd);
                 s->log_fd = -1;
             }
@@ -432,8 +274,8 @@ void srun_step_pump(struct srun_step *s)
     if (!s->started || s->exited) return;
     flush(s);
     close_if_flushed(s);
-    read_lines(s, &s->out_fd, &s->obuf, on_out_line);
-    read_lines(s, &s->err_fd, &s->ebuf, on_err_line);
+    read_lines(s, &s->out_fd, &s->obuf, srun_step_out_line);
+    read_lines(s, &s->err_fd, &s->ebuf, srun_step_err_line);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;
@@ -497,7 +339,7 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
         strbuf_add(&me->pending, "\n", 1);
         return;
     }
-    queue_for(s, me, line, strlen(line));
+    srun_step_queue(s, me, line, strlen(line));
     flush(s);
 }
 
@@ -529,7 +371,7 @@ void srun_step_close(struct srun_step *s, size_t m)
     struct member *me = &s->m[m];
     if (me->closed_by_us) return;
     me->closed_by_us = true;
-    if (me->task >= 0 && !me->ended) queue_for(s, me, RELAY_EOF, strlen(RELAY_EOF));
+    if (me->task >= 0 && !me->ended) srun_step_queue(s, me, RELAY_EOF, strlen(RELAY_EOF));
     flush(s);
     /* the last one closes srun's stdin once what is queued went out: every task sees end of
      * file, the step ends */
@@ -547,8 +389,8 @@ static void nap_ms(int ms)
 static void wait_exit(struct srun_step *s, int ms)
 {
     for (int i = 0; i < ms / 10 && !s->reaped; i++) {
-        read_lines(s, &s->out_fd, &s->obuf, on_out_line);
-        read_lines(s, &s->err_fd, &s->ebuf, on_err_line);
+        read_lines(s, &s->out_fd, &s->obuf, srun_step_out_line);
+        read_lines(s, &s->err_fd, &s->ebuf, srun_step_err_line);
         reap(s);
         if (!s->reaped) nap_ms(10);
     }

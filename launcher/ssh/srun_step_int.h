@@ -1,0 +1,50 @@
+/* What srun_step.c (the step's life, its pipes, the members' side of the transport) and
+ * srun_step_lines.c (reading srun's output and messages into the members) share. */
+#ifndef DDPTOP_SRUN_STEP_INT_H
+#define DDPTOP_SRUN_STEP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "srun_step.h"
+#include "util/util.h"
+#include "wire/relay.h"
+
+struct member {
+    char *name;
+    char addr[64];
+    int task;                 /* srun's task id, -1 until the relay said who it is */
+    bool announced, closed_by_us, ended, failed;
+    char *why;                /* why it ended */
+    char last_err[256];       /* the last thing its task wrote on stderr */
+    struct relay_piece piece; /* a protocol line whose pieces are still arriving */
+    struct strbuf in;         /* whole protocol lines, each ended by '\n' */
+    size_t in_off;
+    struct strbuf pending;    /* requests sent before its task was known */
+    uint64_t bytes_in;
+    bool released;
+};
+
+struct srun_step {
+    char *agent_path, *jobid, *stderr_path;
+    char *bcast;              /* --bcast destination on every node, or NULL */
+    struct member *m;
+    size_t n, refs;
+    pid_t pid;
+    bool started, exited, reaped;
+    bool close_when_flushed;  /* every member closed: srun's stdin ends once wbuf went out */
+    int status;
+    int to_fd, out_fd, err_fd, log_fd;
+    struct strbuf wbuf, obuf, ebuf;
+    char srun_err[256];       /* srun's own last error line */
+};
+
+/* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
+void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len);
+/* One line of srun's stdout (a relay's, labelled "K: ") or of its stderr (srun's own messages,
+ * the tasks' stderr labelled). */
+void srun_step_out_line(struct srun_step *s, const char *line);
+void srun_step_err_line(struct srun_step *s, const char *line);
+
+#endif
