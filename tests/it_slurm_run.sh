@@ -24,21 +24,22 @@ PY=/usr/bin/python3
 DDP=$PWD/${BUILD:-build}/ddptop
 TRAIN=$PWD/${BUILD:-build}/ddptop-train
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
-if ! slurm_available; then
-    tap_fail "slurm testbed: needs root, slurm-wlm and munge (make deps)"
-    tap_done; exit
-fi
 slurm_node_env n2 NCCL_SOCKET_IFNAME=eth9
 SLURM_FAKE_GPUS=2   # gres/gpu on placeholder devices (tests/lib/slurm.sh): Slurm's GPU bookkeeping, no GPU
-errf=$(mktemp)
-if ! slurm_up 2 2>"$errf"; then
-    tap_fail "slurm_up 2" "$(cat "$errf")"; rm -f "$errf"; tap_done; exit
-fi
-rm -f "$errf"
+slurm_up_or_end 2
 D=$SLURM_DIR
 cd "$D"
 A1=$(slurm_addr n1)
 LOGS=$D/logs
+
+# hold_job SBATCH-ARGS...: an allocation held by an sbatch job that sleeps, RUNNING; HELD is its id.
+hold_job() {
+    HELD=$(slurm_login sbatch --parsable "$@" -o /dev/null --wrap 'sleep 300')
+    for _ in $(seq 1 100); do
+        [ "$(slurm_login squeue -h -j "$HELD" -o %T 2>/dev/null)" = RUNNING ] && break
+        sleep 0.1
+    done
+}
 
 # no_ranks MARKER: no process whose command line holds MARKER is left in any node namespace.
 no_ranks() {
@@ -180,11 +181,8 @@ grep -q "rank 0 on n1" "$LOGS/salloc/attempt-0/rank-0.log" 2>/dev/null &&
 tap_check "--salloc: says so and gives the allocation back (squeue is empty)" \
     sh -c "grep -q 'gave back Slurm job' salloc.out && [ -z \"\$(SLURM_CONF=$SLURM_CONF_FILE nsenter -t \$(cat $D/run/ctl.holder.pid) -m -n -u squeue -h)\" ]"
 
-held=$(slurm_login sbatch --parsable -N2 --ntasks-per-node=2 -o /dev/null --wrap 'sleep 300')
-for _ in $(seq 1 100); do
-    [ "$(slurm_login squeue -h -j "$held" -o %T 2>/dev/null)" = RUNNING ] && break
-    sleep 0.1
-done
+hold_job -N2 --ntasks-per-node=2
+held=$HELD
 slurm_login "$DDP" run --jobid "$held" --headless --no-check --log-dir "$LOGS" --run-id jobid \
     -- sh -c 'echo "rank $RANK/$WORLD_SIZE on $(hostname) job $SLURM_JOB_ID"' >jobid.out 2>&1
 rc=$?
@@ -204,11 +202,8 @@ grep -q "rank 3 local 1 gpus \[0,1\] on n2" "$LOGS/gpus/attempt-0/rank-3.log" 2>
     grep -q "rank 0 local 0 gpus \[0,1\] on n1" "$LOGS/gpus/attempt-0/rank-0.log" 2>/dev/null && [ "$rc" = 0 ] &&
     tap_ok "salloc --gpus-per-node=2: 2 ranks per node (SLURM_GPUS_ON_NODE), each sees the job's CUDA_VISIBLE_DEVICES=0,1" ||
     tap_fail "GPUs per node and CUDA_VISIBLE_DEVICES through the agents' step" "rc $rc" "$(tail -6 gpus.out)"
-held=$(slurm_login sbatch --parsable -N2 --gpus-per-node=2 -o /dev/null --wrap 'sleep 300')
-for _ in $(seq 1 100); do
-    [ "$(slurm_login squeue -h -j "$held" -o %T 2>/dev/null)" = RUNNING ] && break
-    sleep 0.1
-done
+hold_job -N2 --gpus-per-node=2
+held=$HELD
 slurm_login "$DDP" run --jobid "$held" --headless --no-check --log-dir "$LOGS" --run-id gpujob \
     -- sh -c 'echo "rank $RANK/$WORLD_SIZE gpus [$CUDA_VISIBLE_DEVICES]"' >gpujob.out 2>&1
 rc=$?

@@ -32,15 +32,7 @@ trap 'exit 143' TERM
 PY=/usr/bin/python3
 DDP=$PWD/${BUILD:-build}/ddptop
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
-if ! slurm_available; then
-    tap_fail "slurm testbed: needs root, slurm-wlm and munge (make deps)"
-    tap_done; exit
-fi
-errf=$(mktemp)
-if ! slurm_up 2 2>"$errf"; then
-    tap_fail "slurm_up 2" "$(cat "$errf")"; rm -f "$errf"; tap_done; exit
-fi
-rm -f "$errf"
+slurm_up_or_end 2
 D=$SLURM_DIR
 cd "$D"
 LOGS=$D/logs

@@ -196,18 +196,6 @@ static void add_gpu(struct sampler *s, unsigned int i, struct strbuf *sb)
     strbuf_adds(sb, "}");
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The sampler's thread: a sample every interval; XIDs as they come, in the next sample's
  * "xids" (the wait for them is the pause between samples). */
 static void *sampler_main(void *arg)
@@ -239,7 +227,7 @@ static void *sampler_main(void *arg)
         for (unsigned int i = 0; i < s->n; i++) add_gpu(s, i, &sb);
         strbuf_addf(&sb, "],\"xids\":[%s]}\n", xids.buf ? xids.buf : "");
         strbuf_reset(&xids);
-        if (write_all(s->fd, sb.buf, sb.len) < 0) break;   /* the loop closed its end */
+        if (util_write_all(s->fd, sb.buf, sb.len) < 0) break;   /* the loop closed its end */
     }
     close(s->fd);
     dlclose(s->api.lib);

@@ -28,18 +28,6 @@ static struct {
     int running;
 } relay = {.to_agent = -1, .from_agent = -1};
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void close_to_agent(void)
 {
     if (relay.to_agent >= 0) close(relay.to_agent);
@@ -59,9 +47,8 @@ static void from_controller(struct strbuf *in)
                 close_to_agent();
             } else if (relay.to_agent >= 0) {
                 size_t n = strlen(rest);
-                line[0] = '\0';
                 /* the agent's loop drains its stdin: a full pipe only means it is busy */
-                if (write_all(relay.to_agent, rest, n) < 0 || write_all(relay.to_agent, "\n", 1) < 0)
+                if (util_write_all(relay.to_agent, rest, n) < 0 || util_write_all(relay.to_agent, "\n", 1) < 0)
                     close_to_agent();
             }
         }
@@ -88,7 +75,7 @@ static int from_agent(struct strbuf *in)
     for (size_t off2 = 0; rc == 0 && off2 < out.len;) {
         const char *nl = memchr(out.buf + off2, '\n', out.len - off2);
         size_t n = (size_t)(nl - (out.buf + off2)) + 1;
-        rc = write_all(STDOUT_FILENO, out.buf + off2, n);
+        rc = util_write_all(STDOUT_FILENO, out.buf + off2, n);
         off2 += n;
     }
     strbuf_done(&out);
@@ -237,7 +224,7 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
     }
     strbuf_init(&hello);
     strbuf_addf(&hello, "=%s %s\n", name, addr);
-    write_all(STDOUT_FILENO, hello.buf, hello.len);
+    util_write_all(STDOUT_FILENO, hello.buf, hello.len);
     strbuf_done(&hello);
     *in_fd = a[0];
     relay.to_agent = a[1];
@@ -267,7 +254,7 @@ void agent_relay_finish(int in_fd, int out_fd, int status)
         struct strbuf f;
         strbuf_init(&f);
         relay_frame(last, (size_t)n, &f);
-        write_all(STDOUT_FILENO, f.buf, f.len);
+        util_write_all(STDOUT_FILENO, f.buf, f.len);
         strbuf_done(&f);
     }
 }

@@ -193,38 +193,61 @@ static void history_add(struct gpu_info *g, const struct gpu_info *prev)
     }
 }
 
+/* The GPU with NVML index `index` in a node's table, or NULL. */
+static const struct gpu_info *gpu_by_index(const struct gpu_info *g, int n, int index)
+{
+    for (int i = 0; i < n; i++)
+        if (g[i].index == index) return &g[i];
+    return NULL;
+}
+
+/* A node's new GPU table, each GPU's history carried on from the same GPU in the old one;
+ * fix_rank sets each entry's rank. The old table is returned for the caller to free. */
+static struct gpu_info *gpu_table_replace(struct job *j, int node, const struct gpu_info *gpus, int n,
+                                          int *n_old, void (*fix_rank)(const struct job *, int, struct gpu_info *))
+{
+    struct node_gpus *ng = &j->nodes[node].gpus;
+    struct gpu_info *old = ng->g;
+    *n_old = ng->n;
+    ng->g = xcalloc(n ? (size_t)n : 1, sizeof *ng->g);
+    ng->n = n;
+    for (int i = 0; i < n; i++) {
+        struct gpu_info *g = &ng->g[i];
+        *g = gpus[i];
+        fix_rank(j, node, g);
+        history_add(g, gpu_by_index(old, *n_old, g->index));
+        if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
+    }
+    return old;
+}
+
+/* Live: the rank whose process group holds the GPU (the rest by map_by_local_rank). */
+static void rank_from_processes(const struct job *j, int node, struct gpu_info *g)
+{
+    g->rank = -1;
+    for (int k = 0; k < g->n_pids && g->rank < 0; k++) g->rank = rank_of_group(j, node, g->pids[k][1]);
+}
+
+/* Replayed: the file's rank, when it is one of this node's. */
+static void rank_from_file(const struct job *j, int node, struct gpu_info *g)
+{
+    const struct node_info *ni = &j->nodes[node];
+    if (g->rank < ni->first_rank || g->rank >= ni->first_rank + ni->n_ranks) g->rank = -1;
+}
+
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids)
 {
     if (node < 0 || (size_t)node >= j->n_nodes || n < 0) return;
     struct node_gpus *ng = &j->nodes[node].gpus;
-    struct gpu_info *old = ng->g;
-    int n_old = ng->n;
-    ng->g = xcalloc(n ? (size_t)n : 1, sizeof *ng->g);
-    ng->n = n;
-    for (int i = 0; i < n; i++) {
-        struct gpu_info *g = &ng->g[i];
-        const struct gpu_info *prev = NULL;
-        *g = gpus[i];
-        g->rank = -1;
-        for (int k = 0; k < g->n_pids && g->rank < 0; k++) g->rank = rank_of_group(j, node, g->pids[k][1]);
-        for (int k = 0; k < n_old; k++)
-            if (old[k].index == g->index) prev = &old[k];
-        history_add(g, prev);
-        if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
-    }
+    int n_old;
+    struct gpu_info *old = gpu_table_replace(j, node, gpus, n, &n_old, rank_from_processes);
     map_by_local_rank(j, node);
-    for (int i = 0; i < n; i++) {
-        const struct gpu_info *prev = NULL;
-        for (int k = 0; k < n_old; k++)
-            if (old[k].index == ng->g[i].index) prev = &old[k];
-        events_for(j, node, ng->seen ? prev : NULL, &ng->g[i]);
-    }
+    for (int i = 0; i < n; i++)
+        events_for(j, node, ng->seen ? gpu_by_index(old, n_old, ng->g[i].index) : NULL, &ng->g[i]);
     for (int x = 0; x < n_xids; x++) {
         char who[160];
-        const struct gpu_info *g = NULL;
-        for (int i = 0; i < n; i++)
-            if (ng->g[i].index == xids[x][0]) g = &ng->g[i];
+        const struct gpu_info *g = gpu_by_index(ng->g, n, xids[x][0]);
         struct gpu_info unknown = { .index = xids[x][0], .rank = -1 };
         describe(j, node, g ? g : &unknown, who, sizeof who);
         const char *m = gpu_xid_meaning(xids[x][1]);
@@ -240,25 +263,9 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
 void job_gpu_restore(struct job *j, int node, const struct gpu_info *gpus, int n)
 {
     if (node < 0 || (size_t)node >= j->n_nodes || n < 0) return;
-    struct node_gpus *ng = &j->nodes[node].gpus;
-    const struct node_info *ni = &j->nodes[node];
-    struct gpu_info *old = ng->g;
-    int n_old = ng->n;
-    ng->g = xcalloc(n ? (size_t)n : 1, sizeof *ng->g);
-    ng->n = n;
-    for (int i = 0; i < n; i++) {
-        struct gpu_info *g = &ng->g[i];
-        const struct gpu_info *prev = NULL;
-        *g = gpus[i];
-        /* the file's rank, when it is one of this node's */
-        if (g->rank < ni->first_rank || g->rank >= ni->first_rank + ni->n_ranks) g->rank = -1;
-        for (int k = 0; k < n_old; k++)
-            if (old[k].index == g->index) prev = &old[k];
-        history_add(g, prev);
-        if (g->rank >= 0) j->ranks[g->rank].gpu = g->index;
-    }
-    ng->seen = true;
-    free(old);
+    int n_old;
+    free(gpu_table_replace(j, node, gpus, n, &n_old, rank_from_file));
+    j->nodes[node].gpus.seen = true;
     j->generation++;
 }
 
@@ -266,9 +273,7 @@ const struct gpu_info *job_rank_gpu(const struct job *j, int rank)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks || j->ranks[rank].gpu < 0) return NULL;
     const struct node_gpus *ng = &j->nodes[j->ranks[rank].node].gpus;
-    for (int i = 0; i < ng->n; i++)
-        if (ng->g[i].index == j->ranks[rank].gpu) return &ng->g[i];
-    return NULL;
+    return gpu_by_index(ng->g, ng->n, j->ranks[rank].gpu);
 }
 
 const char *job_gpu_stall_note(const struct job *j, int rank, char *buf, size_t cap)

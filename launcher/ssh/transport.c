@@ -24,7 +24,6 @@ enum transport_kind { T_SSH, T_CHILD, T_SRUN };
 
 struct transport {
     enum transport_kind kind;
-    bool local;                  /* T_CHILD: a child on two pipes (this machine, or pbs_tmrsh) */
     struct ssh_conn *ssh;
     struct srun_step *srun;      /* T_SRUN: the step and this node's member of it */
     size_t member;
@@ -63,7 +62,6 @@ struct transport *transport_child_new(const char *const *argv, const char *addre
     struct transport *t = xcalloc(1, sizeof *t);
     size_t n = 0;
     t->kind = T_CHILD;
-    t->local = true;
     while (argv[n]) n++;
     t->argv = xcalloc(n + 1, sizeof *t->argv);
     for (size_t i = 0; i < n; i++) t->argv[i] = xstrdup(argv[i]);
@@ -164,7 +162,7 @@ static void local_start(struct transport *t)
 void transport_start(struct transport *t)
 {
     if (t->kind == T_SRUN) srun_step_start(t->srun);
-    else if (t->local) local_start(t);
+    else if (t->kind == T_CHILD) local_start(t);
     else ssh_conn_start(t->ssh);
 }
 
@@ -172,7 +170,7 @@ int transport_pollfds(struct transport *t, struct pollfd *p, int max)
 {
     int n = 0;
     if (t->kind == T_SRUN) return srun_step_pollfds(t->srun, t->member, p, max);
-    if (!t->local) return max > 0 && ssh_conn_pollfd(t->ssh, p) ? 1 : 0;
+    if (t->kind != T_CHILD) return max > 0 && ssh_conn_pollfd(t->ssh, p) ? 1 : 0;
     if (t->from_fd >= 0 && n < max && t->in.len - t->in_off < PROTOCOL_BACKLOG_MAX)
         p[n++] = (struct pollfd){.fd = t->from_fd, .events = POLLIN};
     if (t->to_fd >= 0 && t->out.len && n < max) p[n++] = (struct pollfd){.fd = t->to_fd, .events = POLLOUT};
@@ -240,7 +238,7 @@ void transport_step(struct transport *t, short revents)
         srun_step_pump(t->srun);
         return;
     }
-    if (!t->local) {
+    if (t->kind != T_CHILD) {
         ssh_conn_step(t->ssh, revents);
         return;
     }
@@ -275,7 +273,7 @@ enum transport_state transport_state(const struct transport *t)
         default: return TRANSPORT_FAILED;
         }
     }
-    if (t->local) return t->state;
+    if (t->kind == T_CHILD) return t->state;
     switch (ssh_conn_state(t->ssh)) {
     case SSH_CONN_READY: return TRANSPORT_READY;
     case SSH_CONN_CLOSED: return TRANSPORT_CLOSED;
@@ -287,13 +285,13 @@ enum transport_state transport_state(const struct transport *t)
 bool transport_connecting(const struct transport *t)
 {
     if (t->kind == T_SRUN) return srun_step_state(t->srun, t->member) == SRUN_MEMBER_WAITING;
-    return t->local ? t->state == TRANSPORT_CONNECTING : ssh_conn_connecting(t->ssh);
+    return t->kind == T_CHILD ? t->state == TRANSPORT_CONNECTING : ssh_conn_connecting(t->ssh);
 }
 
 const char *transport_error(const struct transport *t)
 {
     if (t->kind == T_SRUN) return srun_step_error(t->srun, t->member);
-    return t->local ? t->err : ssh_conn_error(t->ssh);
+    return t->kind == T_CHILD ? t->err : ssh_conn_error(t->ssh);
 }
 
 const char *transport_user(const struct transport *t)
@@ -325,16 +323,16 @@ int64_t transport_login_ms(const struct transport *t)
 const char *transport_hint(const struct transport *t)
 {
     if (t->kind == T_SRUN) return srun_step_hint(t->srun, t->member);
-    if (t->local && t->launcher && t->state == TRANSPORT_CLOSED && t->reaped && WIFEXITED(t->status) &&
+    if (t->kind == T_CHILD && t->launcher && t->state == TRANSPORT_CLOSED && t->reaped && WIFEXITED(t->status) &&
         WEXITSTATUS(t->status) == 127)
         return "the agent must be at the same path on every node (a shared file system): docs/slurm.md \"PBS\"";
-    return t->local ? NULL : ssh_conn_hint(t->ssh);
+    return t->kind == T_CHILD ? NULL : ssh_conn_hint(t->ssh);
 }
 
 const char *transport_address(const struct transport *t)
 {
     const char *a = t->kind == T_SRUN ? srun_step_address(t->srun, t->member)
-                    : t->local        ? t->address
+                    : t->kind == T_CHILD        ? t->address
                                       : ssh_conn_address(t->ssh);
     return a ? a : "127.0.0.1";
 }
@@ -345,7 +343,7 @@ void transport_send_line(struct transport *t, const char *line)
         srun_step_send(t->srun, t->member, line);
         return;
     }
-    if (!t->local) {
+    if (t->kind != T_CHILD) {
         ssh_conn_send_line(t->ssh, line);
         return;
     }
@@ -358,14 +356,14 @@ void transport_send_line(struct transport *t, const char *line)
 uint64_t transport_bytes_in(const struct transport *t)
 {
     if (t->kind == T_SRUN) return srun_step_bytes_in(t->srun, t->member);
-    return t->local ? t->bytes_in : ssh_conn_bytes_in(t->ssh);
+    return t->kind == T_CHILD ? t->bytes_in : ssh_conn_bytes_in(t->ssh);
 }
 
 char *transport_next_line(struct transport *t)
 {
     char *line;
     if (t->kind == T_SRUN) return srun_step_next_line(t->srun, t->member);
-    if (!t->local) return ssh_conn_next_line(t->ssh);
+    if (t->kind != T_CHILD) return ssh_conn_next_line(t->ssh);
     line = strbuf_take_line(&t->in, &t->in_off);
     if (!line && t->in.len - t->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
         /* an agent bug; without a bound this would grow forever */
@@ -381,7 +379,7 @@ void transport_close(struct transport *t)
         srun_step_close(t->srun, t->member);
         return;
     }
-    if (!t->local) {
+    if (t->kind != T_CHILD) {
         ssh_conn_close(t->ssh);
         return;
     }
@@ -402,7 +400,7 @@ void transport_close(struct transport *t)
 void transport_free(struct transport *t)
 {
     if (!t) return;
-    if (t->local) {
+    if (t->kind == T_CHILD) {
         transport_close(t);
         /* The agent stops its ranks on end of file, then exits; give it that long. */
         for (int i = 0; i < 300 && t->pid > 0 && !t->reaped; i++) {

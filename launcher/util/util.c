@@ -233,6 +233,19 @@ void util_iso_time(int64_t wall, char *buf, size_t n)
     snprintf(buf, n, "%s.%03dZ", base, (int)(wall / 1000000 % 1000));
 }
 
+int util_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 bool util_in_path(const char *name)
 {
     const char *path = getenv("PATH");

@@ -59,6 +59,10 @@ char *util_abs_path(const char *p);
 /* Whether an executable `name` is in one of PATH's directories (how --pbs finds pbs_tmrsh). */
 bool util_in_path(const char *name);
 
+/* Writes all n bytes to a blocking fd, through EINTR and short writes: for threads and
+ * children that may wait (never the poll loops). 0, or -1 with errno set. */
+int util_write_all(int fd, const void *p, size_t n);
+
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
 

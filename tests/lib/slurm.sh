@@ -393,6 +393,21 @@ _slurm_kill_pidfiles() {
 # namespaces (slurmstepd, tasks, commands of slurm_login/slurm_node), deletes the namespaces
 # (bridge included) and the directory; the private mount namespace goes with its holder.
 # Idempotent; safe from an EXIT trap.
+# slurm_up_or_end N: for tests (tests/lib/tap.sh sourced): slurm_up N, or a failed TAP line
+# with the reason (the testbed's needs, the daemons' logs) and the end of the test.
+slurm_up_or_end() {
+    local errf
+    if ! slurm_available; then
+        tap_fail "slurm testbed: needs root, slurm-wlm and munge (make deps)"
+        tap_done; exit
+    fi
+    errf=$(mktemp)
+    if ! slurm_up "$1" 2>"$errf"; then
+        tap_fail "slurm_up $1" "$(cat "$errf")"; rm -f "$errf"; tap_done; exit
+    fi
+    rm -f "$errf"
+}
+
 slurm_down() {
     local f ns pids i
     if [ -n "$SLURM_DIR" ] && [ -d "$SLURM_DIR" ]; then
