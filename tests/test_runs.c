@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "job/job.h"
+#include "job/logw.h"
 #include "job/run_owner.h"
 #include "job/run_summary.h"
 #include "job/runs.h"
@@ -362,6 +363,7 @@ static void test_round_trip_from_the_job(void)
     struct run_owner o;
     CHECK_INT(run_owner_check(dir, &o), OWNER_ALIVE);
     job_event_add(j, EV_LAUNCH, -1, -1, "attempt 0: launching 3 ranks on 2 nodes");
+    CHECK(logw_drain(j->files, 10000));
     struct run_entry e;
     runs_entry_read(&e, dir, NULL);
     CHECK_STR(e.id, "rt");
@@ -370,6 +372,7 @@ static void test_round_trip_from_the_job(void)
     CHECK_STR(run_summary_rank_host(&e.sum, 2), "gpu2");
     runs_entry_free(&e);
     job_event_end(j, RUN_FAILED, 1);
+    CHECK(logw_drain(j->files, 10000));
     runs_entry_read(&e, dir, NULL);
     CHECK_STR(run_state_name(e.sum.state), "failed");
     CHECK_INT(e.sum.exit_code, 1);

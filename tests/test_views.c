@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "job/job.h"
+#include "job/logw.h"
 #include "job/rank_report.h"
 #include "keymap.h"
 #include "tap.h"
@@ -325,6 +326,7 @@ static void test_step_lines_in_words(void)
     delwin(w);
     /* the log file holds exactly what the rank wrote */
     job_flush(j);
+    CHECK(logw_drain(j->files, 10000));
     char path[256], buf[8192] = "";
     snprintf(path, sizeof path, "%s/t/attempt-0/rank-0.log", tmpdir);
     FILE *f = fopen(path, "r");

@@ -19,6 +19,7 @@
 #include "dashboard_int.h"
 #include "headless.h"
 #include "keymap.h"
+#include "session_proto.h"
 #include "util/util.h"
 /* last: term.h defines macros named like common words (lines, columns) */
 #include <term.h>
@@ -566,6 +567,7 @@ int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const cha
         return 2;
     }
     dashboard_set_controller(d, c);
+    session_note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
     int rc = controller_run(c);
     dashboard_free(d);
     const struct job *j = controller_job(c);

@@ -89,11 +89,29 @@ static int start_session(const struct run_opts *o, bool detach)
 static int run_frontend(const struct run_opts *o, const struct hostlist *hl)
 {
     const char *no_session = getenv("DDPTOP_NO_SESSION");
-    if (session_inside()) return dashboard_run(o, hl, theme_opt);
+    if (session_inside()) {
+        /* the session's server gone (killed, crashed) hangs us up: the run is left to its
+         * agents, and ddptop attach takes it over */
+        struct run_opts in = *o;
+        in.hup_detaches = true;
+        return dashboard_run(&in, hl, theme_opt);
+    }
     if (o->detach) return start_session(o, true);
     if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl);
     if (no_session && *no_session && strcmp(no_session, "0") != 0) return dashboard_run(o, hl, theme_opt);
     return start_session(o, false);
+}
+
+/* `ddptop attach RUN` taking a run over: `ddptop run ARGS --adopt` in this process, as if it
+ * had been typed (a session of its own on a terminal). */
+static int run_again(int argc, char **argv)
+{
+    session_args.argc = argc;
+    session_args.argv = argv;
+    session_args.run_id_at = 2;
+    argc--, argv++;
+    if (take_theme_option(&argc, argv) != 0) return 2;
+    return run_cli_main(argc - 1, argv + 1, run_frontend);
 }
 
 /* Plain `ddptop`: the same, and without a hostfile the embedded default runs 2 local ranks
@@ -132,7 +150,7 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_DFL);
         return logs_cli_main(argc - 2, argv + 2);
     }
-    if (argc >= 2 && strcmp(argv[1], "attach") == 0) return session_attach_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "attach") == 0) return session_attach_main(argc - 2, argv + 2, run_again);
     if (argc >= 2 && strcmp(argv[1], "view") == 0) return view_cli_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {
         argc--, argv++;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
+#include "session_proto.h"
 #include "job/job_stats.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -277,6 +278,7 @@ int headless_run(const struct run_opts *o, const struct hostlist *hl)
     /* before the preflight, which may take a while: where to look (ddptop logs RUN -f) */
     say(h, "run %s, logs in %s", controller_job(c)->run_id, controller_job(c)->log_dir);
     flush_out(h, false);
+    session_note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
     rc = controller_run(c);
     headless_finish(h, controller_job(c), rc);
     controller_free(c);

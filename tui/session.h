@@ -39,8 +39,13 @@ int session_start(const struct session_start *s);
  * array (the strings are argv's), NULL-terminated. */
 char **session_inner_argv(int argc, char **argv, int at, const char *run_id);
 
-/* `ddptop attach [RUN | SOCKET]` (the arguments after "attach"). Returns the exit status. */
-int session_attach_main(int argc, char **argv);
+/* `ddptop attach [RUN | SOCKET]` (the arguments after "attach"). Returns the exit status.
+ * run_again(argc, argv) runs `ddptop run ...` (argv[0] "ddptop", argv[1] "run") in this
+ * process: how a run whose controller is gone is taken over. */
+int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv));
+/* RUN has no session: view it when it ended, else take it over (session_takeover.c). */
+int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
+                     int (*run_again)(int argc, char **argv));
 void session_attach_usage(FILE *f);
 
 #endif

@@ -16,10 +16,21 @@
 
 void session_attach_usage(FILE *f)
 {
-    fputs("usage: ddptop attach [RUN | SOCKET]\n"
+    fputs("usage: ddptop attach [RUN | SOCKET] [--log-dir DIR] [--headless] [--force]\n"
           "Attaches this terminal to the dashboard of run RUN, started by ddptop run on a terminal\n"
           "or with ddptop run --detach. RUN may be left out when exactly one run of yours has a\n"
           "session; SOCKET is the path of a session's socket.\n"
+          "\n"
+          "When RUN has no session: a run that ended is shown (ddptop view); a run whose controller\n"
+          "is gone (killed, crashed, its machine rebooted) while its agents wait for one\n"
+          "(--agent-grace) is taken over: ddptop starts again with the run's command line, directory\n"
+          "and environment, reconnects to every node's agent, catches up the logs and carries on\n"
+          "(docs/run.md \"Taking a run over\").\n"
+          "  --log-dir DIR   where the run is, when it was not started from this machine's account\n"
+          "  --headless      take it over printing lines (also without a terminal); the exit status is\n"
+          "                  the job's\n"
+          "  --force         take it over although its controller ran on another host that cannot be\n"
+          "                  checked from here (that host is down)\n"
           "\n"
           "In the dashboard d detaches (the job goes on), q asks whether to stop the job or detach,\n"
           "Ctrl-\\ detaches even when the dashboard does not answer. Several terminals may be\n"
@@ -94,13 +105,30 @@ static int connect_failed(const char *path, const char *run, const char *dir, in
     return 1;
 }
 
-int session_attach_main(int argc, char **argv)
+int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv))
 {
-    const char *arg = NULL;
+    const char *arg = NULL, *log_dir = NULL;
+    bool headless = false, force = false;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             session_attach_usage(stdout);
             return 0;
+        }
+        if (strcmp(argv[i], "--headless") == 0) {
+            headless = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--force") == 0) {
+            force = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--log-dir") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "ddptop attach: --log-dir needs a directory\n");
+                return 2;
+            }
+            log_dir = argv[++i];
+            continue;
         }
         if (argv[i][0] == '-' || arg) {
             fprintf(stderr, "ddptop attach: unexpected '%s' (see ddptop attach --help)\n", argv[i]);
@@ -120,6 +148,7 @@ int session_attach_main(int argc, char **argv)
             return 2;
         }
         if (session_dir(dir, sizeof dir, false, err, sizeof err) < 0) {
+            if (errno == ENOENT && arg) return session_takeover(arg, log_dir, headless, force, run_again);
             if (errno == ENOENT) fprintf(stderr, "ddptop attach: no session of yours is running (no %s)\n", dir);
             else fprintf(stderr, "ddptop attach: %s\n", err);
             return 1;
@@ -148,7 +177,18 @@ int session_attach_main(int argc, char **argv)
         }
     }
     int fd = session_connect(path);
+    if (fd < 0 && arg && have_dir && (errno == ENOENT || errno == ECONNREFUSED)) {
+        /* no session (any more): the run ended, or its controller is gone */
+        if (errno == ECONNREFUSED) session_remove_stale(path);
+        return session_takeover(run, log_dir, headless, force, run_again);
+    }
     if (fd < 0) return connect_failed(path, run, have_dir ? dir : NULL, errno);
+    if (headless) {
+        fprintf(stderr, "ddptop attach: run %s runs in a session: attach from a terminal, or follow it with "
+                "ddptop logs -f %s\n", run, run);
+        close(fd);
+        return 1;
+    }
     uid_t uid = (uid_t)-1;
     if (session_peer_uid(fd, &uid) != 0 || uid != getuid()) {
         fprintf(stderr, "ddptop attach: %s is served by uid %u, not by you (uid %u): not attaching\n",

@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,35 @@ int session_dir(char *out, size_t n, bool create, char *err, size_t errlen)
     else
         snprintf(out, n, "/tmp/ddptop-%u", (unsigned)getuid());
     return session_dir_check(out, create, err, errlen);
+}
+
+void session_note_run(const char *run_id, const char *run_dir)
+{
+    char dir[200], err[256];
+    if (!run_dir || session_dir(dir, sizeof dir, true, err, sizeof err) < 0) return;
+    char *path = xasprintf("%s/%s.dir", dir, run_id), *tmp = xasprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        bool ok = util_write_all(fd, run_dir, strlen(run_dir)) == 0;
+        if (close(fd) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+}
+
+char *session_find_run(const char *run_id)
+{
+    char dir[200], err[256], buf[4096];
+    if (session_dir(dir, sizeof dir, false, err, sizeof err) < 0) return NULL;
+    char *path = xasprintf("%s/%s.dir", dir, run_id);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(path);
+    if (fd < 0) return NULL;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0 || buf[0] != '/') return NULL;
+    buf[n] = '\0';
+    return xstrdup(buf);
 }
 
 int session_sock_path(char *out, size_t n, const char *dir, const char *run_id,

@@ -75,6 +75,11 @@ int session_dir(char *out, size_t n, bool create, char *err, size_t errlen);
  * create: mkdir it 0700 first when it does not exist. 0, or -1 with a message in err saying
  * what is wrong and what to do; errno ENOENT when it does not exist and !create. */
 int session_dir_check(const char *dir, bool create, char *err, size_t errlen);
+/* Where run's directory is (DIR/RUN.dir, 0600): noted when a run starts, so that `ddptop
+ * attach RUN` finds a run whose controller is gone from any directory. Best effort. */
+void session_note_run(const char *run_id, const char *run_dir);
+/* The run's directory as noted (malloc'd), or NULL. */
+char *session_find_run(const char *run_id);
 /* DIR/RUN.sock; -1 when it does not fit a Unix socket address. */
 int session_sock_path(char *out, size_t n, const char *dir, const char *run_id,
                       char *err, size_t errlen);

@@ -74,7 +74,7 @@ static enum theme_role job_state_role(enum job_state s)
     switch (s) {
     case JOB_RUNNING: case JOB_DONE: return ROLE_OK;
     case JOB_STALLED: return ROLE_STALLED;
-    case JOB_FAILED: case JOB_CHECK_FAILED: return ROLE_FAIL;
+    case JOB_FAILED: case JOB_CHECK_FAILED: case JOB_FAILING: return ROLE_FAIL;
     case JOB_CHECKING: case JOB_LAUNCHING: case JOB_RESTARTING: case JOB_STOPPING:
         return ROLE_WARN;
     case JOB_STOPPED: return ROLE_DIM;

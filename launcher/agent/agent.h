@@ -42,7 +42,8 @@ struct agent_watch {
 
 /* ops is terminated by an entry with name NULL. */
 struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops);
-/* Runs until stdin reaches EOF or agent_quit; sends hello first. Returns the exit status. */
+/* Runs until agent_quit (stdin's end, unless a lost-link hook keeps it); sends hello first.
+ * Returns the exit status. */
 int agent_loop(struct agent *ag);
 /* Closes every watched fd (listeners included) and frees the agent. */
 void agent_free(struct agent *ag);
@@ -72,11 +73,36 @@ void agent_quit(struct agent *ag, int status);
  * gone, {"op":"exit"}, agent_quit): the run handlers start stopping their ranks there. While
  * quitting, the loop no longer polls watched fds but still calls their deadlines. */
 void agent_on_quit(struct agent *ag, void (*fn)(struct agent *ag, void *ctx), void *ctx);
-/* mono_ms() when bytes last arrived on stdin (agent_new's time before any): the run watchdog. */
+/* mono_ms() when bytes last arrived from the controller (agent_new's time before any, or the
+ * last relink's): the run watchdog and the grace. */
 int64_t agent_last_input_ms(const struct agent *ag);
 /* Queues one preformatted JSON object (len bytes, no newline in it) as a line on stdout: for
- * high-volume messages (rank output) that skip building a cJSON tree. */
+ * high-volume messages (GPU samples) that skip building a cJSON tree. */
 void agent_send_line(struct agent *ag, const char *json, size_t len);
+/* A durable message of rank (its output, its exit): numbered seq (outbox_next_seq), kept until
+ * the controller acknowledges it and sent again on a new link (agent_outbox.h). Queued even
+ * while there is no link. */
+void agent_send_durable(struct agent *ag, int rank, uint64_t seq, const char *json, size_t len);
+/* Written before anything queued, even while the outbox waits for a new link's resume. */
+void agent_send_urgent(struct agent *ag, cJSON *msg);
+struct outbox *agent_outbox(struct agent *ag);
+/* Writes what the link takes now (after acknowledgements or a resume). */
+void agent_flush(struct agent *ag);
+
+/* The hello message ({"ev":"hello","protocol":...}); the caller may add to it and sends it. */
+cJSON *agent_hello_new(void);
+
+/* The controller's link. At first stdin/stdout; when its input ends or its output breaks, lost
+ * is called: nonzero keeps the agent running without a link (a run's grace), zero ends it as
+ * before. agent_relink hands the agent a new link (descriptors a bridge passed, agent_sock.c;
+ * conn_fd: the bridge's socket, told "bye" when this link ends): the old one is let go, the
+ * outbox waits for a resume, and relinked is called (it sends the hello). */
+void agent_on_link(struct agent *ag, int (*lost)(struct agent *ag, void *ctx),
+                   void (*relinked)(struct agent *ag, void *ctx), void *ctx);
+void agent_relink(struct agent *ag, int in_fd, int out_fd, int conn_fd);
+int agent_linked(const struct agent *ag);
+/* Ends the link now (the agent is about to exit): a bridge is told "bye". */
+void agent_link_end(struct agent *ag);
 
 /* Helpers for handlers: a member that must be a number in [lo, hi] (def when absent; -1 after
  * sending an error when present but wrong), and a string member (NULL when absent or not one). */

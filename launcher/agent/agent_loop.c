@@ -1,6 +1,10 @@
-/* ddptop-agent's loop: hello, request lines from stdin dispatched by "op", answers queued for
- * stdout, and the handlers' watched fds, all in one poll(). See agent.h. */
+/* ddptop-agent's loop: hello, request lines from the controller's link dispatched by "op",
+ * messages queued in the outbox (agent_outbox.h) and written when the link takes them, and the
+ * handlers' watched fds, all in one poll(). The link is stdin/stdout at first; a bridge may hand
+ * over another (agent_sock.c), and the run side decides whether a lost link ends the agent.
+ * See agent.h. */
 #include "agent.h"
+#include "agent_outbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,32 +24,41 @@
 #define AGENT_READ_CHUNK 65536
 
 struct agent {
-    int in_fd, out_fd;
+    int in_fd, out_fd;      /* the link; -1 while there is none */
+    int conn_fd;            /* the bridge's socket of a handed-over link (told "bye" at its end) */
+    int link_orig;          /* the link is our own stdin/stdout: /dev/null takes their numbers */
     const struct agent_op *ops;
     struct strbuf in;       /* bytes of a request line not yet ended by '\n' */
     size_t in_scanned;      /* prefix of in known to hold no '\n' */
     int in_discarding;      /* inside an over-long line: drop bytes up to the next '\n' */
-    struct strbuf out;      /* answers not yet written */
-    size_t out_off;         /* written prefix of out */
-    int out_broken;         /* stdout gone: answers are dropped */
+    struct outbox *ob;      /* messages not yet written, and the durable ones not yet acknowledged */
+    int out_broken;         /* the link's output is gone */
     int quitting, status;
     int64_t quit_deadline;
     void (*on_quit)(struct agent *ag, void *ctx);
     void *on_quit_ctx;
-    int64_t last_input_ms;  /* mono_ms() of the last bytes read on stdin */
+    int (*on_link_lost)(struct agent *ag, void *ctx);
+    void (*on_relink)(struct agent *ag, void *ctx);
+    void *link_ctx;
+    int in_flags, out_flags;/* the original fds' flags, put back on the way out */
+    int64_t last_input_ms;  /* mono_ms() of the last bytes read from the controller */
     struct agent_watch *watches;
     int nwatches;
 };
+
+static void link_close(struct agent *ag);
 
 struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops)
 {
     struct agent *ag = xcalloc(1, sizeof *ag);
     ag->in_fd = in_fd;
     ag->out_fd = out_fd;
+    ag->conn_fd = -1;
+    ag->link_orig = 1;
     ag->ops = ops;
     ag->last_input_ms = mono_ms();
     strbuf_init(&ag->in);
-    strbuf_init(&ag->out);
+    ag->ob = outbox_new();
     return ag;
 }
 
@@ -67,8 +80,9 @@ void agent_free(struct agent *ag)
         if (!w->dead) watch_release(w);
         free(w);
     }
+    link_close(ag);
     strbuf_done(&ag->in);
-    strbuf_done(&ag->out);
+    outbox_free(ag->ob);
     free(ag);
 }
 
@@ -121,29 +135,31 @@ static void watches_sweep(struct agent *ag)
 
 static void out_flush(struct agent *ag)
 {
-    while (!ag->out_broken && ag->out_off < ag->out.len) {
-        ssize_t n = write(ag->out_fd, ag->out.buf + ag->out_off, ag->out.len - ag->out_off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {
-            /* The controller is gone (EPIPE); nobody is left to answer. */
-            ag->out_broken = 1;
-            break;
-        }
-        ag->out_off += (size_t)n;
-    }
-    if (ag->out_broken || ag->out_off == ag->out.len) {
-        strbuf_reset(&ag->out);
-        ag->out_off = 0;
-    } else if (ag->out_off > 65536 && ag->out_off * 2 > ag->out.len) {
-        strbuf_consume(&ag->out, ag->out_off); /* keep the buffer from only growing */
-        ag->out_off = 0;
+    if (ag->out_broken || ag->out_fd < 0) return;
+    if (outbox_write(ag->ob, ag->out_fd) < 0) {
+        /* The controller or its connection is gone (EPIPE). */
+        ag->out_broken = 1;
     }
 }
 
 size_t agent_output_pending(const struct agent *ag)
 {
-    return ag->out.len - ag->out_off;
+    return ag->out_fd < 0 ? 0 : outbox_unsent(ag->ob);
+}
+
+struct outbox *agent_outbox(struct agent *ag)
+{
+    return ag->ob;
+}
+
+int agent_linked(const struct agent *ag)
+{
+    return ag->in_fd >= 0;
+}
+
+void agent_flush(struct agent *ag)
+{
+    out_flush(ag);
 }
 
 void agent_send(struct agent *ag, cJSON *msg)
@@ -151,22 +167,39 @@ void agent_send(struct agent *ag, cJSON *msg)
     char *line = cJSON_PrintUnformatted(msg);
     cJSON_Delete(msg);
     if (!line) util_fatal("out of memory printing an agent message");
-    if (!ag->out_broken) {
-        strbuf_adds(&ag->out, line);
-        strbuf_add(&ag->out, "\n", 1);
+    /* Without a link nobody will read an answer or a status: only durable messages wait. */
+    if (ag->in_fd >= 0 && !ag->out_broken) {
+        outbox_add(ag->ob, line, strlen(line));
         out_flush(ag); /* usually the whole line goes now; the rest waits for POLLOUT */
+    }
+    free(line);
+}
+
+void agent_send_urgent(struct agent *ag, cJSON *msg)
+{
+    char *line = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (!line) util_fatal("out of memory printing an agent message");
+    if (ag->in_fd >= 0 && !ag->out_broken) {
+        outbox_add_urgent(ag->ob, line, strlen(line));
+        out_flush(ag);
     }
     free(line);
 }
 
 /* Rank output comes in bursts of many lines from one read: they are written together, once the
  * handlers of this poll round are done (agent_run), or as soon as 64 KiB wait: one write for
- * hundreds of lines instead of one each. */
+ * hundreds of lines instead of one each. A GPU sample is plain; a rank's output is durable. */
 void agent_send_line(struct agent *ag, const char *json, size_t len)
 {
-    if (ag->out_broken) return;
-    strbuf_add(&ag->out, json, len);
-    strbuf_add(&ag->out, "\n", 1);
+    if (ag->in_fd < 0 || ag->out_broken) return;
+    outbox_add(ag->ob, json, len);
+    if (agent_output_pending(ag) >= AGENT_READ_CHUNK) out_flush(ag);
+}
+
+void agent_send_durable(struct agent *ag, int rank, uint64_t seq, const char *json, size_t len)
+{
+    outbox_add_durable(ag->ob, rank, seq, json, len);
     if (agent_output_pending(ag) >= AGENT_READ_CHUNK) out_flush(ag);
 }
 
@@ -208,6 +241,71 @@ void agent_on_quit(struct agent *ag, void (*fn)(struct agent *ag, void *ctx), vo
 int64_t agent_last_input_ms(const struct agent *ag)
 {
     return ag->last_input_ms;
+}
+
+void agent_on_link(struct agent *ag, int (*lost)(struct agent *ag, void *ctx),
+                   void (*relinked)(struct agent *ag, void *ctx), void *ctx)
+{
+    ag->on_link_lost = lost;
+    ag->on_relink = relinked;
+    ag->link_ctx = ctx;
+}
+
+/* Lets go of the link's descriptors. Our own stdin/stdout keep their numbers (on /dev/null):
+ * the relay of a Slurm step, or anything that writes to fd 1 later, must not meet a reused
+ * number. A bridge is told "bye" so that it exits and its SSH channel or srun task ends. */
+static void link_close(struct agent *ag)
+{
+    if (ag->in_fd < 0) return;
+    if (ag->link_orig) {
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (ag->in_flags >= 0) fcntl(ag->in_fd, F_SETFL, ag->in_flags);
+        if (ag->out_flags >= 0) fcntl(ag->out_fd, F_SETFL, ag->out_flags);
+        if (nul >= 0) {
+            dup2(nul, ag->in_fd);
+            dup2(nul, ag->out_fd);
+            close(nul);
+        }
+    } else {
+        close(ag->in_fd);
+        if (ag->out_fd != ag->in_fd) close(ag->out_fd);
+    }
+    if (ag->conn_fd >= 0) {
+        ssize_t n = write(ag->conn_fd, "bye\n", 4);
+        (void)n;
+        close(ag->conn_fd);
+        ag->conn_fd = -1;
+    }
+    ag->in_fd = ag->out_fd = -1;
+    ag->link_orig = 0;
+    strbuf_reset(&ag->in);
+    ag->in_scanned = 0;
+    ag->in_discarding = 0;
+    ag->out_broken = 0;
+}
+
+/* The link ended (end of input, or its output broke): the run side decides whether the agent
+ * waits for a controller to come back (its grace) or leaves as before. */
+static void link_drop(struct agent *ag)
+{
+    link_close(ag);
+    outbox_unlink(ag->ob);
+    if (ag->quitting) return;
+    if (!ag->on_link_lost || !ag->on_link_lost(ag, ag->link_ctx)) agent_quit(ag, 0);
+}
+
+void agent_relink(struct agent *ag, int in_fd, int out_fd, int conn_fd)
+{
+    link_close(ag);
+    ag->in_fd = in_fd;
+    ag->out_fd = out_fd;
+    ag->conn_fd = conn_fd;
+    fd_set_nonblock(in_fd);
+    fd_set_nonblock(out_fd);
+    ag->last_input_ms = mono_ms();
+    outbox_relink(ag->ob);
+    if (ag->on_relink) ag->on_relink(ag, ag->link_ctx);
+    out_flush(ag);
 }
 
 int agent_req_int(struct agent *ag, const cJSON *req, const cJSON *id, const char *name,
@@ -322,7 +420,7 @@ static void in_read(struct agent *ag)
     if (n <= 0) {
         /* EOF: the controller or its SSH connection is gone. A last unterminated line counts. */
         if (ag->in.len && !ag->in_discarding) in_take(ag, "\n", 1);
-        agent_quit(ag, 0);
+        if (ag->in_fd >= 0) link_drop(ag);
         return;
     }
     ag->last_input_ms = mono_ms();
@@ -331,7 +429,7 @@ static void in_read(struct agent *ag)
 
 /* ---- the loop ---- */
 
-static void send_hello(struct agent *ag)
+cJSON *agent_hello_new(void)
 {
     struct utsname u;
     char host[256] = "";
@@ -343,7 +441,7 @@ static void send_hello(struct agent *ag)
     if (gethostname(host, sizeof host - 1) == 0 && host[0]) cJSON_AddStringToObject(msg, "hostname", host);
     else cJSON_AddNullToObject(msg, "hostname");
     cJSON_AddNumberToObject(msg, "pid", (double)getpid());
-    agent_send(ag, msg);
+    return msg;
 }
 
 static int next_timeout(struct agent *ag, int64_t now)
@@ -365,13 +463,14 @@ int agent_loop(struct agent *ag)
 
     /* O_NONBLOCK belongs to the open file, which a terminal shares with the shell that started
      * us by hand: put the flags back on the way out. */
-    int in_flags = fcntl(ag->in_fd, F_GETFL), out_flags = fcntl(ag->out_fd, F_GETFL);
+    ag->in_flags = fcntl(ag->in_fd, F_GETFL);
+    ag->out_flags = fcntl(ag->out_fd, F_GETFL);
     fd_set_nonblock(ag->in_fd);
     fd_set_nonblock(ag->out_fd);
-    send_hello(ag);
+    agent_send(ag, agent_hello_new());
     for (;;) {
-        if (ag->out_broken && !ag->quitting) agent_quit(ag, 0);
-        if (ag->quitting && (agent_output_pending(ag) == 0 || ag->out_broken ||
+        if (ag->out_broken && ag->in_fd >= 0) link_drop(ag);
+        if (ag->quitting && (agent_output_pending(ag) == 0 || ag->in_fd < 0 ||
                              mono_ms() >= ag->quit_deadline))
             break;
         if (cap < ag->nwatches + 2) {
@@ -381,7 +480,7 @@ int agent_loop(struct agent *ag)
         }
         int n = 0;
         int in_i = -1, out_i = -1;
-        if (!ag->quitting) {
+        if (!ag->quitting && ag->in_fd >= 0) {
             in_i = n;
             pfds[n++] = (struct pollfd){ .fd = ag->in_fd, .events = POLLIN };
         }
@@ -398,8 +497,9 @@ int agent_loop(struct agent *ag)
         int r = poll(pfds, (nfds_t)n, next_timeout(ag, mono_ms()));
         if (r < 0 && errno != EINTR) util_fatal("poll: %s", strerror(errno));
         if (r < 0) continue;
+        int in_was = ag->in_fd;
         if (out_i >= 0 && pfds[out_i].revents) out_flush(ag);
-        if (in_i >= 0 && pfds[in_i].revents) in_read(ag);
+        if (in_i >= 0 && pfds[in_i].revents && ag->in_fd == in_was) in_read(ag);
         for (int i = first_watch; i < n; i++)
             if (pfds[i].revents && !pw[i]->dead) pw[i]->fn(ag, pw[i], pfds[i].revents);
         int64_t now = mono_ms();
@@ -410,7 +510,14 @@ int agent_loop(struct agent *ag)
     }
     free(pfds);
     free(pw);
-    if (in_flags >= 0) fcntl(ag->in_fd, F_SETFL, in_flags);
-    if (out_flags >= 0) fcntl(ag->out_fd, F_SETFL, out_flags);
+    if (ag->link_orig && ag->in_fd >= 0) {
+        if (ag->in_flags >= 0) fcntl(ag->in_fd, F_SETFL, ag->in_flags);
+        if (ag->out_flags >= 0) fcntl(ag->out_fd, F_SETFL, ag->out_flags);
+    }
     return ag->status;
+}
+
+void agent_link_end(struct agent *ag)
+{
+    link_close(ag);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_bridge.h"
 #include "agent_nvml.h"
 #include "agent_facts.h"
 #include "agent_files.h"
@@ -54,20 +55,25 @@ static const struct agent_op agent_ops[] = {
     { WIRE_OP_PING, agent_ranks_ping_op },
     { WIRE_OP_EXIT, op_exit },
     { WIRE_OP_GPU_WATCH, agent_nvml_watch_op },
+    { WIRE_OP_RESUME, agent_ranks_resume_op },
     { NULL, NULL },
 };
 
 int main(int argc, char **argv)
 {
-    int in_fd = STDIN_FILENO, out_fd = STDOUT_FILENO, relay = 0;
+    int in_fd = STDIN_FILENO, out_fd = STDOUT_FILENO, relay = 0, attach = 0, bad = 0;
     char err[256];
     if (argc > 1 && strcmp(argv[1], "--version") == 0) {
         printf("ddptop-agent %s\n", DDPTOP_VERSION);
         return 0;
     }
-    relay = argc == 2 && strcmp(argv[1], "--relay") == 0;
-    if (argc > 1 && !relay) {
-        fprintf(stderr, "usage: ddptop-agent [--version | --relay]\n"
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--relay") == 0 && !relay) relay = 1;
+        else if (strcmp(argv[i], "--attach") == 0 && !attach) attach = 1;
+        else bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: ddptop-agent [--version | [--relay] [--attach]]\n"
                         "  speaks the ddptop JSON-lines protocol on stdin/stdout; "
                         "it is started by ddptop, not by hand\n");
         return 2;
@@ -80,6 +86,12 @@ int main(int argc, char **argv)
     if (relay && agent_relay_start(&in_fd, &out_fd, err, sizeof err) < 0) {
         fprintf(stderr, "ddptop-agent: %s\n", err);
         return 2;
+    }
+    if (attach) {
+        /* a bridge to a waiting agent: no loop, no ranks of its own */
+        int status = agent_bridge_main(in_fd, out_fd);
+        if (relay) agent_relay_finish(in_fd, out_fd, status);
+        return status;
     }
     struct agent *ag = agent_new(in_fd, out_fd, agent_ops);
     agent_ranks_init(ag);

@@ -1,8 +1,10 @@
 /* The run side of ddptop-agent, its core: the ranks' lifecycle (a small state machine freed only
  * after both pipes reached EOF, the exit status arrived and the keeper was reaped), their output
  * as "out" messages with back-pressure, the once-a-second "status" heartbeat, "exit" messages,
- * the request watchdog and the teardown that leaves no rank behind. See agent_ranks.h; the request
- * handlers are in agent_ranks_ops.c, the messages about one rank in agent_ranks_msg.c. */
+ * what happens to output while the controller is slow or away (back-pressure, spool, drops),
+ * and the teardown that leaves no rank behind. See agent_ranks.h; the request handlers are in
+ * agent_ranks_ops.c, the messages about one rank in agent_ranks_msg.c, the link's grace and
+ * resume in agent_ranks_link.c. */
 #include "agent_ranks.h"
 
 #include <errno.h>
@@ -16,18 +18,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_outbox.h"
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
+#include "agent_sock.h"
 #include "util/util.h"
 #include "wire/base64.h"
 #include "wire/protocol.h"
 
 #define STATUS_EVERY_MS 1000
-/* Rank output is read only while fewer than OUT_HIGH bytes wait for stdout, and again once
- * below OUT_LOW: a rank that outpaces the controller blocks on its pipe; nothing is lost and
- * the agent's memory stays bounded. */
+/* While the controller answers (it sent something within RESPONSIVE_MS), rank output is read
+ * only while fewer than OUT_HIGH bytes wait for the link and the spool holds less than its
+ * bound, and again once below OUT_LOW: a rank that outpaces the controller blocks on its pipe;
+ * nothing is lost and the agent's memory stays bounded. While the controller is silent or gone
+ * the ranks must not wait on it: output is read into the spool up to its bound, and past it
+ * read and dropped, counted, and said in the rank's log once there is room again. */
 #define OUT_HIGH (4u << 20)
 #define OUT_LOW (1u << 20)
+#define RESPONSIVE_MS 3000
 #define PAUSE_CHECK_MS 20
 /* A read that brought less than STREAM_REST_BELOW bytes lets that stream rest STREAM_REST_MS
  * before the next one: a rank printing steadily is then read in a few large pieces instead of
@@ -51,10 +59,9 @@ static struct {
     struct agent_watch *sig_watch;
     int heartbeat;
     int64_t next_status_ms;
-    long watchdog_ms;
     int slurm_step;         /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
     int slurm_term;         /* Slurm sent the step SIGTERM: the ranks have it, Slurm's KillWait rules */
-    int paused;
+    enum out_mode mode;     /* reading rank output, paused (back-pressure), or dropping it */
     cJSON *stops;           /* ids of stop requests waiting for every exit */
     int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
     int quitting;
@@ -63,6 +70,11 @@ static struct {
 } run;
 
 static int sig_pipe[2] = { -1, -1 };
+
+struct agent *run_agent(void)
+{
+    return run.ag;
+}
 
 /* ---- output ---- */
 
@@ -83,8 +95,10 @@ static void note_steps(struct run_rank *r, const char *data, size_t len)
 static void send_out(struct rank_stream *s, const char *data, size_t len, int flags, int text)
 {
     struct strbuf *sb = &run.line;
+    uint64_t seq = outbox_next_seq(agent_outbox(run.ag), s->r->rank);
     strbuf_reset(sb);
-    strbuf_addf(sb, "{\"ev\":\"out\",\"rank\":%d,\"s\":\"%c\",", s->r->rank, s->name);
+    strbuf_addf(sb, "{\"ev\":\"out\",\"rank\":%d,\"q\":%llu,\"a\":%d,\"s\":\"%c\",", s->r->rank,
+                (unsigned long long)seq, s->r->attempt, s->name);
     if (text) {
         strbuf_adds(sb, "\"t\":");
         stream_json_string(sb, data, len);
@@ -93,9 +107,15 @@ static void send_out(struct rank_stream *s, const char *data, size_t len, int fl
         base64_encode(sb, data, len);
         strbuf_adds(sb, "\"");
     }
-    strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld}", flags & STREAM_PARTIAL ? "p" : "",
+    strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld", flags & STREAM_PARTIAL ? "p" : "",
                 flags & STREAM_SPLIT ? "s" : "", (long long)run.piece_ns);
-    agent_send_line(run.ag, sb->buf, sb->len);
+    if (s->r->dropped_lines || s->r->dropped_bytes) {
+        strbuf_addf(sb, ",\"dropped\":{\"lines\":%llu,\"bytes\":%llu}",
+                    (unsigned long long)s->r->dropped_lines, (unsigned long long)s->r->dropped_bytes);
+        s->r->dropped_lines = s->r->dropped_bytes = 0;
+    }
+    strbuf_adds(sb, "}");
+    agent_send_durable(run.ag, s->r->rank, seq, sb->buf, sb->len);
 }
 
 /* One out message for one block (agent_stream.h): whole lines with their newlines, or one
@@ -128,13 +148,61 @@ static void emit_piece(void *ctx, const char *data, size_t len, int flags)
 /* The fd a stream's watch polls: none while output is paused or the stream rests. */
 static void stream_watch_fd(struct rank_stream *s)
 {
-    if (s->w) s->w->fd = run.paused || s->rest_until ? -1 : s->fd;
+    if (s->w) s->w->fd = run.mode == OUT_PAUSE || s->rest_until ? -1 : s->fd;
 }
 
-static void apply_pause(void)
+/* What to do with rank output now (see OUT_HIGH). */
+static enum out_mode want_mode(void)
 {
+    struct outbox *ob = agent_outbox(run.ag);
+    size_t held = outbox_bytes(ob), pend = agent_output_pending(run.ag);
+    size_t hi = run_spool_max(), lo = hi - hi / 8;
+    int responsive = agent_linked(run.ag) && mono_ms() - agent_last_input_ms(run.ag) < RESPONSIVE_MS;
+    if (responsive) {
+        if (run.mode == OUT_PAUSE) return pend < OUT_LOW && held < lo ? OUT_READ : OUT_PAUSE;
+        return pend > OUT_HIGH || held > hi ? OUT_PAUSE : OUT_READ;
+    }
+    if (run.mode == OUT_DROP) return held < lo ? OUT_READ : OUT_DROP;
+    return held > hi ? OUT_DROP : OUT_READ;
+}
+
+/* A line that says what was dropped, on each stream that dropped some, once there is room. */
+static void say_dropped(struct run_rank *r)
+{
+    if (!r->dropped_lines && !r->dropped_bytes) return;
+    char *line = xasprintf("ddptop-agent: %llu line%s (%llu bytes) of this rank's output were dropped here "
+                           "while the controller was away: the agent's spool (--agent-spool) was full\n",
+                           (unsigned long long)r->dropped_lines, r->dropped_lines == 1 ? "" : "s",
+                           (unsigned long long)r->dropped_bytes);
+    run.piece_ns = mono_ns();
+    send_out(&r->st[1], line, strlen(line), 0, 1); /* carries the counts and clears them */
+    free(line);
+}
+
+static void apply_mode(void)
+{
+    enum out_mode m = want_mode();
+    if (m == run.mode) return;
+    if (m == OUT_DROP) {
+        /* what a stream holds of a line goes now, so the dropped bytes cut no line in two */
+        run.piece_ns = mono_ns();
+        for (struct run_rank *r = run.ranks; r; r = r->next)
+            for (int i = 0; i < 2; i++)
+                if (r->st[i].w) stream_flush(&r->st[i].buf, emit_piece, &r->st[i]);
+    }
+    int was_drop = run.mode == OUT_DROP;
+    run.mode = m;
+    if (was_drop)
+        for (struct run_rank *r = run.ranks; r; r = r->next) say_dropped(r);
     for (struct run_rank *r = run.ranks; r; r = r->next)
         for (int i = 0; i < 2; i++) stream_watch_fd(&r->st[i]);
+}
+
+/* Reads and counts what a stream brings while output is dropped. */
+static void stream_drop(struct rank_stream *s, const char *buf, size_t n)
+{
+    s->r->dropped_bytes += n;
+    for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n - p))) != NULL; p++) s->r->dropped_lines++;
 }
 
 static void stream_close(struct rank_stream *s)
@@ -165,15 +233,15 @@ static void stream_ready(struct agent *ag, struct agent_watch *w, short revents)
         run.piece_ns = mono_ns();   /* one clock reading for every line of this read */
         int64_t now = run.piece_ns / 1000000;
         s->r->last_out_ms = now;
-        stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
+        if (run.mode == OUT_DROP) stream_drop(s, buf, (size_t)n);
+        else stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
         if ((size_t)n < STREAM_REST_BELOW) {
             s->rest_until = now + STREAM_REST_MS;
             stream_watch_fd(s);
         }
-        if (!run.paused && agent_output_pending(ag) > OUT_HIGH) {
-            run.paused = 1;
-            apply_pause();
-        }
+        if (run.mode == OUT_READ &&
+            (agent_output_pending(ag) > OUT_HIGH || outbox_bytes(agent_outbox(ag)) > run_spool_max()))
+            apply_mode();
     }
     run_schedule();
 }
@@ -225,7 +293,16 @@ static void rank_try_finish(struct run_rank *r)
 {
     if (r->spawn) return; /* its spawn is not answered yet: no exit before "spawned" */
     if (!r->exit_sent && r->have_status && !r->st[0].w && !r->st[1].w) {
-        agent_send(run.ag, run_exit_msg(r));
+        say_dropped(r);
+        struct outbox *ob = agent_outbox(run.ag);
+        uint64_t seq = outbox_next_seq(ob, r->rank);
+        cJSON *msg = run_exit_msg(r);
+        cJSON_AddNumberToObject(msg, "q", (double)seq);
+        char *line = cJSON_PrintUnformatted(msg);
+        cJSON_Delete(msg);
+        if (!line) util_fatal("out of memory printing an exit message");
+        agent_send_durable(run.ag, r->rank, seq, line, strlen(line));
+        free(line);
         r->exit_sent = 1;
     }
     if (r->exit_sent && r->keeper_reaped) {
@@ -344,7 +421,7 @@ struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keepe
         s->name = i ? 'e' : 'o';
         s->fd = fds[i];
         stream_init(&s->buf);
-        s->w = agent_watch_add(run.ag, run.paused ? -1 : s->fd, POLLIN, stream_ready, s, NULL);
+        s->w = agent_watch_add(run.ag, run.mode == OUT_PAUSE ? -1 : s->fd, POLLIN, stream_ready, s, NULL);
     }
     r->status_w = agent_watch_add(run.ag, k->status_fd, POLLIN, status_ready, r, NULL);
     r->next = run.ranks;
@@ -446,11 +523,6 @@ void run_heartbeat_start(void)
     run.next_status_ms = mono_ms() + STATUS_EVERY_MS;
 }
 
-void run_set_watchdog(long ms)
-{
-    run.watchdog_ms = ms;
-}
-
 /* ---- status, timer ---- */
 
 static void send_status(void)
@@ -482,16 +554,18 @@ void run_schedule(void)
         for (struct run_rank *r = run.ranks; r; r = r->next) {
             for (int i = 0; i < 2; i++) {
                 if (!r->st[i].w) continue;
-                if (!run.paused) SOONER(d, stream_deadline(&r->st[i].buf));
+                if (run.mode == OUT_READ) SOONER(d, stream_deadline(&r->st[i].buf));
                 SOONER(d, r->st[i].rest_until);
-                if (r->have_status && !run.paused) SOONER(d, eof_wait_until(r));
+                if (r->have_status && run.mode != OUT_PAUSE) SOONER(d, eof_wait_until(r));
             }
             if (!r->status_w && !r->keeper_reaped) SOONER(d, now + REAP_RETRY_MS);
             if (r->starting) SOONER(d, r->start_deadline_ms);
         }
         SOONER(d, run_spawn_deadline());
-        if (run.watchdog_ms > 0 && run_live()) SOONER(d, agent_last_input_ms(run.ag) + run.watchdog_ms);
-        if (run.paused) SOONER(d, now + PAUSE_CHECK_MS);
+        SOONER(d, run_link_deadline());
+        if (run.mode != OUT_READ) SOONER(d, now + PAUSE_CHECK_MS);
+        /* a silent controller turns a pause into reading into the spool */
+        else if (outbox_unsent(agent_outbox(run.ag)) > OUT_LOW) SOONER(d, now + PAUSE_CHECK_MS * 10);
     }
     run.timer->deadline_ms = d;
 }
@@ -509,13 +583,13 @@ static void tick_ranks(int64_t now)
             }
             /* While output is paused the rest of a waiting line is likely in the pipe already:
              * it is not cut as a partial line for a wait that is ours. */
-            int64_t due = run.paused ? 0 : stream_deadline(&s->buf);
+            int64_t due = run.mode != OUT_READ ? 0 : stream_deadline(&s->buf);
             if (due && due <= now) {
                 run.piece_ns = mono_ns();
                 stream_flush(&s->buf, emit_piece, s);
             }
             /* Something the rank left behind (in another group) still holds its pipes. */
-            if (r->have_status && !run.paused && !s->rest_until && eof_wait_until(r) <= now) stream_close(s);
+            if (r->have_status && run.mode != OUT_PAUSE && !s->rest_until && eof_wait_until(r) <= now) stream_close(s);
         }
         if (!r->status_w) rank_reap_keeper(r);
         if (r->starting) run_spawn_check_timeout(r, now);
@@ -528,6 +602,7 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
     int64_t now = mono_ms();
     (void)w;
     (void)revents;
+    (void)ag;
     if (run.kill_at && now >= run.kill_at) {
         for (struct run_rank *r = run.ranks; r; r = r->next) rank_read_status(r);
         run_kill_all(SIGKILL);
@@ -537,20 +612,14 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
         run_schedule();
         return;
     }
-    if (run.paused && agent_output_pending(ag) < OUT_LOW) {
-        run.paused = 0;
-        apply_pause();
+    enum out_mode was = run.mode;
+    apply_mode();
+    if (was == OUT_PAUSE && run.mode != OUT_PAUSE)
         for (struct run_rank *r = run.ranks; r; r = r->next)
             for (int i = 0; i < 2; i++) stream_rewait(&r->st[i].buf, now);
-    }
     tick_ranks(now);
     run_spawn_pump(); /* the next batch of keepers, and spawns now answerable */
-    if (run.watchdog_ms > 0 && run_live() && now - agent_last_input_ms(ag) >= run.watchdog_ms) {
-        agent_send_error(ag, NULL, "no request from the controller for %ld ms (watchdog_ms); "
-                         "stopping every rank and exiting", run.watchdog_ms);
-        agent_quit(ag, 1);
-        return;
-    }
+    if (run_link_check(now, run_live())) return; /* the watchdog or the grace ended the agent */
     if (run.heartbeat && now >= run.next_status_ms) {
         send_status();
         run.next_status_ms += STATUS_EVERY_MS;
@@ -644,6 +713,7 @@ void agent_ranks_init(struct agent *ag)
 {
     run.ag = ag;
     strbuf_init(&run.line);
+    run_link_init(ag);
     run.timer = agent_watch_add(ag, -1, 0, tick, NULL, NULL);
     agent_on_quit(ag, on_quit, NULL);
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -674,6 +744,7 @@ static int all_keepers_reaped(void)
 void agent_ranks_done(struct agent *ag)
 {
     on_quit(ag, NULL);
+    agent_sock_close(ag); /* no bridge finds this agent any more */
     int64_t give_up = (run.kill_at ? run.kill_at : mono_ms()) + TEARDOWN_LIMIT_MS;
     while (!all_keepers_reaped()) {
         int64_t now = mono_ms();

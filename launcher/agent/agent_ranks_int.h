@@ -13,6 +13,9 @@
 struct run_rank;
 struct run_spawn;
 
+/* What is done with rank output (agent_ranks.c, OUT_HIGH). */
+enum out_mode { OUT_READ, OUT_PAUSE, OUT_DROP };
+
 struct rank_stream {
     struct run_rank *r;
     char name;              /* 'o' stdout, 'e' stderr */
@@ -50,6 +53,8 @@ struct run_rank {
     int64_t last_out_ms;          /* mono_ms() of its last output; 0 none yet */
     long long step;
     int have_step;
+    uint64_t dropped_lines;       /* output dropped while the spool was full, not yet said */
+    uint64_t dropped_bytes;
     struct run_rank *next;
 };
 
@@ -92,7 +97,19 @@ int run_slurm_terminated(void);
 int run_unfinished(void);
 /* Starts the once-a-second status messages (the first run request does). */
 void run_heartbeat_start(void);
-void run_set_watchdog(long ms);
+struct agent *run_agent(void);
+
+/* The link to the controller (agent_ranks_link.c): what a spawn sets (watchdog_ms and the
+ * grace: 0 ends the agent when the controller is gone, as before; the spool's bound; the run
+ * and node the bridge's socket is named after), the bound, the next deadline, and the check
+ * that ends the agent when the watchdog or the grace ran out (1: it is quitting). */
+void run_link_init(struct agent *ag);
+int run_link_config(const cJSON *req, const cJSON *id);
+size_t run_spool_max(void);
+int64_t run_link_deadline(void);
+int run_link_check(int64_t now_ms, int live);
+/* A ping's "ack" ({"RANK": seq, ...}): the controller has those. */
+void run_link_ack(const cJSON *req);
 /* Answers {"ev":"stopped","id":id} once every rank has had its exit event, SIGKILLing those
  * still running at kill_at_ms. */
 void run_stop_wait(const cJSON *id, int64_t kill_at_ms);

@@ -286,7 +286,7 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
 
 void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
-    (void)req;
+    run_link_ack(req);
     run_heartbeat_start();
     agent_send(ag, agent_reply_new(WIRE_EV_PONG, id));
     run_schedule();

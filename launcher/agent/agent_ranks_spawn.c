@@ -25,7 +25,6 @@ extern char **environ;
 #define SPAWN_MAX_RANKS 1024
 /* Forking keepers stops for this pass after this long: the loop (heartbeat, output) goes on. */
 #define SPAWN_SLICE_MS 40
-#define WATCHDOG_MAX_MS 86400000L
 #define ERROR_FILE_VAR "TORCHELASTIC_ERROR_FILE"
 
 struct spawn_slot {
@@ -304,7 +303,7 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
     const cJSON *argv = cJSON_GetObjectItemCaseSensitive(req, "argv"), *a;
     const cJSON *wd = cJSON_GetObjectItemCaseSensitive(req, "workdir");
     const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(req, "ranks"), *ro;
-    long attempt, watchdog;
+    long attempt;
     int argc = cJSON_GetArraySize(argv), i = 0;
 
     sps.ag = ag;
@@ -324,8 +323,7 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     if (agent_req_int(ag, req, id, "attempt", 0, INT_MAX, 0, &attempt) < 0 ||
-        agent_req_int(ag, req, id, "watchdog_ms", 0, WATCHDOG_MAX_MS, 0, &watchdog) < 0 ||
-        spawn_check_ranks(ag, id, ranks) < 0)
+        spawn_check_ranks(ag, id, ranks) < 0 || run_link_config(req, id) < 0)
         return;
 
     struct run_spawn *sp = xcalloc(1, sizeof *sp);
@@ -344,7 +342,6 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
     struct run_spawn **pp = &sps.list;
     while (*pp) pp = &(*pp)->next_sp;
     *pp = sp;
-    run_set_watchdog(watchdog);
     run_spawn_pump();
     run_schedule();
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "logw.h"
 #include "util/util.h"
 
 const char *gpu_throttle_names(unsigned long long mask, char *buf, size_t cap)
@@ -134,18 +135,7 @@ static void keep_sample(struct job *j, int node)
     struct node_gpus *ng = &j->nodes[node].gpus;
     int64_t now = mono_ms();
     char when[48];
-    if (!j->log_dir || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
-    if (!j->gpu_file) {
-        char *path = xasprintf("%s/gpu.jsonl", j->log_dir);
-        j->gpu_file = fopen(path, "a");
-        if (!j->gpu_file) {
-            j->gpu_file_off = true;
-            job_event_add(j, EV_INFO, -1, node, "cannot write %s: %s (GPU samples not kept)", path,
-                          strerror(errno));
-        }
-        free(path);
-        if (!j->gpu_file) return;
-    }
+    if (!j->files || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
     struct strbuf sb;
     strbuf_init(&sb);
     util_iso_time(wall_ns(), when, sizeof when);
@@ -166,14 +156,14 @@ static void keep_sample(struct job *j, int node)
         if (g->has_ecc) strbuf_addf(&sb, ",\"ecc_uncorrected\":%llu", g->ecc);
         strbuf_adds(&sb, "}");
     }
-    strbuf_adds(&sb, "]}\n");
+    strbuf_adds(&sb, "]}");
     if (j->gpu_file_bytes + sb.len > GPU_FILE_MAX) {
         j->gpu_file_off = true;
         job_event_add(j, EV_INFO, -1, -1, "%s/gpu.jsonl reached %llu MiB: GPU samples are no longer kept "
                       "(the live view goes on)", j->log_dir, GPU_FILE_MAX >> 20);
-    } else if (fwrite(sb.buf, 1, sb.len, j->gpu_file) == sb.len) {
-        j->gpu_file_bytes += sb.len;
-        fflush(j->gpu_file);
+    } else {
+        logw_gpu(j->files, sb.buf, sb.len);
+        j->gpu_file_bytes += sb.len + 1;
     }
     ng->kept_ms = now;
     strbuf_done(&sb);

@@ -21,7 +21,6 @@ void hang_opts_init(struct hang_opts *o)
         .straggler_steps = 3,
         .straggler_ratio = 1.5,
         .straggler_grace_ms = 2000,
-        .node_timeout_ms = 10000,
     };
 }
 
@@ -71,6 +70,8 @@ unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now
     unsigned res = 0;
     for (size_t i = 0; i < j->n_ranks; i++) {
         struct rank_info *r = &j->ranks[i];
+        /* a rank whose node is silent is unknown, not stalled: its steps may be on the way */
+        if (j->nodes[r->node].link != LINK_UP) continue;
         if (r->state == RANK_RUNNING && o->hang_timeout_s > 0) {
             int64_t ref = r->step_changed_ms ? r->step_changed_ms : j->attempt_started_ms;
             int64_t idle = now_ms - ref;
@@ -193,31 +194,6 @@ unsigned hang_check_stragglers(struct job *j, const struct hang_opts *o, int64_t
     return res;
 }
 
-unsigned hang_check_nodes(struct job *j, const struct hang_opts *o, int64_t now_ms)
-{
-    unsigned res = 0;
-    if (o->node_timeout_ms <= 0) return 0;
-    for (size_t i = 0; i < j->n_nodes; i++) {
-        struct node_info *n = &j->nodes[i];
-        if (n->state != NODE_READY && n->state != NODE_RUNNING) continue;
-        int64_t ref = n->last_heartbeat_ms ? n->last_heartbeat_ms : j->attempt_started_ms;
-        int64_t quiet = now_ms - ref;
-        if (quiet < o->node_timeout_ms) continue;
-        char *why = xasprintf("no heartbeat for %lld s", (long long)(quiet / 1000));
-        job_node_lost(j, i, why, true);
-        free(why);
-        if (n->n_ranks > 1)
-            job_event_add(j, EV_NODE_LOST, -1, (int)i, "node %s lost: %s (ranks %d-%d)",
-                          n->name, n->error, n->first_rank, n->first_rank + n->n_ranks - 1);
-        else
-            job_event_add(j, EV_NODE_LOST, -1, (int)i, "node %s lost: %s (rank %d)", n->name,
-                          n->error, n->first_rank);
-        root_cause_node(j, (int)i, n->error);
-        res |= HANG_CHANGED | HANG_NODE_LOST;
-    }
-    return res;
-}
-
 unsigned hang_update_job_state(struct job *j)
 {
     return job_stall_update(j) ? HANG_CHANGED : 0;
@@ -225,8 +201,7 @@ unsigned hang_update_job_state(struct job *j)
 
 unsigned hang_check(struct job *j, const struct hang_opts *o, int64_t now_ms)
 {
-    unsigned res = hang_check_nodes(j, o, now_ms);
-    res |= hang_check_stalls(j, o, now_ms);
+    unsigned res = hang_check_stalls(j, o, now_ms);
     res |= hang_check_stragglers(j, o, now_ms);
     res |= hang_update_job_state(j);
     if (res & HANG_CHANGED) j->generation++;

@@ -1,7 +1,8 @@
-/* Hang, straggler and lost-node detection over the job model. The controller calls
- * hang_check on a timer (every second) with the monotonic time; everything here is a pure
- * function of the model and now_ms, so tests drive it with synthetic times. Each episode
- * (a stall, a straggler, a lost node) gives one event naming rank and host. */
+/* Hang and straggler detection over the job model. The controller calls hang_check on a timer
+ * (every second) with the monotonic time; everything here is a pure function of the model and
+ * now_ms, so tests drive it with synthetic times. Each episode (a stall, a straggler) gives one
+ * event naming rank and host. Whether a node is lost is the controller's business
+ * (run/controller_link.c): the ranks of a silent node are unknown here, never stalled. */
 #ifndef DDPTOP_HANG_H
 #define DDPTOP_HANG_H
 
@@ -14,7 +15,6 @@ struct hang_opts {
     int straggler_steps;     /* --straggler-steps: trailing the median step by more; 0 off */
     double straggler_ratio;  /* step time over this x the median (1.5); 0 off */
     int straggler_grace_ms;  /* the condition must hold this long before it is flagged */
-    int node_timeout_ms;     /* no heartbeat this long = node lost (10000) */
 };
 
 void hang_opts_init(struct hang_opts *o);
@@ -36,15 +36,12 @@ int hang_first_stalled(const struct job *j);
 /* What hang_check found this call (bits). */
 #define HANG_CHANGED   0x1   /* something in the model changed (states, flags, events) */
 #define HANG_STALL     0x2   /* a rank became stalled */
-#define HANG_NODE_LOST 0x4   /* a node was lost: its ranks are RANK_LOST; the job has failed
-                                (the root cause is set when it was the first failure) and the
-                                controller must stop the other ranks */
 
 /* Runs every detector below, then derives the job state (RUNNING <-> STALLED). */
 unsigned hang_check(struct job *j, const struct hang_opts *o, int64_t now_ms);
 
-/* A RUNNING rank whose step has not changed for hang_timeout_s (counted from its start when
- * it never printed one) becomes RANK_STALLED with an EV_STALL; a stalled rank whose step
+/* A RUNNING rank (of a node whose link is up) whose step has not changed for hang_timeout_s
+ * (counted from its start when it never printed one) becomes RANK_STALLED with an EV_STALL; a stalled rank whose step
  * moved since becomes RUNNING again with an EV_RESUME. */
 unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now_ms);
 /* rank->straggler for alive ranks whose step_ms is over straggler_ratio x the median, or
@@ -52,9 +49,6 @@ unsigned hang_check_stalls(struct job *j, const struct hang_opts *o, int64_t now
  * EV_STRAGGLER per episode. Cleared when it caught up (step time back under
  * (1 + ratio) / 2 x the median and no longer trailing). */
 unsigned hang_check_stragglers(struct job *j, const struct hang_opts *o, int64_t now_ms);
-/* A READY or RUNNING node without a heartbeat for node_timeout_ms becomes NODE_LOST, its
- * alive or pending ranks RANK_LOST; EV_NODE_LOST, and the root cause when first. */
-unsigned hang_check_nodes(struct job *j, const struct hang_opts *o, int64_t now_ms);
 /* JOB_RUNNING <-> JOB_STALLED from the ranks' states; other job states are left alone. */
 unsigned hang_update_job_state(struct job *j);
 

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "logw.h"
 #include "run_owner.h"
 #include "util/util.h"
 
@@ -246,36 +247,17 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         job_free(j);
         return NULL;
     }
-    char *ev_path = xasprintf("%s/events.jsonl", j->log_dir);
-    j->events_file = fopen(ev_path, "a");
-    if (!j->events_file) {
-        snprintf(err, errlen, "cannot open %s: %s (choose another --log-dir)", ev_path,
-                 strerror(errno));
-        free(ev_path);
+    j->files = logw_new(j->log_dir, n_ranks, err, errlen);
+    if (!j->files) {
         job_free(j);
         return NULL;
     }
-    free(ev_path);
     /* who writes this run, so `ddptop ls` can tell a live run from an abandoned one */
     if (run_owner_write(j->log_dir, err, errlen) != 0) {
         job_free(j);
         return NULL;
     }
     return j;
-}
-
-static void rank_close_log(struct job *j, struct rank_info *r)
-{
-    if (!r->log_file) return;
-    if (fclose(r->log_file) != 0 && !j->log_error_reported) {
-        j->log_error_reported = true;
-        job_event_add(j, EV_INFO, r->rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: "
-                      "%s (logs on disk are incomplete)", j->log_dir, j->attempt, r->rank,
-                      strerror(errno));
-    }
-    r->log_file = NULL;
-    free(r->log_buf);
-    r->log_buf = NULL;
 }
 
 void job_cause_clear(struct job *j)
@@ -293,7 +275,6 @@ void job_free(struct job *j)
     if (!j) return;
     for (size_t i = 0; i < j->n_ranks; i++) {
         struct rank_info *r = &j->ranks[i];
-        rank_close_log(j, r);
         log_ring_free(&r->log);
         free(r->series.pts);
         free(r->partial_text);
@@ -306,8 +287,7 @@ void job_free(struct job *j)
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
-    if (j->events_file) fclose(j->events_file);
-    if (j->gpu_file) fclose(j->gpu_file);
+    logw_free(j->files);
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -332,71 +312,30 @@ void job_set_series_limit(struct job *j, size_t max_points)
     j->generation++;
 }
 
-/* One log file per rank stays open for the attempt: make room for them when the soft
- * descriptor limit is low (1024 ranks on one controller). */
-static void raise_fd_limit(size_t want)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
-    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 int job_attempt_begin(struct job *j, char *err, size_t errlen)
 {
     int64_t now = mono_ms();
-    if (!j->log_dir) {                  /* an in-memory job (ddptop check): no files */
-        for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
-        return 0;
-    }
-    char *dir = xasprintf("%s/attempt-%d", j->log_dir, j->attempt);
-    if (mkdir_p(dir) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s (choose another --log-dir)", dir,
-                 strerror(errno));
-        free(dir);
-        return -1;
-    }
-    raise_fd_limit(j->n_ranks + 256);
-    int rc = 0;
-    for (size_t i = 0; i < j->n_ranks; i++) {
-        struct rank_info *r = &j->ranks[i];
-        rank_close_log(j, r);
-        rank_reset_attempt(r, now);
-        char *path = xasprintf("%s/rank-%zu.log", dir, i);
-        /* Append, never truncate: a reused --run-id must not destroy an earlier run's logs. */
-        r->log_file = fopen(path, "ab");
-        if (r->log_file) {
-            r->log_buf = xmalloc(JOB_LOG_BUF);
-            setvbuf(r->log_file, r->log_buf, _IOFBF, JOB_LOG_BUF);
-        }
-        if (!r->log_file && rc == 0) {
-            snprintf(err, errlen, "cannot open %s: %s (free descriptors or disk space, or "
-                     "choose another --log-dir)", path, strerror(errno));
-            rc = -1;
-        }
-        free(path);
-    }
-    free(dir);
+    (void)err;
+    (void)errlen;
+    for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
+    /* the writer makes attempt-N/ and opens its logs; what it cannot is said as an event */
+    logw_attempt(j->files, j->attempt);
     job_cause_clear(j);
     j->attempt_started_ms = now;
     j->ended_ms = 0;
-    j->log_error_reported = false;
     j->generation++;
-    return rc;
+    return 0;
 }
 
 void job_flush(struct job *j)
 {
-    for (size_t i = 0; i < j->n_ranks; i++) {
-        struct rank_info *r = &j->ranks[i];
-        if (r->log_file && fflush(r->log_file) != 0 && !j->log_error_reported) {
-            j->log_error_reported = true;
-            job_event_add(j, EV_INFO, r->rank, r->node, "cannot write %s/attempt-%d/rank-%d.log:"
-                          " %s (logs on disk are incomplete)", j->log_dir, j->attempt, r->rank,
-                          strerror(errno));
-        }
+    char *e;
+    if (!j->files) return;
+    logw_sync(j->files);
+    while ((e = logw_take_error(j->files)) != NULL) {
+        job_event_add(j, EV_INFO, -1, -1, "%s", e);
+        free(e);
     }
-    if (j->events_file) fflush(j->events_file);
 }
 
 /* The files stay open (a line that arrives late still reaches the disk); the next attempt or
@@ -406,21 +345,14 @@ void job_attempt_end(struct job *j)
     job_flush(j);
 }
 
-/* The rank's log file takes bytes as they came: one write for a whole block of lines. */
-void job_log_write(struct job *j, int rank, const char *data, size_t len, bool newline)
+/* The rank's log file takes bytes as they came: one piece for a whole block of lines. */
+void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const char *data, size_t len,
+                   bool newline)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks) return;
     struct rank_info *r = &j->ranks[rank];
     r->last_output_ms = mono_ms();
-    if (!r->log_file) return;
-    bool ok = fwrite(data, 1, len, r->log_file) == len;
-    if (newline) ok = ok && fputc('\n', r->log_file) != EOF;
-    if (!ok && !j->log_error_reported) {
-        j->log_error_reported = true;
-        job_event_add(j, EV_INFO, rank, r->node, "cannot write %s/attempt-%d/rank-%d.log: %s"
-                      " (logs on disk are incomplete)", j->log_dir, j->attempt, rank,
-                      strerror(errno));
-    }
+    logw_rank(j->files, rank, attempt, seq, r->seq_base, data, len, newline);
 }
 
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
@@ -452,7 +384,7 @@ void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned fl
 {
     /* ddptop's own notes go to events.jsonl, not into the file of what the rank printed. */
     if (stream != LOG_SYSTEM)
-        job_log_write(j, rank, text, len, !(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)));
+        job_log_write(j, rank, j->attempt, 0, text, len, !(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)));
     job_log_keep(j, rank, stream, flags, text, len, wall_ns());
 }
 
@@ -494,7 +426,7 @@ const char *job_state_name(enum job_state s)
         [JOB_CHECKING] = "CHECKING", [JOB_CHECK_FAILED] = "CHECK FAILED",
         [JOB_LAUNCHING] = "LAUNCHING", [JOB_RUNNING] = "RUNNING", [JOB_STALLED] = "STALLED",
         [JOB_FAILED] = "FAILED", [JOB_RESTARTING] = "RESTARTING", [JOB_STOPPING] = "STOPPING",
-        [JOB_STOPPED] = "STOPPED", [JOB_DONE] = "DONE",
+        [JOB_STOPPED] = "STOPPED", [JOB_DONE] = "DONE", [JOB_FAILING] = "FAILING",
     };
     return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "?";
 }

@@ -1,8 +1,9 @@
 /* The job model: everything the controller knows about a run, its nodes and its ranks. The
  * controller and the protocol decoder write it; the hang detector reads and marks it; the
- * views (tui/) and the headless printer only read it. Nothing here does I/O except the log
- * files, which job_log_append writes through to disk so no line a rank printed is lost even
- * when the screen cannot keep up; memory stays bounded by the per-rank rings. */
+ * views (tui/) and the headless printer only read it. The run's files are written by the log
+ * writer's thread (logw.h), to which the model hands every byte a rank printed, so no line is
+ * lost even when the screen cannot keep up, and no disk ever holds up the controller's loop;
+ * memory stays bounded by the per-rank rings. */
 #ifndef DDPTOP_JOB_H
 #define DDPTOP_JOB_H
 
@@ -24,11 +25,12 @@ enum job_state {
     JOB_LAUNCHING,    /* agents connecting, ranks being spawned */
     JOB_RUNNING,
     JOB_STALLED,      /* running, but at least one rank stalled */
-    JOB_FAILED,       /* a rank failed or a node was lost; the others are being/were stopped */
+    JOB_FAILED,       /* ended: a failure past the allowed restarts */
     JOB_RESTARTING,   /* stopping the attempt before the next one */
     JOB_STOPPING,     /* stopped by the user (K, q, Ctrl-C) */
     JOB_STOPPED,
     JOB_DONE,         /* every rank exited 0 */
+    JOB_FAILING,      /* a rank failed or a node was lost: the others are being stopped */
 };
 
 enum rank_state {
@@ -48,6 +50,14 @@ enum node_state {
     NODE_LOST,        /* heartbeats stopped or the connection dropped */
     NODE_FAILED,      /* could not connect / start the agent */
     NODE_DONE,        /* its ranks ended and the agent was told to exit */
+};
+
+/* How the controller hears from a node whose agent holds ranks (docs/run.md "When the
+ * controller loses a node"). Apart from node_state: a RUNNING node may be silent. */
+enum node_link {
+    LINK_UP,          /* its messages arrive */
+    LINK_SILENT,      /* nothing for a while: its ranks are unknown, not failed */
+    LINK_UNREACHABLE, /* its connection ended or was given up: reconnecting */
 };
 
 enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own notes */ };
@@ -120,9 +130,11 @@ struct rank_info {
     bool straggler;           /* set by the detector */
     struct metric_series series;
     struct log_ring log;
-    FILE *log_file;           /* LOGDIR/RUN_ID/attempt-N/rank-R.log */
-    char *log_buf;            /* its stdio buffer, JOB_LOG_BUF bytes */
     char *partial_text;       /* not used by the model; reserved for decoders */
+    /* The agent's numbering of its messages about this rank (run/controller_agent.c): the
+     * last one taken, and the base added to it for the log writer (a new agent starts from 1
+     * again; the base keeps the numbers the log index records rising). */
+    uint64_t seq, seq_base;
     /* Kept by the model and the hang detector (per attempt). */
     long loss_lines;          /* metric lines seen this attempt (step inference) */
     bool step_explicit;       /* a metric line with a step was seen this attempt */
@@ -164,6 +176,9 @@ struct node_info {
     enum node_state state;
     int first_rank, n_ranks;
     int64_t last_heartbeat_ms;
+    enum node_link link;
+    int64_t link_since_wall_ns; /* when link last changed (wall clock, for people) */
+    int64_t last_seen_wall_ns;  /* its last message (wall clock): "unknown since" */
     char *error;              /* why it failed or was lost; NULL */
     struct node_gpus gpus;    /* its GPUs' latest sample (job/gpu.h) */
 };
@@ -227,13 +242,11 @@ struct job {
     struct job_event *events; /* ring of the newest events; all are in events.jsonl */
     size_t ev_cap, ev_head, ev_count;
     struct root_cause cause;
-    FILE *events_file;        /* LOGDIR/RUN_ID/events.jsonl */
-    FILE *gpu_file;           /* LOGDIR/RUN_ID/gpu.jsonl, opened at the first GPU sample */
+    struct logw *files;       /* the writer of LOGDIR/RUN_ID/ (NULL: in memory only) */
     uint64_t gpu_file_bytes;
-    bool gpu_file_off;        /* full (GPU_FILE_MAX) or not writable: no more lines */
+    bool gpu_file_off;        /* full (GPU_FILE_MAX): no more lines */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
-    bool log_error_reported;  /* a log write failed (reported once as an event) */
     enum run_state end_state; /* what job_event_end recorded */
     int end_exit_code;
 };
@@ -251,15 +264,16 @@ void job_free(struct job *j);
 int job_attempt_begin(struct job *j, char *err, size_t errlen);
 
 /* Appends one line of rank output: to its log file (raw bytes, plus '\n' unless the line is
- * LOG_LINE_PARTIAL or LOG_LINE_SPLIT; buffered until job_flush) and to its ring. LOG_SYSTEM
- * lines go to the ring only. */
+ * LOG_LINE_PARTIAL or LOG_LINE_SPLIT) and to its ring. LOG_SYSTEM lines go to the ring only. */
 void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
                     const char *text, size_t len);
 /* job_log_append's two halves, for a block of whole lines (docs/architecture.md, "One output
- * line"): the bytes to the log file in one write (newline: add a '\n' after them; this also
- * marks the rank's last output time), then each line to the ring with job_log_keep, all with
- * the one wall clock reading (wall_ns()) taken for the block. */
-void job_log_write(struct job *j, int rank, const char *data, size_t len, bool newline);
+ * line"): the bytes to the log file of the attempt (newline: add a '\n' after them; this also
+ * marks the rank's last output time), seq being the agent's number of the message that
+ * carried them (0: none), then each line to the ring with job_log_keep, all with the one wall
+ * clock reading (wall_ns()) taken for the block. */
+void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const char *data, size_t len,
+                   bool newline);
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
                   const char *text, size_t len, int64_t wall);
 /* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
@@ -286,9 +300,10 @@ void job_event_end(struct job *j, enum run_state st, int exit_code);
 void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes);
 void job_set_series_limit(struct job *j, size_t max_points);
 
-/* Log files are written through stdio buffers: the controller calls job_flush on a timer
- * (every second), and job_attempt_end when an attempt's ranks have all ended; job_free
- * flushes and closes too. Events are flushed as they are written. */
+/* The writer buffers each rank's log: the controller calls job_flush on a timer (every
+ * second: the buffers go to disk, the log index is replaced, and the writer's errors become
+ * events), and job_attempt_end when an attempt's ranks have all ended; job_free writes what
+ * is left and closes. */
 void job_flush(struct job *j);
 void job_attempt_end(struct job *j);
 

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "logw.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -122,7 +123,7 @@ static void add_launch_fields(cJSON *o, const struct job *j)
 
 static void write_event(struct job *j, const struct job_event *ev)
 {
-    if (!j->events_file) return;
+    if (!j->files) return;
     char when[48];
     util_iso_time(ev->wall_ns, when, sizeof when);
     int node = ev->node;
@@ -146,10 +147,9 @@ static void write_event(struct job *j, const struct job_event *ev)
     char *line = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!line) return;
-    fputs(line, j->events_file);
-    fputc('\n', j->events_file);
-    /* Events are rare and are what a person reads after a crash: on disk at once. */
-    fflush(j->events_file);
+    /* Events are rare and are what a person reads after a crash: written at once (by the
+     * writer's thread, never waiting here). */
+    logw_events(j->files, line, strlen(line));
     free(line);
 }
 

@@ -14,6 +14,21 @@ static void job_to(struct job *j, enum job_state st)
     j->generation++;
 }
 
+bool job_is_running(const struct job *j)
+{
+    return j->state == JOB_RUNNING || j->state == JOB_STALLED;
+}
+
+bool job_is_stopping(const struct job *j)
+{
+    return j->state == JOB_STOPPING || j->state == JOB_RESTARTING || j->state == JOB_FAILING;
+}
+
+bool job_is_ended(const struct job *j)
+{
+    return j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_STOPPED;
+}
+
 void job_checking(struct job *j) { job_to(j, JOB_CHECKING); }
 void job_check_refused(struct job *j) { job_to(j, JOB_CHECK_FAILED); }
 void job_launching(struct job *j) { job_to(j, JOB_LAUNCHING); }
@@ -35,7 +50,7 @@ bool job_stall_update(struct job *j)
 
 void job_stopping(struct job *j, enum job_state during)
 {
-    assert(during == JOB_STOPPING || during == JOB_RESTARTING || during == JOB_FAILED);
+    assert(during == JOB_STOPPING || during == JOB_RESTARTING || during == JOB_FAILING);
     job_to(j, during);
 }
 
@@ -62,7 +77,20 @@ static void node_to(struct job *j, size_t node, enum node_state st)
     j->generation++;
 }
 
-void job_node_connecting(struct job *j, size_t node) { node_to(j, node, NODE_CONNECTING); }
+void job_node_connecting(struct job *j, size_t node)
+{
+    j->nodes[node].link = LINK_UP;
+    node_to(j, node, NODE_CONNECTING);
+}
+
+void job_node_link(struct job *j, size_t node, enum node_link link)
+{
+    assert(node < j->n_nodes);
+    if (j->nodes[node].link == link) return;
+    j->nodes[node].link = link;
+    j->nodes[node].link_since_wall_ns = wall_ns();
+    j->generation++;
+}
 void job_node_ready(struct job *j, size_t node) { node_to(j, node, NODE_READY); }
 void job_node_running(struct job *j, size_t node) { node_to(j, node, NODE_RUNNING); }
 void job_node_done(struct job *j, size_t node) { node_to(j, node, NODE_DONE); }

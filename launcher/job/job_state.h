@@ -12,13 +12,24 @@
 #include "job.h"
 
 /* ---- the job -------------------------------------------------------------------------------- */
+/* The job's state is also the controller's phase (there is no second machine):
+ *
+ *   CHECKING -> CHECK_FAILED -> LAUNCHING -> RUNNING <-> STALLED
+ *   RUNNING|STALLED -> STOPPING | RESTARTING | FAILING -> LAUNCHING (restart) | STOPPED | FAILED
+ *   RUNNING -> DONE; anything -> STOPPED (quit before a launch)
+ *
+ * These say which part of it the job is in. */
+bool job_is_running(const struct job *j);         /* RUNNING, STALLED: the attempt's ranks run */
+bool job_is_stopping(const struct job *j);        /* STOPPING, RESTARTING, FAILING */
+bool job_is_ended(const struct job *j);           /* DONE, FAILED, STOPPED */
+
 void job_checking(struct job *j);                 /* the preflight runs */
 void job_check_refused(struct job *j);            /* the preflight refused: the user decides */
 void job_launching(struct job *j);                /* agents (re)connect, then spawn */
 void job_running(struct job *j);                  /* every node was sent its ranks */
 /* RUNNING <-> STALLED, as the hang detector sees the ranks; false when nothing changed. */
 bool job_stall_update(struct job *j);
-/* Stopping every rank: during is STOPPING (asked for), RESTARTING, or FAILED (a failure). */
+/* Stopping every rank: during is STOPPING (asked for), RESTARTING, or FAILING (a failure). */
 void job_stopping(struct job *j, enum job_state during);
 void job_restart_asked(struct job *j);            /* a stop in progress ends in a restart */
 void job_stop_asked(struct job *j);               /* a restart in progress ends stopped */
@@ -35,6 +46,9 @@ void job_node_unreachable(struct job *j, size_t node, const char *why);
 /* Lost while it had ranks (heartbeats stopped, the connection dropped): its running ranks, and
  * its pending ones when with_pending, become LOST. */
 void job_node_lost(struct job *j, size_t node, const char *why, bool with_pending);
+
+/* How the controller hears from it (the caller adds the event that says why). */
+void job_node_link(struct job *j, size_t node, enum node_link link);
 
 /* ---- ranks ---------------------------------------------------------------------------------- */
 void job_rank_running(struct job *j, int rank, int pid); /* spawned */

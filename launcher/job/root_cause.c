@@ -167,6 +167,11 @@ bool root_cause_scheduler(struct job *j, int node, const char *why)
     return true;
 }
 
+bool root_cause_control(struct job *j, int node, const char *why)
+{
+    return root_cause_scheduler(j, node, why);
+}
+
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
 {
     if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;

@@ -25,6 +25,10 @@ bool root_cause_node(struct job *j, int node, const char *why);
 /* The scheduler ended the job (Slurm's SIGTERM to the step: scancel, a time limit, preemption),
  * first seen on node `node`: why is the whole summary. */
 bool root_cause_scheduler(struct job *j, int node, const char *why);
+/* The control plane lost node `node` for good (its agent ended, it stayed unreachable past the
+ * agents' grace, the controller itself did not run): why is the whole summary ("node n3
+ * unreachable for 10 min ...", "the controller did not run for 8 s ..."). */
+bool root_cause_control(struct job *j, int node, const char *why);
 /* The attempt hung (--on-hang restart or stop): `rank` stalled first (hang_first_stalled);
  * where says where every rank was (stack_where_summary; NULL: unknown). Same rule, with the
  * rank's last output lines: "rank 1 on gpu2 hung: step 4 has not advanced for 12 s; rank 1 in

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
+#include "hosts/slurm_job.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
 #include "util/util.h"
@@ -37,6 +38,9 @@ void run_opts_init(struct run_opts *o)
     o->on_hang = HANG_ACTION_STACKS;
     o->gpu_interval_ms = 1000;
     o->term_timeout_s = 10;
+    o->agent_grace_s = 600;
+    o->node_timeout_s = 30;
+    o->agent_spool_mb = 256;
     o->straggler_steps = 3;
 }
 
@@ -76,7 +80,7 @@ void ctl_events_flush(struct controller *c)
 
 bool ctl_node_usable(const struct cnode *nd)
 {
-    return nd->t && nd->hello && !nd->lost;
+    return nd->t && nd->hello && !nd->lost && !nd->away && !nd->released;
 }
 
 /* Marks the node's running ranks lost; closes its transport (reconnected before a restart). */
@@ -87,24 +91,26 @@ void ctl_node_lost(struct controller *c, size_t i, const char *why)
     if (nd->lost) return;
     nd->lost = true;
     nd->stopped = true;
+    nd->away = false;
     ctl_exits_release(c, i, false);
     if (nd->t) transport_close(nd->t);
-    if (c->phase == PH_CHECK) {
+    job_node_link(c->job, i, LINK_UP);
+    if (c->job->state == JOB_CHECKING) {
         /* the preflight names it in its report, which decides whether to launch */
         ctl_check_node_down(c, i, why, NULL);
         return;
     }
     /* hang_check may have marked the model already (heartbeats), with its event */
     if (ni->state != NODE_LOST) {
-        if (c->phase == PH_CONNECT && !nd->hello) job_node_unreachable(c->job, i, why);
-        else job_node_lost(c->job, i, why, c->phase == PH_RUN);
+        if (c->job->state == JOB_LAUNCHING && !nd->hello) job_node_unreachable(c->job, i, why);
+        else job_node_lost(c->job, i, why, job_is_running(c->job));
         job_event_add(c->job, EV_NODE_LOST, -1, (int)i, "node %s %s: %s", ni->name,
                       ni->state == NODE_FAILED ? "unreachable" : "lost", why);
-        if (c->phase == PH_RUN || c->phase == PH_CONNECT) root_cause_node(c->job, (int)i, why);
+        if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) root_cause_node(c->job, (int)i, why);
     }
-    if (c->phase == PH_RUN) {
+    if (job_is_running(c->job)) {
         ctl_rank_failed_begin_stop(c);
-    } else if (c->phase == PH_CONNECT) {
+    } else if (c->job->state == JOB_LAUNCHING) {
         /* No node runs ranks while agents connect. Without every node there is no launch, and
          * restarting would meet the same node: the job ends here. */
         c->after = AFTER_END;
@@ -123,7 +129,7 @@ void ctl_start_queued(struct controller *c)
         nd->queued = false;
         nd->hello_deadline_ms = 0;
         transport_start(nd->t);
-        if (c->pf && c->phase == PH_CHECK)
+        if (c->pf && c->job->state == JOB_CHECKING)
             preflight_node_connecting(c->pf, i, transport_address(nd->t), transport_port(nd->t));
         busy++;
     }
@@ -135,14 +141,21 @@ int64_t ctl_hello_timeout_ms(const struct controller *c)
     return !c->o.local && c->o.check.via == HOSTS_VIA_SRUN ? ms + 60000 : ms;
 }
 
+static char *agent_log(const struct controller *c)
+{
+    return c->job->log_dir ? xasprintf("%s/agent.log", c->job->log_dir) : NULL;
+}
+
 /* One Slurm step for every node in need of an agent (docs/slurm.md): their transports share it. */
-static void connect_srun(struct controller *c, const bool *need, const char *errlog)
+void ctl_connect_srun(struct controller *c, const bool *need, bool bridge)
 {
     const char **names = xcalloc(c->n, sizeof *names);
     size_t *idx = xcalloc(c->n, sizeof *idx), k = 0;
+    char *errlog = agent_log(c);
     struct srun_step_opts so = {.agent_path = c->agent_path, .jobid = c->o.check.slurm_jobid, .stderr_path = errlog,
                                 .bcast = c->o.check.agent_bcast > 0 ||
-                                         (c->o.check.agent_bcast == 0 && srun_step_needs_bcast(c->agent_path))};
+                                         (c->o.check.agent_bcast == 0 && srun_step_needs_bcast(c->agent_path)),
+                                .attach = bridge};
     struct srun_step *step;
     for (size_t i = 0; i < c->n; i++) {
         if (!need[i]) continue;
@@ -163,17 +176,28 @@ static void connect_srun(struct controller *c, const bool *need, const char *err
     }
     free(names);
     free(idx);
+    free(errlog);
 }
 
-static struct transport *connect_one(struct controller *c, size_t i, const char *errlog)
+struct transport *ctl_transport_new(struct controller *c, size_t i, bool bridge)
 {
-    if (c->o.local) return transport_local_new(c->agent_path, errlog);
-    if (c->o.check.via == HOSTS_VIA_TM) {
+    char *errlog = agent_log(c);
+    struct transport *t;
+    const char *arg = bridge ? "--attach" : NULL;
+    if (c->o.local) {
+        const char *argv[] = {c->agent_path, arg, NULL};
+        t = transport_child_new(argv, NULL, errlog);
+    } else if (c->o.check.via == HOSTS_VIA_TM) {
         /* PBS's task manager starts the agent on the node; it must be at the same path there */
-        const char *argv[] = {"pbs_tmrsh", c->hl->hosts[i].name, c->agent_path, NULL};
-        return transport_child_new(argv, c->hl->hosts[i].name, errlog);
+        const char *argv[] = {"pbs_tmrsh", c->hl->hosts[i].name, c->agent_path, arg, NULL};
+        t = transport_child_new(argv, c->hl->hosts[i].name, errlog);
+    } else if (bridge) {
+        t = transport_ssh_attach_new(&c->hl->hosts[i], &c->o.check.ssh);
+    } else {
+        t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
     }
-    return transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
+    free(errlog);
+    return t;
 }
 
 /* (Re)creates the transport of every node that has none or lost it. */
@@ -191,16 +215,25 @@ void ctl_connect_nodes(struct controller *c)
         else if (c->o.check.pbs)
             job_event_add(c->job, EV_INFO, -1, -1, "PBS job: no pbs_tmrsh on PATH, agents started over SSH");
     }
-    char *errlog = c->job->log_dir ? xasprintf("%s/agent.log", c->job->log_dir) : NULL;
     bool *need = xcalloc(c->n ? c->n : 1, sizeof *need);
-    for (size_t i = 0; i < c->n; i++) need[i] = !c->nodes[i].t || c->nodes[i].lost;
+    for (size_t i = 0; i < c->n; i++)
+        need[i] = !c->nodes[i].t || c->nodes[i].lost || c->nodes[i].released || c->nodes[i].away;
+    for (size_t i = 0; i < c->n; i++) {
+        /* a node still unreachable gets a fresh agent: its old one stops its ranks itself */
+        if (need[i] && c->nodes[i].t) transport_detach(c->nodes[i].t);
+    }
     if (!c->o.local && c->o.check.via == HOSTS_VIA_SRUN) {
-        connect_srun(c, need, errlog);
+        for (size_t i = 0; i < c->n; i++)
+            if (need[i]) {
+                transport_free(c->nodes[i].t);
+                c->nodes[i].t = NULL;
+            }
+        ctl_connect_srun(c, need, false);
     } else {
         for (size_t i = 0; i < c->n; i++) {
             if (!need[i]) continue;
             transport_free(c->nodes[i].t);
-            c->nodes[i].t = connect_one(c, i, errlog);
+            c->nodes[i].t = ctl_transport_new(c, i, false);
         }
     }
     for (size_t i = 0; i < c->n; i++) {
@@ -209,12 +242,11 @@ void ctl_connect_nodes(struct controller *c)
         wire_client_reset(&nd->cl); /* answers on the old connection never come */
         ctl_stacks_node_reset(c, i);
         nd->queued = true;
-        nd->hello = nd->lost = false;
-        nd->last_msg_ms = mono_ms();
+        nd->hello = nd->lost = nd->released = nd->away = nd->bridge = nd->holds_ranks = false;
+        nd->last_msg_ms = nd->quiet_from_ms = mono_ms();
         job_node_connecting(c->job, i);
     }
     free(need);
-    free(errlog);
     ctl_start_queued(c);
 }
 
@@ -222,7 +254,6 @@ void ctl_connect_nodes(struct controller *c)
 
 void ctl_launch_begin(struct controller *c)
 {
-    c->phase = PH_CONNECT;
     job_launching(c->job);
     ctl_connect_nodes(c);
 }
@@ -243,7 +274,7 @@ static struct rank_env_in rank_env_in_for(const struct controller *c, size_t i, 
     };
 }
 
-static cJSON *spawn_request(struct controller *c, size_t i, int *id)
+cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
 {
     struct job *j = c->job;
     struct node_info *ni = &j->nodes[i];
@@ -261,6 +292,12 @@ static cJSON *spawn_request(struct controller *c, size_t i, int *id)
     }
     cJSON_AddStringToObject(m, "workdir", c->workdir);
     cJSON_AddNumberToObject(m, "watchdog_ms", WATCHDOG_MS);
+    /* the agent keeps the ranks this long without us, and can be found again (its socket is
+     * named after the run and the node) */
+    cJSON_AddNumberToObject(m, "grace_ms", (double)c->o.agent_grace_s * 1000);
+    cJSON_AddNumberToObject(m, "spool_bytes", (double)c->o.agent_spool_mb * 1048576.0);
+    cJSON_AddStringToObject(m, "run", j->run_id);
+    cJSON_AddNumberToObject(m, "node", (double)i);
     ranks = cJSON_AddArrayToObject(m, "ranks");
     for (int k = 0; k < ni->n_ranks; k++) {
         struct env_list env = {0};
@@ -306,11 +343,12 @@ static void spawn_all(struct controller *c)
         nd->spawn_answered = false;
         nd->stop_id = 0;
         nd->stopped = false;
-        ctl_send(c, i, spawn_request(c, i, &nd->spawn_id));
+        nd->holds_ranks = true;
+        ctl_send(c, i, ctl_spawn_request(c, i, &nd->spawn_id));
         job_node_running(j, i);
     }
-    c->phase = PH_RUN;
     job_running(j);
+    ctl_record_write(c); /* what `ddptop attach` needs to take the run over */
 }
 
 /* In CONNECT: spawn once every node greeted; fail nodes that never do. */
@@ -319,7 +357,7 @@ static void connect_progress(struct controller *c)
     int64_t now = mono_ms();
     bool all = true;
     ctl_start_queued(c);
-    for (size_t i = 0; i < c->n && c->phase == PH_CONNECT; i++) {
+    for (size_t i = 0; i < c->n && c->job->state == JOB_LAUNCHING; i++) {
         struct cnode *nd = &c->nodes[i];
         enum transport_state st;
         if (nd->hello) continue;
@@ -336,7 +374,7 @@ static void connect_progress(struct controller *c)
             else if (now >= nd->hello_deadline_ms) ctl_node_lost(c, i, "the agent did not greet in time (run ddptop-agent by hand on the node to see why)");
         }
     }
-    if (all && c->phase == PH_CONNECT) spawn_all(c);
+    if (all && c->job->state == JOB_LAUNCHING) spawn_all(c);
 }
 
 /* ---- stopping, restarting, ending --------------------------------------------------------- */
@@ -345,7 +383,6 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
                        enum after_stop after, bool auto_restart)
 {
     int64_t grace = (int64_t)c->o.term_timeout_s * 1000;
-    c->phase = PH_STOP;
     job_stopping(c->job, during);
     c->stop_state = after_state;
     c->after = after;
@@ -354,6 +391,12 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
         cJSON *m;
+        if (nd->away && ctl_link_applies(c, i)) {
+            /* unreachable: the stop goes when it is back (ctl_link_resumed); until then only a
+             * restart waits for it, so that two attempts never share the node */
+            nd->stopped = false;
+            continue;
+        }
         if (!ctl_node_usable(nd)) {
             nd->stopped = true;
             continue;
@@ -364,12 +407,13 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
         ctl_send(c, i, m);
     }
     c->job->generation++;
+    ctl_record_write(c);
 }
 
 void ctl_rank_failed_begin_stop(struct controller *c)
 {
-    if (c->phase != PH_RUN) return;
-    ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, true);
+    if (!job_is_running(c->job)) return;
+    ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, true);
 }
 
 void ctl_record_end(struct controller *c)
@@ -382,12 +426,41 @@ void ctl_record_end(struct controller *c)
     job_event_end(c->job, rs, plan_exit_code(st));
 }
 
+/* Every agent is told to exit (an agent with a grace waits for us otherwise) and its
+ * transport closed; a node still unreachable is left to its agent's grace. abandon: nobody
+ * is told anything, every agent waits (ddptop attach can take the run over). */
+void ctl_release_all(struct controller *c, bool abandon)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        if (!nd->t || nd->released) continue;
+        if (abandon || (nd->away && !nd->lost)) {
+            transport_detach(nd->t);
+            continue;
+        }
+        if (ctl_node_usable(nd)) {
+            int id;
+            ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
+        }
+        transport_close(nd->t);
+        nd->released = true;
+        nd->holds_ranks = false;
+    }
+}
+
 void ctl_finish(struct controller *c, enum job_state st)
 {
-    c->phase = PH_END;
     job_ended(c->job, st);
     ctl_record_end(c);
     job_attempt_end(c->job);
+    /* A finished job lets go at once: of its agents (a restart from the dashboard starts fresh
+     * ones), and of the Slurm allocation --salloc made. The final screen stays. */
+    ctl_release_all(c, false);
+    if (c->o.check.slurm_release && c->o.check.slurm_jobid && !c->o.check_only) {
+        slurm_job_cancel(c->o.check.slurm_jobid);
+        c->allocation_released = true;
+        job_event_add(c->job, EV_INFO, -1, -1, "Slurm allocation %s given back (--salloc)", c->o.check.slurm_jobid);
+    }
     if (!c->interactive) c->quit = true;
 }
 
@@ -448,12 +521,9 @@ static void run_progress(struct controller *c)
 
 void ctl_check_progress(struct controller *c)
 {
-    switch (c->phase) {
-    case PH_CHECK: ctl_check_progress_phase(c); break;
-    case PH_CONNECT: connect_progress(c); break;
-    case PH_RUN: run_progress(c); break;
-    case PH_STOP: stop_progress(c); break;
-    default: break;
-    }
+    if (c->job->state == JOB_CHECKING) ctl_check_progress_phase(c);
+    else if (c->job->state == JOB_LAUNCHING) connect_progress(c);
+    else if (job_is_running(c->job)) run_progress(c);
+    else if (job_is_stopping(c->job)) stop_progress(c);
     ctl_stacks_progress(c);
 }

@@ -31,6 +31,13 @@ struct run_opts {
     enum hang_action on_hang;    /* --on-hang, default stacks */
     int gpu_interval_ms;         /* NVML sampling on every node; default 1000, 0 off */
     int term_timeout_s;          /* default 10 */
+    int agent_grace_s;           /* how long agents keep the ranks without us (default 600, 0: none) */
+    int node_timeout_s;          /* silent this long: unreachable, reconnect (default 30) */
+    int agent_spool_mb;          /* each agent's spool while we are away (default 256) */
+    bool hup_detaches;           /* SIGHUP leaves the run to its agents (a session's dashboard) */
+    bool adopt;                  /* --adopt: take over --run-id's run (ddptop attach), no launch */
+    char *const *argv;           /* `ddptop run`'s arguments as given (the run's record keeps them) */
+    int argc;
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
     bool headless;

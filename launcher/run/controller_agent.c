@@ -1,7 +1,12 @@
 /* Decoding what a node's agent says (docs/protocol.md, "Run requests") into the job model:
  * hello, spawned, out (log lines and metrics), status (heartbeat, /proc state, CPU), exit
  * (rank states, failures and the root cause), stopped, errors; the answers of stack dumps and
- * files go to controller_stacks.c.
+ * files go to controller_stacks.c, a bridge's and a resumed agent's lines to
+ * controller_link.c.
+ *
+ * Output and exits are numbered per rank by the agent ("q"): after a new link it sends again
+ * everything we had not acknowledged, so a number already taken is a repeat and is dropped;
+ * the log files get each byte once, in order.
  *
  * Root cause order: a failure's exit message is held for EXIT_HOLD_MS with any other exits of
  * its node and they are applied in the order of the agent's monotonic clock (mono_ns), since
@@ -45,6 +50,28 @@ static bool rank_on_node(const struct controller *c, size_t node, int rank)
     return rank >= ni->first_rank && rank < ni->first_rank + ni->n_ranks;
 }
 
+/* Whether rank's durable message number q (0: none given) is new. A gap means messages that
+ * will never come (an agent that lost them): said once. */
+static bool seq_take(struct controller *c, int rank, uint64_t q)
+{
+    struct rank_info *ri = &c->job->ranks[rank];
+    if (!q) return true;
+    if (q <= ri->seq) return false;
+    if (q > ri->seq + 1 && !c->ranks[rank].gap_said) {
+        c->ranks[rank].gap_said = true;
+        job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s: messages %llu to %llu of its agent never came (its "
+                      "log misses them)", rank, job_rank_host(c->job, rank), (unsigned long long)ri->seq + 1,
+                      (unsigned long long)q - 1);
+    }
+    ri->seq = q;
+    return true;
+}
+
+static uint64_t seq_of(double v)
+{
+    return v > 0 && v < 9.0e15 ? (uint64_t)v : 0;
+}
+
 /* ---- messages ----------------------------------------------------------------------------- */
 
 static void on_hello(struct controller *c, size_t i, const cJSON *m)
@@ -56,10 +83,16 @@ static void on_hello(struct controller *c, size_t i, const cJSON *m)
         ctl_node_lost(c, i, why);
         return;
     }
+    if (cJSON_IsTrue(get(m, "resumed"))) {
+        ctl_link_resumed(c, i, m);
+        return;
+    }
+    if (nd->bridge) return; /* a fresh agent cannot answer a bridge */
+    ctl_link_fresh_agent(c, i);
     nd->hello = true;
     job_node_ready(c->job, i);
     ctl_gpu_watch(c, i);
-    if (c->phase == PH_CHECK && c->pf) ctl_check_node_up(c, i, m);
+    if (c->job->state == JOB_CHECKING && c->pf) ctl_check_node_up(c, i, m);
 }
 
 /* A rank that could not start fails like one that exited 127 (the shell's "not found"). */
@@ -99,21 +132,24 @@ static void out_line(struct controller *c, int rank, enum log_stream stream, uns
 
 /* One out message: a piece of a line (flags), or a block of whole lines, each ending with its
  * newline (docs/protocol.md). The log file gets the bytes as they came, in one write; the
- * ring, the metrics parser and the front end get each line. */
-static void out_block(struct controller *c, int rank, enum log_stream stream, unsigned flags, const char *t,
-                      size_t len)
+ * ring, the metrics parser and the front end get each line. Output of an earlier attempt
+ * (sent again after a new link) goes to that attempt's file only. */
+static void out_block(struct controller *c, int rank, int attempt, uint64_t q, enum log_stream stream,
+                      unsigned flags, const char *t, size_t len)
 {
     const char *end = t + len;
     int64_t wall = wall_ns();
     bool metrics;
+    if (attempt < 0) attempt = c->job->attempt;
     if (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)) {
-        job_log_write(c->job, rank, t, len, false);
-        out_line(c, rank, stream, flags, t, len, true, wall);
+        job_log_write(c->job, rank, attempt, q, t, len, false);
+        if (attempt == c->job->attempt) out_line(c, rank, stream, flags, t, len, true, wall);
         return;
     }
     /* An agent's block always ends with a newline; should one not, the log file still gets
      * whole lines. */
-    job_log_write(c->job, rank, t, len, len == 0 || t[len - 1] != '\n');
+    job_log_write(c->job, rank, attempt, q, t, len, len == 0 || t[len - 1] != '\n');
+    if (attempt != c->job->attempt) return;
     metrics = metrics_block_may_hold(c->metrics, t, len);
     do {
         const char *nl = memchr(t, '\n', (size_t)(end - t));
@@ -131,6 +167,14 @@ static unsigned out_flags(const char *f)
     return flags;
 }
 
+/* The agent dropped output while we were away (its spool was full): said as an event. */
+static void out_dropped(struct controller *c, int rank, const cJSON *d)
+{
+    job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s: %.0f lines (%.0f bytes) of its output were dropped on "
+                  "its node while the controller was away (the agent's spool, --agent-spool, was full)", rank,
+                  job_rank_host(c->job, rank), num(d, "lines", 0), num(d, "bytes", 0));
+}
+
 static void on_out(struct controller *c, size_t i, const cJSON *m)
 {
     int rank = (int)num(m, "rank", -1);
@@ -138,7 +182,8 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     enum log_stream stream = s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT;
     char *raw = NULL;
     size_t len;
-    if (!rank_on_node(c, i, rank)) return;
+    if (!rank_on_node(c, i, rank) || !seq_take(c, rank, seq_of(num(m, "q", 0)))) return;
+    if (cJSON_IsObject(get(m, "dropped"))) out_dropped(c, rank, get(m, "dropped"));
     if (t) {
         len = strlen(t);
     } else if (b64) {
@@ -147,7 +192,7 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     } else {
         return;
     }
-    out_block(c, rank, stream, out_flags(f), t, len);
+    out_block(c, rank, (int)num(m, "a", -1), seq_of(num(m, "q", 0)), stream, out_flags(f), t, len);
     free(raw);
 }
 
@@ -171,7 +216,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
 {
     static const char head[] = "{\"ev\":\"out\",";
     struct json_flat o;
-    const struct json_flat_field *rk, *t;
+    const struct json_flat_field *rk, *t, *q, *a;
     char sbuf[16], fbuf[16], small[4096], *buf = small;
     const char *s, *f, *text;
     bool bad = false;
@@ -179,7 +224,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     size_t len;
     if (strncmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, strlen(line), &o)) return false;
     t = json_flat_get(&o, "t");
-    if (!t || t->type != JF_STRING) return false;
+    if (!t || t->type != JF_STRING || json_flat_get(&o, "dropped")) return false;
     s = flat_short_str(&o, "s", sbuf, sizeof sbuf, &bad);
     f = flat_short_str(&o, "f", fbuf, sizeof fbuf, &bad);
     if (bad) return false;
@@ -195,12 +240,15 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
         text = t->str;
         len = t->str_len;
     }
-    c->nodes[i].last_msg_ms = mono_ms();
-    c->job->nodes[i].last_heartbeat_ms = c->nodes[i].last_msg_ms;
+    ctl_link_heard(c, i);
     rk = json_flat_get(&o, "rank");
-    rank = rk && rk->type == JF_NUMBER ? (int)rk->num : -1;
-    if (rank_on_node(c, i, rank))
-        out_block(c, rank, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
+    q = json_flat_get(&o, "q");
+    a = json_flat_get(&o, "a");
+    rank = rk && rk->type == JF_NUMBER && rk->num >= 0 && rk->num < 1e9 ? (int)rk->num : -1;
+    uint64_t seq = q && q->type == JF_NUMBER ? seq_of(q->num) : 0;
+    int attempt = a && a->type == JF_NUMBER && a->num >= 0 && a->num < 1e9 ? (int)a->num : -1;
+    if (rank_on_node(c, i, rank) && seq_take(c, rank, seq))
+        out_block(c, rank, attempt, seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
     if (buf != small) free(buf);
     return true;
 }
@@ -255,7 +303,7 @@ static void apply_exit(struct controller *c, size_t i, const cJSON *m)
     int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
     int ec = cJSON_IsNumber(code) ? code->valueint : sig ? 0 : -1;
     enum rank_state st;
-    if (!rank_on_node(c, i, rank)) return;
+    if (!rank_on_node(c, i, rank) || num(m, "attempt", c->job->attempt) != c->job->attempt) return;
     st = c->job->ranks[rank].state;
     if (st != RANK_RUNNING && st != RANK_STALLED && st != RANK_PENDING) return;
     if (job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
@@ -304,11 +352,18 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
     }
 }
 
-/* A scheduler's warning signal reached the node's agent (Slurm's --signal, a preemption). */
+/* A scheduler's warning signal reached the node's agent (Slurm's --signal, a preemption), or
+ * the agent cannot be reached again if its link is lost (no private socket directory). */
 static void on_notice(struct controller *c, size_t i, const cJSON *m)
 {
-    const char *sig = str(m, "signal"), *text = str(m, "text");
+    const char *sig = str(m, "signal"), *text = str(m, "text"), *what = str(m, "what");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "passed_to");
+    if (what && strcmp(what, "no_reconnect") == 0) {
+        c->nodes[i].no_reconnect = true;
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s cannot be reconnected if its link is lost: %s",
+                      c->job->nodes[i].name, text ? text : "?");
+        return;
+    }
     if (sig && strcmp(sig, "SIGTERM") == 0) {
         /* Slurm is ending the job: the ranks have their SIGTERM, Slurm SIGKILLs after its
          * KillWait; ddptop stops the job without restarting it and says why */
@@ -316,9 +371,9 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
                               "preemption)", c->job->nodes[i].name);
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIGTERM on %s: %s", c->job->nodes[i].name,
                       text ? text : "from Slurm");
-        if (c->phase == PH_RUN) {
+        if (job_is_running(c->job)) {
             root_cause_scheduler(c->job, (int)i, why);
-            ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, false);
+            ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, false);
             c->stop_deadline_ms = mono_ms() + SLURM_KILLWAIT_MS + 5000;
         }
         free(why);
@@ -344,15 +399,36 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
     m = wm.json;
     ev = wm.ev;
     id = wm.id;
-    nd->last_msg_ms = mono_ms();
-    c->job->nodes[i].last_heartbeat_ms = nd->last_msg_ms;
+    if (strcmp(ev, WIRE_EV_BRIDGE) == 0) {
+        ctl_link_bridge(c, i);
+        cJSON_Delete(m);
+        return NULL;
+    }
+    if (strcmp(ev, WIRE_EV_GONE) == 0) {
+        const char *e = str(m, "error");
+        ctl_link_gone(c, i, e ? e : "its agent is gone");
+        cJSON_Delete(m);
+        return NULL;
+    }
+    ctl_link_heard(c, i);
     if (wm.tag >= WIRE_TAG_CHECK) {
         /* the preflight's answers; after it (a late connect, an unlisten) nobody needs them */
-        if (c->phase == PH_CHECK && c->pf) preflight_node_message(c->pf, i, &wm, line);
+        if (c->job->state == JOB_CHECKING && c->pf) preflight_node_message(c->pf, i, &wm, line);
         wire_msg_done(&wm);
         return NULL;
     }
-    if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) return m;
+    if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) {
+        int rank = (int)num(m, "rank", -1);
+        if (rank_on_node(c, i, rank) && seq_take(c, rank, seq_of(num(m, "q", 0)))) return m;
+        cJSON_Delete(m);
+        return NULL;
+    }
+    if (wm.tag == WIRE_TAG_RESUME && id == nd->resume_id) {
+        if (strcmp(ev, WIRE_EV_ERROR) == 0) ctl_link_gone(c, i, str(m, "error") ? str(m, "error") : "resume refused");
+        else ctl_link_resume_answer(c, i, m);
+        cJSON_Delete(m);
+        return NULL;
+    }
     if (strcmp(ev, WIRE_EV_OUT) == 0) on_out(c, i, m);
     else if (strcmp(ev, WIRE_EV_STATUS) == 0) on_status(c, i, m);
     else if (strcmp(ev, WIRE_EV_HELLO) == 0) on_hello(c, i, m);
@@ -396,10 +472,16 @@ void ctl_agent_lines(struct controller *c, size_t i)
     /* exits without a failure among them need no waiting */
     if (nd->n_exits && (!nd->hold_until_ms || mono_ms() >= nd->hold_until_ms || st != TRANSPORT_READY))
         ctl_exits_release(c, i, true);
-    if (nd->hello && !nd->lost && (st == TRANSPORT_CLOSED || st == TRANSPORT_FAILED)) {
+    if (nd->hello && !nd->lost && !nd->away && (st == TRANSPORT_CLOSED || st == TRANSPORT_FAILED)) {
         const char *e = transport_error(nd->t);
-        char *why = xasprintf("connection to its agent ended (%s)", e ? e : "closed");
-        ctl_node_lost(c, i, why);
-        free(why);
+        if (ctl_link_applies(c, i)) {
+            /* Our own link to the agent closed from its end: the agent process ended (killed,
+             * or it gave up). A connection that failed, or a bridge's end, is a lost link. */
+            ctl_link_ended(c, i, e ? e : "its connection closed", st == TRANSPORT_CLOSED && !nd->bridge);
+        } else {
+            char *why = xasprintf("connection to its agent ended (%s)", e ? e : "closed");
+            ctl_link_lost(c, i, why);
+            free(why);
+        }
     }
 }

@@ -1,8 +1,8 @@
-/* The preflight as the controller's first phase (PH_CHECK): the agents connect through the
+/* The preflight as the job's first state (CHECKING): the agents connect through the
  * same transports the run will use, and as each one greets, check/preflight.c asks it its
  * questions through the node's agent client. When every node is done the report decides:
  * `ddptop check` ends there; `ddptop run` launches on the same connections, or, when ssh, env
- * or tcp failed, refuses (PH_CHECK_FAILED) until the user launches anyway or quits. Keys and
+ * or tcp failed, refuses (CHECK_FAILED) until the user launches anyway or quits. Keys and
  * signals work throughout, since nothing here blocks the loop. */
 #include "controller_int.h"
 
@@ -27,7 +27,6 @@ void ctl_check_begin(struct controller *c)
 {
     struct preflight_io io = {.ctx = c, .request = pf_request, .send = pf_send};
     c->pf = preflight_new(&c->o.check, c->hl->hosts, c->n, &io);
-    c->phase = PH_CHECK;
     job_checking(c->job);
     ctl_connect_nodes(c);
 }
@@ -115,7 +114,6 @@ static void check_complete(struct controller *c)
                   refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
     if (refused) {
         job_check_refused(c->job);
-        c->phase = PH_CHECK_FAILED;
         if (!c->interactive) c->quit = true;
     } else {
         ctl_launch_begin(c); /* every node greeted: the same connections launch */

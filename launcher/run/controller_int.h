@@ -19,12 +19,18 @@
 #include "ssh/transport.h"
 #include "wire/client.h"
 
-#define HEARTBEAT_LOST_MS 10000   /* a node without any message for this long is lost */
 #define PING_EVERY_MS     1000
 #define SLURM_KILLWAIT_MS 30000   /* Slurm's default KillWait: SIGTERM to SIGKILL of a job */
-#define WATCHDOG_MS       5000    /* the agent kills its ranks without a request for this long */
-#define TICK_EVERY_MS     1000    /* hang detector and log flush */
+#define WATCHDOG_MS       5000    /* --agent-grace 0: the agent kills its ranks without a request for this long */
+#define TICK_EVERY_MS     1000    /* hang detector, log flush and index, acknowledgements */
 #define EXIT_HOLD_MS      300     /* a failure waits this long for earlier exits of its node */
+#define SILENT_AFTER_MS   5000    /* a node with ranks and no message for this long is silent */
+#define LOOP_GAP_MS       2000    /* the loop did not run for this long: the controller stalled */
+#define LINK_CHECK_MS     250     /* how often silence and reconnects are looked at */
+/* The log writer's queue: past HIGH the agents' lines wait in their transports (which then stop
+ * reading: the agents spool), below LOW they flow again. */
+#define WRITER_HIGH       (256u << 20)
+#define WRITER_LOW        (64u << 20)
 
 /* One node as the controller drives it (the model's view is job->nodes[i]). */
 struct cnode {
@@ -32,9 +38,22 @@ struct cnode {
     struct wire_client cl;    /* request ids and who waits for each answer */
     bool queued;              /* created, waiting for a --fanout slot */
     bool hello;               /* the agent greeted: requests may flow */
-    bool lost;                /* closed, failed or silent: reconnect before the next spawn */
-    int64_t last_msg_ms;      /* mono_ms of its last message (heartbeat) */
+    bool lost;                /* given up (lost, failed): a fresh agent before the next spawn */
+    bool released;            /* told to exit at the job's end: a fresh agent for a restart */
+    int64_t last_msg_ms;      /* mono_ms of its last message: the agents' grace runs from here */
+    int64_t quiet_from_ms;    /* the same, moved on by the controller's own stalls: silence */
     int64_t hello_deadline_ms;
+    /* The link of an agent that holds ranks (controller_link.c). */
+    bool holds_ranks;         /* a spawn went to this agent: it waits for us (its grace) */
+    bool bridge;              /* t is a bridge to that agent (ddptop-agent --attach) */
+    bool attach_sent;         /* the bridge was told which agent */
+    bool away;                /* unreachable: t is a reconnect attempt, or none */
+    int64_t next_try_ms;      /* the next reconnect attempt (while away and t is NULL) */
+    int tries;                /* reconnect attempts since it went away */
+    int resume_id;            /* the resume in flight; 0 none */
+    char *gone;               /* a bridge said the agent is gone: why */
+    bool no_reconnect;        /* the agent said it cannot be reached again (no socket) */
+    bool watchdog_fired;      /* --agent-grace 0: its agent said its watchdog ended it */
     int spawn_id;             /* the request of this attempt; 0: not sent */
     bool spawn_answered;
     int stop_id;              /* the stop request in flight; 0: none */
@@ -46,19 +65,13 @@ struct cnode {
     int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
 };
 
-/* Per rank, what the model does not keep: the previous CPU sample for cpu_pct. */
+/* Per rank, what the model does not keep: the previous CPU sample for cpu_pct, and the last
+ * sequence number acknowledged to its agent. */
 struct crank {
     double cpu_s;
     int64_t cpu_mono_ns;
-};
-
-enum cphase {
-    PH_CHECK,         /* agents connect and the preflight runs on them (controller_check.c) */
-    PH_CHECK_FAILED,  /* refused: wait for launch anyway or quit */
-    PH_CONNECT,       /* agents connecting; spawn when all greeted */
-    PH_RUN,           /* the attempt's ranks run */
-    PH_STOP,          /* stop sent to every node, waiting for their answers */
-    PH_END,           /* done, failed past restarts, or stopped */
+    uint64_t acked, acked_base;
+    bool gap_said;            /* a gap in its numbers was reported (once) */
 };
 
 enum after_stop { AFTER_END, AFTER_RESTART, AFTER_QUIT };
@@ -71,7 +84,6 @@ struct controller {
     struct cnode *nodes;
     struct crank *ranks;
     size_t n;
-    enum cphase phase;
     enum after_stop after;
     enum job_state stop_state;  /* the job's state when the stop completes without restart */
     bool auto_restart;          /* the stop was for a failure: restart if attempts remain */
@@ -89,7 +101,7 @@ struct controller {
     struct hang_opts hang;
     struct preflight *pf;       /* the preflight (NULL: --no-check, local, or not begun) */
     int check_exit;             /* check-only: the report's exit code */
-    int64_t next_ping_ms, next_tick_ms, stop_deadline_ms;
+    int64_t next_ping_ms, next_tick_ms, next_link_ms, stop_deadline_ms;
     size_t ev_head_seen, ev_count_seen;
     uint64_t drawn_generation;
     int64_t fe_due_ms;
@@ -97,11 +109,28 @@ struct controller {
     bool via_noticed;           /* the transport was named in an event (once per run) */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
     bool stop_for_hang;         /* the stop in progress is --on-hang's */
+    int64_t last_pass_ms;       /* the loop's last pass: a long gap is the controller's own stall */
+    int64_t stall_ms;           /* the last such stall: how long, and when it ended */
+    int64_t stall_end_ms;
+    bool writer_full;           /* the log writer's queue is past WRITER_HIGH: lines wait */
+    bool abandon;               /* leaving the run to its agents (they wait; ddptop attach) */
+    bool allocation_released;   /* --salloc's allocation was given back at the job's end */
+    char **start_env;           /* the environment and directory we started in (the record's) */
+    size_t n_start_env;
+    char *start_cwd;
+    struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
 };
 
 /* controller.c */
 void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
+/* Creates a node's transport: the agent itself, or with bridge a bridge to its waiting agent
+ * (not for srun: see ctl_connect_srun). */
+struct transport *ctl_transport_new(struct controller *c, size_t node, bool bridge);
+/* One Slurm step for the nodes in need (need[i]): agents, or with bridge bridges. */
+void ctl_connect_srun(struct controller *c, const bool *need, bool bridge);
+/* The spawn request of node i for the present attempt (its id in *id). */
+cJSON *ctl_spawn_request(struct controller *c, size_t node, int *id);
 /* A new request {"op":op,"id":*id} to node's agent, its answer tagged tag (wire/client.h). */
 cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id);
 /* Greeted, not lost: requests can be sent. */
@@ -110,8 +139,12 @@ void ctl_events_flush(struct controller *c);                     /* new events -
 void ctl_node_lost(struct controller *c, size_t node, const char *why);
 void ctl_rank_failed_begin_stop(struct controller *c);
 void ctl_check_progress(struct controller *c);
-/* The job ended in state st (DONE, FAILED, STOPPED); the loop leaves unless interactive. */
+/* The job ended in state st (DONE, FAILED, STOPPED): its agents and --salloc's allocation are
+ * let go; the loop leaves unless interactive. */
 void ctl_finish(struct controller *c, enum job_state st);
+/* Tells every agent to exit and closes its transport; with abandon (or for a node still
+ * unreachable) the agents are left waiting for a controller instead. */
+void ctl_release_all(struct controller *c, bool abandon);
 /* The `end` event of the job's present state (DONE, FAILED, STOPPED, CHECK_FAILED) for
  * `ddptop ls`: a stop that a signal asked for is an interruption. */
 void ctl_record_end(struct controller *c);
@@ -157,10 +190,38 @@ void ctl_stacks_node_reset(struct controller *c, size_t node);
 void ctl_stacks_progress(struct controller *c);
 void ctl_stacks_free(struct controller *c);
 
+/* controller_link.c: the links of agents that hold ranks (docs/run.md "When the controller
+ * loses a node"): silence, reconnects through a bridge, catching up, acknowledgements, the
+ * controller's own stalls. */
+bool ctl_link_applies(const struct controller *c, size_t node);
+void ctl_link_heard(struct controller *c, size_t node);
+void ctl_link_check(struct controller *c, int64_t now);
+/* The node is lost for good, why told as what happened (the controller's own stall first). */
+void ctl_link_lost(struct controller *c, size_t node, const char *why);
+/* Its transport ended: reconnect, or (agent_gone) the node is lost. */
+void ctl_link_ended(struct controller *c, size_t node, const char *why, bool agent_gone);
+void ctl_link_bridge(struct controller *c, size_t node);
+void ctl_link_resumed(struct controller *c, size_t node, const cJSON *hello);
+void ctl_link_resume_answer(struct controller *c, size_t node, const cJSON *m);
+void ctl_link_gone(struct controller *c, size_t node, const char *why);
+/* The acknowledgements for a ping to node ("ack" member), from what the log index holds. */
+void ctl_link_ack(struct controller *c, size_t node, cJSON *ping);
+/* The loop did not run for gap_ms. */
+void ctl_link_stalled(struct controller *c, int64_t gap_ms);
+int64_t ctl_link_deadline(const struct controller *c);
+/* A fresh agent greeted on node: its numbering starts again (the bases move on). */
+void ctl_link_fresh_agent(struct controller *c, size_t node);
+
 /* controller_agent.c: every line a node's agent sent since the last call. */
 void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
+
+/* controller_adopt.c: the run's record, and taking a run over (--adopt). */
+void ctl_start_snapshot(struct controller *c);
+void ctl_record_write(struct controller *c);
+int ctl_adopt_read(struct controller *c, char *err, size_t errlen);
+void ctl_adopt_begin(struct controller *c);
 
 /* GPU telemetry (controller_gpu.c). */
 void ctl_gpu_watch(struct controller *c, size_t i);

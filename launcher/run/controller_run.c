@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
+#include "job/logw.h"
+#include "job/run_record.h"
 #include "wire/protocol.h"
 #include "util/util.h"
 
@@ -113,6 +115,17 @@ static void signals_read(struct controller *c)
                 pass_warning(c, buf[k]);
                 continue;
             }
+            if (buf[k] == SIGHUP && c->o.hup_detaches && c->o.agent_grace_s > 0 &&
+                (job_is_running(c->job) || job_is_stopping(c->job))) {
+                /* the dashboard's session is gone (its server killed or crashed): nobody can
+                 * see or steer the run from here, but it need not die: the agents keep it
+                 * and ddptop attach takes it over */
+                job_event_add(c->job, EV_INFO, -1, -1, "the dashboard's session hung up: leaving the run to its "
+                              "agents (they wait %d s); ddptop attach %s takes it over", c->o.agent_grace_s,
+                              c->job->run_id);
+                c->abandon = c->quit = true;
+                continue;
+            }
             c->signals++;
             if (c->signals == 1) {
                 job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
@@ -123,8 +136,7 @@ static void signals_read(struct controller *c)
                 job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(buf[k]));
                 send_kill_all(c);
                 c->quit = true;
-                if (c->phase != PH_END) {
-                    c->phase = PH_END;
+                if (!job_is_ended(c->job)) {
                     job_ended(c->job, JOB_STOPPED);
                     ctl_record_end(c);
                 }
@@ -153,7 +165,8 @@ struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err,
         const struct host *h = c->o.local ? NULL : &c->hl->hosts[i];
         names[i] = h ? h->name : "localhost";
         hosts[i] = h;
-        rpn[i] = plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
+        rpn[i] = c->adopt ? c->adopt->ranks_per_node[i]
+                          : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
     }
     j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
     free(names);
@@ -171,6 +184,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->hl = hl;
     if (fe) c->fe = *fe;
     c->sig_pipe[0] = c->sig_pipe[1] = -1;
+    ctl_start_snapshot(c); /* before anything below changes the environment */
     c->n = o->local ? 1 : hl ? hl->n : 0;
     if (!o->local && c->n == 0) {
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
@@ -193,6 +207,10 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     }
     /* `ddptop check` writes nothing: its job lives in memory only */
     c->log_root = o->check_only ? NULL : util_abs_path(o->log_dir && *o->log_dir ? o->log_dir : JOB_LOG_ROOT_DEFAULT);
+    if (o->adopt && (!o->run_id || ctl_adopt_read(c, err, errlen) < 0)) {
+        if (!o->run_id) snprintf(err, errlen, "--adopt needs --run-id (it is given by ddptop attach)");
+        goto fail;
+    }
     c->workdir = util_abs_path(o->workdir && *o->workdir ? o->workdir : ".");
     c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
@@ -214,7 +232,6 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     hang_opts_init(&c->hang);
     c->hang.hang_timeout_s = o->hang_timeout_s;
     c->hang.straggler_steps = o->straggler_steps;
-    c->hang.node_timeout_ms = HEARTBEAT_LOST_MS;
     if (o->check.n_cmd) {
         c->user_argv = xcalloc(o->check.n_cmd + 1, sizeof *c->user_argv);
         for (size_t k = 0; k < o->check.n_cmd; k++) c->user_argv[k] = o->check.cmd[k];
@@ -227,7 +244,6 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     for (size_t i = 0; i < c->n; i++) c->nodes[i].gpu_count = -1;
     c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
     c->interactive = c->fe.input_fd && c->fe.input_fd(c->fe.ctx) >= 0;
-    c->phase = PH_CHECK;
     return c;
 fail:
     c->o.run_id = NULL;
@@ -251,6 +267,11 @@ void controller_free(struct controller *c)
     metrics_parser_free(c->metrics);
     env_list_free(&c->exports);
     signals_restore(c);
+    for (size_t i = 0; i < c->n_start_env; i++) free(c->start_env[i]);
+    free(c->start_env);
+    free(c->start_cwd);
+    if (c->adopt) run_record_free(c->adopt);
+    free(c->adopt);
     free(c->nodes);
     free(c->ranks);
     free(c->user_argv);
@@ -259,7 +280,7 @@ void controller_free(struct controller *c)
     free(c->agent_path);
     free(c->train_path);
     /* after the agents' step ended (transport_free above): the allocation --salloc made */
-    if (c->o.check.slurm_release) slurm_job_cancel(c->o.check.slurm_jobid);
+    if (c->o.check.slurm_release && !c->allocation_released && !c->abandon) slurm_job_cancel(c->o.check.slurm_jobid);
     free(c);
 }
 
@@ -282,30 +303,37 @@ void ctl_draw(struct controller *c)
 static void timers(struct controller *c)
 {
     int64_t now = mono_ms();
+    int64_t timeout = (int64_t)c->o.node_timeout_s * 1000;
     if (now >= c->next_ping_ms) {
         c->next_ping_ms = now + PING_EVERY_MS;
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];
             int id;
             if (!ctl_node_usable(nd)) continue;
-            /* while ranks run, hang_check watches the heartbeats (same 10 s) */
-            /* the preflight's requests have deadlines of their own (facts may block the agent) */
-            if (c->phase != PH_RUN && c->phase != PH_STOP && c->phase != PH_CHECK &&
-                now - nd->last_msg_ms > HEARTBEAT_LOST_MS) {
-                ctl_node_lost(c, i, "no heartbeat for 10 s (network down, node hung or agent killed)");
+            /* while ranks run, controller_link.c watches the silence; the preflight's requests
+             * have deadlines of their own (facts may block the agent) */
+            if (!job_is_running(c->job) && !job_is_stopping(c->job) && c->job->state != JOB_CHECKING &&
+                now - nd->quiet_from_ms > timeout) {
+                char why[120];
+                snprintf(why, sizeof why, "no message for %lld s (network down, node hung or agent killed)",
+                         (long long)((now - nd->quiet_from_ms) / 1000));
+                ctl_node_lost(c, i, why);
                 continue;
             }
-            ctl_send(c, i, ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id));
+            cJSON *ping = ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id);
+            ctl_link_ack(c, i, ping); /* what the log index holds: the agent lets it go */
+            ctl_send(c, i, ping);
         }
+    }
+    if (now >= c->next_link_ms) {
+        c->next_link_ms = now + LINK_CHECK_MS;
+        ctl_link_check(c, now);
     }
     if (now >= c->next_tick_ms) {
         c->next_tick_ms = now + TICK_EVERY_MS;
-        if (c->phase == PH_RUN || c->phase == PH_STOP) {
-            /* stalls, stragglers and silent nodes; a node it found lost fails the job */
-            if ((hang_check(c->job, &c->hang, now) & HANG_STALL) && c->phase == PH_RUN) ctl_hang_stalled(c);
-            for (size_t i = 0; i < c->n; i++)
-                if (c->job->nodes[i].state == NODE_LOST && !c->nodes[i].lost)
-                    ctl_node_lost(c, i, c->job->nodes[i].error ? c->job->nodes[i].error : "no heartbeat for 10 s");
+        if (job_is_running(c->job) || job_is_stopping(c->job)) {
+            /* stalls and stragglers */
+            if ((hang_check(c->job, &c->hang, now) & HANG_STALL) && job_is_running(c->job)) ctl_hang_stalled(c);
         }
         job_flush(c->job);
     }
@@ -314,11 +342,13 @@ static void timers(struct controller *c)
 static int loop_timeout(struct controller *c, bool any_ssh)
 {
     int64_t now = mono_ms(), wake = now + (any_ssh ? 100 : 1000);
-    if (c->more_lines) return 0;
+    if (c->more_lines && !c->writer_full) return 0;
+    if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
+    if (c->next_link_ms < wake) wake = c->next_link_ms;
     if (c->next_tick_ms < wake) wake = c->next_tick_ms;
-    if (c->phase == PH_STOP && c->stop_deadline_ms < wake) wake = c->stop_deadline_ms;
-    if (c->phase == PH_CHECK) {
+    if (job_is_stopping(c->job) && c->stop_deadline_ms < wake) wake = c->stop_deadline_ms;
+    if (c->job->state == JOB_CHECKING) {
         int64_t d = ctl_check_deadline_ms(c);
         if (d && d < wake) wake = d;
     }
@@ -335,7 +365,8 @@ static int loop_timeout(struct controller *c, bool any_ssh)
 
 static bool loop_done(const struct controller *c)
 {
-    return c->quit && (c->phase == PH_END || c->phase == PH_CHECK_FAILED || c->phase == PH_CHECK);
+    return c->abandon ||
+           (c->quit && (job_is_ended(c->job) || c->job->state == JOB_CHECK_FAILED || c->job->state == JOB_CHECKING));
 }
 
 /* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
@@ -370,10 +401,28 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     }
     timeout = loop_timeout(c, any_ssh);
     if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
+    int64_t polled = mono_ms();
     if (poll(pfd, np, timeout) < 0 && errno != EINTR) {
         free(rev);
         return;
     }
+    /* Slept far past what was asked (SIGSTOP, Ctrl-Z, a machine starved of CPU): that silence
+     * of the nodes was ours. The same for a pass that took that long. */
+    int64_t after = mono_ms(), overslept = after - polled - timeout, pass = polled - c->last_pass_ms;
+    if (overslept > LOOP_GAP_MS) ctl_link_stalled(c, after - polled);
+    else if (c->last_pass_ms && pass > LOOP_GAP_MS) ctl_link_stalled(c, pass);
+    /* The log writer's queue is long (a log directory that stalls): the agents' lines wait in
+     * their transports, which stop reading, and the agents spool; we hear again below LOW. */
+    size_t backlog = logw_backlog(c->job->files);
+    if (!c->writer_full && backlog > WRITER_HIGH) {
+        c->writer_full = true;
+        job_event_add(c->job, EV_INFO, -1, -1, "the log directory is slow: %zu MiB wait to be written; the agents "
+                      "keep their ranks' output meanwhile", backlog >> 20);
+    } else if (c->writer_full && backlog < WRITER_LOW) {
+        c->writer_full = false;
+    }
+    if (c->writer_full)
+        for (size_t i = 0; i < c->n; i++) c->nodes[i].quiet_from_ms = after; /* not their silence */
     if (pfd[0].revents) signals_read(c);
     if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
     for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;
@@ -391,7 +440,7 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
             before = transport_bytes_in(nd->t);
             transport_step(nd->t, rev[i]);
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
-            ctl_agent_lines(c, i);
+            if (!c->writer_full) ctl_agent_lines(c, i);
         }
         /* messages came: let the next ones gather (the model's generation moves on every one),
          * unless a node is streaming: its SSH window would then cap it at a window a spell */
@@ -402,6 +451,7 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     ctl_check_progress(c);
     ctl_events_flush(c);
     if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) ctl_draw(c);
+    c->last_pass_ms = mono_ms();
 }
 
 int controller_run(struct controller *c)
@@ -415,16 +465,18 @@ int controller_run(struct controller *c)
         ctl_events_flush(c);
     }
     c->next_ping_ms = c->next_tick_ms = mono_ms();
-    if (c->phase == PH_CHECK) {
+    if (c->o.adopt) {
+        ctl_adopt_begin(c);
+    } else if (c->job->state == JOB_CHECKING) {
         if (c->o.check_only || (!c->o.local && !c->o.no_check)) ctl_check_begin(c);
         else ctl_launch_begin(c);
     }
     while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
     /* a refused preflight ends here, when the user quits (or at once, headless) */
     if (c->job->state == JOB_CHECK_FAILED) ctl_record_end(c);
-    /* agents exit on end of file; ranks were stopped (or the job ended) before we got here */
-    for (size_t i = 0; i < c->n; i++)
-        if (c->nodes[i].t) transport_close(c->nodes[i].t);
+    /* ranks were stopped (or the job ended) before we got here: the agents exit; unless the
+     * run is left to them (abandon), when they wait for ddptop attach */
+    ctl_release_all(c, c->abandon);
     job_flush(c->job);
     ctl_events_flush(c);
     ctl_draw(c);
@@ -444,42 +496,42 @@ void controller_act(struct controller *c, enum action a, int rank)
     case ACT_NONE: break;
     case ACT_STACKS: ctl_stacks_user(c, rank); break;
     case ACT_LAUNCH_ANYWAY:
-        if (c->phase != PH_CHECK_FAILED) break;
+        if (c->job->state != JOB_CHECK_FAILED) break;
         job_event_add(c->job, EV_INFO, -1, -1, "launching despite the preflight");
         ctl_launch_begin(c);
         break;
     case ACT_RESTART:
-        if (c->phase == PH_RUN) {
+        if (job_is_running(c->job)) {
             job_event_add(c->job, EV_STOP, -1, -1, "restart asked for: stopping every rank");
             ctl_begin_stop(c, JOB_RESTARTING, JOB_STOPPED, AFTER_RESTART, false);
-        } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
+        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
             c->after = AFTER_RESTART;
             job_restart_asked(c->job);
-        } else if (c->phase == PH_END && !c->quit) {
+        } else if (job_is_ended(c->job) && !c->quit) {
             ctl_restart(c, "asked for");
-        } else if (c->phase == PH_CHECK_FAILED) {
+        } else if (c->job->state == JOB_CHECK_FAILED) {
             controller_act(c, ACT_LAUNCH_ANYWAY, -1);
         }
         break;
     case ACT_STOP:
-        if (c->phase == PH_RUN) {
+        if (job_is_running(c->job)) {
             job_event_add(c->job, EV_STOP, -1, -1, "stop asked for: stopping every rank");
             ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_END, false);
-        } else if (c->phase == PH_STOP && c->after != AFTER_QUIT) {
+        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
             c->after = AFTER_END;
             c->auto_restart = false;
-        } else if (c->phase == PH_CONNECT || c->phase == PH_CHECK) {
+        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
             ctl_finish(c, JOB_STOPPED);
         }
         break;
     case ACT_QUIT:
-        if (c->phase == PH_RUN) {
+        if (job_is_running(c->job)) {
             ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_QUIT, false);
-        } else if (c->phase == PH_STOP) {
+        } else if (job_is_stopping(c->job)) {
             c->after = AFTER_QUIT;
             c->auto_restart = false;
             job_stop_asked(c->job);
-        } else if (c->phase == PH_CONNECT || c->phase == PH_CHECK) {
+        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
             c->quit = true;
             ctl_finish(c, JOB_STOPPED);
         } else {

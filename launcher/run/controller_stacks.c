@@ -350,7 +350,7 @@ void ctl_hang_stalled(struct controller *c)
     struct job *j = c->job;
     struct ctl_stacks *s = state(c);
     int first = hang_first_stalled(j);
-    if (c->o.on_hang == HANG_ACTION_NONE || c->phase != PH_RUN || first < 0 || !j->log_dir) return;
+    if (c->o.on_hang == HANG_ACTION_NONE || !job_is_running(j) || first < 0 || !j->log_dir) return;
     if (s->active || s->acted_attempt == j->attempt) return;
     s->acted_attempt = j->attempt;
     s->active = true;
@@ -422,7 +422,7 @@ static void hang_finish(struct controller *c)
     strbuf_done(&silent);
     enum hang_action act = c->o.on_hang;
     bool acts = act == HANG_ACTION_RESTART || act == HANG_ACTION_STOP;
-    if (acts && (c->phase != PH_RUN || j->attempt != s->attempt)) {
+    if (acts && (!job_is_running(j) || j->attempt != s->attempt)) {
         acts = false; /* the attempt ended meanwhile (a failure, a stop, a restart) */
     } else if (acts && j->state != JOB_STALLED) {
         /* Not a hang after all (a slow start, a long checkpoint): the next stall of this
@@ -436,7 +436,7 @@ static void hang_finish(struct controller *c)
         root_cause_hang(j, s->first_rank, mono_ms(), summary);
         job_event_add(j, EV_STOP, s->first_rank, j->ranks[s->first_rank].node, "rank %d hung: stopping "
                       "every rank (--on-hang %s)", s->first_rank, hang_action_name(act));
-        ctl_begin_stop(c, JOB_FAILED, JOB_FAILED, AFTER_END, act == HANG_ACTION_RESTART);
+        ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, act == HANG_ACTION_RESTART);
         c->stop_for_hang = true;
     }
     free(summary);

@@ -53,12 +53,20 @@ void run_cli_usage(FILE *f)
           "                       (stacks, then stop the job as failed with the hang as root cause)\n"
           "  --gpu-interval MS    sample every node's GPUs (NVML) this often (default 1000, 0 off)\n"
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
+          "  --agent-grace SEC    how long each node's agent keeps its ranks running, and their output,\n"
+          "                       while no controller talks to it (a stall, a network cut, ddptop killed:\n"
+          "                       ddptop attach RUN takes the run back); then it stops them (default 600;\n"
+          "                       0: at once, as torchrun does)\n"
+          "  --node-timeout SEC   a node silent this long is unreachable and reconnected (default 30)\n"
+          "  --agent-spool MB     output each agent keeps for an absent controller (default 256)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
           "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
           "                       no session: the job ends with this process\n"
           "  --detach             start the dashboard in a session without a terminal, print the run id\n"
           "                       and exit; ddptop attach RUN shows it (docs/dashboard.md)\n"
+          "  --adopt              take over the run --run-id names, whose controller is gone: reconnect to\n"
+          "                       its agents instead of launching (ddptop attach RUN does this for you)\n"
           "  --no-check           skip the preflight checks (ssh, env, tcp)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  -v, --verbose        more messages on stderr\n"
@@ -80,6 +88,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     const char *a = argv[*ip], *val = NULL;
     int i = *ip, rc;
     if (strcmp(a, "--headless") == 0) o->headless = true;
+    else if (strcmp(a, "--adopt") == 0) o->adopt = true;
     else if (strcmp(a, "--detach") == 0) o->detach = true;
     else if (strcmp(a, "--no-check") == 0) o->no_check = true;
     else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
@@ -107,6 +116,12 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
             return cli_fail(err, errlen, "--on-hang wants none, stacks, restart or stop, not '%s'", val);
     } else if ((rc = VALUE("--term-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--agent-grace")) != 0) {
+        if (rc < 0 || cli_parse_int("--agent-grace", val, 0, 7 * 86400, &o->agent_grace_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--node-timeout")) != 0) {
+        if (rc < 0 || cli_parse_int("--node-timeout", val, 1, 86400, &o->node_timeout_s, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--agent-spool")) != 0) {
+        if (rc < 0 || cli_parse_int("--agent-spool", val, 1, 65536, &o->agent_spool_mb, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--straggler-steps")) != 0) {
         if (rc < 0 || cli_parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--fanout")) != 0) {
@@ -195,6 +210,8 @@ int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, 
     struct hostlist hl;
     char err[1024] = "";
     int rc = run_cli_parse(argc, argv, &o, &hl, err, sizeof err);
+    o.argv = argv;
+    o.argc = argc;
     if (rc == 0) {
         rc = runner(&o, o.local ? NULL : &hl);
     } else if (rc == 1) {

@@ -35,6 +35,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     s->agent_path = xstrdup(o->agent_path);
     s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
     s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
+    s->attach = o->attach;
     if (o->bcast) {
         /* one name per step: two jobs of a user on a node never write one file at once */
         static unsigned seq;
@@ -103,6 +104,7 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     if (fmt[4]) v[k++] = fmt[4]; /* the agent removes its copy once it runs (DDPTOP_AGENT_UNLINK) */
     v[k++] = s->agent_path;
     v[k++] = "--relay";
+    if (s->attach) v[k++] = "--attach";
     v[k] = NULL;
     return v;
 }
@@ -396,12 +398,22 @@ static void wait_exit(struct srun_step *s, int ms)
     }
 }
 
+void srun_step_detach(struct srun_step *s, size_t m)
+{
+    (void)m;
+    if (s) s->detached = true;
+}
+
 static void step_free(struct srun_step *s)
 {
     flush(s); /* the last requests (an exit), if the pipe takes them */
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
-    if (s->pid > 0 && !s->reaped) {
+    if (s->pid > 0 && !s->reaped && s->detached) {
+        /* srun stays with the agents that wait for a controller (it drops their output, a
+         * measured srun behaviour: docs/slurm-facts.md 2); it ends when they do */
+        reap(s);
+    } else if (s->pid > 0 && !s->reaped) {
         /* the agents stop their ranks on end of file and exit; srun follows */
         wait_exit(s, 4000);
         if (!s->reaped) kill(s->pid, SIGTERM); /* srun passes it to the tasks */

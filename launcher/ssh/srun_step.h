@@ -19,6 +19,7 @@ struct srun_step_opts {
     const char *jobid;       /* --jobid; NULL: the allocation's own (SLURM_JOB_ID) */
     const char *stderr_path; /* srun's messages are appended here too (NULL: not kept) */
     bool bcast;              /* srun --bcast copies the agent to every node's /tmp first */
+    bool attach;             /* the tasks are bridges to waiting agents (--attach) */
 };
 
 /* Whether the agent at path needs srun --bcast (auto): true unless path is on a network file
@@ -38,6 +39,9 @@ struct srun_step;
  * step is freed when the last member let go (srun_step_release). */
 struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *const *names, size_t n);
 void srun_step_release(struct srun_step *s, size_t m);
+/* The member's agent is to be left waiting: once every member let go, srun is not ended (it
+ * lives on with the agents, dropping their output, until they exit). */
+void srun_step_detach(struct srun_step *s, size_t m);
 
 /* Starts srun (once; later calls do nothing). */
 void srun_step_start(struct srun_step *s);

@@ -34,6 +34,8 @@ struct srun_step {
     pid_t pid;
     bool started, exited, reaped;
     bool close_when_flushed;  /* every member closed: srun's stdin ends once wbuf went out */
+    bool detached;            /* a member's agent waits for us: srun is never ended by us */
+    bool attach;              /* the tasks are bridges (ddptop-agent --relay --attach) */
     int status;
     int to_fd, out_fd, err_fd, log_fd;
     struct strbuf wbuf, obuf, ebuf;

@@ -75,6 +75,11 @@ void ssh_conn_teardown(struct ssh_conn *c)
     }
 }
 
+void ssh_conn_set_attach(struct ssh_conn *c)
+{
+    c->attach = true;
+}
+
 void ssh_conn_free(struct ssh_conn *c)
 {
     if (!c) return;

@@ -92,6 +92,12 @@ void ssh_conn_close(struct ssh_conn *c);
  * else prints "ddptop-probe ARCH absent DIR" (DIR expanded). Exposed for tests: every value
  * from the user reaches the shell single-quoted. Returns a malloc'd string. */
 char *ssh_conn_probe_command(const char *agent_dir, const char *agent_name, const char *arch);
+/* The same, the agent run with one argument (e.g. "--attach": a bridge to a waiting agent). */
+char *ssh_conn_probe_command_arg(const char *agent_dir, const char *agent_name, const char *arch,
+                                 const char *arg);
+/* Before ssh_conn_start: the exec channel runs `ddptop-agent --attach`, a bridge to the agent
+ * that waits on the node (docs/protocol.md "Reconnecting"), not a new agent. */
+void ssh_conn_set_attach(struct ssh_conn *c);
 
 /* The remote sh command that installs one file uploaded over an exec channel (no sftp
  * subsystem): it reads the file from stdin into a private temporary name in dir (umask 077,

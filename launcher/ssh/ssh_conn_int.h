@@ -30,6 +30,7 @@ struct ssh_conn {
     char *user;
     char *known_hosts;
     bool proxy;                /* ProxyCommand: libssh connects */
+    bool attach;               /* the exec runs a bridge (ddptop-agent --attach) */
     bool accepted_new;
 
     /* resolve + connect */

@@ -55,6 +55,11 @@ static void add_remote_dir(struct strbuf *sb, const char *dir)
 
 char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char *arch)
 {
+    return ssh_conn_probe_command_arg(agent_dir, name, arch, NULL);
+}
+
+char *ssh_conn_probe_command_arg(const char *agent_dir, const char *name, const char *arch, const char *arg)
+{
     struct strbuf script, cmd;
     strbuf_init(&script);
     strbuf_adds(&script, "d=");
@@ -64,8 +69,12 @@ char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char
     strbuf_adds(&script, "; a=$(uname -m); if [ \"$a\" = ");
     strbuf_add_shell_quoted(&script, arch);
     strbuf_adds(&script, " ]; then [ -x \"$d/$n\" ] && [ -r \"$d/" AGENT_BUNDLED_LIB "\" ] && "
-                         "exec \"$d/$n\"; mkdir -p \"$d\"; fi; "
-                         "printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
+                         "exec \"$d/$n\"");
+    if (arg) {
+        strbuf_adds(&script, " ");
+        strbuf_add_shell_quoted(&script, arg);
+    }
+    strbuf_adds(&script, "; mkdir -p \"$d\"; fi; printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
     /* the login shell may not be POSIX (fish, csh): run the script with sh */
     strbuf_init(&cmd);
     strbuf_adds(&cmd, "exec sh -c ");
@@ -78,8 +87,8 @@ void ssh_conn_exec_begin(struct ssh_conn *c)
 {
     if (!c->exec_cmd) {
         char *name = agent_name();
-        c->exec_cmd = ssh_conn_probe_command(c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR,
-                                             name, our_arch());
+        c->exec_cmd = ssh_conn_probe_command_arg(c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR,
+                                                 name, our_arch(), c->attach ? "--attach" : NULL);
         free(name);
     }
     c->exec_stage = 0;

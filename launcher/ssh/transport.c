@@ -43,6 +43,7 @@ struct transport {
     uint64_t bytes_in;           /* agent output received, in all */
     char *err;
     int64_t eof_ms;              /* when its output ended (0: not yet) */
+    bool detached;               /* freed without ending the far side */
 };
 
 /* How long an agent that closed its output may take to exit before it is reported closed
@@ -54,6 +55,13 @@ struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_
     struct transport *t = xcalloc(1, sizeof *t);
     t->ssh = ssh_conn_new(h, o);
     t->to_fd = t->from_fd = -1;
+    return t;
+}
+
+struct transport *transport_ssh_attach_new(const struct host *h, const struct ssh_conn_opts *o)
+{
+    struct transport *t = transport_ssh_new(h, o);
+    ssh_conn_set_attach(t->ssh);
     return t;
 }
 
@@ -112,7 +120,10 @@ static void child_exec(struct transport *t, int in_rd, int out_wr)
 {
     sigset_t none;
     int efd = open(t->stderr_path ? t->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    setpgid(0, 0);
+    /* A session of its own: a Ctrl-C or the hang-up of ddptop's terminal reaches ddptop only,
+     * which stops the ranks in order, and an agent that holds ranks outlives a ddptop that was
+     * killed (its grace). */
+    setsid();
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
@@ -151,7 +162,7 @@ static void local_start(struct transport *t)
         local_fail(t, TRANSPORT_FAILED, "fork: %s", strerror(errno));
         return;
     }
-    setpgid(t->pid, t->pid); /* also here: no race with a signal sent right after fork */
+    setpgid(t->pid, t->pid); /* also here (fails once the child's setsid ran): no signal race */
     t->to_fd = in[1];
     t->from_fd = out[0];
     fd_set_nonblock(t->to_fd);
@@ -397,10 +408,21 @@ void transport_close(struct transport *t)
     }
 }
 
+void transport_detach(struct transport *t)
+{
+    t->detached = true;
+}
+
 void transport_free(struct transport *t)
 {
     if (!t) return;
-    if (t->kind == T_CHILD) {
+    if (t->kind == T_CHILD && t->detached) {
+        /* the agent (or a bridge) waits on: our ends of its pipes go, the process stays */
+        if (t->to_fd >= 0) close(t->to_fd);
+        if (t->from_fd >= 0) close(t->from_fd);
+        t->to_fd = t->from_fd = -1;
+        local_reap(t);
+    } else if (t->kind == T_CHILD) {
         transport_close(t);
         /* The agent stops its ranks on end of file, then exits; give it that long. */
         for (int i = 0; i < 300 && t->pid > 0 && !t->reaped; i++) {
@@ -413,6 +435,7 @@ void transport_free(struct transport *t)
             waitpid(t->pid, &t->status, 0);
         }
     } else if (t->kind == T_SRUN) {
+        if (t->detached) srun_step_detach(t->srun, t->member);
         srun_step_release(t->srun, t->member);
     } else {
         ssh_conn_free(t->ssh);

@@ -23,8 +23,10 @@ enum transport_state {
 
 struct transport;
 
-/* h and o must outlive the transport. */
+/* h and o must outlive the transport. attach: a bridge to the agent that waits on the node
+ * (ddptop-agent --attach), not a new agent. */
 struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_opts *o);
+struct transport *transport_ssh_attach_new(const struct host *h, const struct ssh_conn_opts *o);
 /* agent_path: the ddptop-agent binary; its stderr goes to stderr_path (appended; NULL:
  * /dev/null), so nothing it says can reach the terminal the dashboard draws on. */
 struct transport *transport_local_new(const char *agent_path, const char *stderr_path);
@@ -70,5 +72,9 @@ char *transport_next_line(struct transport *t);
 uint64_t transport_bytes_in(const struct transport *t);
 /* Ends the agent's stdin so it exits (it stops its ranks first); the transport is CLOSED. */
 void transport_close(struct transport *t);
+/* transport_free will let go without ending the far side: an agent that holds ranks waits for
+ * a controller to come back (its grace), so its child process is neither waited for nor
+ * killed, and a Slurm step of agents is left running. */
+void transport_detach(struct transport *t);
 
 #endif

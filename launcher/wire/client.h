@@ -20,6 +20,7 @@ enum wire_tag {
     WIRE_TAG_STOP,
     WIRE_TAG_STACKS,
     WIRE_TAG_FILES,      /* list and read: the hang action's flight recorder dumps */
+    WIRE_TAG_RESUME,     /* a new link's resume: the agent sends again what we miss */
     WIRE_TAG_CHECK = 1000,
 };
 

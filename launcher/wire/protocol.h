@@ -5,7 +5,7 @@
 #ifndef DDPTOP_PROTOCOL_H
 #define DDPTOP_PROTOCOL_H
 
-#define PROTOCOL_VERSION 2
+#define PROTOCOL_VERSION 3
 
 /* Every message name (docs/protocol.md). Requests carry "op"; answers and the agent's own
  * messages carry "ev" (an answer is named after its request, except spawn -> spawned,
@@ -24,6 +24,8 @@
 #define WIRE_OP_PING      "ping"
 #define WIRE_OP_EXIT      "exit"
 #define WIRE_OP_GPU_WATCH "gpu_watch"
+#define WIRE_OP_RESUME    "resume"
+#define WIRE_OP_ATTACH    "attach"    /* to a bridge (ddptop-agent --attach), its first line */
 
 #define WIRE_EV_HELLO     "hello"
 #define WIRE_EV_OUT       "out"
@@ -45,6 +47,9 @@
 #define WIRE_EV_GPU_WATCH "gpu_watch"
 #define WIRE_EV_GPU       "gpu"
 #define WIRE_EV_NOTICE    "notice"
+#define WIRE_EV_RESUME    "resume"
+#define WIRE_EV_BRIDGE    "bridge"    /* a bridge's first line */
+#define WIRE_EV_GONE      "gone"      /* a bridge found no agent, or the agent died */
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */

@@ -1,0 +1,193 @@
+/* The run side's view of its link to the controller (docs/protocol.md "Reconnecting"): how long
+ * the ranks may run without a controller, what happens when the link ends, the hello of a new
+ * link (what this agent holds), the resume that replays the spool, and acknowledgements.
+ *
+ * A spawn sets the grace. With grace_ms 0 the agent behaves as it always did: the end of its
+ * input, or watchdog_ms without a request while ranks run, stops every rank and ends the agent.
+ * With a grace, neither does: the ranks go on, their output is spooled (agent_outbox.h), the
+ * agent listens for a bridge (agent_sock.h), and only when no controller was heard of for
+ * grace_ms does it stop the ranks and exit, so no rank is left behind for good. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_outbox.h"
+#include "agent_ranks.h"
+#include "agent_ranks_int.h"
+#include "agent_sock.h"
+#include "util/util.h"
+#include "wire/protocol.h"
+
+#define WATCHDOG_MAX_MS 86400000L
+#define GRACE_MAX_MS (7L * 86400000L)
+#define SPOOL_DEFAULT (256L << 20)
+#define SPOOL_MIN (64L << 10)
+#define SPOOL_MAX (64L << 30)
+
+static struct {
+    struct agent *ag;
+    long watchdog_ms, grace_ms;
+    long spool_max;
+    int64_t away_since_ms;   /* when the link was lost; 0 while there is one */
+    int lost_links;          /* links lost so far */
+} lk = {.spool_max = SPOOL_DEFAULT};
+
+size_t run_spool_max(void)
+{
+    return (size_t)lk.spool_max;
+}
+
+/* The link ended: with a grace the agent goes on without one. */
+static int link_lost(struct agent *ag, void *ctx)
+{
+    (void)ag;
+    (void)ctx;
+    if (lk.grace_ms <= 0) return 0;
+    lk.away_since_ms = mono_ms();
+    lk.lost_links++;
+    run_schedule();
+    return 1;
+}
+
+/* A bridge handed over a new link: say who we are and what we hold; the controller answers
+ * with a resume that says what it has. */
+static void relinked(struct agent *ag, void *ctx)
+{
+    (void)ctx;
+    int64_t now = mono_ms();
+    cJSON *m = agent_hello_new();
+    cJSON_AddBoolToObject(m, "resumed", 1);
+    cJSON_AddNumberToObject(m, "away_ms", (double)(now - (lk.away_since_ms ? lk.away_since_ms
+                                                                          : agent_last_input_ms(ag))));
+    cJSON_AddNumberToObject(m, "grace_ms", (double)lk.grace_ms);
+    cJSON_AddNumberToObject(m, "spool_bytes", (double)outbox_bytes(agent_outbox(ag)));
+    cJSON *ranks = cJSON_AddArrayToObject(m, "ranks");
+    for (struct run_rank *r = run_ranks(); r; r = r->next) {
+        if (r->exit_sent) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", r->rank);
+        cJSON_AddNumberToObject(o, "attempt", r->attempt);
+        if (r->k.rank_pid > 0) cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
+        else cJSON_AddNullToObject(o, "pid");
+        cJSON_AddBoolToObject(o, "alive", !r->have_status);
+        cJSON_AddBoolToObject(o, "starting", r->starting || r->spawn != NULL);
+        cJSON_AddItemToArray(ranks, o);
+    }
+    lk.away_since_ms = 0;
+    agent_send_urgent(ag, m);
+    run_schedule();
+}
+
+void run_link_init(struct agent *ag)
+{
+    lk.ag = ag;
+    agent_on_link(ag, link_lost, relinked, NULL);
+}
+
+int run_link_config(const cJSON *req, const cJSON *id)
+{
+    long watchdog, grace, spool, node;
+    struct agent *ag = lk.ag;
+    if (agent_req_int(ag, req, id, "watchdog_ms", 0, WATCHDOG_MAX_MS, 0, &watchdog) < 0 ||
+        agent_req_int(ag, req, id, "grace_ms", 0, GRACE_MAX_MS, 0, &grace) < 0 ||
+        agent_req_int(ag, req, id, "spool_bytes", SPOOL_MIN, SPOOL_MAX, lk.spool_max, &spool) < 0 ||
+        agent_req_int(ag, req, id, "node", 0, INT_MAX, -1, &node) < 0)
+        return -1;
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(req, "run");
+    if (run && !agent_sock_run_ok(cJSON_GetStringValue(run))) {
+        agent_send_error(ag, id, "\"run\" must be 1 to 64 letters, digits, '.', '_' or '-'");
+        return -1;
+    }
+    lk.watchdog_ms = watchdog;
+    lk.grace_ms = grace;
+    lk.spool_max = spool;
+    if (grace > 0 && run && node >= 0) {
+        char err[400];
+        if (agent_sock_listen(ag, run->valuestring, (int)node, err, sizeof err) < 0) {
+            cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
+            cJSON_AddStringToObject(m, "text", err);
+            cJSON_AddStringToObject(m, "what", "no_reconnect");
+            agent_send(ag, m);
+        }
+    }
+    return 0;
+}
+
+int64_t run_link_deadline(void)
+{
+    int64_t last = agent_last_input_ms(lk.ag);
+    if (lk.grace_ms > 0) return last + lk.grace_ms;
+    return lk.watchdog_ms > 0 ? last + lk.watchdog_ms : 0;
+}
+
+int run_link_check(int64_t now_ms, int live)
+{
+    struct agent *ag = lk.ag;
+    int64_t quiet = now_ms - agent_last_input_ms(ag);
+    if (lk.grace_ms > 0 && quiet >= lk.grace_ms) {
+        agent_send_error(ag, NULL, "no controller for %ld s (--agent-grace); stopping every rank and exiting",
+                         lk.grace_ms / 1000);
+        agent_quit(ag, 1);
+        return 1;
+    }
+    if (lk.grace_ms <= 0 && lk.watchdog_ms > 0 && live && quiet >= lk.watchdog_ms) {
+        agent_send_error(ag, NULL, "no request from the controller for %ld ms (watchdog_ms); "
+                         "stopping every rank and exiting", lk.watchdog_ms);
+        agent_quit(ag, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* "RANK": seq members of an object, each handed to fn. */
+static void each_rank_seq(const cJSON *obj, void (*fn)(int rank, uint64_t seq, void *ctx), void *ctx)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, obj) {
+        char *end;
+        long rank = e->string ? strtol(e->string, &end, 10) : -1;
+        if (!e->string || *end || rank < 0 || rank > INT_MAX || !cJSON_IsNumber(e) || e->valuedouble < 0 ||
+            e->valuedouble > 9.0e15)
+            continue;
+        fn((int)rank, (uint64_t)e->valuedouble, ctx);
+    }
+}
+
+static void ack_one(int rank, uint64_t seq, void *ctx)
+{
+    outbox_ack(ctx, rank, seq);
+}
+
+void run_link_ack(const cJSON *req)
+{
+    const cJSON *ack = cJSON_GetObjectItemCaseSensitive(req, "ack");
+    if (cJSON_IsObject(ack)) each_rank_seq(ack, ack_one, agent_outbox(lk.ag));
+}
+
+static uint64_t from_of(void *ctx, int rank)
+{
+    char key[24];
+    snprintf(key, sizeof key, "%d", rank);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctx, key);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 9.0e15 ? (uint64_t)v->valuedouble : 0;
+}
+
+/* {"op":"resume","from":{"RANK":seq}}: the controller of this link has each rank's durable
+ * messages up to seq; everything later goes again, then the answer. */
+void agent_ranks_resume_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(req, "from");
+    size_t n = 0, bytes = 0;
+    if (from && !cJSON_IsObject(from)) {
+        agent_send_error(ag, id, "\"from\" must be an object of rank: seq");
+        return;
+    }
+    outbox_resume(agent_outbox(ag), from_of, (void *)from, &n, &bytes);
+    cJSON *m = agent_reply_new(WIRE_EV_RESUME, id);
+    cJSON_AddNumberToObject(m, "messages", (double)n);
+    cJSON_AddNumberToObject(m, "bytes", (double)bytes);
+    agent_send(ag, m);
+    run_heartbeat_start();
+    run_schedule();
+}

@@ -1,0 +1,594 @@
+/* The run's file writer (logw.h). The loop appends chunks to a list under a mutex and wakes the
+ * thread only when the list was empty; the thread takes the whole list at once, buffers each
+ * rank's bytes (64 KiB, as stdio did: a rank printing 25 MB/s reaches the disk in large writes)
+ * and writes with write(2). logw_sync empties the buffers and replaces the index; only then do
+ * the durable marks move, so an acknowledgement never runs ahead of the disk. */
+#include "logw.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+#define RANK_BUF (64 * 1024)
+#define FREE_STALL_S 30
+
+enum chunk_kind { CH_RANK, CH_EVENTS, CH_GPU, CH_ATTEMPT, CH_SYNC, CH_STOP, CH_REPLACE };
+
+struct chunk {
+    struct chunk *next;
+    enum chunk_kind kind;
+    int rank, attempt;
+    uint64_t seq, base;
+    size_t len;
+    char data[];
+};
+
+struct wrank {
+    int fd, attempt;          /* the open log (-1) and its attempt */
+    uint64_t bytes;           /* its size */
+    char *buf;
+    size_t len;
+    uint64_t buf_seq, buf_base;
+    int buf_attempt;
+    /* what is written (not only buffered): what the next index says */
+    int w_attempt;
+    uint64_t w_seq, w_base, w_bytes;
+};
+
+struct logw {
+    char *dir;
+    size_t n;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct chunk *head, *tail;
+    size_t backlog;           /* bytes in chunks not yet processed */
+    uint64_t progress;        /* chunks processed (logw_free's stall detector) */
+    uint64_t pushed;          /* chunks queued */
+    bool done;                /* the thread finished */
+    /* the thread's own */
+    int ev_fd, gpu_fd;
+    bool gpu_tried;
+    int attempt;
+    struct wrank *r;
+    bool dirty;
+    /* under mu: what the last index holds, and errors to report */
+    uint64_t *dur_seq, *dur_base;
+    struct strbuf errors;     /* '\n'-separated */
+    unsigned reported;        /* bit per kind of file already reported */
+};
+
+enum { REP_RANK = 1, REP_EVENTS = 2, REP_GPU = 4, REP_INDEX = 8, REP_DIR = 16, REP_REPLACE = 32 };
+
+static void report(struct logw *w, unsigned kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(struct logw *w, unsigned kind, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&w->mu);
+    if (!(w->reported & kind)) {
+        w->reported |= kind;
+        va_start(ap, fmt);
+        strbuf_vaddf(&w->errors, fmt, ap);
+        va_end(ap);
+        strbuf_add(&w->errors, "\n", 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* All of it, or -1 with errno. */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int open_append(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+/* ---- rank logs ---------------------------------------------------------------------------- */
+
+static char *rank_path(const struct logw *w, int attempt, size_t rank)
+{
+    return xasprintf("%s/attempt-%d/rank-%zu.log", w->dir, attempt, rank);
+}
+
+static void rank_flush(struct logw *w, size_t i)
+{
+    struct wrank *r = &w->r[i];
+    if (r->len && r->fd >= 0) {
+        if (write_all(r->fd, r->buf, r->len) == 0) r->bytes += r->len;
+        else report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log: %s (logs on disk are incomplete)",
+                    w->dir, r->attempt, i, strerror(errno));
+    }
+    r->len = 0;
+    if (r->buf_seq || r->buf_attempt >= 0) {
+        /* written, or lost with an error that was reported: either way it is not coming again */
+        if (r->buf_seq) {
+            r->w_seq = r->buf_seq;
+            r->w_base = r->buf_base;
+        }
+        r->w_attempt = r->attempt;
+        r->w_bytes = r->bytes;
+        r->buf_seq = 0;
+        r->buf_attempt = -1;
+        w->dirty = true;
+    }
+}
+
+static void rank_open(struct logw *w, size_t i, int attempt)
+{
+    struct wrank *r = &w->r[i];
+    rank_flush(w, i);
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+    r->attempt = attempt;
+    r->bytes = 0;
+    char *path = rank_path(w, attempt, i);
+    r->fd = open_append(path);
+    struct stat st;
+    if (r->fd < 0)
+        report(w, REP_RANK, "cannot open %s: %s (free descriptors or disk space; logs on disk are incomplete)",
+               path, strerror(errno));
+    else if (fstat(r->fd, &st) == 0)
+        r->bytes = (uint64_t)st.st_size;
+    free(path);
+}
+
+static void rank_put(struct logw *w, const struct chunk *c)
+{
+    if (c->rank < 0 || (size_t)c->rank >= w->n) return;
+    struct wrank *r = &w->r[c->rank];
+    if (r->attempt != c->attempt) rank_open(w, (size_t)c->rank, c->attempt);
+    if (!r->buf) r->buf = xmalloc(RANK_BUF);
+    if (r->len + c->len > RANK_BUF) rank_flush(w, (size_t)c->rank);
+    if (c->len > RANK_BUF) {
+        if (r->fd >= 0 && write_all(r->fd, c->data, c->len) == 0) r->bytes += c->len;
+        else if (r->fd >= 0)
+            report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%d.log: %s (logs on disk are incomplete)",
+                   w->dir, r->attempt, c->rank, strerror(errno));
+    } else {
+        memcpy(r->buf + r->len, c->data, c->len);
+        r->len += c->len;
+    }
+    if (c->seq) {
+        r->buf_seq = c->seq;
+        r->buf_base = c->base;
+    }
+    r->buf_attempt = c->attempt;
+    if (c->len > RANK_BUF) rank_flush(w, (size_t)c->rank);
+}
+
+static int mkdir_p(const char *path)
+{
+    char *p = xstrdup(path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *s = c;
+        if (c == '\0') break;
+    }
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc;
+}
+
+/* One log file per rank stays open: make room when the soft descriptor limit is low. */
+static void raise_fd_limit(size_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void attempt_begin(struct logw *w, int attempt)
+{
+    char *dir = xasprintf("%s/attempt-%d", w->dir, attempt);
+    if (mkdir_p(dir) != 0)
+        report(w, REP_DIR, "cannot create %s: %s (logs on disk are incomplete; choose another --log-dir)", dir,
+               strerror(errno));
+    free(dir);
+    w->attempt = attempt;
+    raise_fd_limit(w->n + 256);
+    for (size_t i = 0; i < w->n; i++) rank_open(w, i, attempt);
+}
+
+/* ---- index -------------------------------------------------------------------------------- */
+
+static void index_write(struct logw *w)
+{
+    for (size_t i = 0; i < w->n; i++) rank_flush(w, i);
+    if (!w->dirty) {
+        char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
+        if (utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) w->dirty = true;
+        free(path);
+        if (!w->dirty) return;
+    }
+    w->dirty = false;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_adds(&sb, "# rank attempt seq base bytes\n");
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *r = &w->r[i];
+        if (r->w_attempt < 0) continue;
+        strbuf_addf(&sb, "%zu %d %llu %llu %llu\n", i, r->w_attempt, (unsigned long long)r->w_seq,
+                    (unsigned long long)r->w_base, (unsigned long long)r->w_bytes);
+    }
+    char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
+    char *tmp = xasprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    bool ok = fd >= 0 && write_all(fd, sb.buf ? sb.buf : "", sb.len) == 0;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    if (ok && rename(tmp, path) != 0) ok = false;
+    if (!ok) {
+        report(w, REP_INDEX, "cannot write %s: %s (a controller that takes the run over may repeat lines)", path,
+               strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+    strbuf_done(&sb);
+    /* the marks move even when the index could not be written: the bytes are on disk */
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n; i++) {
+        w->dur_seq[i] = w->r[i].w_seq;
+        w->dur_base[i] = w->r[i].w_base;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- the thread --------------------------------------------------------------------------- */
+
+static void side_file(struct logw *w, int *fd, const char *name, unsigned rep, const struct chunk *c)
+{
+    if (*fd < 0) return;
+    if (write_all(*fd, c->data, c->len) != 0)
+        report(w, rep, "cannot write %s/%s: %s", w->dir, name, strerror(errno));
+}
+
+/* data: "NAME\0CONTENT" */
+static void replace_file(struct logw *w, const struct chunk *c)
+{
+    size_t nl = strnlen(c->data, c->len);
+    if (nl >= c->len) return;
+    char *path = xasprintf("%s/%s", w->dir, c->data);
+    char *tmp = xasprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && write_all(fd, c->data + nl + 1, c->len - nl - 1) == 0;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    if (ok && rename(tmp, path) != 0) ok = false;
+    if (!ok) {
+        report(w, REP_REPLACE, "cannot write %s: %s (ddptop attach could not take the run over)", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+}
+
+static bool process(struct logw *w, struct chunk *c)
+{
+    switch (c->kind) {
+    case CH_REPLACE: replace_file(w, c); break;
+    case CH_RANK: rank_put(w, c); break;
+    case CH_EVENTS: side_file(w, &w->ev_fd, "events.jsonl", REP_EVENTS, c); break;
+    case CH_GPU:
+        if (!w->gpu_tried) {
+            char *path = xasprintf("%s/gpu.jsonl", w->dir);
+            w->gpu_tried = true;
+            w->gpu_fd = open_append(path);
+            if (w->gpu_fd < 0) report(w, REP_GPU, "cannot open %s: %s", path, strerror(errno));
+            free(path);
+        }
+        side_file(w, &w->gpu_fd, "gpu.jsonl", REP_GPU, c);
+        break;
+    case CH_ATTEMPT: attempt_begin(w, c->attempt); break;
+    case CH_SYNC: index_write(w); break;
+    case CH_STOP: index_write(w); return false;
+    }
+    return true;
+}
+
+static void *thread_main(void *arg)
+{
+    struct logw *w = arg;
+    bool running = true;
+    while (running) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->head) pthread_cond_wait(&w->cv, &w->mu);
+        struct chunk *list = w->head;
+        w->head = w->tail = NULL;
+        pthread_mutex_unlock(&w->mu);
+        while (list) {
+            struct chunk *c = list;
+            list = c->next;
+            if (running) running = process(w, c);
+            pthread_mutex_lock(&w->mu);
+            w->backlog -= c->len;
+            w->progress++;
+            pthread_cond_broadcast(&w->cv);
+            pthread_mutex_unlock(&w->mu);
+            free(c);
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void push(struct logw *w, enum chunk_kind kind, int rank, int attempt, uint64_t seq, uint64_t base,
+                 const void *data, size_t len, bool newline)
+{
+    if (!w) return;
+    size_t n = len + (newline ? 1 : 0);
+    struct chunk *c = xmalloc(sizeof *c + n);
+    *c = (struct chunk){.kind = kind, .rank = rank, .attempt = attempt, .seq = seq, .base = base, .len = n};
+    if (len) memcpy(c->data, data, len);
+    if (newline) c->data[len] = '\n';
+    pthread_mutex_lock(&w->mu);
+    bool was_empty = !w->head;
+    if (w->tail) w->tail->next = c;
+    else w->head = c;
+    w->tail = c;
+    w->backlog += n;
+    w->pushed++;
+    if (was_empty) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- the loop's side ---------------------------------------------------------------------- */
+
+struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t errlen)
+{
+    char *ev = xasprintf("%s/events.jsonl", run_dir);
+    int fd = open_append(ev);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s (choose another --log-dir)", ev, strerror(errno));
+        free(ev);
+        return NULL;
+    }
+    free(ev);
+    struct logw *w = xcalloc(1, sizeof *w);
+    w->dir = xstrdup(run_dir);
+    w->n = n_ranks;
+    w->ev_fd = fd;
+    w->gpu_fd = -1;
+    w->attempt = -1;
+    w->r = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->r);
+    for (size_t i = 0; i < n_ranks; i++)
+        w->r[i] = (struct wrank){.fd = -1, .attempt = -1, .w_attempt = -1, .buf_attempt = -1};
+    w->dur_seq = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_seq);
+    w->dur_base = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_base);
+    strbuf_init(&w->errors);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    /* the thread never takes a signal meant for the loop (the self-pipe handler) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->thread, NULL, thread_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) util_fatal("cannot start the log writer thread: %s", strerror(rc));
+    return w;
+}
+
+void logw_free(struct logw *w)
+{
+    if (!w) return;
+    push(w, CH_STOP, -1, -1, 0, 0, NULL, 0, false);
+    /* Wait while the disk makes progress; a disk that makes none for FREE_STALL_S is left
+     * behind (the thread is abandoned with what it holds: the process is ending). */
+    pthread_mutex_lock(&w->mu);
+    uint64_t seen = w->progress;
+    int64_t since = mono_ms();
+    while (!w->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        if (w->progress != seen) {
+            seen = w->progress;
+            since = mono_ms();
+        } else if (mono_ms() - since > FREE_STALL_S * 1000) {
+            break;
+        }
+    }
+    bool done = w->done;
+    pthread_mutex_unlock(&w->mu);
+    if (!done) {
+        pthread_detach(w->thread);
+        return; /* leaked on purpose: the thread still uses it */
+    }
+    pthread_join(w->thread, NULL);
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->r[i].fd >= 0) close(w->r[i].fd);
+        free(w->r[i].buf);
+    }
+    if (w->ev_fd >= 0) close(w->ev_fd);
+    if (w->gpu_fd >= 0) close(w->gpu_fd);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    strbuf_done(&w->errors);
+    free(w->dur_seq);
+    free(w->dur_base);
+    free(w->r);
+    free(w->dir);
+    free(w);
+}
+
+bool logw_drain(struct logw *w, int timeout_ms)
+{
+    if (!w) return true;
+    logw_sync(w);
+    int64_t until = mono_ms() + timeout_ms;
+    pthread_mutex_lock(&w->mu);
+    while (w->progress < w->pushed && !w->done && mono_ms() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    bool ok = w->progress >= w->pushed;
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
+void logw_attempt(struct logw *w, int attempt)
+{
+    push(w, CH_ATTEMPT, -1, attempt, 0, 0, NULL, 0, false);
+}
+
+void logw_rank(struct logw *w, int rank, int attempt, uint64_t seq, uint64_t base, const void *data,
+               size_t len, bool newline)
+{
+    push(w, CH_RANK, rank, attempt, seq, base, data, len, newline);
+}
+
+void logw_events(struct logw *w, const char *line, size_t len)
+{
+    push(w, CH_EVENTS, -1, -1, 0, 0, line, len, true);
+}
+
+void logw_gpu(struct logw *w, const char *line, size_t len)
+{
+    push(w, CH_GPU, -1, -1, 0, 0, line, len, true);
+}
+
+void logw_replace(struct logw *w, const char *name, const char *data, size_t len)
+{
+    if (!w) return;
+    size_t nl = strlen(name);
+    char *buf = xmalloc(nl + 1 + len);
+    memcpy(buf, name, nl + 1);
+    memcpy(buf + nl + 1, data, len);
+    push(w, CH_REPLACE, -1, -1, 0, 0, buf, nl + 1 + len, false);
+    free(buf);
+}
+
+void logw_sync(struct logw *w)
+{
+    push(w, CH_SYNC, -1, -1, 0, 0, NULL, 0, false);
+}
+
+size_t logw_backlog(const struct logw *w)
+{
+    if (!w) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&w->mu);
+    size_t b = w->backlog;
+    pthread_mutex_unlock((pthread_mutex_t *)&w->mu);
+    return b;
+}
+
+void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base)
+{
+    *seq = *base = 0;
+    if (!w || rank < 0 || (size_t)rank >= w->n) return;
+    pthread_mutex_lock((pthread_mutex_t *)&w->mu);
+    *seq = w->dur_seq[rank];
+    *base = w->dur_base[rank];
+    pthread_mutex_unlock((pthread_mutex_t *)&w->mu);
+}
+
+char *logw_take_error(struct logw *w)
+{
+    if (!w) return NULL;
+    char *out = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->errors.len) {
+        char *nl = memchr(w->errors.buf, '\n', w->errors.len);
+        size_t n = nl ? (size_t)(nl - w->errors.buf) : w->errors.len;
+        out = xstrndup(w->errors.buf, n);
+        strbuf_consume(&w->errors, nl ? n + 1 : n);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return out;
+}
+
+/* ---- re-adoption -------------------------------------------------------------------------- */
+
+int logw_read_index(const char *run_dir, struct logw_mark *marks, size_t n_ranks)
+{
+    for (size_t i = 0; i < n_ranks; i++) marks[i] = (struct logw_mark){.attempt = -1};
+    char *path = xasprintf("%s/%s", run_dir, LOG_INDEX_FILE);
+    FILE *f = fopen(path, "re");
+    free(path);
+    if (!f) return -1;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long rank, seq, base, bytes;
+        int attempt;
+        if (line[0] == '#') continue;
+        if (sscanf(line, "%llu %d %llu %llu %llu", &rank, &attempt, &seq, &base, &bytes) != 5) continue;
+        if (rank >= n_ranks || attempt < 0 || attempt > 1000000) continue;
+        marks[rank] = (struct logw_mark){.attempt = attempt, .seq = seq, .base = base, .bytes = bytes};
+    }
+    fclose(f);
+    return 0;
+}
+
+static void cut(const struct logw *w, int attempt, size_t rank, uint64_t bytes)
+{
+    char *path = rank_path(w, attempt, rank);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > bytes) {
+        if (ftruncate(fd, (off_t)bytes) != 0) { /* reported when the log is written next */ }
+    }
+    if (fd >= 0) close(fd);
+    free(path);
+}
+
+void logw_cut_back(struct logw *w, const struct logw_mark *marks, int last_attempt)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n; i++) {
+        const struct logw_mark *m = &marks[i];
+        int from = m->attempt >= 0 ? m->attempt + 1 : last_attempt;
+        if (m->attempt >= 0) cut(w, m->attempt, i, m->bytes);
+        for (int a = from; a <= last_attempt; a++) cut(w, a, i, 0);
+        w->dur_seq[i] = m->attempt >= 0 ? m->seq : 0;
+        w->dur_base[i] = m->attempt >= 0 ? m->base : 0;
+        /* the thread's own marks start from there too (it has not begun on this rank) */
+        w->r[i].w_attempt = m->attempt;
+        w->r[i].w_seq = m->seq;
+        w->r[i].w_base = m->base;
+        w->r[i].w_bytes = m->bytes;
+    }
+    pthread_mutex_unlock(&w->mu);
+}

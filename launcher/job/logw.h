@@ -1,0 +1,73 @@
+/* The run's files on disk (docs/logs.md), written by a thread of their own: each rank's log
+ * (attempt-N/rank-R.log, exactly the bytes it printed), events.jsonl, gpu.jsonl, and the log
+ * index that says how much of each rank's log is on disk. The controller's loop hands bytes
+ * over and never waits on the disk: a log directory on a stalled NFS server stalls no
+ * heartbeat. What is queued is bounded by the caller (logw_backlog).
+ *
+ * Every rank's bytes come with the agent's sequence number of the message that carried them
+ * and the base the controller adds to it (a new agent starts again from 1; see
+ * run/controller_agent.c). The index (LOG_INDEX_FILE, one line per rank: attempt, seq, base,
+ * bytes of that attempt's file) is replaced every logw_sync, after the bytes it counts were
+ * written; logw_durable gives what the last index holds, which is what the controller
+ * acknowledges to the agents. A controller that re-adopts the run (`ddptop attach`) cuts each
+ * log back to the index and asks the agents for the rest: nothing lost, nothing twice. */
+#ifndef DDPTOP_LOGW_H
+#define DDPTOP_LOGW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOG_INDEX_FILE "log-index"
+
+struct logw;
+
+/* Opens (appends to) run_dir/events.jsonl now; the rest is made by the thread. NULL with err
+ * filled when events.jsonl cannot be opened. */
+struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t errlen);
+/* Writes what is queued (waiting at most while the disk makes progress, and never more than
+ * 30 s without any), writes the index, closes everything. */
+void logw_free(struct logw *w);
+
+/* Attempt n begins: attempt-N/ and its rank logs are opened (appended to). */
+void logw_attempt(struct logw *w, int attempt);
+/* A piece of rank's log (attempt's file): data, then a newline when newline. seq (0: none, a
+ * note of ddptop's own) and base as above. */
+void logw_rank(struct logw *w, int rank, int attempt, uint64_t seq, uint64_t base, const void *data,
+               size_t len, bool newline);
+/* One line (a '\n' is added) of events.jsonl or gpu.jsonl. */
+void logw_events(struct logw *w, const char *line, size_t len);
+void logw_gpu(struct logw *w, const char *line, size_t len);
+/* Buffered bytes go to disk and the index is replaced (asynchronously); when nothing changed
+ * its time is touched (`ddptop ls` tells from it when the controller was last alive). */
+void logw_sync(struct logw *w);
+/* run_dir/name becomes data (a private file, 0600, replaced by rename: readers see the old or
+ * the new one whole). */
+void logw_replace(struct logw *w, const char *name, const char *data, size_t len);
+
+/* Waits (at most timeout_ms) until everything queued so far was written and the index
+ * replaced: for tests, and for a controller handing the run over. true when it was. */
+bool logw_drain(struct logw *w, int timeout_ms);
+/* Bytes queued and not yet written. */
+size_t logw_backlog(const struct logw *w);
+/* What the last index holds for rank: its seq and base (0, 0: nothing). */
+void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base);
+/* The next write error not yet reported (one per file and kind of error; malloc'd), or NULL. */
+char *logw_take_error(struct logw *w);
+
+/* What an index says of one rank. */
+struct logw_mark {
+    int attempt;          /* -1: the rank has no entry */
+    uint64_t seq, base;
+    uint64_t bytes;       /* of attempt-<attempt>/rank-R.log */
+};
+/* Reads run_dir's index into marks[0..n_ranks) (attempt -1 where there is none). 0, or -1
+ * when there is no index. */
+int logw_read_index(const char *run_dir, struct logw_mark *marks, size_t n_ranks);
+/* Re-adoption: cuts each rank's logs back to what marks say was on disk (the attempt named
+ * to its bytes; later attempts up to last_attempt to nothing), so that what the agents send
+ * again follows without a gap or a repeat, and seeds the durable marks with them. Before
+ * logw_attempt. */
+void logw_cut_back(struct logw *w, const struct logw_mark *marks, int last_attempt);
+
+#endif

@@ -1,0 +1,196 @@
+/* Taking a run over (docs/run.md "Taking a run over"). Every controller writes the run's record
+ * (run_record.h) when an attempt begins and when the job's state changes; `ddptop attach RUN`,
+ * when the run's controller is gone, starts `ddptop run ARGS --adopt` with the recorded command
+ * line, directory and environment, and that controller begins here instead of checking and
+ * launching: the job's shape and token come from the record, each rank's log is cut back to
+ * what the log index says is on disk, and every node is unreachable at first, so that
+ * controller_link.c starts a bridge to each node's agent, which says what it holds and sends
+ * again everything after the index. */
+#include "controller_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "job/logw.h"
+#include "job/run_record.h"
+#include "util/util.h"
+
+extern char **environ;
+
+static const char *after_name(enum after_stop a)
+{
+    return a == AFTER_RESTART ? "restart" : a == AFTER_QUIT ? "quit" : "end";
+}
+
+/* The command line to run again: ours, with the run id, without what only the first start
+ * needs (--detach: attach makes its own session; --salloc: the allocation exists, --jobid
+ * names it; --adopt: added by attach). */
+static void record_argv(const struct controller *c, struct run_record *r)
+{
+    const struct run_opts *o = &c->o;
+    r->argv = xcalloc((size_t)o->argc + 4, sizeof *r->argv);
+    bool have_id = false, after_dashes = false;
+    for (int i = 0; i < o->argc; i++) {
+        const char *a = o->argv[i];
+        if (!after_dashes) {
+            if (strcmp(a, "--") == 0) {
+                if (!have_id) {
+                    r->argv[r->argc++] = xstrdup("--run-id");
+                    r->argv[r->argc++] = xstrdup(c->job->run_id);
+                    have_id = true;
+                }
+                after_dashes = true;
+            } else if (strcmp(a, "--detach") == 0 || strcmp(a, "--adopt") == 0) {
+                continue;
+            } else if (strcmp(a, "--salloc") == 0 && i + 1 < o->argc) {
+                r->argv[r->argc++] = xstrdup("--jobid");
+                r->argv[r->argc++] = xstrdup(o->check.slurm_jobid ? o->check.slurm_jobid : "?");
+                i++;
+                continue;
+            } else if (strncmp(a, "--salloc=", 9) == 0) {
+                r->argv[r->argc++] = xstrdup("--jobid");
+                r->argv[r->argc++] = xstrdup(o->check.slurm_jobid ? o->check.slurm_jobid : "?");
+                continue;
+            } else if (strcmp(a, "--run-id") == 0) {
+                have_id = true;
+            }
+        }
+        r->argv[r->argc++] = xstrdup(a);
+    }
+    if (!have_id) {
+        r->argv[r->argc++] = xstrdup("--run-id");
+        r->argv[r->argc++] = xstrdup(c->job->run_id);
+    }
+}
+
+void ctl_record_write(struct controller *c)
+{
+    struct job *j = c->job;
+    struct run_record r = {0};
+    if (!j->files || c->o.check_only) return;
+    record_argv(c, &r);
+    r.cwd = c->start_cwd;
+    r.env = c->start_env;
+    r.n_env = c->n_start_env;
+    r.token = c->token;
+    r.attempt = j->attempt;
+    r.state = (char *)job_state_name(j->state);
+    r.after = job_is_stopping(j) ? (char *)after_name(c->after) : NULL;
+    r.auto_restart = c->auto_restart;
+    r.agent_grace_s = c->o.agent_grace_s;
+    r.n_nodes = j->n_nodes;
+    r.ranks_per_node = xcalloc(j->n_nodes ? j->n_nodes : 1, sizeof *r.ranks_per_node);
+    r.hosts = xcalloc(j->n_nodes + 1, sizeof *r.hosts);
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        r.ranks_per_node[i] = j->nodes[i].n_ranks;
+        r.hosts[i] = j->nodes[i].name;
+    }
+    r.n_ranks = j->n_ranks;
+    r.rank_base = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *r.rank_base);
+    for (size_t k = 0; k < j->n_ranks; k++) r.rank_base[k] = j->ranks[k].seq_base;
+    r.slurm_jobid = (char *)c->o.check.slurm_jobid;
+    r.slurm_release = c->o.check.slurm_release && !c->allocation_released;
+    r.written_ns = wall_ns();
+    char *text = run_record_json(&r);
+    logw_replace(j->files, RUN_RECORD_FILE, text, strlen(text));
+    free(text);
+    for (size_t i = 0; i < r.argc; i++) free(r.argv[i]);
+    free(r.argv);
+    free(r.ranks_per_node);
+    free(r.hosts);
+    free(r.rank_base);
+}
+
+void ctl_start_snapshot(struct controller *c)
+{
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    c->start_env = xcalloc(n + 1, sizeof *c->start_env);
+    for (size_t i = 0; i < n; i++) c->start_env[i] = xstrdup(environ[i]);
+    c->n_start_env = n;
+    char *cwd = getcwd(NULL, 0);
+    c->start_cwd = cwd ? cwd : xstrdup("/");
+}
+
+int ctl_adopt_read(struct controller *c, char *err, size_t errlen)
+{
+    char *dir = xasprintf("%s/%s", c->log_root, c->o.run_id);
+    c->adopt = xcalloc(1, sizeof *c->adopt);
+    int rc = run_record_read(dir, c->adopt, err, errlen);
+    free(dir);
+    if (rc < 0) return -1;
+    if (c->adopt->n_nodes != c->n) {
+        snprintf(err, errlen, "run %s had %zu node%s; its hosts now give %zu: ddptop attach needs the same hosts",
+                 c->o.run_id, c->adopt->n_nodes, c->adopt->n_nodes == 1 ? "" : "s", c->n);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        const char *now = c->o.local ? "localhost" : c->hl->hosts[i].name;
+        if (strcmp(now, c->adopt->hosts[i]) != 0) {
+            snprintf(err, errlen, "node %zu of run %s was %s; its hosts now say %s: ddptop attach needs the same hosts",
+                     i, c->o.run_id, c->adopt->hosts[i], now);
+            return -1;
+        }
+    }
+    snprintf(c->token, sizeof c->token, "%s", c->adopt->token);
+    return 0;
+}
+
+static enum after_stop after_of(const char *s)
+{
+    return s && strcmp(s, "restart") == 0 ? AFTER_RESTART : s && strcmp(s, "quit") == 0 ? AFTER_QUIT : AFTER_END;
+}
+
+void ctl_adopt_begin(struct controller *c)
+{
+    struct job *j = c->job;
+    struct run_record *r = c->adopt;
+    struct logw_mark *marks = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *marks);
+    int64_t now = mono_ms(), wall = wall_ns();
+    int64_t alive = run_record_last_alive(j->log_dir);
+    int64_t since = alive && alive < wall ? (wall - alive) / 1000000 : 0;
+    j->attempt = r->attempt;
+    /* each rank's log back to what the index says is on disk: the agents send the rest */
+    logw_read_index(j->log_dir, marks, j->n_ranks);
+    for (size_t k = 0; k < j->n_ranks; k++)
+        if (marks[k].attempt >= 0 && marks[k].base != r->rank_base[k]) marks[k].attempt = -1; /* an older agent's */
+    logw_cut_back(j->files, marks, j->attempt);
+    char err[256];
+    job_attempt_begin(j, err, sizeof err);
+    for (size_t k = 0; k < j->n_ranks; k++) {
+        struct rank_info *ri = &j->ranks[k];
+        ri->seq_base = r->rank_base[k];
+        ri->seq = marks[k].attempt >= 0 ? marks[k].seq : 0;
+        job_rank_running(j, (int)k, 0);
+    }
+    free(marks);
+    job_event_add(j, EV_INFO, -1, -1, "taking over run %s, attempt %d: its controller was last heard of %lld s ago; "
+                  "reconnecting to %zu node%s", j->run_id, j->attempt, (long long)(since / 1000), c->n,
+                  c->n == 1 ? "" : "s");
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        nd->holds_ranks = true;
+        nd->away = true;
+        nd->spawn_answered = true;
+        nd->next_try_ms = now;
+        /* the agents' grace runs from when the old controller was last heard of */
+        nd->last_msg_ms = nd->quiet_from_ms = now - since;
+        job_node_running(j, i);
+        job_node_link(j, i, LINK_UNREACHABLE);
+    }
+    if (strcmp(r->state, "RUNNING") == 0 || strcmp(r->state, "STALLED") == 0) {
+        job_running(j);
+    } else if (strcmp(r->state, "FAILING") == 0 || strcmp(r->state, "RESTARTING") == 0 ||
+               strcmp(r->state, "STOPPING") == 0) {
+        /* a stop was under way: it goes on once the nodes are back */
+        enum job_state during = r->state[0] == 'F' ? JOB_FAILING : r->state[0] == 'R' ? JOB_RESTARTING : JOB_STOPPING;
+        job_running(j);
+        ctl_begin_stop(c, during, during == JOB_FAILING ? JOB_FAILED : JOB_STOPPED, after_of(r->after),
+                       r->auto_restart);
+    } else {
+        job_running(j);
+    }
+    ctl_record_write(c);
+}

@@ -1,0 +1,424 @@
+/* The links to agents that hold ranks (docs/run.md "When the controller loses a node"). The
+ * control plane is never the reason a job dies: with --agent-grace an agent keeps its ranks
+ * and spools their output while nobody talks to it, so a node whose messages stop is only
+ * silent (its ranks are unknown, not failed), then unreachable after --node-timeout: its
+ * transport is let go and a bridge (ddptop-agent --attach) is started on it again and again,
+ * until the agent takes the new link, says what it holds and sends again what we miss. A node
+ * is lost only when its agent is known to be gone, or when it stayed unreachable past the
+ * grace, when its agent has stopped the ranks by itself.
+ *
+ * Without a grace (--agent-grace 0) it is as before: no message for --node-timeout, or the
+ * connection ending, loses the node at once.
+ *
+ * Also here: the acknowledgements that let agents drop what the log index holds, the
+ * renumbering when a node gets a fresh agent, and the controller's own stalls, which are
+ * never blamed on the nodes. */
+#include "controller_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "job/logw.h"
+#include "job/root_cause.h"
+#include "util/util.h"
+#include "wire/protocol.h"
+
+/* A node is lost this long after the agents' grace ran out with no word from it. */
+#define GRACE_MARGIN_MS 10000
+#define RETRY_FIRST_MS 1000
+#define RETRY_MAX_MS 30000
+
+/* "14:03:07", local time: when something happened, for people. */
+static void clock_text(int64_t wall, char *buf, size_t n)
+{
+    time_t t = (time_t)(wall / 1000000000);
+    struct tm tm;
+    if (!localtime_r(&t, &tm) || !strftime(buf, n, "%H:%M:%S", &tm)) snprintf(buf, n, "?");
+}
+
+/* "8 s", "3 min 12 s", "2 h 5 min". */
+static void span_text(int64_t ms, char *buf, size_t n)
+{
+    long long s = ms / 1000;
+    if (s < 120) snprintf(buf, n, "%lld s", s);
+    else if (s < 7200) snprintf(buf, n, "%lld min %lld s", s / 60, s % 60);
+    else snprintf(buf, n, "%lld h %lld min", s / 3600, (s / 60) % 60);
+}
+
+bool ctl_link_applies(const struct controller *c, size_t i)
+{
+    const struct cnode *nd = &c->nodes[i];
+    return c->o.agent_grace_s > 0 && nd->holds_ranks && !nd->lost && !nd->released;
+}
+
+void ctl_link_heard(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    struct node_info *ni = &c->job->nodes[i];
+    int64_t now = mono_ms();
+    int64_t quiet = now - nd->last_msg_ms;
+    if (nd->away) return; /* a bridge on its way is not the agent: its resumed hello is */
+    nd->last_msg_ms = nd->quiet_from_ms = now;
+    ni->last_heartbeat_ms = now;
+    ni->last_seen_wall_ns = wall_ns();
+    if (ni->link == LINK_SILENT) {
+        char span[48];
+        span_text(quiet, span, sizeof span);
+        job_node_link(c->job, i, LINK_UP);
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s answers again after %s of silence", ni->name, span);
+    }
+}
+
+/* Why a node is lost, told as what happened: the controller's own stall when it was longer
+ * than what the agents wait for. */
+static char *lost_why(struct controller *c, const char *why)
+{
+    int64_t limit = c->o.agent_grace_s > 0 ? (int64_t)c->o.agent_grace_s * 1000 : WATCHDOG_MS;
+    if (c->stall_end_ms && mono_ms() - c->stall_end_ms < limit + 30000 && c->stall_ms >= limit) {
+        char span[48];
+        span_text(c->stall_ms, span, sizeof span);
+        return xasprintf("the controller did not run for %s (stopped, or starved of CPU), longer than its "
+                         "agents wait (%s): they stopped their ranks (%s)",
+                         span, c->o.agent_grace_s > 0 ? "--agent-grace" : "the watchdog of --agent-grace 0", why);
+    }
+    return xstrdup(why);
+}
+
+/* The node is lost for good: the job fails (or restarts) without it. */
+void ctl_link_lost(struct controller *c, size_t i, const char *why)
+{
+    char *full = lost_why(c, why);
+    struct cnode *nd = &c->nodes[i];
+    nd->away = false;
+    job_node_link(c->job, i, LINK_UP);
+    if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) {
+        /* the summary says what happened, not only that a node was lost: the controller's
+         * own stall, "node n3 unreachable for 10 min", "node n3 lost: its agent ended: ..." */
+        const char *name = c->job->nodes[i].name;
+        char *sum = strcmp(full, why) != 0 ? xstrdup(full)
+                    : strncmp(why, "unreachable", 11) == 0 ? xasprintf("node %s %s", name, why)
+                                                             : xasprintf("node %s lost: %s", name, why);
+        root_cause_control(c->job, (int)i, sum);
+        free(sum);
+    }
+    ctl_node_lost(c, i, full);
+    free(full);
+}
+
+/* Lets the transport go without ending the agent: it waits for us. */
+static void drop_transport(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    if (!nd->t) return;
+    transport_detach(nd->t);
+    transport_free(nd->t);
+    nd->t = NULL;
+}
+
+/* Unreachable: the transport goes, a bridge follows at once. */
+static void go_away(struct controller *c, size_t i, const char *why)
+{
+    struct cnode *nd = &c->nodes[i];
+    struct node_info *ni = &c->job->nodes[i];
+    char span[48];
+    ctl_exits_release(c, i, true); /* what came before it went is the node's word */
+    drop_transport(c, i);
+    wire_client_reset(&nd->cl);
+    ctl_stacks_node_reset(c, i);
+    nd->away = true;
+    nd->hello = nd->bridge = nd->attach_sent = false;
+    nd->resume_id = 0;
+    nd->tries = 0;
+    nd->next_try_ms = mono_ms();
+    free(nd->gone);
+    nd->gone = NULL;
+    job_node_link(c->job, i, LINK_UNREACHABLE);
+    span_text((int64_t)c->o.agent_grace_s * 1000, span, sizeof span);
+    if (nd->no_reconnect)
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s unreachable (%s); it said it cannot be reached again, "
+                      "its agent stops its ranks within %s", ni->name, why, span);
+    else
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s unreachable (%s): reconnecting; its ranks go on "
+                      "(its agent keeps them for %s)", ni->name, why, span);
+}
+
+void ctl_link_ended(struct controller *c, size_t i, const char *why, bool agent_gone)
+{
+    if (agent_gone) {
+        char *w = xasprintf("its agent ended: %s", why);
+        ctl_link_lost(c, i, w);
+        free(w);
+        return;
+    }
+    go_away(c, i, why);
+}
+
+void ctl_link_gone(struct controller *c, size_t i, const char *why)
+{
+    struct cnode *nd = &c->nodes[i];
+    free(nd->gone);
+    nd->gone = xstrdup(why);
+    ctl_link_lost(c, i, why);
+}
+
+/* A bridge attempt that came to nothing: the next one later, a little later each time. */
+static void try_failed(struct controller *c, size_t i, const char *why)
+{
+    struct cnode *nd = &c->nodes[i];
+    int64_t wait = RETRY_FIRST_MS;
+    for (int k = 1; k < nd->tries && wait < RETRY_MAX_MS; k++) wait *= 2;
+    if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
+    drop_transport(c, i);
+    nd->bridge = nd->attach_sent = false;
+    nd->next_try_ms = mono_ms() + wait;
+    if (nd->tries == 1 || nd->tries % 10 == 0)
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: reconnect attempt %d failed (%s); trying again", 
+                      c->job->nodes[i].name, nd->tries, why);
+}
+
+/* Bridges to every node whose next attempt is due: srun's in one step. */
+static void start_tries(struct controller *c, int64_t now)
+{
+    bool *need = NULL;
+    size_t n_srun = 0;
+    bool srun = !c->o.local && c->o.check.via == HOSTS_VIA_SRUN;
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        if (!nd->away || nd->t || now < nd->next_try_ms || nd->no_reconnect) continue;
+        nd->tries++;
+        nd->bridge = true;
+        nd->attach_sent = nd->hello = false;
+        nd->hello_deadline_ms = 0;
+        nd->queued = false;
+        if (srun) {
+            if (!need) need = xcalloc(c->n, sizeof *need);
+            need[i] = true;
+            n_srun++;
+            continue;
+        }
+        nd->t = ctl_transport_new(c, i, true);
+        transport_start(nd->t);
+    }
+    if (n_srun) {
+        ctl_connect_srun(c, need, true);
+        for (size_t i = 0; i < c->n; i++)
+            if (need[i]) transport_start(c->nodes[i].t);
+    }
+    free(need);
+}
+
+void ctl_link_check(struct controller *c, int64_t now)
+{
+    int64_t timeout = (int64_t)c->o.node_timeout_s * 1000;
+    int64_t grace = (int64_t)c->o.agent_grace_s * 1000;
+    if (!job_is_running(c->job) && !job_is_stopping(c->job)) return;
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        struct node_info *ni = &c->job->nodes[i];
+        char span[48], at[16], why[160];
+        if (nd->lost || nd->released) continue;
+        if (!ctl_link_applies(c, i)) {
+            /* no grace: silence loses the node, as always */
+            if (nd->hello && now - nd->quiet_from_ms > timeout) {
+                span_text(now - nd->quiet_from_ms, span, sizeof span);
+                snprintf(why, sizeof why, "no message for %s (network down, node hung or agent killed)", span);
+                ctl_link_lost(c, i, why);
+            }
+            continue;
+        }
+        if (!nd->away) {
+            int64_t quiet = now - nd->quiet_from_ms;
+            if (quiet >= timeout) {
+                span_text(quiet, span, sizeof span);
+                snprintf(why, sizeof why, "no message for %s (--node-timeout %d s)", span, c->o.node_timeout_s);
+                go_away(c, i, why);
+            } else if (quiet >= SILENT_AFTER_MS && ni->link == LINK_UP) {
+                clock_text(ni->last_seen_wall_ns ? ni->last_seen_wall_ns : wall_ns(), at, sizeof at);
+                job_node_link(c->job, i, LINK_SILENT);
+                job_event_add(c->job, EV_INFO, -1, (int)i, "node %s silent since %s: its ranks are unknown, not "
+                              "failed (unreachable after --node-timeout %d s)", ni->name, at, c->o.node_timeout_s);
+            }
+            continue;
+        }
+        /* away */
+        if (now - nd->last_msg_ms >= grace + GRACE_MARGIN_MS) {
+            span_text(now - nd->last_msg_ms, span, sizeof span);
+            snprintf(why, sizeof why, "unreachable for %s (longer than --agent-grace %d s): its agent has "
+                     "stopped its ranks", span, c->o.agent_grace_s);
+            ctl_link_lost(c, i, why);
+            continue;
+        }
+        if (!nd->t) continue;
+        enum transport_state st = transport_state(nd->t);
+        if (st == TRANSPORT_FAILED || st == TRANSPORT_CLOSED) {
+            const char *e = transport_error(nd->t);
+            try_failed(c, i, e ? e : "closed");
+        } else if (st == TRANSPORT_READY && !nd->hello) {
+            if (!nd->hello_deadline_ms) nd->hello_deadline_ms = now + ctl_hello_timeout_ms(c);
+            else if (now >= nd->hello_deadline_ms) try_failed(c, i, "the bridge did not reach the agent in time");
+        }
+    }
+    start_tries(c, now);
+}
+
+int64_t ctl_link_deadline(const struct controller *c)
+{
+    int64_t soonest = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cnode *nd = &c->nodes[i];
+        if (nd->away && !nd->t && (!soonest || nd->next_try_ms < soonest)) soonest = nd->next_try_ms;
+    }
+    return soonest;
+}
+
+/* ---- a bridge, then the agent ------------------------------------------------------------- */
+
+void ctl_link_bridge(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    if (!nd->bridge || nd->attach_sent) return;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "op", WIRE_OP_ATTACH);
+    cJSON_AddStringToObject(m, "run", c->job->run_id);
+    cJSON_AddNumberToObject(m, "node", (double)i);
+    ctl_send(c, i, m);
+    nd->attach_sent = true;
+}
+
+/* The agent's ranks as it said them: a spawn answer lost with the old link is made good. */
+static bool take_rank_list(struct controller *c, size_t i, const cJSON *ranks)
+{
+    const struct node_info *ni = &c->job->nodes[i];
+    bool any = false;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, ranks) {
+        const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "rank");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(r, "attempt");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(r, "pid");
+        if (!cJSON_IsNumber(rk) || !cJSON_IsNumber(at) || rk->valuedouble < ni->first_rank ||
+            rk->valuedouble >= ni->first_rank + ni->n_ranks || (int)at->valuedouble != c->job->attempt)
+            continue;
+        int rank = (int)rk->valuedouble;
+        any = true;
+        if (c->job->ranks[rank].state == RANK_PENDING && cJSON_IsNumber(pid) && pid->valuedouble > 0 &&
+            pid->valuedouble < 1e9)
+            job_rank_started(c->job, rank, (int)pid->valuedouble);
+    }
+    return any;
+}
+
+void ctl_link_resumed(struct controller *c, size_t i, const cJSON *hello)
+{
+    struct cnode *nd = &c->nodes[i];
+    struct node_info *ni = &c->job->nodes[i];
+    char span[48];
+    if (!nd->bridge || !nd->away) return;
+    int64_t away = mono_ms() - nd->last_msg_ms;
+    nd->away = false;
+    ctl_link_heard(c, i);
+    nd->hello = true;
+    nd->tries = 0;
+    job_node_link(c->job, i, LINK_UP);
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(hello, "ranks");
+    int alive = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, ranks)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "alive"))) alive++;
+    span_text(away, span, sizeof span);
+    job_event_add(c->job, EV_INFO, -1, (int)i, "node %s reconnected after %s: its agent kept its ranks (%d alive); "
+                  "catching up", ni->name, span, alive);
+    /* what we have of each rank: the agent sends the rest again */
+    cJSON *m = ctl_request(c, i, WIRE_OP_RESUME, WIRE_TAG_RESUME, &nd->resume_id);
+    cJSON *from = cJSON_AddObjectToObject(m, "from");
+    for (int k = 0; k < ni->n_ranks; k++) {
+        const struct rank_info *ri = &c->job->ranks[ni->first_rank + k];
+        char key[24];
+        if (!ri->seq) continue;
+        snprintf(key, sizeof key, "%d", ni->first_rank + k);
+        cJSON_AddNumberToObject(from, key, (double)ri->seq);
+    }
+    ctl_send(c, i, m);
+    if (take_rank_list(c, i, ranks)) nd->spawn_answered = true;
+    if (job_is_stopping(c->job) && !nd->stopped) {
+        cJSON *s = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id);
+        cJSON_AddNumberToObject(s, "term_timeout_ms", (double)c->o.term_timeout_s * 1000);
+        ctl_send(c, i, s);
+    }
+    ctl_gpu_watch(c, i);
+    /* the ranks' steps may have moved while we did not hear: the stall clock starts again */
+    for (int k = 0; k < ni->n_ranks; k++) {
+        struct rank_info *ri = &c->job->ranks[ni->first_rank + k];
+        if (ri->step_changed_ms < mono_ms()) ri->step_changed_ms = mono_ms();
+    }
+}
+
+void ctl_link_resume_answer(struct controller *c, size_t i, const cJSON *m)
+{
+    struct cnode *nd = &c->nodes[i];
+    const struct node_info *ni = &c->job->nodes[i];
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "messages");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "bytes");
+    nd->resume_id = 0;
+    job_event_add(c->job, EV_INFO, -1, (int)i, "node %s caught up: %.0f message%s (%.0f bytes) sent again", ni->name,
+                  cJSON_IsNumber(n) ? n->valuedouble : 0, cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s",
+                  cJSON_IsNumber(b) ? b->valuedouble : 0);
+    /* The spawn never reached the agent (it names none of this attempt's ranks and sent no
+     * exit for them): it goes again. */
+    if (!job_is_running(c->job) || nd->spawn_answered || !nd->spawn_id || nd->n_exits) return;
+    for (int k = 0; k < ni->n_ranks; k++)
+        if (c->job->ranks[ni->first_rank + k].state != RANK_PENDING) return;
+    job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: its agent never got the spawn; sending it again", ni->name);
+    ctl_send(c, i, ctl_spawn_request(c, i, &nd->spawn_id));
+}
+
+/* ---- acknowledgements and numbering ------------------------------------------------------- */
+
+void ctl_link_ack(struct controller *c, size_t i, cJSON *ping)
+{
+    const struct node_info *ni = &c->job->nodes[i];
+    cJSON *ack = NULL;
+    for (int k = 0; k < ni->n_ranks; k++) {
+        int rank = ni->first_rank + k;
+        struct rank_info *ri = &c->job->ranks[rank];
+        struct crank *cr = &c->ranks[rank];
+        uint64_t seq, base;
+        logw_durable(c->job->files, rank, &seq, &base);
+        /* marks of an earlier agent of this node are not this one's numbers */
+        if (base != ri->seq_base || !seq || (seq == cr->acked && base == cr->acked_base)) continue;
+        if (!ack) ack = cJSON_AddObjectToObject(ping, "ack");
+        char key[24];
+        snprintf(key, sizeof key, "%d", rank);
+        cJSON_AddNumberToObject(ack, key, (double)seq);
+        cr->acked = seq;
+        cr->acked_base = base;
+    }
+}
+
+void ctl_link_fresh_agent(struct controller *c, size_t i)
+{
+    const struct node_info *ni = &c->job->nodes[i];
+    for (int k = 0; k < ni->n_ranks; k++) {
+        struct rank_info *ri = &c->job->ranks[ni->first_rank + k];
+        ri->seq_base += ri->seq;
+        ri->seq = 0;
+        c->ranks[ni->first_rank + k].acked = 0;
+    }
+}
+
+void ctl_link_stalled(struct controller *c, int64_t gap_ms)
+{
+    char span[48];
+    int64_t now = mono_ms();
+    span_text(gap_ms, span, sizeof span);
+    c->stall_ms = gap_ms;
+    c->stall_end_ms = now;
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        nd->quiet_from_ms += gap_ms;
+        if (nd->quiet_from_ms > now) nd->quiet_from_ms = now;
+    }
+    job_event_add(c->job, EV_INFO, -1, -1, "the controller did not run for %s (stopped, or starved of CPU): its "
+                  "nodes are not blamed for that silence", span);
+}
