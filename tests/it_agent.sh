@@ -153,8 +153,8 @@ try:
 except Exception as e:
     hello = {"error": repr(e)}
 version = subprocess.run([AGENT, "--version"], capture_output=True, text=True).stdout.split()
-check("the agent speaks first: hello with protocol 2", hello.get("ev") == "hello" and
-      hello.get("protocol") == 2 and "id" not in hello, hello)
+check("the agent speaks first: hello with protocol 3", hello.get("ev") == "hello" and
+      hello.get("protocol") == 3 and "id" not in hello, hello)
 check("hello carries version, arch and the agent's pid",
       [hello.get("version")] == version[1:] and hello.get("arch") == os.uname().machine and
       hello.get("pid") == ag.p.pid, hello, version)

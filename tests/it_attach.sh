@@ -7,8 +7,10 @@
 # the server's SO_PEERCRED check, and the job is unaffected; a stale socket and an unknown
 # run give their messages; in B, q then y stops the job: B exits with the job's status and
 # nothing is left (ranks, server, socket). Then `ddptop run --detach` (the run id made and
-# printed), attach, stop; SIGKILL of the dashboard's process leaves no rank (the agents'
-# watchdog) and its client exits 137; an unsafe socket directory is refused.
+# printed), attach, stop; SIGKILL of the dashboard's process: its client exits 137, the rank
+# goes on (its agent waits, --agent-grace), `ddptop ls` says the run is orphaned, and `ddptop
+# attach RUN` takes the run over in a new dashboard whose log holds every line; stopping it
+# there leaves nothing. An unsafe socket directory is refused.
 # The sockets live in this test's own XDG_RUNTIME_DIR; every process is stopped by id.
 set -u
 cd "$(dirname "$0")/.."
@@ -286,7 +288,7 @@ else
     tap_fail "q, y stops the detached run" "$SCREEN" "left:$left"
 fi
 
-# --- SIGKILL of the dashboard's process: the agents end the ranks ------------------------------------------
+# --- SIGKILL of the dashboard's process: the run is orphaned, ddptop attach takes it over -----------------
 T new-session -d -s F -x 120 -y 40 "$(run_cmd --run-id kil -- "$D/counter.sh"); echo DDPTOP-EXIT=\$?; sleep 600"
 if wait_screen F '^ *0 +localhost +0 +[0-9]+ .*running' 30; then
     inner=$(inner_of kil)
@@ -298,10 +300,43 @@ if wait_screen F '^ *0 +localhost +0 +[0-9]+ .*running' 30; then
     else
         tap_fail "SIGKILL of the dashboard's process: its client exits 137" "$SCREEN"
     fi
-    if [ -n "$ranks" ] && left=$(gone_within 20 $ranks "$server") && [ ! -e "$SDIR/kil.sock" ]; then
-        tap_ok "... and no rank is left (the agents' watchdog), nor the server or its socket"
+    n1=$(log_lines kil)
+    sleep 2
+    if [ -n "$ranks" ] && [ "$(rank_pids)" = "$ranks" ] && gone_within 10 "$server" >/dev/null &&
+       [ ! -e "$SDIR/kil.sock" ]; then
+        tap_ok "... its rank goes on (its agent waits for a controller); server and socket are gone"
     else
-        tap_fail "no rank left after SIGKILL of the dashboard (ranks: ${ranks:-none})" "left:$left"
+        tap_fail "the rank goes on after SIGKILL of the dashboard (ranks: ${ranks:-none}, now: $(rank_pids))"
+    fi
+    out=$(cd "$D" && env $ENV "$DDPTOP" ls --log-dir "$D/logs" 2>&1)
+    if grep -Eq '^kil +orphaned \(agents waiting, [0-9]+ s left\)' <<<"$out"; then
+        tap_ok "ddptop ls: the run is orphaned (agents waiting, N s left)"
+    else
+        tap_fail "ddptop ls says the run is orphaned" "$out"
+    fi
+    T new-session -d -s G -x 120 -y 40 "$(attach_cmd kil)"
+    if wait_screen G 'taking over run kil' 30 && wait_screen G '^ *0 +localhost +0 +[0-9]+ .*running' 30 &&
+       wait_screen G 'caught up' 20; then
+        tap_ok "ddptop attach kil takes the run over: a new dashboard, the node reconnected and caught up"
+    else
+        tap_fail "ddptop attach takes the orphaned run over" "$SCREEN"
+    fi
+    inner=$(inner_of kil)
+    server=$(ppid_of "${inner:-0}")
+    T send-keys -t G q
+    wait_screen G 'y/n/d' 10 && T send-keys -t G y
+    if wait_screen G 'ATTACH-EXIT=1' 30 && left=$(gone_within 15 $ranks "$inner" "$server"); then
+        tap_ok "q, y there stops the run taken over: nothing left"
+    else
+        tap_fail "the run taken over stops" "$SCREEN" "left:$left"
+    fi
+    # every tick the rank printed, once and in order, although two controllers wrote the log
+    if diag=$(awk '/^tick [0-9]+$/ { if ($2 != n) { print "line " NR ": " $0 " (want tick " n ")"; exit 1 } n++ }
+                   END { print n " ticks" }' "$D/logs/kil/attempt-0/rank-0.log") &&
+       [ "$(log_lines kil)" -gt "$n1" ]; then
+        tap_ok "the log holds every tick once, in order, across the takeover ($diag)"
+    else
+        tap_fail "the log holds every tick once across the takeover" "$diag"
     fi
 else
     tap_fail "a job runs in terminal F" "$SCREEN"

@@ -3,9 +3,13 @@
 # port 22 at a private address, all on one bridge; the controller runs in the root namespace.
 # Ranks of ddptop-train rendezvous on node 0's address and train to done through the bridge.
 # Then a node's link is dropped mid-run (eth0 down inside that namespace, so its agent hears
-# nothing and the controller hears nothing from it): the agent's watchdog kills that node's
-# ranks, the controller reports the node lost (node_lost naming the host) and fails the job,
-# stopping the ranks of the other nodes.
+# nothing and the controller hears nothing from it). With --agent-grace 0 (torchrun's way) the
+# agent's watchdog kills that node's ranks, the controller reports the node lost (node_lost
+# naming the host) and fails the job, stopping the ranks of the other nodes. With the default
+# grace the link stays down for 90 s: the node is silent, then unreachable, its ranks go on
+# printing, its agent spools their output; when the link is back the controller reconnects
+# through a bridge and every line each rank printed is in its log, once, in order (compared
+# with the copy each rank wrote itself).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -87,7 +91,7 @@ ev_assert "events: hosts are the namespaced nodes in hostfile order" "$D/logs/$R
 
 # ---------------------------------------------------------------------------------------
 # 2. Node 2's link goes down mid-run.
-rj_start "$D/drop.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --run-id "$RID-drop" --term-timeout 3 \
+rj_start "$D/drop.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --run-id "$RID-drop" --term-timeout 3 --agent-grace 0 --node-timeout 10 \
     -- "$D/bin/ddptop-train" --steps 1000000 "${SMALL[@]}"
 all_stepping() {
     local r
@@ -127,6 +131,104 @@ if no_ranks_in 0 && no_ranks_in 1 && no_ranks_in 2; then
     tap_ok "no rank left on any node after the job ended"
 else
     tap_fail "no rank left on any node" "node0: $(ranks_in 0 | paste -sd' ') node1: $(ranks_in 1 | paste -sd' ') node2: $(ranks_in 2 | paste -sd' ')"
+fi
+ip -n "${NETNS_NODE[2]}" link set eth0 up
+netns_wait_ping "${A[2]}" || tap_fail "node 2's link back up"
+
+# ---------------------------------------------------------------------------------------
+# 3. Node 2's link goes down for 90 s; the run goes on (the default --agent-grace).
+# Each rank prints a numbered line every 20 ms until told to finish, and writes the same
+# lines to a copy of its own: its log must equal that copy, byte for byte.
+cat >"$D/bin/ctrank" <<'SH'
+#!/bin/sh
+i=0
+copy="$CTDIR/copy-$RANK"
+: >"$copy"
+while [ ! -e "$CTDIR/finish" ]; do
+    line="rank $RANK line $i $(date +%s%N)"
+    echo "$line"
+    echo "$line" >>"$copy"
+    i=$((i + 1))
+    sleep 0.02
+done
+echo "rank $RANK printed $i lines"
+echo "rank $RANK printed $i lines" >>"$copy"
+SH
+chmod +x "$D/bin/ctrank"
+mkdir -p "$D/ct"
+ct_ranks_in() {
+    local p
+    for p in $(ip netns pids "${NETNS_NODE[$1]}" 2>/dev/null); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ctrank ] && echo "$p"
+    done
+}
+rj_start "$D/part.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --run-id "$RID-part" --node-timeout 10 \
+    --env "CTDIR=$D/ct" -- "$D/bin/ctrank"
+all_printing() {
+    local r
+    for r in 0 1 2 3 4 5; do grep -q "^\[r$r [^]]*\] rank $r line 3 " "$D/part.out" || return 1; done
+}
+if ! wait_until 60 all_printing; then
+    tap_fail "six ranks printing before the partition" "$(tail -10 "$D/part.out")" "$(cat "$D/part.out.err")"
+    tap_done; exit
+fi
+ev="$D/logs/$RID-part/events.jsonl"
+ip -n "${NETNS_NODE[2]}" link set eth0 down
+T_DOWN=$(date +%s%N)
+unreachable_seen() { grep -q "node ${A[2]} unreachable" "$ev" 2>/dev/null; }
+if wait_until 30 unreachable_seen; then
+    tap_ok "node 2's link down: node ${A[2]} silent, then unreachable after $(ms_since_down) ms (--node-timeout 10)"
+else
+    tap_fail "node 2 unreachable within 30 s of its link going down" "$(tail -5 "$ev")"
+fi
+sleep 30
+alive2=$(ct_ranks_in 2 | wc -l)
+if [ "$alive2" -eq 2 ] && kill -0 "$RJ_PID" 2>/dev/null && ! grep -q '"kind":"node_lost"' "$ev"; then
+    tap_ok "40 s into the partition node 2's two ranks still run, the job too, no node lost"
+else
+    tap_fail "node 2's ranks go on during the partition (alive: $alive2)" "$(tail -5 "$ev")"
+fi
+while [ $(( ($(date +%s%N) - T_DOWN) / 1000000000 )) -lt 90 ]; do sleep 1; done
+ip -n "${NETNS_NODE[2]}" link set eth0 up
+T_UP=$(date +%s%N)
+reconnected() { grep -q "node ${A[2]} caught up" "$ev" 2>/dev/null; }
+if wait_until 60 reconnected; then
+    tap_ok "link back after 90 s: node 2 reconnected and caught up $(( ($(date +%s%N) - T_UP) / 1000000 )) ms later"
+else
+    tap_fail "node 2 reconnected within 60 s of its link coming back" "$(tail -8 "$ev")"
+fi
+touch "$D/ct/finish"
+rj_wait 60
+rj_expect_rc "the partitioned job ends with exit 0" 0
+if diag=$($PY - "$D/logs/$RID-part" "$D/ct" <<'PY'
+import hashlib, sys
+run_dir, ct = sys.argv[1:3]
+bad = []
+for r in range(6):
+    log = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read()
+    copy = open(f"{ct}/copy-{r}", "rb").read()
+    if log != copy:
+        bad.append(f"rank {r}: log {len(log.splitlines())} lines sha {hashlib.sha256(log).hexdigest()[:12]}, "
+                   f"copy {len(copy.splitlines())} lines sha {hashlib.sha256(copy).hexdigest()[:12]}")
+    elif not copy.endswith(b" lines\n"):
+        bad.append(f"rank {r}: no last line")
+for b in bad: print("# " + b)
+print(" ".join(str(len(open(f"{ct}/copy-{r}", "rb").read().splitlines())) for r in range(6)))
+sys.exit(1 if bad else 0)
+PY
+); then
+    tap_ok "every rank's log is its own copy, byte for byte (lines per rank: $diag)"
+else
+    tap_fail "every rank's log equals what it printed" "$diag"
+fi
+ev_assert "events: node 2 went silent, unreachable, reconnected; no node lost" "$ev" \
+    "any('${A[2]}' in e['text'] and 'silent since' in e['text'] for e in E)" \
+    "any('${A[2]}' in e['text'] and 'reconnected after' in e['text'] for e in E)" \
+    "not ev('node_lost')"
+if no_ranks_in 2 && [ -z "$(ct_ranks_in 0)$(ct_ranks_in 1)$(ct_ranks_in 2)" ]; then
+    tap_ok "no rank left on any node after the partitioned job"
+else
+    tap_fail "no rank left after the partitioned job"
 fi
 
 tap_done

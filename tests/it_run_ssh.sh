@@ -6,8 +6,10 @@
 # SIGSEGV fails the job, stops the others and is named as the root cause; with --max-restarts 1
 # the job restarts, resumes from the snapshot and finishes with the same parameters as an
 # uninterrupted run; a hung rank is reported stalled within --hang-timeout + 2 s and SIGTERM
-# stops the job; the controller SIGKILLed leaves no rank after 5 s; shell syntax in hostfile
-# values, arguments and env values executes nothing.
+# stops the job; the controller SIGKILLed: with --agent-grace 20 the ranks go on (the run is
+# orphaned) and every rank and agent is gone within 30 s; SIGKILLed again and `ddptop attach
+# RUN --headless` takes the run over and ends it with exit 0, each rank's log complete (steps
+# 1..N once each); shell syntax in hostfile values, arguments and env values executes nothing.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -293,13 +295,14 @@ rj_expect_rc "SIGTERM to ddptop during the hang: every rank stopped, exit 1" 1
 tap_check "no rank process left after SIGTERM" no_marker_pids "$D/" ddptop-train
 
 # ---------------------------------------------------------------------------------------
-# 6. The controller SIGKILLed mid-run: the agents kill their ranks within 5 s.
+# 6. The controller SIGKILLed mid-run with --agent-grace 20 and nobody taking over: the ranks
+# go on for the grace (the run is orphaned), then their agents stop them: all gone within 30 s.
 MP=$(sshd_pick_port)
-rj_start "$D/kill.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --master-port "$MP" \
+rj_start "$D/kill.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --master-port "$MP" --agent-grace 20 \
     --run-id "$RID-kill" -- "$T_BIN" --steps 1000000 "${SMALL[@]}"
 all_stepping() {
     local r
-    for r in 0 1 2 3 4 5; do grep -q "^\[r$r [^]]*\] {\"event\":\"step\"" "$D/kill.out" || return 1; done
+    for r in 0 1 2 3 4 5; do grep -q "^\[r$r [^]]*\] {\"event\":\"step\"" "${1:-$D/kill.out}" || return 1; done
 }
 if wait_until 60 all_stepping; then
     n_before=$(marker_pids "$D/" ddptop-train | wc -l)
@@ -307,16 +310,78 @@ if wait_until 60 all_stepping; then
     wait "$RJ_PID" 2>/dev/null
     RJ_PID=""
     t0=$(date +%s%N)
-    if wait_until 5 no_marker_pids "$D/" ddptop-train; then
-        tap_ok "controller SIGKILLed: all $n_before rank processes gone after $((($(date +%s%N) - t0) / 1000000)) ms"
+    sleep 8
+    n_mid=$(marker_pids "$D/" ddptop-train | wc -l)
+    ls_out=$("$DDPTOP" ls --log-dir "$D/logs" 2>&1)
+    if [ "$n_mid" -eq "$n_before" ] && grep -Eq "^$RID-kill +orphaned \(agents waiting, 1[0-9] s left\)" <<<"$ls_out"; then
+        tap_ok "controller SIGKILLed: 8 s later all $n_mid ranks still run; ddptop ls: orphaned (agents waiting)"
     else
-        tap_fail "controller SIGKILLed: rank processes still alive after 5 s" \
+        tap_fail "the ranks go on after the controller's SIGKILL (before $n_before, 8 s later $n_mid)" "$ls_out"
+    fi
+    if wait_until 22 no_marker_pids "$D/" ddptop-train; then
+        tap_ok "--agent-grace 20: every rank gone $((($(date +%s%N) - t0) / 1000000)) ms after the SIGKILL (<= 30 s)"
+    else
+        tap_fail "--agent-grace 20: rank processes still alive 30 s after the SIGKILL" \
             "$(ps -o pid,pgid,stat,args -p "$(marker_pids "$D/" ddptop-train | tr '\n' ',' | sed 's/,$//')" 2>&1)"
     fi
-    if wait_until 5 no_marker_pids "$D/agent"; then tap_ok "controller SIGKILLed: no agent left after 5 s"
-    else tap_fail "controller SIGKILLed: agents still alive after 5 s" "$(marker_pids "$D/agent")"; fi
+    if wait_until 5 no_marker_pids "$D/agent"; then tap_ok "... and no agent is left"
+    else tap_fail "agents still alive after their grace" "$(marker_pids "$D/agent")"; fi
+    ls_out=$("$DDPTOP" ls --log-dir "$D/logs" 2>&1)
+    if grep -Eq "^$RID-kill +interrupted" <<<"$ls_out"; then tap_ok "ddptop ls then says interrupted"
+    else tap_fail "ddptop ls says interrupted once the grace is over" "$ls_out"; fi
 else
     tap_fail "six ranks stepping before the SIGKILL" "$(tail -10 "$D/kill.out")"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 7. SIGKILLed again, and `ddptop attach RUN --headless` takes the run over: it reconnects to
+# the agents, catches up the logs and carries on to the end (exit 0); each rank's log holds its
+# start, steps 1..N once each in order, and its done line.
+MP=$(sshd_pick_port)
+rj_start "$D/adopt.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --master-port "$MP" \
+    --run-id "$RID-adopt" -- "$T_BIN" --steps 3000 "${SMALL[@]}"
+if wait_until 60 all_stepping "$D/adopt.out"; then
+    kill -KILL "$RJ_PID"
+    wait "$RJ_PID" 2>/dev/null
+    RJ_PID=""
+    sleep 2
+    t0=$(date +%s%N)
+    (cd / && timeout 120 "$DDPTOP" attach "$RID-adopt" --headless --log-dir "$D/logs" \
+        >"$D/attach.out" 2>"$D/attach.err" </dev/null)
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ $rc -eq 0 ] && grep -q "taking over run $RID-adopt" "$D/attach.out" &&
+       [ "$(grep -c 'caught up' "$D/attach.out")" -eq 3 ]; then
+        tap_ok "ddptop attach --headless took the run over: 3 nodes reconnected and caught up, exit 0 after $ms ms"
+    else
+        tap_fail "ddptop attach --headless takes the run over (rc $rc)" "$(grep -v '^\[r' "$D/attach.out" | tail -15)" \
+            "$(cat "$D/attach.err")"
+    fi
+    if diag=$($PY - "$D/logs/$RID-adopt" <<'PY'
+import json, sys
+run_dir = sys.argv[1]
+bad = []
+for r in range(6):
+    lines = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read().split(b"\n")
+    evs = [json.loads(l) for l in lines if l.startswith(b"{")]
+    steps = [e["step"] for e in evs if e.get("event") == "step"]
+    if steps != list(range(1, 3001)):
+        dup = len(steps) - len(set(steps))
+        bad.append(f"rank {r}: {len(steps)} step lines, {dup} repeated, first {steps[:2]} last {steps[-2:]}")
+    if sum(1 for e in evs if e.get("event") == "done") != 1: bad.append(f"rank {r}: done lines")
+for b in bad: print("# " + b)
+sys.exit(1 if bad else 0)
+PY
+); then
+        tap_ok "every rank's log across the takeover: steps 1..3000 once each, in order, and done"
+    else
+        tap_fail "every rank's log complete across the takeover" "$diag"
+    fi
+    tap_check "no rank left after the run taken over ended" no_marker_pids "$D/" ddptop-train
+    if wait_until 5 no_marker_pids "$D/agent"; then tap_ok "... and no agent (nor bridge) within 5 s"
+    else tap_fail "no agent left after the run taken over ended" "$(marker_pids "$D/agent")"; fi
+else
+    tap_fail "six ranks stepping before the second SIGKILL" "$(tail -10 "$D/adopt.out")"
 fi
 
 tap_done

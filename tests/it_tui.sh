@@ -248,7 +248,9 @@ if wait_screen refused 'DDPTOP-EXIT=3' 20; then tap_ok "q after a refused prefli
 else tap_fail "q after a refused preflight exits 3" "$SCREEN"; fi
 
 # --- a crash gives the terminal back too --------------------------------------------------------
-cmd="cd $D && LANG=C.UTF-8 $DDPTOP --log-dir $D/logs --run-id segv --hang-timeout 0 -- /bin/sleep 1000;"
+# (--agent-grace 0: the agents end the ranks with the controller; with a grace they would wait
+# for ddptop attach, it_attach.sh)
+cmd="cd $D && LANG=C.UTF-8 $DDPTOP --log-dir $D/logs --run-id segv --hang-timeout 0 --agent-grace 0 -- /bin/sleep 1000;"
 cmd+=" echo DDPTOP-EXIT=\$?; sleep 600"
 T new-session -d -s segv -x 100 -y 30 "$cmd"
 if wait_screen segv '2 running' 60; then

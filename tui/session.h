@@ -43,7 +43,8 @@ char **session_inner_argv(int argc, char **argv, int at, const char *run_id);
  * run_again(argc, argv) runs `ddptop run ...` (argv[0] "ddptop", argv[1] "run") in this
  * process: how a run whose controller is gone is taken over. */
 int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv));
-/* RUN has no session: view it when it ended, else take it over (session_takeover.c). */
+/* RUN has no session: view it when it ended, else take it over (session_takeover.c). -1 (and
+ * nothing said) when no run of that name is found and no --log-dir was given. */
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
                      int (*run_again)(int argc, char **argv));
 void session_attach_usage(FILE *f);

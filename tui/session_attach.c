@@ -148,8 +148,11 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
             return 2;
         }
         if (session_dir(dir, sizeof dir, false, err, sizeof err) < 0) {
-            if (errno == ENOENT && arg) return session_takeover(arg, log_dir, headless, force, run_again);
-            if (errno == ENOENT) fprintf(stderr, "ddptop attach: no session of yours is running (no %s)\n", dir);
+            if (errno == ENOENT && arg) {
+                int rc = session_takeover(arg, log_dir, headless, force, run_again);
+                if (rc >= 0) return rc;
+            }
+            if (errno == ENOENT || arg) fprintf(stderr, "ddptop attach: no session of yours is running (no %s)\n", dir);
             else fprintf(stderr, "ddptop attach: %s\n", err);
             return 1;
         }
@@ -179,8 +182,14 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
     int fd = session_connect(path);
     if (fd < 0 && arg && have_dir && (errno == ENOENT || errno == ECONNREFUSED)) {
         /* no session (any more): the run ended, or its controller is gone */
-        if (errno == ECONNREFUSED) session_remove_stale(path);
-        return session_takeover(run, log_dir, headless, force, run_again);
+        int e = errno;
+        if (e == ECONNREFUSED && session_remove_stale(path))
+            fprintf(stderr, "ddptop attach: the session of run %s is gone: nothing listens on %s (its server "
+                    "was killed); removed that stale socket\n", run, path);
+        int rc = session_takeover(run, log_dir, headless, force, run_again);
+        if (rc >= 0) return rc;
+        if (e == ECONNREFUSED) return 1;
+        return connect_failed(path, run, dir, e);
     }
     if (fd < 0) return connect_failed(path, run, have_dir ? dir : NULL, errno);
     if (headless) {

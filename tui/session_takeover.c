@@ -44,9 +44,9 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
     char err[1024];
     char *root = NULL, *dir = find_dir(run, log_dir, &root, err, sizeof err);
     if (!dir) {
-        fprintf(stderr, "ddptop attach: no session of run %s, and %s\n", run, err);
+        if (log_dir) fprintf(stderr, "ddptop attach: no session of run %s, and %s\n", run, err);
         free(root);
-        return 1;
+        return log_dir ? 1 : -1;
     }
     struct run_entry e;
     runs_entry_read(&e, dir, run);

@@ -10,6 +10,7 @@
 
 #include "format.h"
 #include "job/gpu.h"
+#include "job/job_state.h"
 #include "views.h"
 
 enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU,
@@ -65,8 +66,9 @@ static void choose_columns(int width, bool gpus, bool shown[C_N], int *host_w)
     *host_w = columns[C_HOST].width + (slack > 14 ? 14 : slack);
 }
 
-attr_t view_rank_attr(const struct rank_info *r, const struct paint *p)
+attr_t view_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p)
 {
+    if (job_rank_unknown(j, r)) return p->role[ROLE_WARN];
     switch (r->state) {
     case RANK_STALLED: return p->role[ROLE_STALLED];
     case RANK_FAILED: case RANK_LOST: return p->role[ROLE_FAIL];
@@ -77,8 +79,9 @@ attr_t view_rank_attr(const struct rank_info *r, const struct paint *p)
     return p->role[ROLE_NORMAL];
 }
 
-static const char *state_word(const struct rank_info *r)
+static const char *state_word(const struct job *j, const struct rank_info *r)
 {
+    if (job_rank_unknown(j, r)) return "unknown";
     if (r->state == RANK_RUNNING && r->straggler) return "straggler";
     return rank_state_name(r->state);
 }
@@ -98,7 +101,8 @@ static void cell_text(const struct job *j, const struct rank_info *r, enum col_i
     case C_LR: snprintf(buf, n, "%d", r->local_rank); break;
     case C_PID: if (r->pid > 0) snprintf(buf, n, "%d", r->pid); else snprintf(buf, n, "-"); break;
     case C_STATE:
-        snprintf(buf, n, "%s %s", format_rank_glyph(r->state, p->ascii), state_word(r));
+        snprintf(buf, n, "%s %s", job_rank_unknown(j, r) ? "?" : format_rank_glyph(r->state, p->ascii),
+                 state_word(j, r));
         break;
     case C_STEP:
         if (r->has_step) format_step(buf, n, r->step); else snprintf(buf, n, "-");
@@ -164,7 +168,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
         if (ri < 0 || (size_t)ri >= j->n_ranks) break;
         const struct rank_info *r = &j->ranks[ri];
         bool sel = ri == ui->selected;
-        attr_t ra = view_rank_attr(r, p);
+        attr_t ra = view_rank_attr(j, r, p);
         attr_t rowa = sel ? p->role[ROLE_SELECTION] : ra;
         wmove(w, 2 + row, 0);
         if (sel) {
@@ -201,10 +205,10 @@ static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
             long ri = (long)(ui->ranks_top + row) * per_row + k;
             if (ri >= (long)j->n_ranks) return;
             const struct rank_info *r = &j->ranks[ri];
-            attr_t a = view_rank_attr(r, p);
+            attr_t a = view_rank_attr(j, r, p);
             if (ri == ui->selected) a = p->role[ROLE_SELECTION];
             wmove(w, 1 + row, k * LAYOUT_GRID_CELL_W);
-            const char *g = format_rank_glyph(r->state, p->ascii);
+            const char *g = job_rank_unknown(j, r) ? "?" : format_rank_glyph(r->state, p->ascii);
             if (r->state == RANK_RUNNING && r->straggler) g = p->ascii ? "s" : "\u25d1";
             view_put(w, p, g, strlen(g), LAYOUT_GRID_CELL_W, a);
         }
@@ -215,10 +219,18 @@ void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct paint *p)
 {
     size_t count[RANK_LOST + 1] = { 0 };
-    size_t stragglers = 0;
+    size_t stragglers = 0, unknown = 0;
+    int64_t since = 0;
     for (size_t i = 0; i < j->n_ranks; i++) {
-        if ((unsigned)j->ranks[i].state <= RANK_LOST) count[j->ranks[i].state]++;
-        if (j->ranks[i].straggler) stragglers++;
+        const struct rank_info *r = &j->ranks[i];
+        if (job_rank_unknown(j, r)) {
+            int64_t seen = j->nodes[r->node].last_seen_wall_ns;
+            unknown++;
+            if (seen && (!since || seen < since)) since = seen;
+            continue;
+        }
+        if ((unsigned)r->state <= RANK_LOST) count[r->state]++;
+        if (r->straggler) stragglers++;
     }
     char title[256];
     int n = snprintf(title, sizeof title, " Ranks %zu%s", j->n_ranks, ui->grid ? " (grid)" : "");
@@ -229,8 +241,15 @@ void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
             n += snprintf(title + n, sizeof title - (size_t)n, "  %zu %s", count[order[i]],
                           rank_state_name(order[i]));
     if (stragglers && n < (int)sizeof title - 40)
-        snprintf(title + n, sizeof title - (size_t)n, "  %zu straggler%s", stragglers,
-                 stragglers == 1 ? "" : "s");
+        n += snprintf(title + n, sizeof title - (size_t)n, "  %zu straggler%s", stragglers,
+                      stragglers == 1 ? "" : "s");
+    if (unknown && n < (int)sizeof title - 80) {
+        /* their node is silent or being reconnected: they ran when it was last heard of */
+        char at[16];
+        format_clock(since, at, sizeof at);
+        snprintf(title + n, sizeof title - (size_t)n, "  %zu unknown since %s (running when last seen)", unknown,
+                 at);
+    }
     werase(w);
     view_title(w, p, title, ui->focus == KM_RANKS);
     if (ui->grid) draw_grid(w, j, ui, p);

@@ -138,7 +138,7 @@ void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
  * (grid: per_row cells per row), scrolling one line at a time. */
 void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row);
 /* The attribute of a rank by state (stalled, straggler, failed ...). */
-attr_t view_rank_attr(const struct rank_info *r, const struct paint *p);
+attr_t view_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p);
 
 /* The loss chart. */
 void chart_cache_init(struct chart_cache *c);

@@ -202,6 +202,7 @@ enum run_state {
     RUN_FAILED,       /* a failure past the allowed restarts, or the preflight refused */
     RUN_STOPPED,      /* stopped on purpose (the dashboard's stop or quit) */
     RUN_INTERRUPTED,  /* ended by a signal (Ctrl-C, SIGTERM, SIGHUP), or its controller died */
+    RUN_ORPHANED,     /* its controller died and its agents still wait for one (ddptop attach) */
 };
 
 struct job_event {

@@ -34,6 +34,7 @@ const char *run_state_name(enum run_state s)
     static const char *const names[] = {
         [RUN_UNKNOWN] = "unknown", [RUN_RUNNING] = "running", [RUN_SUCCEEDED] = "succeeded",
         [RUN_FAILED] = "failed", [RUN_STOPPED] = "stopped", [RUN_INTERRUPTED] = "interrupted",
+        [RUN_ORPHANED] = "orphaned",
     };
     return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "unknown";
 }

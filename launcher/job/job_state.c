@@ -83,6 +83,12 @@ void job_node_connecting(struct job *j, size_t node)
     node_to(j, node, NODE_CONNECTING);
 }
 
+bool job_rank_unknown(const struct job *j, const struct rank_info *r)
+{
+    return (r->state == RANK_RUNNING || r->state == RANK_STALLED) && (size_t)r->node < j->n_nodes &&
+           j->nodes[r->node].link != LINK_UP;
+}
+
 void job_node_link(struct job *j, size_t node, enum node_link link)
 {
     assert(node < j->n_nodes);

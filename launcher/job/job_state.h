@@ -49,6 +49,9 @@ void job_node_lost(struct job *j, size_t node, const char *why, bool with_pendin
 
 /* How the controller hears from it (the caller adds the event that says why). */
 void job_node_link(struct job *j, size_t node, enum node_link link);
+/* A rank that was running when its node was last heard of, and the node is silent or being
+ * reconnected: not failed, unknown (shown as such, never flagged stalled). */
+bool job_rank_unknown(const struct job *j, const struct rank_info *r);
 
 /* ---- ranks ---------------------------------------------------------------------------------- */
 void job_rank_running(struct job *j, int rank, int pid); /* spawned */

@@ -1,6 +1,7 @@
 /* Runs on disk (runs.h): listing a log directory, finding one run by id or path, and the
  * attempt and rank log files inside a run. */
 #include "runs.h"
+#include "run_record.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +53,22 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
     else if (e->owner_status == OWNER_ELSEWHERE && e->sum.state == RUN_RUNNING)
         e->note = xasprintf("its controller (pid %d) is on %s: not checked from here",
                             e->owner.pid, e->owner.host);
+    e->orphan_left_s = -1;
+    if (e->sum.state == RUN_INTERRUPTED && e->owner_status == OWNER_GONE && e->sum.attempts > 0) {
+        /* its agents wait for a controller for their grace, counted from when the dead one
+         * was last alive (its log index is touched every second) */
+        struct run_record r;
+        char err[256];
+        if (run_record_read(dir, &r, err, sizeof err) == 0) {
+            int64_t last = run_record_last_alive(dir), now = wall_ns();
+            long left = r.agent_grace_s - (long)((now - last) / 1000000000);
+            if (r.agent_grace_s > 0 && last && left > 0) {
+                e->sum.state = RUN_ORPHANED;
+                e->orphan_left_s = left;
+            }
+            run_record_free(&r);
+        }
+    }
     e->sort_ns = e->sum.start_ns ? e->sum.start_ns : e->owner.started_ns;
     if (!e->sort_ns) {
         char *ev = xasprintf("%s/events.jsonl", dir);

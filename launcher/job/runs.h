@@ -19,6 +19,7 @@ struct run_entry {
     enum run_owner_status owner_status;
     char *note;                 /* why the state is unknown or unchecked ("FILE:LINE: ..."); NULL */
     int64_t sort_ns;            /* its start, else events.jsonl's change time */
+    long orphan_left_s;         /* RUN_ORPHANED: how long its agents still wait; -1 otherwise */
 };
 
 struct run_list {

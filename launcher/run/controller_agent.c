@@ -449,7 +449,7 @@ void ctl_agent_lines(struct controller *c, size_t i)
     struct cnode *nd = &c->nodes[i];
     char *line;
     enum transport_state st;
-    if (!nd->t || nd->lost) return;
+    if (!nd->t || nd->lost || nd->released) return;
     /* bounded per call (messages and bytes: one out message may carry 64 KiB of lines) so one
      * chatty node cannot starve the others or the timers, pings included, on a starved CPU */
     size_t bytes = 0;

@@ -43,6 +43,7 @@ static void span_text(int64_t ms, char *buf, size_t n)
 {
     long long s = ms / 1000;
     if (s < 120) snprintf(buf, n, "%lld s", s);
+    else if (s < 7200 && s % 60 == 0) snprintf(buf, n, "%lld min", s / 60);
     else if (s < 7200) snprintf(buf, n, "%lld min %lld s", s / 60, s % 60);
     else snprintf(buf, n, "%lld h %lld min", s / 3600, (s / 60) % 60);
 }
@@ -164,10 +165,12 @@ void ctl_link_gone(struct controller *c, size_t i, const char *why)
 }
 
 /* A bridge attempt that came to nothing: the next one later, a little later each time. */
-static void try_failed(struct controller *c, size_t i, const char *why)
+static void try_failed(struct controller *c, size_t i, const char *why_t)
 {
     struct cnode *nd = &c->nodes[i];
     int64_t wait = RETRY_FIRST_MS;
+    char why[300];
+    snprintf(why, sizeof why, "%s", why_t); /* it may be the transport's own text */
     for (int k = 1; k < nd->tries && wait < RETRY_MAX_MS; k++) wait *= 2;
     if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
     drop_transport(c, i);

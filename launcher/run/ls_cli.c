@@ -24,8 +24,9 @@ void ls_cli_usage(FILE *f)
 {
     fputs("usage: ddptop ls [--log-dir DIR] [--json]\n"
           "Lists the runs under the log directory, newest first: run id, state (running,\n"
-          "succeeded, failed, stopped, interrupted, unknown), attempts, ranks, nodes, start,\n"
-          "duration and the root cause of a failure. `ddptop logs RUN` shows a run's logs.\n"
+          "succeeded, failed, stopped, interrupted, orphaned: its controller is gone and its\n"
+          "agents wait for ddptop attach RUN; unknown), attempts, ranks, nodes, start, duration\n"
+          "and the root cause of a failure. `ddptop logs RUN` shows a run's logs.\n"
           "\n"
           "  --log-dir DIR        where the runs are (default ./ddptop-logs, as for ddptop run)\n"
           "  --json               one JSON array on stdout, one object per run (docs/logs.md)\n"
@@ -142,7 +143,9 @@ static void print_table(const struct run_list *l, int width)
         fmt_duration(duration_ns(e), dur, sizeof dur);
         char **r = cell[i + 1];
         r[0] = safe(e->id);
-        r[1] = xstrdup(run_state_name(e->sum.state));
+        r[1] = e->sum.state == RUN_ORPHANED
+                   ? xasprintf("orphaned (agents waiting, %ld s left)", e->orphan_left_s)
+                   : xstrdup(run_state_name(e->sum.state));
         r[2] = xasprintf("%d", e->sum.attempts);
         r[3] = e->sum.ranks >= 0 ? xasprintf("%d", e->sum.ranks) : xstrdup("-");
         r[4] = e->sum.n_nodes ? xasprintf("%zu", e->sum.n_nodes) : xstrdup("-");
@@ -204,6 +207,7 @@ static cJSON *entry_json(const struct run_entry *e)
     cJSON_AddStringToObject(o, "run_id", e->id);
     cJSON_AddStringToObject(o, "dir", e->dir);
     cJSON_AddStringToObject(o, "state", run_state_name(s->state));
+    if (s->state == RUN_ORPHANED) cJSON_AddNumberToObject(o, "agents_wait_s", (double)e->orphan_left_s);
     cJSON_AddNumberToObject(o, "attempts", s->attempts);
     cJSON_AddItemToObject(o, "ranks", num_or_null(s->ranks, s->ranks >= 0));
     cJSON_AddItemToObject(o, "nodes", num_or_null((double)s->n_nodes, s->n_nodes > 0));

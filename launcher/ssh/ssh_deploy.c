@@ -429,6 +429,13 @@ void ssh_conn_close(struct ssh_conn *c)
 {
     if (c->upload_running) return;
     if (c->channel && c->state == SSH_CONN_READY) {
+        /* the last requests first (an exit: an agent that holds ranks waits for a controller
+         * after a bare end of file); the window of an idle channel takes them */
+        while (c->out.len) {
+            int n = ssh_channel_write(c->channel, c->out.buf, (uint32_t)c->out.len);
+            if (n <= 0) break;
+            strbuf_consume(&c->out, (size_t)n);
+        }
         ssh_channel_send_eof(c->channel); /* the agent exits at end of its stdin */
         ssh_channel_close(c->channel);
     }
