@@ -247,8 +247,9 @@ pids.update(pid2)
 check("spawn with grace_ms, run and node: each rank's pid",
       all(isinstance(pids.get(r), int) for r in (0, 1, 2)), sp, sp2)
 A.read_for(1.0)
+# acknowledge half of what arrived: the resume's from, not the ack, must decide the rest
 have = last_seq(A.msgs)
-pong = A.request({"op": "ping", "ack": {str(r): q for r, q in have.items()}})
+pong = A.request({"op": "ping", "ack": {str(r): q // 2 for r, q in have.items()}})
 check("ping with ack: pong", pong.get("ev") == "pong", pong)
 A.p.stdin.close()
 t_eof = time.monotonic()
@@ -333,6 +334,13 @@ check("the resume's answer counts the messages and bytes sent again before it",
 check("what is sent again starts right after the controller's from, per rank",
       all([m["q"] for m in durable(resent, r)][:1] == [have.get(r, 0) + 1] for r in (0, 1)),
       {r: [m["q"] for m in durable(resent, r)][:3] for r in (0, 1)}, have)
+n_before = len(b1.msgs)
+rid2 = b1.send({"op": "resume", "from": from_})
+again = b1.wait(lambda m: m.get("id") == rid2, 10) or {}
+check("a second resume on the same link is refused and sends nothing again",
+      again.get("ev") == "error" and "once" in again.get("error", "") and
+      not any(m.get("ev") in ("out", "exit") and m.get("q", 0) <= max(have.values() or [0])
+              for m in b1.msgs[n_before:]), again)
 
 def ping_until(link, pred, timeout):
     """Waits for pred over link like a controller: a ping with acks every second."""

@@ -306,6 +306,11 @@ static void test_full_pipe_resumes_mid_message(void)
     CHECK_INT(got.len, want.len);
     CHECK(got.len == want.len && memcmp(got.buf, want.buf, want.len) == 0);
     printf("#   %d writes, %d of them stopped mid-message\n", calls, mid_message);
+    /* the first message is durable and unacknowledged: it holds everything written after it */
+    CHECK_INT(outbox_bytes(ob), want.len);
+    outbox_ack(ob, 0, outbox_next_seq(ob, 0) - 1);
+    outbox_ack(ob, 1, outbox_next_seq(ob, 1) - 1);
+    CHECK_INT(outbox_bytes(ob), 0);
     free(ends);
     outbox_free(ob);
     strbuf_done(&got);
@@ -573,6 +578,22 @@ static void controller_take(const struct strbuf *got, uint64_t have[2], struct s
     }
 }
 
+/* A pipe with room for everything takes a queue longer than one writev in one call. */
+static void test_one_write_takes_all(void)
+{
+    int p[2];
+    CHECK(pipe2(p, O_NONBLOCK) == 0);
+    struct outbox *ob = outbox_new();
+    for (int i = 0; i < 100; i++) plain(ob, "123456789");
+    CHECK_INT(outbox_unsent(ob), 1000);
+    CHECK_INT(outbox_write(ob, p[1]), 0);
+    CHECK_INT(outbox_unsent(ob), 0);
+    CHECK_INT(in_pipe(p[0]), 1000);
+    outbox_free(ob);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void test_repeated_resume_no_duplicates(void)
 {
     struct outbox *ob = outbox_new();
@@ -663,5 +684,6 @@ int main(void)
     RUN(test_resume_from_per_rank);
     RUN(test_cut_message_resent_whole);
     RUN(test_repeated_resume_no_duplicates);
+    RUN(test_one_write_takes_all);
     return tap_done();
 }

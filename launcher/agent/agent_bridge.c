@@ -94,9 +94,11 @@ static int connect_agent(const char *run, int node, char *tried, size_t triedlen
             fd = s;
             break;
         }
+        int e = errno;
         if (s >= 0) close(s);
         size_t l = strlen(tried);
-        snprintf(tried + l, triedlen - l, "%s%s", l ? ", " : "", paths[i]);
+        snprintf(tried + l, triedlen - l, "%s%s%s", l ? ", " : "", paths[i],
+                 e == EACCES || e == EPERM ? " (permission denied)" : "");
     }
     agent_sock_paths_free(paths);
     return fd;

@@ -185,6 +185,8 @@ int outbox_write(struct outbox *ob, int fd)
             size_t off = n == 0 ? ob->cursor_off : 0;
             iov[n] = (struct iovec){ .iov_base = e->data + off, .iov_len = e->len - off };
         }
+        size_t asked = 0;
+        for (int k = 0; k < n; k++) asked += iov[k].iov_len;
         ssize_t w = writev(fd, iov, n);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -201,7 +203,7 @@ int outbox_write(struct outbox *ob, int fd)
             ob->cursor = ob->cursor->next;
             ob->cursor_off = 0;
         }
-        if (ob->cursor) break; /* the pipe is full: wait for POLLOUT */
+        if ((size_t)w < asked) break; /* the pipe is full: wait for POLLOUT */
     }
     trim(ob);
     return 0;

@@ -183,6 +183,11 @@ void agent_ranks_resume_op(struct agent *ag, const cJSON *req, const cJSON *id)
         agent_send_error(ag, id, "\"from\" must be an object of rank: seq");
         return;
     }
+    if (!outbox_held(agent_outbox(ag))) {
+        /* what this link was sent is known to its controller already */
+        agent_send_error(ag, id, "resume comes once, after the hello of a new link");
+        return;
+    }
     outbox_resume(agent_outbox(ag), from_of, (void *)from, &n, &bytes);
     cJSON *m = agent_reply_new(WIRE_EV_RESUME, id);
     cJSON_AddNumberToObject(m, "messages", (double)n);

@@ -1,11 +1,12 @@
-/* The controller of `ddptop run` and `ddptop check` (controller.h): one poll() loop over the
- * agents' transports, the front end's input fd and a signal self-pipe, with 1 s timers for
- * pings (the agents' watchdog) and the hang detector. The job moves through phases:
- * CHECK (agents connect and greet, the preflight runs on them: controller_check.c) ->
- * CONNECT (nodes lost since are connected again; all greeted) -> RUN (ranks spawned) ->
- * STOP (stop sent, waiting for answers) -> RUN again for a restart, or END. Each node is
- * logged in to once: the preflight and every attempt use the same connection, unless it was
- * lost. Agent lines are decoded in controller_agent.c.
+/* The controller of `ddptop run` and `ddptop check` (controller.h): connecting the agents,
+ * launching, stopping, restarting and ending. Its phase is the job's state (job_state.h):
+ * CHECKING (agents connect and greet, the preflight runs on them: controller_check.c) ->
+ * LAUNCHING (nodes lost or released since are connected again; all greeted) -> RUNNING (ranks
+ * spawned) -> STOPPING / RESTARTING / FAILING (stop sent, waiting for answers) -> LAUNCHING
+ * again for a restart, or DONE / FAILED / STOPPED. Each node is logged in to once: the
+ * preflight and every attempt use the same connection, unless it was lost. The loop is in
+ * controller_run.c, agent lines are decoded in controller_agent.c, silent and unreachable
+ * nodes are controller_link.c's.
  *
  * The job object is replaced once, after the preflight, when --nproc-per-node gpu learned GPU
  * counts that change the rank map; front ends take the job from each callback or

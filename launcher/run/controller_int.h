@@ -1,6 +1,8 @@
-/* Internals of the controller shared by controller.c (loop, phases, actions) and
- * controller_agent.c (decoding the agents' lines into the job model). Other modules use
- * controller.h. */
+/* Internals of the controller shared by its files: controller_run.c (construction, the loop,
+ * actions), controller.c (launching, stopping, ending), controller_agent.c (the agents' lines
+ * into the job model), controller_link.c (silent and unreachable nodes, reconnects),
+ * controller_adopt.c (the run's record, taking a run over), controller_check.c,
+ * controller_stacks.c, controller_gpu.c. Other modules use controller.h. */
 #ifndef DDPTOP_CONTROLLER_INT_H
 #define DDPTOP_CONTROLLER_INT_H
 

@@ -28,7 +28,7 @@
 /* A node is lost this long after the agents' grace ran out with no word from it. */
 #define GRACE_MARGIN_MS 10000
 #define RETRY_FIRST_MS 1000
-#define RETRY_MAX_MS 30000
+#define RETRY_MAX_MS 10000
 
 /* "14:03:07", local time: when something happened, for people. */
 static void clock_text(int64_t wall, char *buf, size_t n)
@@ -187,9 +187,14 @@ static void start_tries(struct controller *c, int64_t now)
     bool *need = NULL;
     size_t n_srun = 0;
     bool srun = !c->o.local && c->o.check.via == HOSTS_VIA_SRUN;
-    for (size_t i = 0; i < c->n; i++) {
+    /* at most --fanout bridges connect at once, as agents do at the start */
+    size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->nodes[i].away && c->nodes[i].t) busy++;
+    for (size_t i = 0; i < c->n && busy < fanout; i++) {
         struct cnode *nd = &c->nodes[i];
         if (!nd->away || nd->t || now < nd->next_try_ms || nd->no_reconnect) continue;
+        busy++;
         nd->tries++;
         nd->bridge = true;
         nd->attach_sent = nd->hello = false;

@@ -507,6 +507,9 @@ void controller_act(struct controller *c, enum action a, int rank)
         } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
             c->after = AFTER_RESTART;
             job_restart_asked(c->job);
+        } else if (job_is_ended(c->job) && !c->quit && c->allocation_released) {
+            job_event_add(c->job, EV_INFO, -1, -1, "no restart: the Slurm allocation (--salloc) was given back "
+                          "when the job ended; start a new run");
         } else if (job_is_ended(c->job) && !c->quit) {
             ctl_restart(c, "asked for");
         } else if (c->job->state == JOB_CHECK_FAILED) {
