@@ -6,13 +6,15 @@
 # PATH and says so, starts one agent per node with `pbs_tmrsh NODE AGENT`, gives the ranks
 # torchrun's variables with MASTER_ADDR the first node; `ddptop check --pbs` shows a TM
 # column; a node where pbs_tmrsh cannot start the agent is named with what to do; without
-# pbs_tmrsh on PATH it falls back to SSH and says so.
+# pbs_tmrsh on PATH it falls back to SSH and says so. A run whose controller was SIGKILLed is
+# taken over with `ddptop attach RUN --headless`: bridges started through pbs_tmrsh
+# (`pbs_tmrsh NODE AGENT --attach`) reconnect to the agents, and the logs are complete.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 . tests/lib/run_job.sh
 D=$(mktemp -d /tmp/it_pbs.XXXXXX)
-trap : EXIT
+trap 'kill_marker_pids "$D/"' EXIT
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
 AGENT=$PWD/${BUILD:-build}/ddptop-agent
 printf 'localhost\nlocalhost\n127.0.0.1\n127.0.0.1\n' >"$D/nodefile"
@@ -55,4 +57,36 @@ tap_check "without pbs_tmrsh: 'no pbs_tmrsh on PATH, agents started over SSH'" \
     grep -q 'PBS job: no pbs_tmrsh on PATH, agents started over SSH' "$D/ssh.out"
 tap_check "without pbs_tmrsh the link is SSH (pbs_tmrsh was not called)" \
     test "$(wc -l <"$D/tmrsh.log")" = 6
+
+# 5. The controller SIGKILLed; ddptop attach takes the run over through pbs_tmrsh.
+cat >"$D/count.sh" <<'EOF'
+#!/bin/sh
+i=0
+while [ $i -lt 300 ]; do echo "rank $RANK line $i"; i=$((i + 1)); sleep 0.01; done
+EOF
+chmod +x "$D/count.sh"
+PATH=$STAND_IN_PATH rj_start "$D/adopt.out" --pbs --headless --no-check --log-dir "$D/logs" --run-id pbsadopt \
+    -- "$D/count.sh"
+printing() { [ "$(grep -c 'line 5$' "$D/adopt.out")" -ge 4 ]; }
+if wait_until 30 printing; then
+    kill -KILL "$RJ_PID"
+    wait "$RJ_PID" 2>/dev/null
+    RJ_PID=""
+    : >"$D/tmrsh.log"
+    PATH=$STAND_IN_PATH timeout 60 "$DDPTOP" attach pbsadopt --headless --log-dir "$D/logs" \
+        >"$D/attach.out" 2>&1 </dev/null
+    rc=$?
+    tap_check "ddptop attach --headless took the PBS run over: exit 0 ($rc)" test "$rc" = 0 ||
+        grep -v '^\[r' "$D/attach.out" | tail -8 | sed 's/^/#   /'
+    tap_check "the bridges started through pbs_tmrsh: 'NODE AGENT --attach' for both nodes" \
+        test "$(sort "$D/tmrsh.log")" = "$(printf '127.0.0.1 %s --attach\nlocalhost %s --attach' "$AGENT" "$AGENT")"
+    bad=""
+    for r in 0 1 2 3; do
+        want=$(i=0; while [ $i -lt 300 ]; do echo "rank $r line $i"; i=$((i + 1)); done)
+        [ "$(cat "$D/logs/pbsadopt/attempt-0/rank-$r.log")" = "$want" ] || bad="$bad $r"
+    done
+    tap_check "every rank's log holds its 300 lines once, in order, across the takeover${bad:+ (not:$bad)}" test -z "$bad"
+else
+    tap_fail "the PBS run prints before the SIGKILL" "$(tail -5 "$D/adopt.out")"
+fi
 tap_done

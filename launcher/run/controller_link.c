@@ -28,7 +28,7 @@
 /* A node is lost this long after the agents' grace ran out with no word from it. */
 #define GRACE_MARGIN_MS 10000
 #define RETRY_FIRST_MS 1000
-#define RETRY_MAX_MS 10000
+#define RETRY_MAX_MS 5000
 
 /* "14:03:07", local time: when something happened, for people. */
 static void clock_text(int64_t wall, char *buf, size_t n)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: reconnecting after a partition. 16 "nodes", each a network namespace with its own
-# sshd on port 22 (tests/lib/netns.sh), one rank per node printing a ~110-byte JSON line every
+# sshd on port 22 (tests/lib/netns.sh), one rank per node printing a ~72-byte JSON line every
 # 1 ms (build/bench/bench_ticker 1: 1,000 lines/s, 16,000 lines/s in all); `ddptop run
 # --headless --node-timeout 10` in the root namespace. Once every rank printed, every node's
 # link goes down (`ip -n NS link set eth0 down`) for BENCH_PARTITION_S (default 60) seconds,
@@ -17,7 +17,9 @@
 #     on SIGTERM (exit 1).
 # Login user: the throwaway user ddprc<pid> (sshd_user_create: bash, empty ~/.bashrc, own key),
 # not root, whose ~/.bashrc (pyenv's lock) serializes concurrent logins. Needs root (namespaces,
-# useradd). Takes about 2 minutes. Prints a few lines to paste into docs/performance.md.
+# useradd). Takes about 80 s. Prints a few lines to paste into docs/performance.md.
+# Env: BENCH_PARTITION_S (default 60), BENCH_REPEAT (default 3, the ssh baselines' rounds),
+# BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh      # run_job.sh's assertions print TAP lines; unused here
@@ -105,7 +107,7 @@ all_printing() {
     kill -0 "$RJ_PID" 2>/dev/null || return 0   # ended: checked below
     for ((r = 0; r < NODES; r++)); do grep -q -m1 "^\[r$r " "$D/run.out" || return 1; done
 }
-wait_until 60 all_printing && kill -0 "$RJ_PID" 2>/dev/null ||
+{ wait_until 60 all_printing && kill -0 "$RJ_PID" 2>/dev/null; } ||
     { tail -5 "$D/run.out" >&2; tail -15 "$D/run.out.err" >&2; fail "not every rank printed within 60 s"; }
 START_MS=$((($(now_ns) - T_START) / 1000000))
 sample_for 3   # steady state before the partition
@@ -116,7 +118,9 @@ T_DOWN=$(now_ns)
 links down || fail "could not take the links down"
 sample_for "$PART_S"
 kill -0 "$RJ_PID" 2>/dev/null || { tail -15 "$D/run.out.err" >&2; fail "ddptop ended during the partition"; }
+rj_sample
 HWM_BEFORE_UP=$RJ_HWM_KB
+TICKS_UP=$RJ_CPU_TICKS
 links up || fail "could not bring the links up"
 T_UP=$(now_ns)
 echo "links up; waiting until all $NODES nodes caught up (at most $CATCHUP_LIMIT_S s) ..."
@@ -126,9 +130,11 @@ while [ "$(n_caught)" -lt "$NODES" ] && [ "$(now_ns)" -lt "$deadline" ] && kill 
     rj_sample
     sleep 0.1
 done
-CAUGHT=$(n_caught)
+T_CAUGHT=$(now_ns)
 rj_sample
 HWM_KB=$RJ_HWM_KB
+CPU_CATCHUP=$(awk -v t="$((RJ_CPU_TICKS - TICKS_UP))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')
+WALL_CATCHUP=$(awk -v ns="$((T_CAUGHT - T_UP))" 'BEGIN { printf "%.2f", ns / 1e9 }')
 RUNNING_AFTER=no
 kill -0 "$RJ_PID" 2>/dev/null && RUNNING_AFTER=yes
 
@@ -138,6 +144,7 @@ T_TERM=$(now_ns)
 rj_wait 60
 STOP_MS=$((($(now_ns) - T_TERM) / 1000000))
 STOP_RC=$RJ_RC
+OUT_BYTES=$(stat -c %s "$D/run.out" 2>/dev/null || echo 0)
 nothing_left() { no_marker_pids "$D/bin/bench_ticker" && no_marker_pids "$D/agent"; }
 if wait_until 15 nothing_left; then
     LEFT="none"
@@ -217,10 +224,12 @@ with open(sizes_path, "w") as f:
     for a in addrs:
         f.write(f"{by_addr.get(a, 8000000)}\n")
 # every rank's log: its steps 1..N, once each, in order
-bad, lines = [], []
+bad, lines, log_bytes = [], [], 0
 for r in range(nodes):
     try:
-        steps = [int(m.group(1)) for m in re.finditer(rb'"step":(\d+),', open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read())]
+        data = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read()
+        log_bytes += len(data)
+        steps = [int(m.group(1)) for m in re.finditer(rb'"step":(\d+),', data)]
     except OSError as ex:
         bad.append(f"rank {r}: {ex}")
         continue
@@ -234,6 +243,8 @@ for r in range(nodes):
         bad.append(f"rank {r}: {len(steps)} lines, {dup} doubled, {gap} missing")
 out["LOG_LINES_MIN"] = min(lines) if lines else 0
 out["LOG_LINES_MAX"] = max(lines) if lines else 0
+out["LOG_BYTES"] = log_bytes
+out["LOG_LINE_B"] = f"{log_bytes / max(1, sum(lines)):.0f}"
 out["LOG_BAD"] = "; ".join(bad[:4]) + (f" (+{len(bad) - 4} more)" if len(bad) > 4 else "")
 for k, v in out.items():
     print(f"{k}={json.dumps(str(v))}")
@@ -243,7 +254,7 @@ PY
 [ -s "$D/figures" ] || { cat "$D/figures.err" >&2; fail "could not read $EV"; }
 CAUGHT_N=0 RECON_N=0 UNREACH_N=0 LOST_N=0 TRY_FAIL_EVENTS=0 LOST_TEXT="" LOG_BAD=""
 UNREACH_FIRST=- UNREACH_LAST=- RECON_FIRST=- RECON_LAST=- CAUGHT_FIRST=- CAUGHT_LAST=- MSGS=0 BYTES=0
-BYTES_MIN=0 BYTES_MAX=0 RATE="" RATE_XFER=- PER_NODE_MAX=- PER_NODE_MED=- LOG_LINES_MIN=0 LOG_LINES_MAX=0
+BYTES_MIN=0 BYTES_MAX=0 LOG_BYTES=0 LOG_LINE_B=- RATE="" RATE_XFER=- PER_NODE_MAX=- PER_NODE_MED=- LOG_LINES_MIN=0 LOG_LINES_MAX=0
 eval "$(cat "$D/figures")"
 
 # --- baseline: plain ssh on the same links -------------------------------------------------------
@@ -300,24 +311,25 @@ echo
 echo "--- for docs/performance.md ---"
 echo "reconnect after a partition: measured $DATE on $(nproc) CPU cores ($CPU); load average $LOAD0 before, $LOAD1 after"
 echo "setup: $NODES nodes (network namespaces on one bridge, sshd each, login user with a plain shell), 1 rank each printing"
-echo "  1,000 lines/s (~110 bytes), \`ddptop run --headless --no-check --node-timeout 10\`; every link down for $PART_S s, then up"
+echo "  1,000 lines/s ($LOG_LINE_B-byte JSON lines), \`ddptop run --headless --no-check --node-timeout 10\`; every link down for $PART_S s, then up"
 echo "all $NODES ranks printing $(awk -v ms="$START_MS" 'BEGIN { printf "%.1f", ms / 1000 }') s after the start"
 echo "unreachable: first $UNREACH_FIRST s, last $UNREACH_LAST s after link-down ($UNREACH_N/$NODES nodes)"
 echo "reconnected: first $RECON_FIRST s, last $RECON_LAST s after link-up ($RECON_N/$NODES nodes; $TRY_FAIL_EVENTS \"reconnect attempt failed\" events)"
 echo "caught up: $CAUGHT_N/$NODES nodes, first $CAUGHT_FIRST s, last $CAUGHT_LAST s after link-up (each node after its own reconnect: median $PER_NODE_MED s, max $PER_NODE_MAX s)"
-echo "sent again: $MSGS messages, $BYTES bytes ($(awk -v b="$BYTES" 'BEGIN { printf "%.1f", b / 1e6 }') MB; per node $BYTES_MIN..$BYTES_MAX bytes)"
-echo "replay rate: ${RATE:--} MB/s (bytes sent again / (last caught up - link up)); ${RATE_XFER} MB/s from the first reconnect"
+echo "sent again: $MSGS messages, $BYTES bytes ($(awk -v b="$BYTES" 'BEGIN { printf "%.1f", b / 1e6 }') MB of wire messages; per node $BYTES_MIN..$BYTES_MAX bytes); rank lines are $LOG_LINE_B bytes each in the logs"
+echo "replay rate: ${RATE:--} MB/s (bytes sent again / (last caught up - link up)); ${RATE_XFER} MB/s from the first reconnect ($(ratio "$RATE_XFER" "$SSH_NULL_RATE") plain ssh > /dev/null)"
 echo "plain ssh, $NODES parallel \`ssh USER@NODE cat FILE > /dev/null\` ($(awk -v b="$SSH_TOTAL" 'BEGIN { printf "%.1f", b / 1e6 }') MB in all, best of $REPEAT): $SSH_NULL_RATE MB/s ($(awk -v ms="$SSH_NULL_MS" 'BEGIN { printf "%.2f", ms / 1000 }') s)"
 echo "plain ssh, the same \`> file\` (to disk): $SSH_DISK_RATE MB/s ($(awk -v ms="$SSH_DISK_MS" 'BEGIN { printf "%.2f", ms / 1000 }') s)"
 echo "ratio: $(ratio "$RATE" "$SSH_NULL_RATE") (replay rate / plain ssh > /dev/null)"
 echo "ratio: $(ratio "$RATE" "$SSH_DISK_RATE") (replay rate / plain ssh > file)"
+echo "controller CPU from link-up until all caught up: $CPU_CATCHUP s in $WALL_CATCHUP s ($(awk -v c="$CPU_CATCHUP" -v w="$WALL_CATCHUP" 'BEGIN { printf "%.0f", 100 * c / w }')% of one core; the ranks go on printing 16,000 lines/s meanwhile; headless output, $(awk -v b="$OUT_BYTES" 'BEGIN { printf "%.0f", b / 1e6 }') MB, to a file too)"
 echo "controller peak RSS (VmHWM): $(mib "$HWM_KB") MiB over the run incl. the replay ($(mib "$HWM_BEFORE_UP") MiB before link-up; RSS $(mib "${RSS_BEFORE:-0}") MiB before the partition)"
 if [ -z "$LOG_BAD" ]; then
-    echo "logs: every rank's steps 1..N once each, in order ($LOG_LINES_MIN..$LOG_LINES_MAX lines per rank)"
+    echo "logs: every rank's steps 1..N once each, in order ($LOG_LINES_MIN..$LOG_LINES_MAX lines per rank, $(awk -v b="$LOG_BYTES" 'BEGIN { printf "%.1f", b / 1e6 }') MB in all)"
 else
     echo "logs: NOT intact: $LOG_BAD"
 fi
-echo "stop: SIGTERM -> exit $STOP_RC after $(awk -v ms="$STOP_MS" 'BEGIN { printf "%.1f", ms / 1000 }') s (want 1); job still running at the end: $RUNNING_AFTER; nodes lost: $LOST_N${LOST_TEXT:+ ($LOST_TEXT)}; left behind: $LEFT"
+echo "stop: SIGTERM -> exit $STOP_RC after $(awk -v ms="$STOP_MS" 'BEGIN { printf "%.1f", ms / 1000 }') s (want 1); running until the SIGTERM: $RUNNING_AFTER; nodes lost: $LOST_N${LOST_TEXT:+ ($LOST_TEXT)}; left behind: $LEFT"
 
 [ "$CAUGHT_N" = "$NODES" ] || { echo "bench: only $CAUGHT_N/$NODES nodes caught up within $CATCHUP_LIMIT_S s of link-up" >&2; tail -20 "$EV" >&2; exit 1; }
 exit 0
