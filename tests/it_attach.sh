@@ -9,7 +9,8 @@
 # nothing is left (ranks, server, socket). Then `ddptop run --detach` (the run id made and
 # printed), attach, stop; SIGKILL of the dashboard's process: its client exits 137, the rank
 # goes on (its agent waits, --agent-grace), `ddptop ls` says the run is orphaned, and `ddptop
-# attach RUN` takes the run over in a new dashboard whose log holds every line; stopping it
+# attach RUN` takes the run over in a new dashboard whose log holds every line (a second
+# `ddptop run` of that run id meanwhile is refused: one controller per run); stopping it
 # there leaves nothing. An unsafe socket directory is refused.
 # The sockets live in this test's own XDG_RUNTIME_DIR; every process is stopped by id.
 set -u
@@ -20,6 +21,7 @@ BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
 SOCK=ddpa-$$
 . tests/lib/tmux.sh       # T, tree_of, wait_screen (the clean-up below is its own)
+. tests/lib/run_job.sh    # wait_until
 D=$(mktemp -d /tmp/ddptop-it-attach.XXXXXX) || exit 1
 XDG=$D/xdg
 SDIR=$XDG/ddptop
@@ -315,11 +317,21 @@ if wait_screen F '^ *0 +localhost +0 +[0-9]+ .*running' 30; then
         tap_fail "ddptop ls says the run is orphaned" "$out"
     fi
     T new-session -d -s G -x 120 -y 40 "$(attach_cmd kil)"
-    if wait_screen G 'taking over run kil' 30 && wait_screen G '^ *0 +localhost +0 +[0-9]+ .*running' 30 &&
-       wait_screen G 'caught up' 20; then
-        tap_ok "ddptop attach kil takes the run over: a new dashboard, the node reconnected and caught up"
+    caught_up() { grep -q 'taking over run kil' "$D/logs/kil/events.jsonl" &&
+                  grep -q 'node localhost caught up' "$D/logs/kil/events.jsonl"; }
+    if wait_screen G '^ *0 +localhost +0 +[0-9]+ .*running' 30 && wait_until 20 caught_up &&
+       grep -Eq "^ *0 +localhost +0 +$ranks " <<<"$SCREEN"; then
+        tap_ok "ddptop attach kil takes the run over: a new dashboard, the rank running with its pid, caught up"
     else
-        tap_fail "ddptop attach takes the orphaned run over" "$SCREEN"
+        tap_fail "ddptop attach takes the orphaned run over" "$SCREEN" "$(tail -4 "$D/logs/kil/events.jsonl")"
+    fi
+    # one controller per run: a second ddptop for run kil stops before it touches a file
+    out=$(cd "$D" && env $ENV timeout 20 "$DDPTOP" run --headless --run-id kil --log-dir "$D/logs" -- /bin/true 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q 'is written by another ddptop (pid [0-9]* on ' <<<"$out"; then
+        tap_ok "a second ddptop run --run-id kil while it is taken over is refused (exit $rc), naming the holder"
+    else
+        tap_fail "a second controller of run kil is refused (exit $rc)" "$out"
     fi
     inner=$(inner_of kil)
     server=$(ppid_of "${inner:-0}")

@@ -4,7 +4,9 @@
  * a reused run id, a corrupt line); a half-written last line; the owner record telling a
  * live controller from a gone one (a reused pid, another host); listing a log directory
  * newest first, skipping what is not a run; finding a run by id or path; and the round
- * trip from the job model's own events (job_new, a launch, job_event_end). */
+ * trip from the job model's own events (job_new, a launch, job_event_end); one controller per
+ * run (controller.lock); a takeover record (adopt.json) read back, and refused when another
+ * user owns it or could have put it there. */
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "job/job.h"
 #include "job/logw.h"
 #include "job/run_owner.h"
+#include "job/run_record.h"
 #include "job/run_summary.h"
 #include "job/runs.h"
 #include "tap.h"
@@ -384,6 +387,91 @@ static void test_round_trip_from_the_job(void)
     free(root);
 }
 
+/* Two controllers never write one run: the second job_new of a run id stops with who holds it,
+ * and gets it once the first is gone. Its directory is the user's alone whatever the umask. */
+static void test_one_controller_per_run(void)
+{
+    char *root = xasprintf("%s/lock", tmpdir);
+    const char *names[] = { "n1" };
+    int per_node[] = { 1 };
+    char err[512] = "";
+    mode_t old = umask(002);
+    struct job *a = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    umask(old);
+    CHECK(a != NULL);
+    if (!a) { printf("# job_new: %s\n", err); free(root); return; }
+    char *dir = xasprintf("%s/same", root);
+    struct stat st;
+    CHECK(stat(dir, &st) == 0 && (st.st_mode & 022) == 0);
+    struct job *b = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    CHECK(b == NULL);
+    char *want = xasprintf("is written by another ddptop (pid %d on ", (int)getpid());
+    CHECK(strstr(err, want) != NULL);
+    if (!strstr(err, want)) printf("# got: %s\n", err);
+    free(want);
+    job_free(b);
+    job_free(a);
+    b = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    CHECK(b != NULL);
+    job_free(b);
+    free(dir);
+    free(root);
+}
+
+static void write_record(const char *dir, mode_t mode)
+{
+    char *argv[] = { "--run-id", "rec", "--", "/bin/true" }, *env[] = { "PATH=/usr/bin" }, *hosts[] = { "n1" };
+    int rpn[] = { 1 };
+    uint64_t base[] = { 7 };
+    struct run_record r = { .argv = argv, .argc = 4, .cwd = "/tmp", .env = env, .n_env = 1, .token = "t",
+                            .attempt = 2, .state = "RUNNING", .agent_grace_s = 600, .ranks_per_node = rpn,
+                            .hosts = hosts, .n_nodes = 1, .rank_base = base, .n_ranks = 1,
+                            .slurm_jobid = "42", .slurm_release = true };
+    char *text = run_record_json(&r), *path = xasprintf("%s/%s", dir, RUN_RECORD_FILE);
+    unlink(path);
+    write_file(path, text);
+    chmod(path, mode);
+    free(text);
+    free(path);
+}
+
+/* adopt.json says what ddptop attach runs: read back whole, and only when no other user
+ * could have written it or put it there. */
+static void test_takeover_record_is_ours(void)
+{
+    char *dir = xasprintf("%s/record", tmpdir);
+    char err[512] = "";
+    struct run_record r;
+    mkdir(dir, 0700);
+    write_record(dir, 0600);
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), 0);
+    CHECK_INT(r.argc, 4);
+    CHECK_STR(r.argv[3], "/bin/true");
+    CHECK_INT(r.attempt, 2);
+    CHECK_INT(r.n_ranks, 1);
+    CHECK_INT(r.rank_base[0], 7);
+    CHECK_STR(r.slurm_jobid, "42");
+    CHECK(r.slurm_release);
+    run_record_free(&r);
+
+    write_record(dir, 0620); /* the group may write it */
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), -1);
+    CHECK(strstr(err, "is not yours alone") != NULL);
+    write_record(dir, 0600);
+    chmod(dir, 0777); /* anyone may replace it */
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), -1);
+    CHECK(strstr(err, "its directory is not yours alone") != NULL);
+    chmod(dir, 0700);
+    if (geteuid() == 0) { /* another user's file, in our directory */
+        char *path = xasprintf("%s/%s", dir, RUN_RECORD_FILE);
+        CHECK_INT(chown(path, 65534, 65534), 0);
+        CHECK_INT(run_record_read(dir, &r, err, sizeof err), -1);
+        CHECK(strstr(err, "is not yours alone") != NULL);
+        free(path);
+    }
+    free(dir);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-runs.XXXXXX");
@@ -396,6 +484,8 @@ int main(void)
     RUN(test_find_by_id_or_path);
     RUN(test_attempts_and_rank_logs);
     RUN(test_round_trip_from_the_job);
+    RUN(test_one_controller_per_run);
+    RUN(test_takeover_record_is_ours);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return tap_done();
 }

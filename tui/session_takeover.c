@@ -38,6 +38,31 @@ static int view(const char *root, const char *run)
     return view_cli_main(3, argv);
 }
 
+/* The run's environment, as it started (its exports to a restart's ranks, its PATH, its
+ * variables for hosts and Slurm), but this terminal's and this login's own: the SSH agent,
+ * Kerberos tickets, the terminal and its size, the display. The recorded ones belonged to a
+ * session that may be gone. */
+static void take_env(const struct run_record *r)
+{
+    static const char *const own[] = {"SSH_AUTH_SOCK", "KRB5CCNAME", "TERM", "COLORTERM", "DISPLAY",
+                                      "XDG_RUNTIME_DIR", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY",
+                                      "COLUMNS", "LINES", "TMUX", NULL};
+    char *keep[sizeof own / sizeof own[0]] = {0};
+    for (int i = 0; own[i]; i++) {
+        const char *v = getenv(own[i]);
+        if (v) keep[i] = xasprintf("%s=%s", own[i], v);
+    }
+    clearenv();
+    for (size_t i = 0; i < r->n_env; i++) {
+        size_t klen = strcspn(r->env[i], "=");
+        bool mine = false;
+        for (int k = 0; own[k] && !mine; k++) mine = strlen(own[k]) == klen && strncmp(own[k], r->env[i], klen) == 0;
+        if (!mine) putenv(xstrdup(r->env[i])); /* putenv keeps the string */
+    }
+    for (int i = 0; own[i]; i++)
+        if (keep[i]) putenv(keep[i]);
+}
+
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
                      int (*run_again)(int argc, char **argv))
 {
@@ -94,8 +119,7 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
         run_record_free(&r);
         goto out;
     }
-    clearenv();
-    for (size_t i = 0; i < r.n_env; i++) putenv(xstrdup(r.env[i])); /* putenv keeps the string */
+    take_env(&r);
     char **argv = xcalloc(r.argc + 6, sizeof *argv);
     int n = 0;
     argv[n++] = "ddptop";

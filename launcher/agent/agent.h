@@ -65,7 +65,8 @@ void agent_send(struct agent *ag, cJSON *msg);
 /* {"ev":"error","id":id,"error":"..."}; id may be NULL. */
 void agent_send_error(struct agent *ag, const cJSON *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Bytes queued for stdout and not yet written (for handlers that must throttle). */
+/* Bytes queued for the link that can be written now (not those a new link holds until its
+ * resume): for handlers that must throttle. */
 size_t agent_output_pending(const struct agent *ag);
 /* Stops reading requests; the loop flushes queued output (bounded wait) and returns status. */
 void agent_quit(struct agent *ag, int status);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +38,10 @@ static void say(int out_fd, cJSON *msg)
     free(line);
 }
 
-static int gone(int out_fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int gone(int out_fd, const char *fmt, ...)
+/* final: the agent is known to be gone (nothing listens where it would, or it died holding
+ * the link); else this bridge failed and another may do better (a slow agent, a refusal). */
+static int gone(int out_fd, bool final, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int gone(int out_fd, bool final, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,6 +49,7 @@ static int gone(int out_fd, const char *fmt, ...)
     va_end(ap);
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "ev", WIRE_EV_GONE);
+    cJSON_AddBoolToObject(m, "final", final);
     cJSON_AddStringToObject(m, "error", text);
     /* a newline first ends whatever half line a dying agent left on the link */
     util_write_all(out_fd, "\n", 1);
@@ -79,9 +83,11 @@ static int read_line(int fd, char *buf, size_t cap, int wait_ms)
     return -1;
 }
 
-/* Connects to the first candidate path that has a listener; -1 when none has. */
-static int connect_agent(const char *run, int node, char *tried, size_t triedlen)
+/* Connects to the first candidate path that has a listener; -1 when none has, with *absent
+ * true when no candidate had anything listening (not merely one we could not reach). */
+static int connect_agent(const char *run, int node, char *tried, size_t triedlen, bool *absent)
 {
+    *absent = true;
     char **paths = agent_sock_paths(run, node);
     int fd = -1;
     tried[0] = '\0';
@@ -96,6 +102,7 @@ static int connect_agent(const char *run, int node, char *tried, size_t triedlen
         }
         int e = errno;
         if (s >= 0) close(s);
+        if (e != ENOENT && e != ECONNREFUSED && e != ENOTDIR) *absent = false;
         size_t l = strlen(tried);
         snprintf(tried + l, triedlen - l, "%s%s%s", l ? ", " : "", paths[i],
                  e == EACCES || e == EPERM ? " (permission denied)" : "");
@@ -116,7 +123,7 @@ int agent_bridge_main(int in_fd, int out_fd)
     say(out_fd, hi);
 
     int len = read_line(in_fd, line, sizeof line, ATTACH_LINE_WAIT_MS);
-    if (len < 0) return gone(out_fd, "the bridge on %s got no attach request", host);
+    if (len < 0) return gone(out_fd, false, "the bridge on %s got no attach request", host);
     cJSON *req = cJSON_ParseWithLength(line, (size_t)len);
     const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));
     const char *run = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "run"));
@@ -124,15 +131,22 @@ int agent_bridge_main(int in_fd, int out_fd)
     if (!op || strcmp(op, WIRE_OP_ATTACH) != 0 || !agent_sock_run_ok(run) || !cJSON_IsNumber(nd) ||
         nd->valuedouble < 0 || nd->valuedouble > 1e6) {
         cJSON_Delete(req);
-        return gone(out_fd, "the bridge on %s got a malformed attach request", host);
+        return gone(out_fd, false, "the bridge on %s got a malformed attach request", host);
     }
     int node = (int)nd->valuedouble;
     char *run_id = xstrdup(run);
     cJSON_Delete(req);
 
-    int s = connect_agent(run_id, node, tried, sizeof tried);
+    bool absent;
+    int s = connect_agent(run_id, node, tried, sizeof tried, &absent);
+    if (s < 0 && !absent) {
+        int rc = gone(out_fd, false, "cannot reach the agent of run %s node %d on %s (tried %s)", run_id, node,
+                      host, tried);
+        free(run_id);
+        return rc;
+    }
     if (s < 0) {
-        int rc = gone(out_fd, "no agent of run %s node %d on %s (nothing listens at %s): it has exited "
+        int rc = gone(out_fd, true, "no agent of run %s node %d on %s (nothing listens at %s): it has exited "
                       "(its --agent-grace ended, or it was stopped), it was killed, or the node rebooted",
                       run_id, node, host, tried);
         free(run_id);
@@ -143,7 +157,7 @@ int agent_bridge_main(int in_fd, int out_fd)
     socklen_t crlen = sizeof cr;
     if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0 || cr.uid != geteuid()) {
         close(s);
-        return gone(out_fd, "the agent's socket on %s is not served by our user: not attaching", host);
+        return gone(out_fd, false, "the agent's socket on %s is not served by our user: not attaching", host);
     }
     /* The attach line and our two descriptors in one message. */
     int fds[2] = {in_fd, out_fd};
@@ -160,17 +174,18 @@ int agent_bridge_main(int in_fd, int out_fd)
     do sent = sendmsg(s, &mh, MSG_NOSIGNAL); while (sent < 0 && errno == EINTR);
     if (sent != len) {
         close(s);
-        return gone(out_fd, "cannot hand the link to the agent on %s: %s", host, strerror(errno));
+        return gone(out_fd, false, "cannot hand the link to the agent on %s: %s", host, strerror(errno));
     }
     char ans[256];
     int alen = read_line(s, ans, sizeof ans, AGENT_ANSWER_MS);
     if (alen < 0) {
         close(s);
-        return gone(out_fd, "the agent on %s did not answer the bridge", host);
+        return gone(out_fd, false, "the agent on %s did not answer the bridge", host);
     }
     if (strncmp(ans, "ok ", 3) != 0) {
         close(s);
-        return gone(out_fd, "the agent on %s refused: %s", host, strncmp(ans, "error ", 6) == 0 ? ans + 6 : ans);
+        return gone(out_fd, false, "the agent on %s refused: %s", host,
+                    strncmp(ans, "error ", 6) == 0 ? ans + 6 : ans);
     }
     int agent_pid = atoi(ans + 3);
     /* The agent owns the link now. Wait for its "bye" (it let go of the link) or its end. */
@@ -178,5 +193,5 @@ int agent_bridge_main(int in_fd, int out_fd)
     int blen = read_line(s, bye, sizeof bye, -1);
     close(s);
     if (blen >= 0 && strcmp(bye, "bye") == 0) return 0;
-    return gone(out_fd, "the agent (pid %d) on %s ended while it held this link (killed?)", agent_pid, host);
+    return gone(out_fd, true, "the agent (pid %d) on %s ended while it held this link (killed?)", agent_pid, host);
 }

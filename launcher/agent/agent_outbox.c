@@ -211,7 +211,16 @@ int outbox_write(struct outbox *ob, int fd)
 
 size_t outbox_unsent(const struct outbox *ob)
 {
-    return ob->unsent + (ob->urgent.len - ob->urgent_off);
+    /* held: only urgent lines can go (a loop polling for the rest would spin) */
+    return (ob->held ? 0 : ob->unsent) + (ob->urgent.len - ob->urgent_off);
+}
+
+size_t outbox_durable_bytes(const struct outbox *ob)
+{
+    size_t n = 0;
+    for (const struct entry *e = ob->head; e; e = e->next)
+        if (e->rank >= 0 && !entry_done(ob, e)) n += e->len;
+    return n;
 }
 
 size_t outbox_bytes(const struct outbox *ob)

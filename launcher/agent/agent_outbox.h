@@ -27,10 +27,12 @@ void outbox_add_durable(struct outbox *ob, int rank, uint64_t seq, const char *l
 /* Writes what fd takes without blocking (several messages per writev). 0, or -1 on an error
  * other than EAGAIN/EINTR (errno kept): the link is gone. */
 int outbox_write(struct outbox *ob, int fd);
-/* Bytes not written yet on this link (urgent ones included), and bytes held in all (the
- * spool: unwritten, and written durable ones not yet acknowledged). */
+/* Bytes that can be written now (urgent ones included; while held, only those), and bytes held
+ * in all (the spool: unwritten, and written durable ones not yet acknowledged). */
 size_t outbox_unsent(const struct outbox *ob);
 size_t outbox_bytes(const struct outbox *ob);
+/* Bytes of durable messages not yet acknowledged: what a controller still needs. */
+size_t outbox_durable_bytes(const struct outbox *ob);
 
 /* The controller has rank's durable messages up to seq: they are let go. */
 void outbox_ack(struct outbox *ob, int rank, uint64_t seq);

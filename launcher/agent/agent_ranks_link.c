@@ -30,7 +30,6 @@ static struct {
     long watchdog_ms, grace_ms;
     long spool_max;
     int64_t away_since_ms;   /* when the link was lost; 0 while there is one */
-    int lost_links;          /* links lost so far */
 } lk = {.spool_max = SPOOL_DEFAULT};
 
 size_t run_spool_max(void)
@@ -38,14 +37,14 @@ size_t run_spool_max(void)
     return (size_t)lk.spool_max;
 }
 
-/* The link ended: with a grace the agent goes on without one. */
+/* The link ended: with a grace the agent goes on without one, unless it holds nothing a
+ * controller could want (no rank alive, every message acknowledged). */
 static int link_lost(struct agent *ag, void *ctx)
 {
-    (void)ag;
     (void)ctx;
     if (lk.grace_ms <= 0) return 0;
+    if (!run_unfinished() && outbox_durable_bytes(agent_outbox(ag)) == 0) return 0;
     lk.away_since_ms = mono_ms();
-    lk.lost_links++;
     run_schedule();
     return 1;
 }

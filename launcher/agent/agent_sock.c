@@ -183,7 +183,7 @@ static void handover_ready(struct agent *ag, struct agent_watch *w, short revent
         if (!req || !op || strcmp(op, WIRE_OP_ATTACH) != 0) why = "not an attach request";
         else if (!cJSON_IsString(run) || !sk.run || strcmp(run->valuestring, sk.run) != 0)
             why = "this agent serves another run";
-        else if (!cJSON_IsNumber(node) || (int)node->valuedouble != sk.node) why = "this agent serves another node";
+        else if (!cJSON_IsNumber(node) || node->valuedouble != (double)sk.node) why = "this agent serves another node";
     }
     cJSON_Delete(req);
     if (why) {
@@ -250,11 +250,6 @@ int agent_sock_listen(struct agent *ag, const char *run, int node, char *err, si
     sk.run = xstrdup(run);
     sk.node = node;
     return 0;
-}
-
-const char *agent_sock_listening(void)
-{
-    return sk.listen_w ? sk.path : NULL;
 }
 
 void agent_sock_close(struct agent *ag)

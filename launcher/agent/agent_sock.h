@@ -32,8 +32,6 @@ void agent_sock_paths_free(char **v);
 /* Listens for bridges of run's node (once; later calls with the same run and node do nothing).
  * 0, or -1 with err filled (the run goes on, but cannot be reconnected on this node). */
 int agent_sock_listen(struct agent *ag, const char *run, int node, char *err, size_t errlen);
-/* The path listened on, or NULL. */
-const char *agent_sock_listening(void);
 /* Stops listening and removes the socket (the agent exits). */
 void agent_sock_close(struct agent *ag);
 

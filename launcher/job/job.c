@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "logw.h"
 #include "run_owner.h"
@@ -28,30 +29,6 @@ static size_t clamp_budget(size_t budget, size_t n, size_t lo, size_t hi)
 {
     size_t v = n ? budget / n : hi;
     return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* mkdir -p: every missing component of path, 0755. */
-static int mkdir_p(const char *path)
-{
-    char *p = xstrdup(path);
-    int rc = 0;
-    for (char *s = p + 1; ; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) { rc = -1; break; }
-        *s = c;
-        if (c == '\0') break;
-    }
-    int saved = errno;
-    free(p);
-    errno = saved;
-    if (rc == 0) {
-        struct stat st;
-        if (stat(path, &st) != 0) return -1;
-        if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
-    }
-    return rc;
 }
 
 /* ---- log ring ---------------------------------------------------------------------------- */
@@ -203,6 +180,7 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     }
     if (log_root && !*log_root) log_root = ".";
     struct job *j = xcalloc(1, sizeof *j);
+    j->lock_fd = -1;
     j->state = JOB_CHECKING;
     j->run_id = xstrdup(run_id);
     j->log_dir = log_root ? xasprintf("%s/%s", log_root, run_id) : NULL;
@@ -241,9 +219,21 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     j->ev_cap = JOB_EVENTS_MAX;
     j->events = xcalloc(j->ev_cap, sizeof *j->events);
     if (!j->log_dir) return j; /* in memory only (`ddptop check`) */
-    if (mkdir_p(j->log_dir) != 0) {
+    if (util_mkdir_p(j->log_dir) != 0) {
         snprintf(err, errlen, "cannot create the log directory %s: %s (choose another with "
                  "--log-dir)", j->log_dir, strerror(errno));
+        job_free(j);
+        return NULL;
+    }
+    /* Only this user writes the run's directory: it holds adopt.json, which ddptop attach
+     * runs (a umask of 002 would make it the group's too) */
+    struct stat st;
+    if (stat(j->log_dir, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 022))
+        chmod(j->log_dir, (st.st_mode & 07777) & ~(mode_t)022);
+    /* one controller writes a run: a second one for it (a run id given twice, two takeovers
+     * at once) stops here, before it touches a file */
+    j->lock_fd = run_owner_lock(j->log_dir, err, errlen);
+    if (j->lock_fd < 0) {
         job_free(j);
         return NULL;
     }
@@ -288,6 +278,7 @@ void job_free(struct job *j)
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
     logw_free(j->files);
+    if (j->lock_fd >= 0) close(j->lock_fd); /* after the writer's last byte */
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -353,6 +344,12 @@ void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const cha
     struct rank_info *r = &j->ranks[rank];
     r->last_output_ms = mono_ms();
     logw_rank(j->files, rank, attempt, seq, r->seq_base, data, len, newline);
+}
+
+void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq)
+{
+    if (rank < 0 || (size_t)rank >= j->n_ranks || !seq) return;
+    logw_rank(j->files, rank, attempt, seq, j->ranks[rank].seq_base, NULL, 0, false);
 }
 
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,

@@ -244,6 +244,7 @@ struct job {
     size_t ev_cap, ev_head, ev_count;
     struct root_cause cause;
     struct logw *files;       /* the writer of LOGDIR/RUN_ID/ (NULL: in memory only) */
+    int lock_fd;              /* LOGDIR/RUN_ID/controller.lock, held while this job writes (-1) */
     uint64_t gpu_file_bytes;
     bool gpu_file_off;        /* full (GPU_FILE_MAX): no more lines */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
@@ -277,6 +278,9 @@ void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const cha
                    bool newline);
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
                   const char *text, size_t len, int64_t wall);
+/* A numbered message of rank that writes nothing to its log (its exit) was taken: the log
+ * index counts it once what came before is on disk, so that it is acknowledged too. */
+void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq);
 /* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
                     double tokens_per_s);

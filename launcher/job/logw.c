@@ -1,8 +1,9 @@
 /* The run's file writer (logw.h). The loop appends chunks to a list under a mutex and wakes the
  * thread only when the list was empty; the thread takes the whole list at once, buffers each
  * rank's bytes (64 KiB, as stdio did: a rank printing 25 MB/s reaches the disk in large writes)
- * and writes with write(2). logw_sync empties the buffers and replaces the index; only then do
- * the durable marks move, so an acknowledgement never runs ahead of the disk. */
+ * and writes with write(2). logw_sync empties the buffers, syncs the logs written since the last
+ * one (fdatasync) and replaces the index (synced too); only then do the durable marks move, so
+ * an acknowledgement never runs ahead of the disk, even for a crash of this machine. */
 #include "logw.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ struct wrank {
     /* what is written (not only buffered): what the next index says */
     int w_attempt;
     uint64_t w_seq, w_base, w_bytes;
+    bool unsynced;            /* written since its last fdatasync */
 };
 
 struct logw {
@@ -86,23 +88,6 @@ static void report(struct logw *w, unsigned kind, const char *fmt, ...)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* All of it, or -1 with errno. */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return -1;
-        if (k == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static int open_append(const char *path)
 {
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -119,8 +104,11 @@ static void rank_flush(struct logw *w, size_t i)
 {
     struct wrank *r = &w->r[i];
     if (r->len && r->fd >= 0) {
-        if (write_all(r->fd, r->buf, r->len) == 0) r->bytes += r->len;
-        else report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log: %s (logs on disk are incomplete)",
+        if (util_write_all(r->fd, r->buf, r->len) == 0) {
+            r->bytes += r->len;
+            r->unsynced = true;
+        } else
+            report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log: %s (logs on disk are incomplete)",
                     w->dir, r->attempt, i, strerror(errno));
     }
     r->len = 0;
@@ -138,10 +126,26 @@ static void rank_flush(struct logw *w, size_t i)
     }
 }
 
+/* What was written reaches the disk (a power cut or a crash of the machine keeps it): only
+ * then may an agent be told to let it go. false: it could not. */
+static bool rank_sync(struct logw *w, size_t i)
+{
+    struct wrank *r = &w->r[i];
+    if (!r->unsynced || r->fd < 0) return true;
+    if (fdatasync(r->fd) != 0 && errno != EINVAL) {
+        report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log to disk: %s (logs on disk may be incomplete)",
+               w->dir, r->attempt, i, strerror(errno));
+        return false;
+    }
+    r->unsynced = false;
+    return true;
+}
+
 static void rank_open(struct logw *w, size_t i, int attempt)
 {
     struct wrank *r = &w->r[i];
     rank_flush(w, i);
+    rank_sync(w, i);
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
     r->attempt = attempt;
@@ -165,8 +169,10 @@ static void rank_put(struct logw *w, const struct chunk *c)
     if (!r->buf) r->buf = xmalloc(RANK_BUF);
     if (r->len + c->len > RANK_BUF) rank_flush(w, (size_t)c->rank);
     if (c->len > RANK_BUF) {
-        if (r->fd >= 0 && write_all(r->fd, c->data, c->len) == 0) r->bytes += c->len;
-        else if (r->fd >= 0)
+        if (r->fd >= 0 && util_write_all(r->fd, c->data, c->len) == 0) {
+            r->bytes += c->len;
+            r->unsynced = true;
+        } else if (r->fd >= 0)
             report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%d.log: %s (logs on disk are incomplete)",
                    w->dir, r->attempt, c->rank, strerror(errno));
     } else {
@@ -181,27 +187,6 @@ static void rank_put(struct logw *w, const struct chunk *c)
     if (c->len > RANK_BUF) rank_flush(w, (size_t)c->rank);
 }
 
-static int mkdir_p(const char *path)
-{
-    char *p = xstrdup(path);
-    int rc = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        *s = c;
-        if (c == '\0') break;
-    }
-    int e = errno;
-    free(p);
-    errno = e;
-    return rc;
-}
-
 /* One log file per rank stays open: make room when the soft descriptor limit is low. */
 static void raise_fd_limit(size_t want)
 {
@@ -214,7 +199,7 @@ static void raise_fd_limit(size_t want)
 static void attempt_begin(struct logw *w, int attempt)
 {
     char *dir = xasprintf("%s/attempt-%d", w->dir, attempt);
-    if (mkdir_p(dir) != 0)
+    if (util_mkdir_p(dir) != 0)
         report(w, REP_DIR, "cannot create %s: %s (logs on disk are incomplete; choose another --log-dir)", dir,
                strerror(errno));
     free(dir);
@@ -244,27 +229,44 @@ static void index_write(struct logw *w)
         strbuf_addf(&sb, "%zu %d %llu %llu %llu\n", i, r->w_attempt, (unsigned long long)r->w_seq,
                     (unsigned long long)r->w_base, (unsigned long long)r->w_bytes);
     }
+    /* the logs first, then the index that counts them: an index never counts bytes a crash
+     * of this machine could take back */
+    bool *synced = xcalloc(w->n ? w->n : 1, sizeof *synced);
+    for (size_t i = 0; i < w->n; i++) synced[i] = rank_sync(w, i);
     char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
     char *tmp = xasprintf("%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    bool ok = fd >= 0 && write_all(fd, sb.buf ? sb.buf : "", sb.len) == 0;
+    bool ok = fd >= 0 && util_write_all(fd, sb.buf ? sb.buf : "", sb.len) == 0 && (fdatasync(fd) == 0 || errno == EINVAL);
     if (fd >= 0 && close(fd) != 0) ok = false;
     if (ok && rename(tmp, path) != 0) ok = false;
-    if (!ok) {
-        report(w, REP_INDEX, "cannot write %s: %s (a controller that takes the run over may repeat lines)", path,
-               strerror(errno));
+    if (ok) {
+        int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd); /* the rename itself; a directory some filesystems cannot sync is no error here */
+            close(dfd);
+        }
+    } else {
+        w->dirty = true; /* the next sync tries again */
+        report(w, REP_INDEX, "cannot write %s: %s (the agents keep the ranks' output until it can be: their "
+               "spool may fill; choose another --log-dir)", path, strerror(errno));
         unlink(tmp);
     }
     free(tmp);
     free(path);
     strbuf_done(&sb);
-    /* the marks move even when the index could not be written: the bytes are on disk */
-    pthread_mutex_lock(&w->mu);
-    for (size_t i = 0; i < w->n; i++) {
-        w->dur_seq[i] = w->r[i].w_seq;
-        w->dur_base[i] = w->r[i].w_base;
+    /* The marks move only with an index that holds them: a controller that takes the run over
+     * cuts each log back to the index and asks its agent for what follows, which the agent
+     * must still have. */
+    if (ok) {
+        pthread_mutex_lock(&w->mu);
+        for (size_t i = 0; i < w->n; i++) {
+            if (!synced[i]) continue;
+            w->dur_seq[i] = w->r[i].w_seq;
+            w->dur_base[i] = w->r[i].w_base;
+        }
+        pthread_mutex_unlock(&w->mu);
     }
-    pthread_mutex_unlock(&w->mu);
+    free(synced);
 }
 
 /* ---- the thread --------------------------------------------------------------------------- */
@@ -272,7 +274,7 @@ static void index_write(struct logw *w)
 static void side_file(struct logw *w, int *fd, const char *name, unsigned rep, const struct chunk *c)
 {
     if (*fd < 0) return;
-    if (write_all(*fd, c->data, c->len) != 0)
+    if (util_write_all(*fd, c->data, c->len) != 0)
         report(w, rep, "cannot write %s/%s: %s", w->dir, name, strerror(errno));
 }
 
@@ -284,7 +286,7 @@ static void replace_file(struct logw *w, const struct chunk *c)
     char *path = xasprintf("%s/%s", w->dir, c->data);
     char *tmp = xasprintf("%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && write_all(fd, c->data + nl + 1, c->len - nl - 1) == 0;
+    bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && util_write_all(fd, c->data + nl + 1, c->len - nl - 1) == 0;
     if (fd >= 0 && close(fd) != 0) ok = false;
     if (ok && rename(tmp, path) != 0) ok = false;
     if (!ok) {
@@ -392,7 +394,12 @@ struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t err
     w->dur_base = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_base);
     strbuf_init(&w->errors);
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    /* timed waits on the monotonic clock: a wall clock set back must not stretch them */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
     /* the thread never takes a signal meant for the loop (the self-pipe handler) */
     sigset_t all, old;
     sigfillset(&all);
@@ -414,7 +421,7 @@ void logw_free(struct logw *w)
     int64_t since = mono_ms();
     while (!w->done) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_sec += 1;
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
         if (w->progress != seen) {
@@ -455,7 +462,7 @@ bool logw_drain(struct logw *w, int timeout_ms)
     pthread_mutex_lock(&w->mu);
     while (w->progress < w->pushed && !w->done && mono_ms() < until) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 50 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;

@@ -67,7 +67,8 @@ int logw_read_index(const char *run_dir, struct logw_mark *marks, size_t n_ranks
 /* Re-adoption: cuts each rank's logs back to what marks say was on disk (the attempt named
  * to its bytes; later attempts up to last_attempt to nothing), so that what the agents send
  * again follows without a gap or a repeat, and seeds the durable marks with them. Before
- * logw_attempt. */
+ * logw_attempt and before any rank's bytes are pushed: the thread has not touched the ranks
+ * yet, and its taking of the first chunk under the mutex orders these writes before its reads. */
 void logw_cut_back(struct logw *w, const struct logw_mark *marks, int last_attempt);
 
 #endif

@@ -4,12 +4,14 @@
 #include "run_owner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -97,6 +99,36 @@ int run_owner_write(const char *run_dir, char *err, size_t errlen)
     free(tmp);
     free(path);
     return rc;
+}
+
+static bool read_record(const char *run_dir, struct run_owner *o);
+
+int run_owner_lock(const char *run_dir, char *err, size_t errlen)
+{
+    char *path = xasprintf("%s/%s", run_dir, RUN_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s (choose another --log-dir)", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        struct run_owner o;
+        close(fd);
+        if (e == EWOULDBLOCK && read_record(run_dir, &o))
+            snprintf(err, errlen, "run %s is written by another ddptop (pid %d on %s): choose another --run-id, "
+                     "or watch it with ddptop attach", run_dir, o.pid, o.host[0] ? o.host : "?");
+        else if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "run %s is written by another ddptop: choose another --run-id, or watch it "
+                     "with ddptop attach", run_dir);
+        else
+            snprintf(err, errlen, "cannot lock %s: %s (choose another --log-dir)", path, strerror(e));
+        free(path);
+        return -1;
+    }
+    free(path);
+    return fd;
 }
 
 static bool read_record(const char *run_dir, struct run_owner *o)

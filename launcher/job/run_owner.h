@@ -31,6 +31,15 @@ enum run_owner_status {
  * or the new one). Returns 0, or -1 with err filled. */
 int run_owner_write(const char *run_dir, char *err, size_t errlen);
 
+#define RUN_LOCK_FILE "controller.lock"
+
+/* Takes the run directory for this process: an exclusive lock (flock) on run_dir's lock file,
+ * held until the returned descriptor is closed (close-on-exec: no child holds it). Two
+ * controllers never write one run: a second `ddptop run --run-id` of a run in progress, or
+ * two `ddptop attach` racing to take an orphaned run over, get -1 with err naming the
+ * holder. */
+int run_owner_lock(const char *run_dir, char *err, size_t errlen);
+
 /* Reads run_dir's record into *o (zeroed when there is none) and says whether its process
  * is alive. */
 enum run_owner_status run_owner_check(const char *run_dir, struct run_owner *o);

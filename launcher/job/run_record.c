@@ -106,6 +106,18 @@ int run_record_read(const char *run_dir, struct run_record *r, char *err, size_t
         free(path);
         return -1;
     }
+    /* It says what to run: only a record no one else could have written or put there */
+    struct stat dst;
+    const char *unsafe = NULL;
+    if (st.st_uid != geteuid() || (st.st_mode & 022)) unsafe = "it is not yours alone (its owner or mode)";
+    else if (stat(run_dir, &dst) != 0 || dst.st_uid != geteuid() || (dst.st_mode & 022))
+        unsafe = "its directory is not yours alone: others could replace it (chmod go-w it)";
+    if (unsafe) {
+        snprintf(err, errlen, "%s: %s; ddptop attach does not run what it says", path, unsafe);
+        close(fd);
+        free(path);
+        return -1;
+    }
     char *text = xmalloc((size_t)st.st_size + 1);
     ssize_t got = read(fd, text, (size_t)st.st_size);
     close(fd);

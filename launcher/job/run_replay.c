@@ -446,6 +446,10 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
     struct metrics_parser *mp = metrics_parser_new(NULL, err, errlen);
     struct player P = { .j = j, .tails = tails, .n_att = n_att, .mp = mp };
     for (size_t i = 0; i < R.n; i++) play(&P, &R.v[i]);
+    out->rank_ended = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *out->rank_ended);
+    for (size_t k = 0; k < j->n_ranks; k++)
+        out->rank_ended[k] = j->ranks[k].state != RANK_RUNNING && j->ranks[k].state != RANK_STALLED &&
+                             j->ranks[k].state != RANK_PENDING;
     /* the end: ranks still running when the controller went away were stopped with it */
     job_ranks_stopped(j);
     job_ended(j, run_replay_job_state(out->state));
@@ -462,6 +466,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
 
 void run_replay_done(struct run_replay *r)
 {
+    free(r->rank_ended);
     job_free(r->job);
     run_summary_done(&r->sum);
     *r = (struct run_replay){ 0 };

@@ -32,6 +32,8 @@ struct run_replay {
     long bad_lines;             /* lines of events.jsonl or gpu.jsonl that were not understood */
     long gpu_samples;           /* gpu.jsonl lines taken */
     bool log_cut;               /* some rank log was longer than what was read */
+    bool *rank_ended;           /* per rank: its end in the newest attempt is in events.jsonl
+                                   (else it ran when the controller went away) */
 };
 
 /* Reads run_dir (id: the name shown; NULL: the directory's last part). owner is what

@@ -54,7 +54,7 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
         e->note = xasprintf("its controller (pid %d) is on %s: not checked from here",
                             e->owner.pid, e->owner.host);
     e->orphan_left_s = -1;
-    if (e->sum.state == RUN_INTERRUPTED && e->owner_status == OWNER_GONE && e->sum.attempts > 0) {
+    if (e->sum.state == RUN_INTERRUPTED && !e->sum.ended && e->owner_status == OWNER_GONE && e->sum.attempts > 0) {
         /* its agents wait for a controller for their grace, counted from when the dead one
          * was last alive (its log index is touched every second) */
         struct run_record r;

@@ -394,7 +394,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
         cJSON *m;
         if (nd->away && ctl_link_applies(c, i)) {
             /* unreachable: the stop goes when it is back (ctl_link_resumed); until then only a
-             * restart waits for it, so that two attempts never share the node */
+             * restart waits for it, so that two attempts never share the node (stop_progress) */
             nd->stopped = false;
             continue;
         }
@@ -494,15 +494,36 @@ static void stop_complete(struct controller *c)
     }
 }
 
+/* Whether the stop in progress waits for unreachable nodes: when a restart follows (their old
+ * ranks must be gone before new ones start beside them) or a takeover continues a stop; they
+ * are back (the stop goes to them: ctl_link_resumed) or lost after their grace. Otherwise they
+ * are left to their agents' grace. */
+static bool stop_waits_away(const struct controller *c)
+{
+    const struct job *j = c->job;
+    return c->after == AFTER_RESTART || c->adopt ||
+           (c->after == AFTER_END && c->auto_restart && j->attempt < j->max_restarts);
+}
+
 static void stop_progress(struct controller *c)
 {
-    bool all = true;
-    for (size_t i = 0; i < c->n; i++)
-        if (!c->nodes[i].stopped || c->nodes[i].n_exits) all = false; /* held exits first */
+    bool all = true, wait_away = stop_waits_away(c);
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        if (nd->away && !nd->stopped && !wait_away) {
+            nd->stopped = true;
+            job_event_add(c->job, EV_INFO, -1, (int)i, "node %s is unreachable: its agent stops its ranks by itself "
+                          "within --agent-grace", c->job->nodes[i].name);
+        }
+        if (!nd->stopped || nd->n_exits) all = false; /* held exits first */
+    }
     if (!all && mono_ms() >= c->stop_deadline_ms) {
         for (size_t i = 0; i < c->n; i++)
-            if (!c->nodes[i].stopped) ctl_node_lost(c, i, "did not confirm the stop in time");
+            if (!c->nodes[i].stopped && !(c->nodes[i].away && wait_away))
+                ctl_node_lost(c, i, "did not confirm the stop in time");
         all = true;
+        for (size_t i = 0; i < c->n; i++)
+            if (!c->nodes[i].stopped) all = false;
     }
     if (all) stop_complete(c);
 }

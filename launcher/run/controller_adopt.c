@@ -15,6 +15,7 @@
 
 #include "job/logw.h"
 #include "job/run_record.h"
+#include "job/run_replay.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -135,12 +136,71 @@ int ctl_adopt_read(struct controller *c, char *err, size_t errlen)
         }
     }
     snprintf(c->token, sizeof c->token, "%s", c->adopt->token);
+    /* --salloc's allocation came back as --jobid (ctl_record_write): still ours to give back */
+    if (c->adopt->slurm_release && c->o.check.slurm_jobid) c->o.check.slurm_release = true;
     return 0;
 }
 
 static enum after_stop after_of(const char *s)
 {
     return s && strcmp(s, "restart") == 0 ? AFTER_RESTART : s && strcmp(s, "quit") == 0 ? AFTER_QUIT : AFTER_END;
+}
+
+/* What the run's files say of the attempt under way (run_replay.h): each rank's log tail,
+ * metrics, the events and root cause go into the live job, and a rank whose end events.jsonl
+ * records is ended (its agent may have let its exit go: it was acknowledged). The others ran
+ * when the controller went away. */
+static void take_history(struct controller *c)
+{
+    struct job *j = c->job;
+    struct run_replay rp;
+    char err[512];
+    bool ok = run_replay_load(j->log_dir, j->run_id, OWNER_GONE, &rp, err, sizeof err) == 0;
+    if (ok && (rp.job->n_ranks != j->n_ranks || rp.job->attempt != j->attempt)) {
+        run_replay_done(&rp);
+        ok = false;
+    }
+    for (size_t k = 0; k < j->n_ranks; k++) {
+        struct rank_info *ri = &j->ranks[k];
+        if (ok) {
+            struct rank_info *old = &rp.job->ranks[k];
+            struct log_ring lr = ri->log;
+            struct metric_series ms = ri->series;
+            ri->log = old->log;
+            old->log = lr;
+            ri->series = old->series;
+            old->series = ms;
+            ri->has_step = old->has_step;
+            ri->step = old->step;
+            ri->has_loss = old->has_loss;
+            ri->loss = old->loss;
+            ri->step_ms = old->step_ms;
+        }
+        if (ok && rp.rank_ended[k]) {
+            ri->exit_code = rp.job->ranks[k].exit_code;
+            ri->term_signal = rp.job->ranks[k].term_signal;
+            job_rank_ended(j, (int)k, rp.job->ranks[k].state == RANK_STOPPED && rp.job->ranks[k].state != RANK_FAILED
+                                          ? RANK_STOPPED : rp.job->ranks[k].state);
+        } else {
+            job_rank_running(j, (int)k, 0);
+        }
+    }
+    if (!ok) return;
+    struct job_event *ev = j->events;
+    size_t head = j->ev_head, count = j->ev_count;
+    j->events = rp.job->events;
+    j->ev_head = rp.job->ev_head;
+    j->ev_count = rp.job->ev_count;
+    rp.job->events = ev;
+    rp.job->ev_head = head;
+    rp.job->ev_count = count;
+    struct root_cause cause = j->cause;
+    j->cause = rp.job->cause;
+    rp.job->cause = cause;
+    /* shown already, by the controller that wrote them */
+    c->ev_head_seen = j->ev_head;
+    c->ev_count_seen = j->ev_count;
+    run_replay_done(&rp);
 }
 
 void ctl_adopt_begin(struct controller *c)
@@ -163,9 +223,9 @@ void ctl_adopt_begin(struct controller *c)
         struct rank_info *ri = &j->ranks[k];
         ri->seq_base = r->rank_base[k];
         ri->seq = marks[k].attempt >= 0 ? marks[k].seq : 0;
-        job_rank_running(j, (int)k, 0);
     }
     free(marks);
+    take_history(c);
     job_event_add(j, EV_INFO, -1, -1, "taking over run %s, attempt %d: its controller was last heard of %lld s ago; "
                   "reconnecting to %zu node%s", j->run_id, j->attempt, (long long)(since / 1000), c->n,
                   c->n == 1 ? "" : "s");
@@ -182,6 +242,12 @@ void ctl_adopt_begin(struct controller *c)
     }
     if (strcmp(r->state, "RUNNING") == 0 || strcmp(r->state, "STALLED") == 0) {
         job_running(j);
+        /* a failure the dead controller had not acted on yet */
+        for (size_t k = 0; k < j->n_ranks; k++)
+            if (j->ranks[k].state == RANK_FAILED) {
+                ctl_rank_failed_begin_stop(c);
+                break;
+            }
     } else if (strcmp(r->state, "FAILING") == 0 || strcmp(r->state, "RESTARTING") == 0 ||
                strcmp(r->state, "STOPPING") == 0) {
         /* a stop was under way: it goes on once the nodes are back */

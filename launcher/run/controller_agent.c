@@ -192,7 +192,8 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     } else {
         return;
     }
-    out_block(c, rank, (int)num(m, "a", -1), seq_of(num(m, "q", 0)), stream, out_flags(f), t, len);
+    double a = num(m, "a", -1);
+    out_block(c, rank, a >= 0 && a < 1e9 ? (int)a : -1, seq_of(num(m, "q", 0)), stream, out_flags(f), t, len);
     free(raw);
 }
 
@@ -303,11 +304,19 @@ static void apply_exit(struct controller *c, size_t i, const cJSON *m)
     int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
     int ec = cJSON_IsNumber(code) ? code->valueint : sig ? 0 : -1;
     enum rank_state st;
-    if (!rank_on_node(c, i, rank) || num(m, "attempt", c->job->attempt) != c->job->attempt) return;
+    double a = num(m, "attempt", c->job->attempt);
+    if (!rank_on_node(c, i, rank)) return;
+    /* after its event (the log writer keeps the order): a takeover that finds the exit
+     * acknowledged finds it in events.jsonl */
+    if (a != c->job->attempt) {
+        job_log_mark(c->job, rank, a >= 0 && a < 1e9 ? (int)a : c->job->attempt, seq_of(num(m, "q", 0)));
+        return;
+    }
     st = c->job->ranks[rank].state;
-    if (st != RANK_RUNNING && st != RANK_STALLED && st != RANK_PENDING) return;
-    if (job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
+    if ((st == RANK_RUNNING || st == RANK_STALLED || st == RANK_PENDING) &&
+        job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
         ctl_rank_failed_begin_stop(c);
+    job_log_mark(c->job, rank, c->job->attempt, seq_of(num(m, "q", 0)));
 }
 
 static int by_mono(const void *a, const void *b)
@@ -406,7 +415,9 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
     }
     if (strcmp(ev, WIRE_EV_GONE) == 0) {
         const char *e = str(m, "error");
-        ctl_link_gone(c, i, e ? e : "its agent is gone");
+        /* an older bridge without "final" only said it for an agent that is gone */
+        const cJSON *fin = get(m, "final");
+        ctl_link_gone(c, i, e ? e : "its agent is gone", !fin || cJSON_IsTrue(fin));
         cJSON_Delete(m);
         return NULL;
     }
@@ -424,7 +435,8 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
         return NULL;
     }
     if (wm.tag == WIRE_TAG_RESUME && id == nd->resume_id) {
-        if (strcmp(ev, WIRE_EV_ERROR) == 0) ctl_link_gone(c, i, str(m, "error") ? str(m, "error") : "resume refused");
+        if (strcmp(ev, WIRE_EV_ERROR) == 0)
+            ctl_link_gone(c, i, str(m, "error") ? str(m, "error") : "resume refused", false);
         else ctl_link_resume_answer(c, i, m);
         cJSON_Delete(m);
         return NULL;

@@ -114,6 +114,7 @@ struct controller {
     int64_t last_pass_ms;       /* the loop's last pass: a long gap is the controller's own stall */
     int64_t stall_ms;           /* the last such stall: how long, and when it ended */
     int64_t stall_end_ms;
+    int64_t stall_said_ms;      /* when a stall was last said as an event */
     bool writer_full;           /* the log writer's queue is past WRITER_HIGH: lines wait */
     bool abandon;               /* leaving the run to its agents (they wait; ddptop attach) */
     bool allocation_released;   /* --salloc's allocation was given back at the job's end */
@@ -205,12 +206,13 @@ void ctl_link_ended(struct controller *c, size_t node, const char *why, bool age
 void ctl_link_bridge(struct controller *c, size_t node);
 void ctl_link_resumed(struct controller *c, size_t node, const cJSON *hello);
 void ctl_link_resume_answer(struct controller *c, size_t node, const cJSON *m);
-void ctl_link_gone(struct controller *c, size_t node, const char *why);
+/* A bridge said the agent is gone (final: nothing listens where it would, or it died holding
+ * the link): the node is lost. Not final: that bridge failed; another will try. */
+void ctl_link_gone(struct controller *c, size_t node, const char *why, bool final);
 /* The acknowledgements for a ping to node ("ack" member), from what the log index holds. */
 void ctl_link_ack(struct controller *c, size_t node, cJSON *ping);
 /* The loop did not run for gap_ms. */
 void ctl_link_stalled(struct controller *c, int64_t gap_ms);
-int64_t ctl_link_deadline(const struct controller *c);
 /* A fresh agent greeted on node: its numbering starts again (the bases move on). */
 void ctl_link_fresh_agent(struct controller *c, size_t node);
 

@@ -108,22 +108,27 @@ void ctl_link_lost(struct controller *c, size_t i, const char *why)
     free(full);
 }
 
-/* Lets the transport go without ending the agent: it waits for us. */
+/* Lets the transport go without ending the agent: it waits for us. A bridge that did not get
+ * the agent's link is ended instead (it holds nothing). */
 static void drop_transport(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
     if (!nd->t) return;
-    transport_detach(nd->t);
+    if (nd->bridge && !nd->hello) transport_abandon(nd->t);
+    else transport_detach(nd->t);
     transport_free(nd->t);
     nd->t = NULL;
 }
 
+static void try_failed(struct controller *c, size_t i, const char *why_t);
+
 /* Unreachable: the transport goes, a bridge follows at once. */
-static void go_away(struct controller *c, size_t i, const char *why)
+static void go_away(struct controller *c, size_t i, const char *why_t)
 {
     struct cnode *nd = &c->nodes[i];
     struct node_info *ni = &c->job->nodes[i];
-    char span[48];
+    char span[48], why[300];
+    snprintf(why, sizeof why, "%s", why_t); /* it may be the transport's own text */
     ctl_exits_release(c, i, true); /* what came before it went is the node's word */
     drop_transport(c, i);
     wire_client_reset(&nd->cl);
@@ -156,9 +161,14 @@ void ctl_link_ended(struct controller *c, size_t i, const char *why, bool agent_
     go_away(c, i, why);
 }
 
-void ctl_link_gone(struct controller *c, size_t i, const char *why)
+void ctl_link_gone(struct controller *c, size_t i, const char *why, bool final)
 {
     struct cnode *nd = &c->nodes[i];
+    if (!final && nd->bridge && nd->away) {
+        /* this bridge could not reach the agent (slow, refused): another one will try */
+        try_failed(c, i, why);
+        return;
+    }
     free(nd->gone);
     nd->gone = xstrdup(why);
     ctl_link_lost(c, i, why);
@@ -271,16 +281,6 @@ void ctl_link_check(struct controller *c, int64_t now)
     start_tries(c, now);
 }
 
-int64_t ctl_link_deadline(const struct controller *c)
-{
-    int64_t soonest = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        const struct cnode *nd = &c->nodes[i];
-        if (nd->away && !nd->t && (!soonest || nd->next_try_ms < soonest)) soonest = nd->next_try_ms;
-    }
-    return soonest;
-}
-
 /* ---- a bridge, then the agent ------------------------------------------------------------- */
 
 void ctl_link_bridge(struct controller *c, size_t i)
@@ -306,13 +306,13 @@ static bool take_rank_list(struct controller *c, size_t i, const cJSON *ranks)
         const cJSON *at = cJSON_GetObjectItemCaseSensitive(r, "attempt");
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(r, "pid");
         if (!cJSON_IsNumber(rk) || !cJSON_IsNumber(at) || rk->valuedouble < ni->first_rank ||
-            rk->valuedouble >= ni->first_rank + ni->n_ranks || (int)at->valuedouble != c->job->attempt)
+            rk->valuedouble >= ni->first_rank + ni->n_ranks || at->valuedouble != (double)c->job->attempt)
             continue;
         int rank = (int)rk->valuedouble;
         any = true;
-        if (c->job->ranks[rank].state == RANK_PENDING && cJSON_IsNumber(pid) && pid->valuedouble > 0 &&
-            pid->valuedouble < 1e9)
-            job_rank_started(c->job, rank, (int)pid->valuedouble);
+        if (!cJSON_IsNumber(pid) || pid->valuedouble <= 0 || pid->valuedouble >= 1e9) continue;
+        if (c->job->ranks[rank].state == RANK_PENDING) job_rank_started(c->job, rank, (int)pid->valuedouble);
+        else if (!c->job->ranks[rank].pid) c->job->ranks[rank].pid = (int)pid->valuedouble; /* taken over */
     }
     return any;
 }
@@ -337,15 +337,23 @@ void ctl_link_resumed(struct controller *c, size_t i, const cJSON *hello)
     span_text(away, span, sizeof span);
     job_event_add(c->job, EV_INFO, -1, (int)i, "node %s reconnected after %s: its agent kept its ranks (%d alive); "
                   "catching up", ni->name, span, alive);
-    /* what we have of each rank: the agent sends the rest again */
+    /* What of each rank is on disk (and in the log index): the agent may let that go and
+     * sends the rest again. What came after and is still on its way to the disk comes again
+     * too, and is dropped as a repeat (seq_take): the agent never lets go of what a
+     * controller killed now would not find on disk. */
     cJSON *m = ctl_request(c, i, WIRE_OP_RESUME, WIRE_TAG_RESUME, &nd->resume_id);
     cJSON *from = cJSON_AddObjectToObject(m, "from");
     for (int k = 0; k < ni->n_ranks; k++) {
-        const struct rank_info *ri = &c->job->ranks[ni->first_rank + k];
+        int rank = ni->first_rank + k;
+        const struct rank_info *ri = &c->job->ranks[rank];
+        uint64_t seq, base;
         char key[24];
-        if (!ri->seq) continue;
-        snprintf(key, sizeof key, "%d", ni->first_rank + k);
-        cJSON_AddNumberToObject(from, key, (double)ri->seq);
+        logw_durable(c->job->files, rank, &seq, &base);
+        if (base != ri->seq_base) seq = 0;
+        if (seq > ri->seq) seq = ri->seq;
+        if (!seq) continue;
+        snprintf(key, sizeof key, "%d", rank);
+        cJSON_AddNumberToObject(from, key, (double)seq);
     }
     ctl_send(c, i, m);
     if (take_rank_list(c, i, ranks)) nd->spawn_answered = true;
@@ -419,6 +427,7 @@ void ctl_link_stalled(struct controller *c, int64_t gap_ms)
 {
     char span[48];
     int64_t now = mono_ms();
+    bool say = !c->stall_said_ms || now - c->stall_said_ms >= 30000 || gap_ms >= 10000;
     span_text(gap_ms, span, sizeof span);
     c->stall_ms = gap_ms;
     c->stall_end_ms = now;
@@ -427,6 +436,9 @@ void ctl_link_stalled(struct controller *c, int64_t gap_ms)
         nd->quiet_from_ms += gap_ms;
         if (nd->quiet_from_ms > now) nd->quiet_from_ms = now;
     }
+    /* a starved controller stalls pass after pass: said once in a while, not each time */
+    if (!say) return;
+    c->stall_said_ms = now;
     job_event_add(c->job, EV_INFO, -1, -1, "the controller did not run for %s (stopped, or starved of CPU): its "
                   "nodes are not blamed for that silence", span);
 }

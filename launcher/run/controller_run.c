@@ -328,6 +328,7 @@ static void timers(struct controller *c)
     if (now >= c->next_link_ms) {
         c->next_link_ms = now + LINK_CHECK_MS;
         ctl_link_check(c, now);
+        transport_reap_orphans();
     }
     if (now >= c->next_tick_ms) {
         c->next_tick_ms = now + TICK_EVERY_MS;
@@ -345,7 +346,7 @@ static int loop_timeout(struct controller *c, bool any_ssh)
     if (c->more_lines && !c->writer_full) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
-    if (c->next_link_ms < wake) wake = c->next_link_ms;
+    if ((job_is_running(c->job) || job_is_stopping(c->job)) && c->next_link_ms < wake) wake = c->next_link_ms;
     if (c->next_tick_ms < wake) wake = c->next_tick_ms;
     if (job_is_stopping(c->job) && c->stop_deadline_ms < wake) wake = c->stop_deadline_ms;
     if (c->job->state == JOB_CHECKING) {
@@ -416,13 +417,21 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     size_t backlog = logw_backlog(c->job->files);
     if (!c->writer_full && backlog > WRITER_HIGH) {
         c->writer_full = true;
-        job_event_add(c->job, EV_INFO, -1, -1, "the log directory is slow: %zu MiB wait to be written; the agents "
-                      "keep their ranks' output meanwhile", backlog >> 20);
+        job_event_add(c->job, EV_INFO, -1, -1, "the log directory is slow: %zu MiB wait to be written; reading "
+                      "the nodes waits, and ranks that print a lot wait on their output meanwhile", backlog >> 20);
     } else if (c->writer_full && backlog < WRITER_LOW) {
         c->writer_full = false;
     }
-    if (c->writer_full)
-        for (size_t i = 0; i < c->n; i++) c->nodes[i].quiet_from_ms = after; /* not their silence */
+    if (c->writer_full) {
+        /* The nodes' silence and a stop's or a greeting's slowness are then ours: their clocks
+         * wait with them. */
+        int64_t held = c->last_pass_ms ? after - c->last_pass_ms : 0;
+        for (size_t i = 0; i < c->n; i++) {
+            c->nodes[i].quiet_from_ms = after;
+            if (c->nodes[i].hello_deadline_ms) c->nodes[i].hello_deadline_ms += held;
+        }
+        if (c->stop_deadline_ms) c->stop_deadline_ms += held;
+    }
     if (pfd[0].revents) signals_read(c);
     if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
     for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;

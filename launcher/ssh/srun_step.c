@@ -404,14 +404,22 @@ void srun_step_detach(struct srun_step *s, size_t m)
     if (s) s->detached = true;
 }
 
+void srun_step_abandon(struct srun_step *s)
+{
+    if (s) s->abandoned = true;
+}
+
 static void step_free(struct srun_step *s)
 {
     flush(s); /* the last requests (an exit), if the pipe takes them */
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
-    if (s->pid > 0 && !s->reaped && s->detached) {
+    if (s->pid > 0 && !s->reaped && s->detached && !s->abandoned) {
         /* srun stays with the agents that wait for a controller (it drops their output, a
          * measured srun behaviour: docs/slurm-facts.md 2); it ends when they do */
+        reap(s);
+    } else if (s->pid > 0 && !s->reaped && s->abandoned) {
+        kill(-s->pid, SIGKILL); /* a step of bridges only: Slurm ends its tasks */
         reap(s);
     } else if (s->pid > 0 && !s->reaped) {
         /* the agents stop their ranks on end of file and exit; srun follows */

@@ -42,6 +42,9 @@ void srun_step_release(struct srun_step *s, size_t m);
 /* The member's agent is to be left waiting: once every member let go, srun is not ended (it
  * lives on with the agents, dropping their output, until they exit). */
 void srun_step_detach(struct srun_step *s, size_t m);
+/* A step of bridges that got nowhere: once every member let go, srun is killed at once (the
+ * step ends; the agents, in their own step, are not touched), not waited for. */
+void srun_step_abandon(struct srun_step *s);
 
 /* Starts srun (once; later calls do nothing). */
 void srun_step_start(struct srun_step *s);

@@ -35,6 +35,7 @@ struct srun_step {
     bool started, exited, reaped;
     bool close_when_flushed;  /* every member closed: srun's stdin ends once wbuf went out */
     bool detached;            /* a member's agent waits for us: srun is never ended by us */
+    bool abandoned;           /* bridges that got nowhere: srun killed without waiting */
     bool attach;              /* the tasks are bridges (ddptop-agent --relay --attach) */
     int status;
     int to_fd, out_fd, err_fd, log_fd;

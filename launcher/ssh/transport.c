@@ -44,7 +44,31 @@ struct transport {
     char *err;
     int64_t eof_ms;              /* when its output ended (0: not yet) */
     bool detached;               /* freed without ending the far side */
+    bool abandoned;              /* freed ending the far side at once, without waiting */
 };
+
+/* Children let go of without being reaped (a detached agent lives on; an abandoned bridge
+ * was killed): reaped later, so none stays a zombie. */
+static pid_t *orphans;
+static size_t n_orphans, cap_orphans;
+
+static void orphan_add(pid_t pid)
+{
+    if (n_orphans == cap_orphans) {
+        cap_orphans = cap_orphans ? cap_orphans * 2 : 16;
+        orphans = xrealloc(orphans, cap_orphans * sizeof *orphans);
+    }
+    orphans[n_orphans++] = pid;
+}
+
+void transport_reap_orphans(void)
+{
+    for (size_t i = 0; i < n_orphans;) {
+        pid_t w = waitpid(orphans[i], NULL, WNOHANG);
+        if (w == orphans[i] || (w < 0 && errno == ECHILD)) orphans[i] = orphans[--n_orphans];
+        else i++;
+    }
+}
 
 /* How long an agent that closed its output may take to exit before it is reported closed
  * without its exit status. */
@@ -162,7 +186,7 @@ static void local_start(struct transport *t)
         local_fail(t, TRANSPORT_FAILED, "fork: %s", strerror(errno));
         return;
     }
-    setpgid(t->pid, t->pid); /* also here (fails once the child's setsid ran): no signal race */
+    /* no setpgid here: done before the child's setsid, it would make that fail */
     t->to_fd = in[1];
     t->from_fd = out[0];
     fd_set_nonblock(t->to_fd);
@@ -413,15 +437,24 @@ void transport_detach(struct transport *t)
     t->detached = true;
 }
 
+void transport_abandon(struct transport *t)
+{
+    t->abandoned = true;
+}
+
 void transport_free(struct transport *t)
 {
     if (!t) return;
-    if (t->kind == T_CHILD && t->detached) {
-        /* the agent (or a bridge) waits on: our ends of its pipes go, the process stays */
+    if (t->kind == T_CHILD && (t->detached || t->abandoned)) {
+        /* detached: the agent (or a bridge holding its link) waits on; our ends of its pipes
+         * go, the process stays. abandoned: a bridge that got nowhere is killed. Neither is
+         * waited for here: the loop must not block. */
         if (t->to_fd >= 0) close(t->to_fd);
         if (t->from_fd >= 0) close(t->from_fd);
         t->to_fd = t->from_fd = -1;
+        if (t->abandoned && t->pid > 0 && !t->reaped) kill(-t->pid, SIGKILL);
         local_reap(t);
+        if (t->pid > 0 && !t->reaped) orphan_add(t->pid);
     } else if (t->kind == T_CHILD) {
         transport_close(t);
         /* The agent stops its ranks on end of file, then exits; give it that long. */
@@ -436,6 +469,7 @@ void transport_free(struct transport *t)
         }
     } else if (t->kind == T_SRUN) {
         if (t->detached) srun_step_detach(t->srun, t->member);
+        if (t->abandoned) srun_step_abandon(t->srun);
         srun_step_release(t->srun, t->member);
     } else {
         ssh_conn_free(t->ssh);

@@ -76,5 +76,10 @@ void transport_close(struct transport *t);
  * a controller to come back (its grace), so its child process is neither waited for nor
  * killed, and a Slurm step of agents is left running. */
 void transport_detach(struct transport *t);
+/* transport_free will end the far side at once and not wait for it: a bridge that failed
+ * (its child process, or its Slurm step, is killed). */
+void transport_abandon(struct transport *t);
+/* Reaps child processes let go of earlier (detached or abandoned) that have exited since. */
+void transport_reap_orphans(void);
 
 #endif

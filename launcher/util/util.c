@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -239,11 +240,41 @@ int util_write_all(int fd, const void *p, size_t n)
     while (n > 0) {
         ssize_t w = write(fd, c, n);
         if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO; /* no progress and no error: say something true */
         if (w <= 0) return -1;
         c += w;
         n -= (size_t)w;
     }
     return 0;
+}
+
+int util_mkdir_p(const char *path)
+{
+    char *p = xstrdup(path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *s = c;
+        if (c == '\0') break;
+    }
+    int saved = errno;
+    free(p);
+    errno = saved;
+    if (rc == 0) {
+        struct stat st;
+        if (stat(path, &st) != 0) return -1;
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return -1;
+        }
+    }
+    return rc;
 }
 
 bool util_in_path(const char *name)
