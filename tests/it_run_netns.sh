@@ -192,10 +192,12 @@ while [ $(( ($(date +%s%N) - T_DOWN) / 1000000000 )) -lt 90 ]; do sleep 1; done
 ip -n "${NETNS_NODE[2]}" link set eth0 up
 T_UP=$(date +%s%N)
 reconnected() { grep -q "node ${A[2]} caught up" "$ev" 2>/dev/null; }
-if wait_until 60 reconnected; then
+# a link that is back is used within a second or two (a fresh connect each second while the
+# node cannot be reached); 10 s leaves room for a loaded machine
+if wait_until 10 reconnected; then
     tap_ok "link back after 90 s: node 2 reconnected and caught up $(( ($(date +%s%N) - T_UP) / 1000000 )) ms later"
 else
-    tap_fail "node 2 reconnected within 60 s of its link coming back" "$(tail -8 "$ev")"
+    tap_fail "node 2 reconnected and caught up within 10 s of its link coming back" "$(tail -8 "$ev")"
 fi
 touch "$D/ct/finish"
 rj_wait 60

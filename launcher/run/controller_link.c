@@ -174,14 +174,17 @@ void ctl_link_gone(struct controller *c, size_t i, const char *why, bool final)
     ctl_link_lost(c, i, why);
 }
 
-/* A bridge attempt that came to nothing: the next one later, a little later each time. */
+/* A bridge attempt that came to nothing: the next one later, a little later each time when it
+ * cost the node a login (or a task); every RETRY_FIRST_MS while the node cannot even be
+ * reached (a SYN costs nothing, and a link that comes back is then used within a second). */
 static void try_failed(struct controller *c, size_t i, const char *why_t)
 {
     struct cnode *nd = &c->nodes[i];
     int64_t wait = RETRY_FIRST_MS;
     char why[300];
     snprintf(why, sizeof why, "%s", why_t); /* it may be the transport's own text */
-    for (int k = 1; k < nd->tries && wait < RETRY_MAX_MS; k++) wait *= 2;
+    if (!nd->t || transport_reached(nd->t))
+        for (int k = 1; k < nd->tries && wait < RETRY_MAX_MS; k++) wait *= 2;
     if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
     drop_transport(c, i);
     nd->bridge = nd->attach_sent = false;

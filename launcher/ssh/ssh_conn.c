@@ -16,6 +16,11 @@
 #include "hosts/hostfile.h"
 #include "util/util.h"
 
+/* A bridge's connect unanswered for RESYN_MS starts again on a fresh socket: the node is
+ * likely behind a link that is down, and the kernel's own SYN retries (1, 3, 7 s) would notice
+ * the link back only seconds later. A fresh SYN each second costs the node nothing. */
+#define RESYN_MS 1000
+
 struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *o)
 {
     struct ssh_conn *c = xcalloc(1, sizeof *c);
@@ -221,6 +226,8 @@ int64_t ssh_conn_deadline_ms(const struct ssh_conn *c)
         int64_t soon = mono_ms() + 10;
         return soon < c->deadline_ms ? soon : c->deadline_ms;
     }
+    if (c->state == SSH_CONN_CONNECTING && c->attach && c->syn_ms + RESYN_MS < c->deadline_ms)
+        return c->syn_ms + RESYN_MS;
     return c->deadline_ms;
 }
 
@@ -346,11 +353,23 @@ static int verify_host_key(struct ssh_conn *c)
     return -1;
 }
 
+static void resyn(struct ssh_conn *c)
+{
+    struct addrinfo *ai = c->ai_cur;
+    close(c->fd);
+    c->fd = -1;
+    c->ai_next = ai; /* ssh_conn_connect_next takes it again, then the rest */
+    ssh_conn_connect_next(c);
+}
+
 static void step_connecting(struct ssh_conn *c, short revents)
 {
     int err = 0;
     socklen_t len = sizeof err;
-    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return;
+    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) {
+        if (c->attach && c->ai_cur && mono_ms() - c->syn_ms >= RESYN_MS) resyn(c);
+        return;
+    }
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
     if (err == 0) {
         ssh_options_set(c->session, SSH_OPTIONS_FD, &c->fd);
@@ -410,6 +429,11 @@ void ssh_conn_step(struct ssh_conn *c, short revents)
 }
 
 enum ssh_conn_state ssh_conn_state(const struct ssh_conn *c) { return c->state; }
+
+bool ssh_conn_reached(const struct ssh_conn *c)
+{
+    return c->fd_given || c->proxy;
+}
 
 bool ssh_conn_connecting(const struct ssh_conn *c)
 {

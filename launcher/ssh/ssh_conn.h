@@ -63,6 +63,8 @@ int64_t ssh_conn_deadline_ms(const struct ssh_conn *c);
 enum ssh_conn_state ssh_conn_state(const struct ssh_conn *c);
 /* True from the first call until READY, FAILED or CLOSED: what --fanout bounds. */
 bool ssh_conn_connecting(const struct ssh_conn *c);
+/* Whether the TCP connection to sshd was ever made (a ProxyCommand's: assumed). */
+bool ssh_conn_reached(const struct ssh_conn *c);
 /* A one-line error and a fix hint, set in FAILED and CLOSED. */
 const char *ssh_conn_error(const struct ssh_conn *c);
 const char *ssh_conn_hint(const struct ssh_conn *c);

@@ -37,6 +37,8 @@ struct ssh_conn {
     struct gai_req *gai;       /* async lookup in flight (leaked if it cannot be cancelled) */
     char port_str[16];
     struct addrinfo *ai_head, *ai_next;
+    struct addrinfo *ai_cur;   /* the address being connected to */
+    int64_t syn_ms;            /* when its connect began */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
     char connect_err[128];

@@ -115,6 +115,8 @@ void ssh_conn_connect_next(struct ssh_conn *c)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
             c->fd = fd;
+            c->ai_cur = ai;
+            c->syn_ms = mono_ms();
             c->state = SSH_CONN_CONNECTING;
             return;
         }

@@ -323,6 +323,11 @@ bool transport_connecting(const struct transport *t)
     return t->kind == T_CHILD ? t->state == TRANSPORT_CONNECTING : ssh_conn_connecting(t->ssh);
 }
 
+bool transport_reached(const struct transport *t)
+{
+    return t->kind != T_SSH || ssh_conn_reached(t->ssh);
+}
+
 const char *transport_error(const struct transport *t)
 {
     if (t->kind == T_SRUN) return srun_step_error(t->srun, t->member);

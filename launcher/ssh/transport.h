@@ -49,6 +49,9 @@ int64_t transport_deadline_ms(const struct transport *t);
 enum transport_state transport_state(const struct transport *t);
 /* True while connecting, for --fanout. */
 bool transport_connecting(const struct transport *t);
+/* Whether the node itself was reached: a TCP connection made to sshd; always for srun, pbs_tmrsh
+ * and local children (a process was started). A failure before is cheap to try again. */
+bool transport_reached(const struct transport *t);
 /* Why it failed or closed (one line), and what to do (or NULL). */
 const char *transport_error(const struct transport *t);
 const char *transport_hint(const struct transport *t);
