@@ -24,7 +24,7 @@ cleanup() {
     T kill-server 2>/dev/null
     rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
     rj_cleanup
-    [ -n "$D" ] && kill_marker_pids "$D/agent"
+    [ -n "$D" ] && { kill_marker_pids "$D/slowlogin.sh"; kill_marker_pids "$D/agent"; }
     sshd_cleanup
 }
 trap cleanup EXIT
@@ -152,7 +152,10 @@ else
 fi
 # a login shell that was still starting ends by itself: the agent it then starts reads end of
 # file at once (its connection is gone) and exits
+# (the slow one sleeps in slowlogin.sh, no longer a child of sshd once the client went: it is
+# waited for by its name, or it would run its command after the test removed $D)
 T kill-session -t pf 2>/dev/null   # its shell (sleep 600) names $D/agent too
-if wait_until 60 no_marker_pids "$D/agent"; then tap_ok "nothing left after q (agents, login shells)"
-else tap_fail "nothing left after q" "$(ps -o pid,args -p "$(marker_pids "$D/agent" | paste -sd,)")"; fi
+left_after_q() { no_marker_pids "$D/slowlogin.sh" && no_marker_pids "$D/agent"; }
+if wait_until 60 left_after_q; then tap_ok "nothing left after q (agents, login shells)"
+else tap_fail "nothing left after q" "$(ps -o pid,args -p "$( (marker_pids "$D/agent"; marker_pids "$D/slowlogin.sh") | paste -sd,)")"; fi
 tap_done
