@@ -59,20 +59,9 @@ cat >"$tmp/driver.py" <<'PY'
 import ctypes, hashlib, json, os, re, select, socket, subprocess, sys, threading, time
 
 AGENT, TMP = os.environ["AGENT"], os.environ["TMP"]
-n = failed = 0
+import tap
+from tap import check
 
-def check(name, cond, *info):
-    global n, failed
-    n += 1
-    if cond:
-        print(f"ok {n} - {name}")
-    else:
-        failed += 1
-        print(f"not ok {n} - {name}")
-        for line in info:
-            for l in str(line).splitlines():
-                print(f"#   {l}")
-    sys.stdout.flush()
 
 class Agent:
     def __init__(self, env, prefix=()):
@@ -460,8 +449,7 @@ check("connect to a name that does not resolve: unknown host <name>",
 check("connect without a route: no route to host", r2.get("error") == "no route to host", r2)
 ns.stop()
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+tap.done()
 PY
 
-AGENT="$AGENT" TMP="$tmp" python3 "$tmp/driver.py"
+PYTHONPATH="$PWD/tests/lib" AGENT="$AGENT" TMP="$tmp" python3 "$tmp/driver.py"

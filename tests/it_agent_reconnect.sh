@@ -73,22 +73,9 @@ UID = os.geteuid()
 # look for them if the directory let it.
 ENV = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
 SOCKDIR = f"/tmp/ddptop-{UID}/agents"
-n = failed = 0
+import tap
+from tap import check, note
 
-def check(name, cond, *info):
-    global n, failed
-    n += 1
-    print(f"ok {n} - {name}" if cond else f"not ok {n} - {name}")
-    if not cond:
-        failed += 1
-        for line in info:
-            for l in str(line)[:3000].splitlines():
-                print(f"#   {l}")
-    sys.stdout.flush()
-
-def note(path, v):
-    with open(os.path.join(TMP, path), "a") as f:
-        f.write(f"{v}\n")
 
 class Link:
     """JSON lines from a process's stdout (an agent's first link, or a bridge's), requests to
@@ -510,8 +497,7 @@ xid = bh.send({"op": "exit"})
 bh.wait(lambda m: m.get("id") == xid, 5)
 check("the flood's agent exits 0 on exit, its bridge too", H.rc(10) == 0 and bh.rc(5) == 0, H.p.poll(), bh.p.poll())
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+tap.done()
 PY
 
-AGENT="$AGENT" TMP="$tmp" NOB="$nob" TAG="$TAG" /usr/bin/python3 "$tmp/driver.py"
+PYTHONPATH="$PWD/tests/lib" AGENT="$AGENT" TMP="$tmp" NOB="$nob" TAG="$TAG" /usr/bin/python3 "$tmp/driver.py"

@@ -43,22 +43,9 @@ cat >"$tmp/driver.py" <<'PY'
 import base64, json, os, select, signal, subprocess, sys, time
 
 AGENT, TMP = os.environ["AGENT"], os.environ["TMP"]
-n = failed = 0
+import tap
+from tap import check, note
 
-def check(name, cond, *info):
-    global n, failed
-    n += 1
-    print(f"ok {n} - {name}" if cond else f"not ok {n} - {name}")
-    if not cond:
-        failed += 1
-        for line in info:
-            for l in str(line)[:3000].splitlines():
-                print(f"#   {l}")
-    sys.stdout.flush()
-
-def note(path, v):
-    with open(os.path.join(TMP, path), "a") as f:
-        f.write(f"{v}\n")
 
 class Agent:
     def __init__(self, env=None):
@@ -536,8 +523,7 @@ check("watchdog: the ranks die about 1.5 s after the last request", 1.3 < took <
 
 check("protocol 2: every out message of whole lines ends with a newline", not bad_blocks, bad_blocks[:2])
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+tap.done()
 PY
 
-AGENT="$AGENT" TMP="$tmp" python3 "$tmp/driver.py"
+PYTHONPATH="$PWD/tests/lib" AGENT="$AGENT" TMP="$tmp" python3 "$tmp/driver.py"

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 . tests/lib/sshd.sh
 . tests/lib/run_job.sh
+. tests/lib/ctrank.sh     # the rank whose log must equal its own copy
 
 D=""
 FZ=""
@@ -33,7 +34,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-PY=/usr/bin/python3
 
 [ -x "$DDPTOP" ] || { tap_fail "binary exists: $DDPTOP (make all)"; tap_done; exit 1; }
 if ! sshd_setup; then tap_fail "test directory and keys"; tap_done; exit; fi
@@ -47,22 +47,7 @@ for i in 0 1 2; do
     echo "${ADDR[i]}:$SSHD_PORT slots=2" >>"$D/hosts.txt"
 done
 mkdir -p "$D/bin"
-cat >"$D/bin/ctrank" <<'SH'
-#!/bin/sh
-i=0
-copy="$CTDIR/copy-$RANK"
-: >"$copy"
-while [ ! -e "$CTDIR/finish" ]; do
-    line="rank $RANK line $i $(date +%s%N)"
-    echo "$line"
-    echo "$line" >>"$copy"
-    i=$((i + 1))
-    sleep 0.02
-done
-echo "rank $RANK printed $i lines"
-echo "rank $RANK printed $i lines" >>"$copy"
-SH
-chmod +x "$D/bin/ctrank"
+ctrank_install "$D/bin/ctrank"
 RID=cp$$-$RANDOM
 COMMON=(--headless --known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config"
         --agent-dir "$D/agent" --timeout 10 --no-check)
@@ -80,27 +65,6 @@ no_agents() { [ -z "$(agent_pids)" ]; }
 all_printing() {
     local r
     for r in 0 1 2 3 4 5; do grep -q "^\[r$r [^]]*\] rank $r line 3 " "$1" || return 1; done
-}
-# logs_match RUN_DIR CT_DIR: every rank's log is its copy, byte for byte, and ends with its
-# last line. Prints the line counts.
-logs_match() {
-    $PY - "$1" "$2" <<'PY'
-import hashlib, sys
-run_dir, ct = sys.argv[1:3]
-bad, counts = [], []
-for r in range(6):
-    log = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read()
-    copy = open(f"{ct}/copy-{r}", "rb").read()
-    counts.append(str(len(copy.splitlines())))
-    if log != copy:
-        bad.append(f"rank {r}: log {len(log.splitlines())} lines sha {hashlib.sha256(log).hexdigest()[:12]}, "
-                   f"copy {len(copy.splitlines())} lines sha {hashlib.sha256(copy).hexdigest()[:12]}")
-    elif not copy.endswith(b" lines\n"):
-        bad.append(f"rank {r}: no last line")
-for b in bad: print("# " + b)
-print(" ".join(counts))
-sys.exit(1 if bad else 0)
-PY
 }
 
 # ---------------------------------------------------------------------------------------
@@ -128,7 +92,7 @@ sleep 3
 touch "$D/ct1/finish"
 rj_wait 60
 rj_expect_rc "the job stopped for 60 s ends with exit 0" 0
-if diag=$(logs_match "$D/logs/$RID-stop" "$D/ct1"); then
+if diag=$(ctrank_logs_match "$D/logs/$RID-stop" "$D/ct1" 6); then
     tap_ok "every rank's log is its copy, byte for byte (lines per rank: $diag)"
 else
     tap_fail "every rank's log equals what it printed" "$diag"
@@ -171,7 +135,7 @@ sleep 3
 touch "$D/ct2/finish"
 rj_wait 60
 rj_expect_rc "the job whose log directory stalled for 30 s ends with exit 0" 0
-if diag=$(logs_match "$FZ/logs/$RID-fz" "$D/ct2"); then
+if diag=$(ctrank_logs_match "$FZ/logs/$RID-fz" "$D/ct2" 6); then
     tap_ok "every rank's log is its copy, byte for byte, across the stall (lines per rank: $diag)"
 else
     tap_fail "every rank's log equals what it printed across the stall" "$diag"

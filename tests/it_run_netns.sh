@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 . tests/lib/sshd.sh
 . tests/lib/netns.sh
 . tests/lib/run_job.sh
+. tests/lib/ctrank.sh     # the rank whose log must equal its own copy
 ulimit -c 0
 
 D=""
@@ -139,22 +140,7 @@ netns_wait_ping "${A[2]}" || tap_fail "node 2's link back up"
 # 3. Node 2's link goes down for 90 s; the run goes on (the default --agent-grace).
 # Each rank prints a numbered line every 20 ms until told to finish, and writes the same
 # lines to a copy of its own: its log must equal that copy, byte for byte.
-cat >"$D/bin/ctrank" <<'SH'
-#!/bin/sh
-i=0
-copy="$CTDIR/copy-$RANK"
-: >"$copy"
-while [ ! -e "$CTDIR/finish" ]; do
-    line="rank $RANK line $i $(date +%s%N)"
-    echo "$line"
-    echo "$line" >>"$copy"
-    i=$((i + 1))
-    sleep 0.02
-done
-echo "rank $RANK printed $i lines"
-echo "rank $RANK printed $i lines" >>"$copy"
-SH
-chmod +x "$D/bin/ctrank"
+ctrank_install "$D/bin/ctrank"
 mkdir -p "$D/ct"
 ct_ranks_in() {
     local p
@@ -202,23 +188,7 @@ fi
 touch "$D/ct/finish"
 rj_wait 60
 rj_expect_rc "the partitioned job ends with exit 0" 0
-if diag=$($PY - "$D/logs/$RID-part" "$D/ct" <<'PY'
-import hashlib, sys
-run_dir, ct = sys.argv[1:3]
-bad = []
-for r in range(6):
-    log = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read()
-    copy = open(f"{ct}/copy-{r}", "rb").read()
-    if log != copy:
-        bad.append(f"rank {r}: log {len(log.splitlines())} lines sha {hashlib.sha256(log).hexdigest()[:12]}, "
-                   f"copy {len(copy.splitlines())} lines sha {hashlib.sha256(copy).hexdigest()[:12]}")
-    elif not copy.endswith(b" lines\n"):
-        bad.append(f"rank {r}: no last line")
-for b in bad: print("# " + b)
-print(" ".join(str(len(open(f"{ct}/copy-{r}", "rb").read().splitlines())) for r in range(6)))
-sys.exit(1 if bad else 0)
-PY
-); then
+if diag=$(ctrank_logs_match "$D/logs/$RID-part" "$D/ct" 6); then
     tap_ok "every rank's log is its own copy, byte for byte (lines per rank: $diag)"
 else
     tap_fail "every rank's log equals what it printed" "$diag"

@@ -15,6 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 . tests/lib/run_job.sh
+. tests/lib/ctrank.sh     # the rank whose log must equal its own copy
 . tests/lib/slurm.sh
 COPIES_BEFORE=$(ls /tmp/ddptop-agent.* 2>/dev/null)
 remove_new_copies() {
@@ -33,7 +34,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-PY=/usr/bin/python3
 DDP=$PWD/${BUILD:-build}/ddptop
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
 slurm_up_or_end 2
@@ -41,23 +41,7 @@ D=$SLURM_DIR
 cd "$D"
 LOGS=$D/logs
 
-cat >ctrank <<'SH'
-#!/bin/sh
-# it_slurm_ctrank
-i=0
-copy="$CTDIR/copy-$RANK"
-: >"$copy"
-while [ ! -e "$CTDIR/finish" ]; do
-    line="rank $RANK line $i $(date +%s%N)"
-    echo "$line"
-    echo "$line" >>"$copy"
-    i=$((i + 1))
-    sleep 0.02
-done
-echo "rank $RANK printed $i lines"
-echo "rank $RANK printed $i lines" >>"$copy"
-SH
-chmod +x ctrank
+ctrank_install "$D/ctrank"
 
 ranks_on() {
     local p
@@ -90,24 +74,6 @@ wait_pid() {
     done
     wait "$1"
 }
-logs_match() {
-    $PY - "$1" "$2" <<'PY'
-import sys
-run_dir, ct = sys.argv[1:3]
-bad, counts = [], []
-for r in range(4):
-    log = open(f"{run_dir}/attempt-0/rank-{r}.log", "rb").read()
-    copy = open(f"{ct}/copy-{r}", "rb").read()
-    counts.append(str(len(copy.splitlines())))
-    if log != copy:
-        bad.append(f"rank {r}: log {len(log.splitlines())} lines, copy {len(copy.splitlines())}")
-    elif not copy.endswith(b" lines\n"):
-        bad.append(f"rank {r}: no last line")
-for b in bad: print("# " + b)
-print(" ".join(counts))
-sys.exit(1 if bad else 0)
-PY
-}
 
 # ---------------------------------------------------------------------------------------------
 # 1. ddptop stopped for 60 s inside salloc.
@@ -128,7 +94,7 @@ if wait_until 40 printing stop.out && dp=$(ddptop_pid stop) && [ -n "$dp" ]; the
     touch ct1/finish
     wait_pid "$JOB_PID" 60; rc=$?
     tap_check "... continued, the job ends with exit 0 ($rc)" test "$rc" = 0 || tail -8 stop.out | sed 's/^/#   /'
-    if diag=$(logs_match "$LOGS/stop" ct1); then tap_ok "every rank's log is its copy (lines: $diag)"
+    if diag=$(ctrank_logs_match "$LOGS/stop" ct1 4); then tap_ok "every rank's log is its copy (lines: $diag)"
     else tap_fail "every rank's log equals what it printed" "$diag"; fi
     ev_assert "events: the controller's stall named; no node lost" "$LOGS/stop/events.jsonl" \
         "any('the controller did not run for' in e['text'] for e in E)" "not ev('node_lost')"
@@ -164,7 +130,7 @@ if [ -n "$jid" ]; then
         wait_pid "$AT_PID" 60; rc=$?
         tap_check "the run taken over ends with exit 0 ($rc)" test "$rc" = 0 ||
             grep -v '^\[r' attach.out | tail -8 | sed 's/^/#   /'
-        if diag=$(logs_match "$LOGS/adopt" ct2); then tap_ok "every rank's log across the takeover is its copy ($diag)"
+        if diag=$(ctrank_logs_match "$LOGS/adopt" ct2 4); then tap_ok "every rank's log across the takeover is its copy ($diag)"
         else tap_fail "every rank's log complete across the takeover" "$diag"; fi
         wait_until 10 no_agents && tap_ok "no agent or bridge left on n1 or n2" ||
             tap_fail "no agent left after the run taken over" "n1: $(agents_on n1) n2: $(agents_on n2)"
