@@ -10,7 +10,8 @@
 #      over through a second step of bridges (srun --overlap --attach), and the job ends with
 #      exit 0 and complete logs.
 #   3. ddptop run --salloc --detach: when the job ends, every agent is gone and the allocation
-#      given back within 5 s, though nobody attached.
+#      given back within 5 s, though nobody attached; the run's record (adopt.json) names the
+#      allocation with --jobid, without --salloc or --detach.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -162,6 +163,19 @@ if wait_until 60 ended; then
     fi
 else
     tap_fail "--salloc --detach: the job ends" "$(cat det.out)" "$(tail -5 "$LOGS/det/events.jsonl" 2>&1)"
+fi
+# what ddptop attach would run again: the allocation by its id (not a new one), no --detach
+if rec=$(/usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["argv"]
+ok = ("--salloc" not in a and "--detach" not in a and a[a.index("--jobid") + 1] == r["slurm_jobid"]
+      and a[a.index("--run-id") + 1] == "det" and a[a.index("--"):] == ["--", sys.argv[2]])
+print(" ".join(a))
+sys.exit(0 if ok else 1)' "$LOGS/det/adopt.json" "$D/ctrank" 2>&1); then
+    tap_ok "the run's record says --jobid of its allocation, no --salloc or --detach: $rec"
+else
+    tap_fail "the run's record of a --salloc run" "$rec"
 fi
 for p in $(ip netns pids "$(slurm_netns ctl)"); do
     tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--run-id det" && kill -9 "$p"

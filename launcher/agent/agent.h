@@ -87,8 +87,6 @@ void agent_send_durable(struct agent *ag, int rank, uint64_t seq, const char *js
 /* Written before anything queued, even while the outbox waits for a new link's resume. */
 void agent_send_urgent(struct agent *ag, cJSON *msg);
 struct outbox *agent_outbox(struct agent *ag);
-/* Writes what the link takes now (after acknowledgements or a resume). */
-void agent_flush(struct agent *ag);
 
 /* The hello message ({"ev":"hello","protocol":...}); the caller may add to it and sends it. */
 cJSON *agent_hello_new(void);
@@ -102,8 +100,6 @@ void agent_on_link(struct agent *ag, int (*lost)(struct agent *ag, void *ctx),
                    void (*relinked)(struct agent *ag, void *ctx), void *ctx);
 void agent_relink(struct agent *ag, int in_fd, int out_fd, int conn_fd);
 int agent_linked(const struct agent *ag);
-/* Ends the link now (the agent is about to exit): a bridge is told "bye". */
-void agent_link_end(struct agent *ag);
 
 /* Helpers for handlers: a member that must be a number in [lo, hi] (def when absent; -1 after
  * sending an error when present but wrong), and a string member (NULL when absent or not one). */

@@ -157,11 +157,6 @@ int agent_linked(const struct agent *ag)
     return ag->in_fd >= 0;
 }
 
-void agent_flush(struct agent *ag)
-{
-    out_flush(ag);
-}
-
 void agent_send(struct agent *ag, cJSON *msg)
 {
     char *line = cJSON_PrintUnformatted(msg);
@@ -515,9 +510,4 @@ int agent_loop(struct agent *ag)
         if (ag->out_flags >= 0) fcntl(ag->out_fd, F_SETFL, ag->out_flags);
     }
     return ag->status;
-}
-
-void agent_link_end(struct agent *ag)
-{
-    link_close(ag);
 }

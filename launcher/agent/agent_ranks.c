@@ -71,11 +71,6 @@ static struct {
 
 static int sig_pipe[2] = { -1, -1 };
 
-struct agent *run_agent(void)
-{
-    return run.ag;
-}
-
 /* ---- output ---- */
 
 /* The rank's last step, from each whole line of the block that may be the runtime's step line

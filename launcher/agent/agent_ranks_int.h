@@ -97,7 +97,6 @@ int run_slurm_terminated(void);
 int run_unfinished(void);
 /* Starts the once-a-second status messages (the first run request does). */
 void run_heartbeat_start(void);
-struct agent *run_agent(void);
 
 /* The link to the controller (agent_ranks_link.c): what a spawn sets (watchdog_ms and the
  * grace: 0 ends the agent when the controller is gone, as before; the spool's bound; the run

@@ -16,6 +16,7 @@
 #include "job/logw.h"
 #include "job/run_record.h"
 #include "job/run_replay.h"
+#include "util/cli.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -31,39 +32,28 @@ static const char *after_name(enum after_stop a)
 static void record_argv(const struct controller *c, struct run_record *r)
 {
     const struct run_opts *o = &c->o;
+    const char *jobid = o->check.slurm_jobid ? o->check.slurm_jobid : "?", *val;
     r->argv = xcalloc((size_t)o->argc + 4, sizeof *r->argv);
-    bool have_id = false, after_dashes = false;
-    for (int i = 0; i < o->argc; i++) {
+    bool have_id = false;
+    int i = 0;
+    for (; i < o->argc && strcmp(o->argv[i], "--") != 0; i++) {
         const char *a = o->argv[i];
-        if (!after_dashes) {
-            if (strcmp(a, "--") == 0) {
-                if (!have_id) {
-                    r->argv[r->argc++] = xstrdup("--run-id");
-                    r->argv[r->argc++] = xstrdup(c->job->run_id);
-                    have_id = true;
-                }
-                after_dashes = true;
-            } else if (strcmp(a, "--detach") == 0 || strcmp(a, "--adopt") == 0) {
-                continue;
-            } else if (strcmp(a, "--salloc") == 0 && i + 1 < o->argc) {
-                r->argv[r->argc++] = xstrdup("--jobid");
-                r->argv[r->argc++] = xstrdup(o->check.slurm_jobid ? o->check.slurm_jobid : "?");
-                i++;
-                continue;
-            } else if (strncmp(a, "--salloc=", 9) == 0) {
-                r->argv[r->argc++] = xstrdup("--jobid");
-                r->argv[r->argc++] = xstrdup(o->check.slurm_jobid ? o->check.slurm_jobid : "?");
-                continue;
-            } else if (strcmp(a, "--run-id") == 0) {
-                have_id = true;
-            }
+        int k = i;
+        if (strcmp(a, "--detach") == 0 || strcmp(a, "--adopt") == 0) continue;
+        if (cli_opt_value(o->argc, (char **)o->argv, &k, "--salloc", NULL, &val) > 0) {
+            r->argv[r->argc++] = xstrdup("--jobid");
+            r->argv[r->argc++] = xstrdup(jobid);
+            i = k; /* its value too */
+            continue;
         }
+        if (cli_opt_value(o->argc, (char **)o->argv, &k, "--run-id", NULL, &val) > 0) have_id = true;
         r->argv[r->argc++] = xstrdup(a);
     }
     if (!have_id) {
         r->argv[r->argc++] = xstrdup("--run-id");
         r->argv[r->argc++] = xstrdup(c->job->run_id);
     }
+    for (; i < o->argc; i++) r->argv[r->argc++] = xstrdup(o->argv[i]); /* "--" and the command */
 }
 
 void ctl_record_write(struct controller *c)
