@@ -7,7 +7,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <wchar.h>
 
 static char *dash(char *buf, size_t n)
@@ -163,14 +162,6 @@ char *format_pct(char *buf, size_t n, double pct)
         snprintf(buf, n, "%.1f%%", pct);
     else
         snprintf(buf, n, "%.0f%%", pct);
-    return buf;
-}
-
-char *format_clock(int64_t wall_ns, char *buf, size_t n)
-{
-    time_t t = (time_t)(wall_ns / 1000000000);
-    struct tm tm;
-    if (wall_ns <= 0 || !localtime_r(&t, &tm) || !strftime(buf, n, "%H:%M:%S", &tm)) snprintf(buf, n, "?");
     return buf;
 }
 

@@ -29,8 +29,6 @@ char *format_step(char *buf, size_t n, long step);
 char *format_step_ms(char *buf, size_t n, double ms);
 /* A percentage: "97%", "4.5%", "1234%"; negative or NAN: "-". */
 char *format_pct(char *buf, size_t n, double pct);
-/* A wall clock time (ns since the epoch) as local "HH:MM:SS"; 0 or unreadable: "?". */
-char *format_clock(int64_t wall_ns, char *buf, size_t n);
 
 /* The runtime's step line as the log pane shows it: "step 12  loss 4.870  100.0 ms/step
  * 12.3k tok/s" (two spaces between fields; a field the line lacks is left out; a non-finite

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "format.h"
 #include "util/sanitize.h"
@@ -51,10 +50,8 @@ static const char *event_word(enum job_event_kind k)
 
 static void wall_hms(int64_t wall_ns, char *buf, size_t n)
 {
-    time_t t = (time_t)(wall_ns / 1000000000);
-    struct tm tm;
-    if (wall_ns <= 0 || !localtime_r(&t, &tm)) { snprintf(buf, n, "--:--:--"); return; }
-    strftime(buf, n, "%H:%M:%S", &tm);
+    if (wall_ns <= 0) snprintf(buf, n, "--:--:--");
+    else util_clock_text(wall_ns, buf, n);
 }
 
 /* The root cause: the summary, wrapped over up to 3 rows (it names rank, host and signal,

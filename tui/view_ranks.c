@@ -11,6 +11,7 @@
 #include "format.h"
 #include "job/gpu.h"
 #include "job/job_state.h"
+#include "util/util.h"
 #include "views.h"
 
 enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU,
@@ -246,7 +247,7 @@ void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     if (unknown && n < (int)sizeof title - 80) {
         /* their node is silent or being reconnected: they ran when it was last heard of */
         char at[16];
-        format_clock(since, at, sizeof at);
+        util_clock_text(since, at, sizeof at);
         snprintf(title + n, sizeof title - (size_t)n, "  %zu unknown since %s (running when last seen)", unknown,
                  at);
     }

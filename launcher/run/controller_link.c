@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "job/logw.h"
 #include "job/root_cause.h"
@@ -29,14 +28,6 @@
 #define GRACE_MARGIN_MS 10000
 #define RETRY_FIRST_MS 1000
 #define RETRY_MAX_MS 5000
-
-/* "14:03:07", local time: when something happened, for people. */
-static void clock_text(int64_t wall, char *buf, size_t n)
-{
-    time_t t = (time_t)(wall / 1000000000);
-    struct tm tm;
-    if (!localtime_r(&t, &tm) || !strftime(buf, n, "%H:%M:%S", &tm)) snprintf(buf, n, "?");
-}
 
 /* "8 s", "3 min 12 s", "2 h 5 min". */
 static void span_text(int64_t ms, char *buf, size_t n)
@@ -256,7 +247,7 @@ void ctl_link_check(struct controller *c, int64_t now)
                 snprintf(why, sizeof why, "no message for %s (--node-timeout %d s)", span, c->o.node_timeout_s);
                 go_away(c, i, why);
             } else if (quiet >= SILENT_AFTER_MS && ni->link == LINK_UP) {
-                clock_text(ni->last_seen_wall_ns ? ni->last_seen_wall_ns : wall_ns(), at, sizeof at);
+                util_clock_text(ni->last_seen_wall_ns ? ni->last_seen_wall_ns : wall_ns(), at, sizeof at);
                 job_node_link(c->job, i, LINK_SILENT);
                 job_event_add(c->job, EV_INFO, -1, (int)i, "node %s silent since %s: its ranks are unknown, not "
                               "failed (unreachable after --node-timeout %d s)", ni->name, at, c->o.node_timeout_s);

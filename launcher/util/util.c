@@ -301,3 +301,11 @@ char *util_abs_path(const char *p)
     if (strcmp(p, ".") == 0 || !*p) return xstrdup(cwd);
     return xasprintf("%s/%s", cwd, p);
 }
+
+char *util_clock_text(int64_t wall, char *buf, size_t n)
+{
+    time_t t = (time_t)(wall / 1000000000);
+    struct tm tm;
+    if (wall <= 0 || !localtime_r(&t, &tm) || !strftime(buf, n, "%H:%M:%S", &tm)) snprintf(buf, n, "?");
+    return buf;
+}

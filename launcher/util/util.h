@@ -72,5 +72,8 @@ int fd_set_cloexec(int fd);
 /* wall (wall_ns()) as UTC with milliseconds, "2026-11-24T12:00:00.123Z": the time stamps of
  * events.jsonl and gpu.jsonl. */
 void util_iso_time(int64_t wall, char *buf, size_t n);
+/* wall (wall_ns()) as local "HH:MM:SS", when something happened, for people; 0 or unreadable:
+ * "?". Returns buf. */
+char *util_clock_text(int64_t wall, char *buf, size_t n);
 
 #endif
