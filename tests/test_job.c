@@ -17,6 +17,7 @@
 
 #include "job/job.h"
 #include "job/job_stats.h"
+#include "job/job_state.h"
 #include "job/logw.h"
 #include "job/rank_report.h"
 #include "tap.h"
@@ -509,6 +510,38 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
+/* A run taken over: its history read back (here a job built by hand, as run_replay builds one)
+ * goes into the new job. Rank 0 exited, rank 1's node was lost (the crash of an assert once),
+ * rank 2 ran; the log tail, step and events come along. */
+static void test_take_history(void)
+{
+    const char *names[] = { "n1", "n2" };
+    int per_node[] = { 2, 1 };
+    char msg[256];
+    struct job *j = job_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
+    struct job *from = job_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
+    CHECK(j && from);
+    if (!j || !from) return;
+    for (int k = 0; k < 3; k++) job_rank_running(from, k, 100 + k);
+    job_log_append(from, 2, LOG_STDOUT, 0, "step 7 of rank 2", 16);
+    job_event_add(from, EV_INFO, -1, -1, "an event of the first controller");
+    from->ranks[0].exit_code = 0;
+    job_rank_ended(from, 0, RANK_EXITED);
+    job_node_lost(from, 0, "its agent ended", true); /* node n1: ranks 0 (exited) and 1 */
+    CHECK_INT(from->ranks[1].state, RANK_LOST);
+    bool ended[3] = { true, true, false };
+    job_take_history(j, from, ended);
+    CHECK_INT(j->ranks[0].state, RANK_EXITED);
+    CHECK_INT(j->ranks[1].state, RANK_LOST);
+    CHECK_INT(j->ranks[2].state, RANK_RUNNING);
+    CHECK_INT(j->ranks[2].log.count, 1);
+    CHECK_INT(from->ranks[2].log.count, 0);
+    CHECK_INT(j->ev_count, 1);
+    CHECK(strstr(j->events[j->ev_head].text, "first controller") != NULL);
+    job_free(from);
+    job_free(j);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-job-XXXXXX");
@@ -526,6 +559,7 @@ int main(void)
     RUN(test_rank_exits);
     RUN(test_stats);
     RUN(test_names);
+    RUN(test_take_history);
     nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return tap_done();
 }

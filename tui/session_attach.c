@@ -142,7 +142,7 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
         snprintf(path, sizeof path, "%s", arg);
         session_run_of_path(arg, run, sizeof run);
     } else {
-        if (arg && !plan_run_id_valid(arg)) {
+        if (arg && !util_run_id_ok(arg)) {
             fprintf(stderr, "ddptop attach: '%s' is not a run id (1 to 64 letters, digits, '.', '_' "
                     "or '-') nor a socket's path\n", arg);
             return 2;

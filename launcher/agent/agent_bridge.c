@@ -128,7 +128,7 @@ int agent_bridge_main(int in_fd, int out_fd)
     const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));
     const char *run = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "run"));
     const cJSON *nd = cJSON_GetObjectItemCaseSensitive(req, "node");
-    if (!op || strcmp(op, WIRE_OP_ATTACH) != 0 || !agent_sock_run_ok(run) || !cJSON_IsNumber(nd) ||
+    if (!op || strcmp(op, WIRE_OP_ATTACH) != 0 || !util_run_id_ok(run) || !cJSON_IsNumber(nd) ||
         nd->valuedouble < 0 || nd->valuedouble > 1e6) {
         cJSON_Delete(req);
         return gone(out_fd, false, "the bridge on %s got a malformed attach request", host);

@@ -94,7 +94,7 @@ int run_link_config(const cJSON *req, const cJSON *id)
         agent_req_int(ag, req, id, "node", 0, INT_MAX, -1, &node) < 0)
         return -1;
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(req, "run");
-    if (run && !agent_sock_run_ok(cJSON_GetStringValue(run))) {
+    if (run && !util_run_id_ok(cJSON_GetStringValue(run))) {
         agent_send_error(ag, id, "\"run\" must be 1 to 64 letters, digits, '.', '_' or '-'");
         return -1;
     }

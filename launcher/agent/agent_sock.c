@@ -27,19 +27,6 @@ static struct {
     ino_t ino;             /* the socket's inode: removed at the end only while still ours */
 } sk = {.node = -1};
 
-bool agent_sock_run_ok(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n < 1 || n > 64 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 /* The candidate directories, each DIR/ddptop-UID/agents (the session sockets of the dashboard
  * may share DIR/ddptop-UID on a login node that is also a node). */
 static char **bases(void)
@@ -222,7 +209,7 @@ static void listen_ready(struct agent *ag, struct agent_watch *w, short revents)
 int agent_sock_listen(struct agent *ag, const char *run, int node, char *err, size_t errlen)
 {
     if (sk.listen_w && sk.run && strcmp(sk.run, run) == 0 && sk.node == node) return 0;
-    if (!agent_sock_run_ok(run)) {
+    if (!util_run_id_ok(run)) {
         snprintf(err, errlen, "\"run\" must be 1 to 64 letters, digits, '.', '_' or '-'");
         return -1;
     }

@@ -17,8 +17,6 @@
 /* Longest attach line a bridge passes on. */
 #define AGENT_SOCK_LINE_MAX 4096
 
-/* Whether s can be a run id in a socket's name ([A-Za-z0-9._-], 1 to 64, not . or ..). */
-bool agent_sock_run_ok(const char *s);
 
 /* The socket's path for run's node: in the first usable private directory of
  * $TMPDIR/ddptop-UID/agents, /tmp/ddptop-UID/agents, /dev/shm/ddptop-UID/agents (made 0700). NULL with err filled when none

@@ -166,6 +166,19 @@ void job_rank_ended(struct job *j, int rank, enum rank_state st)
     r->straggler = false;
 }
 
+void job_rank_ended_as(struct job *j, int rank, const struct rank_info *was)
+{
+    struct rank_info *r = rank_at(j, rank);
+    assert(was->state == RANK_STOPPED || was->state == RANK_EXITED || was->state == RANK_FAILED ||
+           was->state == RANK_LOST);
+    r->state = was->state;
+    r->exit_code = was->exit_code;
+    r->term_signal = was->term_signal;
+    r->pid = 0;
+    r->proc_state = '?';
+    r->straggler = false;
+}
+
 void job_ranks_stopped(struct job *j)
 {
     for (size_t r = 0; r < j->n_ranks; r++)

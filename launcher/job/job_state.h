@@ -59,6 +59,9 @@ void job_rank_stalled(struct job *j, int rank);          /* its step stopped adv
 void job_rank_resumed(struct job *j, int rank);
 /* It ended: stopped by us, exited 0, or failed. */
 void job_rank_ended(struct job *j, int rank, enum rank_state st);
+/* It had ended as `was` says (the run's files, read back when a run is taken over): its end
+ * state (exited, failed, stopped, lost), exit code and signal. */
+void job_rank_ended_as(struct job *j, int rank, const struct rank_info *was);
 /* The stop is complete: ranks still running or stalled are stopped. */
 void job_ranks_stopped(struct job *j);
 

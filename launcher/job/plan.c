@@ -278,19 +278,6 @@ char *plan_run_id(int64_t wall, unsigned rnd16)
     return xasprintf("%s-%04x", buf, rnd16 & 0xffff);
 }
 
-bool plan_run_id_valid(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n > 64 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0) return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 int plan_token(char out[33])
 {
     unsigned char rnd[16];

@@ -102,8 +102,6 @@ void plan_argv_free(char **argv);
 
 /* A run id for people and directories: "YYYYMMDD-HHMMSS-xxxx" (local time, 4 hex digits). */
 char *plan_run_id(int64_t wall_ns, unsigned rnd16);
-/* --run-id must be a safe directory name: 1..64 of [A-Za-z0-9._-], not "." or "..". */
-bool plan_run_id_valid(const char *id);
 /* 32 hex digits from /dev/urandom (getrandom as a fallback). Returns 0 or -1. */
 int plan_token(char out[33]);
 

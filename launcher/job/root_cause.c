@@ -158,18 +158,13 @@ bool root_cause_node(struct job *j, int node, const char *why)
     return true;
 }
 
-bool root_cause_scheduler(struct job *j, int node, const char *why)
+bool root_cause_told(struct job *j, int node, const char *summary)
 {
     struct root_cause *c = node_cause_begin(j, node);
     if (!c) return false;
-    c->summary = xstrdup(why);
+    c->summary = xstrdup(summary);
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
-}
-
-bool root_cause_control(struct job *j, int node, const char *why)
-{
-    return root_cause_scheduler(j, node, why);
 }
 
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)

@@ -22,13 +22,11 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
                      const char *error_file, size_t error_len);
 /* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
 bool root_cause_node(struct job *j, int node, const char *why);
-/* The scheduler ended the job (Slurm's SIGTERM to the step: scancel, a time limit, preemption),
- * first seen on node `node`: why is the whole summary. */
-bool root_cause_scheduler(struct job *j, int node, const char *why);
-/* The control plane lost node `node` for good (its agent ended, it stayed unreachable past the
- * agents' grace, the controller itself did not run): why is the whole summary ("node n3
- * unreachable for 10 min ...", "the controller did not run for 8 s ..."). */
-bool root_cause_control(struct job *j, int node, const char *why);
+/* A cause already told whole, first seen on node `node`: the scheduler ended the job (Slurm's
+ * SIGTERM to the step: scancel, a time limit, preemption), or the control plane lost the node
+ * for good ("node n3 unreachable for 10 min ...", "the controller did not run for 8 s ...").
+ * summary is the whole summary. */
+bool root_cause_told(struct job *j, int node, const char *summary);
 /* The attempt hung (--on-hang restart or stop): `rank` stalled first (hang_first_stalled);
  * where says where every rank was (stack_where_summary; NULL: unknown). Same rule, with the
  * rank's last output lines: "rank 1 on gpu2 hung: step 4 has not advanced for 12 s; rank 1 in

@@ -84,8 +84,13 @@ bool ctl_node_usable(const struct cnode *nd)
     return nd->t && nd->hello && !nd->lost && !nd->away && !nd->released;
 }
 
-/* Marks the node's running ranks lost; closes its transport (reconnected before a restart). */
 void ctl_node_lost(struct controller *c, size_t i, const char *why)
+{
+    ctl_node_lost_as(c, i, why, NULL);
+}
+
+/* Marks the node's running ranks lost; closes its transport (reconnected before a restart). */
+void ctl_node_lost_as(struct controller *c, size_t i, const char *why, const char *summary)
 {
     struct cnode *nd = &c->nodes[i];
     struct node_info *ni = &c->job->nodes[i];
@@ -107,7 +112,10 @@ void ctl_node_lost(struct controller *c, size_t i, const char *why)
         else job_node_lost(c->job, i, why, job_is_running(c->job));
         job_event_add(c->job, EV_NODE_LOST, -1, (int)i, "node %s %s: %s", ni->name,
                       ni->state == NODE_FAILED ? "unreachable" : "lost", why);
-        if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) root_cause_node(c->job, (int)i, why);
+        if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) {
+            if (summary) root_cause_told(c->job, (int)i, summary);
+            else root_cause_node(c->job, (int)i, why);
+        }
     }
     if (job_is_running(c->job)) {
         ctl_rank_failed_begin_stop(c);

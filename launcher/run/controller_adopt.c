@@ -150,43 +150,11 @@ static void take_history(struct controller *c)
         run_replay_done(&rp);
         ok = false;
     }
-    for (size_t k = 0; k < j->n_ranks; k++) {
-        struct rank_info *ri = &j->ranks[k];
-        if (ok) {
-            struct rank_info *old = &rp.job->ranks[k];
-            struct log_ring lr = ri->log;
-            struct metric_series ms = ri->series;
-            ri->log = old->log;
-            old->log = lr;
-            ri->series = old->series;
-            old->series = ms;
-            ri->has_step = old->has_step;
-            ri->step = old->step;
-            ri->has_loss = old->has_loss;
-            ri->loss = old->loss;
-            ri->step_ms = old->step_ms;
-        }
-        if (ok && rp.rank_ended[k]) {
-            ri->exit_code = rp.job->ranks[k].exit_code;
-            ri->term_signal = rp.job->ranks[k].term_signal;
-            job_rank_ended(j, (int)k, rp.job->ranks[k].state == RANK_STOPPED && rp.job->ranks[k].state != RANK_FAILED
-                                          ? RANK_STOPPED : rp.job->ranks[k].state);
-        } else {
-            job_rank_running(j, (int)k, 0);
-        }
+    if (!ok) {
+        for (size_t k = 0; k < j->n_ranks; k++) job_rank_running(j, (int)k, 0);
+        return;
     }
-    if (!ok) return;
-    struct job_event *ev = j->events;
-    size_t head = j->ev_head, count = j->ev_count;
-    j->events = rp.job->events;
-    j->ev_head = rp.job->ev_head;
-    j->ev_count = rp.job->ev_count;
-    rp.job->events = ev;
-    rp.job->ev_head = head;
-    rp.job->ev_count = count;
-    struct root_cause cause = j->cause;
-    j->cause = rp.job->cause;
-    rp.job->cause = cause;
+    job_take_history(j, rp.job, rp.rank_ended);
     /* shown already, by the controller that wrote them */
     c->ev_head_seen = j->ev_head;
     c->ev_count_seen = j->ev_count;
@@ -230,8 +198,8 @@ void ctl_adopt_begin(struct controller *c)
         job_node_running(j, i);
         job_node_link(j, i, LINK_UNREACHABLE);
     }
+    job_running(j);
     if (strcmp(r->state, "RUNNING") == 0 || strcmp(r->state, "STALLED") == 0) {
-        job_running(j);
         /* a failure the dead controller had not acted on yet */
         for (size_t k = 0; k < j->n_ranks; k++)
             if (j->ranks[k].state == RANK_FAILED) {
@@ -242,11 +210,8 @@ void ctl_adopt_begin(struct controller *c)
                strcmp(r->state, "STOPPING") == 0) {
         /* a stop was under way: it goes on once the nodes are back */
         enum job_state during = r->state[0] == 'F' ? JOB_FAILING : r->state[0] == 'R' ? JOB_RESTARTING : JOB_STOPPING;
-        job_running(j);
         ctl_begin_stop(c, during, during == JOB_FAILING ? JOB_FAILED : JOB_STOPPED, after_of(r->after),
                        r->auto_restart);
-    } else {
-        job_running(j);
     }
     ctl_record_write(c);
 }

@@ -140,6 +140,8 @@ cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, i
 bool ctl_node_usable(const struct cnode *nd);
 void ctl_events_flush(struct controller *c);                     /* new events -> front end */
 void ctl_node_lost(struct controller *c, size_t node, const char *why);
+/* The same, the root cause told whole by summary (NULL: "node N lost: why"). */
+void ctl_node_lost_as(struct controller *c, size_t node, const char *why, const char *summary);
 void ctl_rank_failed_begin_stop(struct controller *c);
 void ctl_check_progress(struct controller *c);
 /* The job ended in state st (DONE, FAILED, STOPPED): its agents and --salloc's allocation are
@@ -211,8 +213,11 @@ void ctl_link_resume_answer(struct controller *c, size_t node, const cJSON *m);
 void ctl_link_gone(struct controller *c, size_t node, const char *why, bool final);
 /* The acknowledgements for a ping to node ("ack" member), from what the log index holds. */
 void ctl_link_ack(struct controller *c, size_t node, cJSON *ping);
-/* The loop did not run for gap_ms. */
+/* The loop did not run for gap_ms: said, and held (below). */
 void ctl_link_stalled(struct controller *c, int64_t gap_ms);
+/* held_ms were the controller's own (a stall, a log writer that was behind): the nodes'
+ * silence, their greeting deadlines and a stop's deadline do not count them. */
+void ctl_link_hold(struct controller *c, int64_t held_ms);
 /* A fresh agent greeted on node: its numbering starts again (the bases move on). */
 void ctl_link_fresh_agent(struct controller *c, size_t node);
 

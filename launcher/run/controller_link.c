@@ -82,20 +82,14 @@ static char *lost_why(struct controller *c, const char *why)
 void ctl_link_lost(struct controller *c, size_t i, const char *why)
 {
     char *full = lost_why(c, why);
-    struct cnode *nd = &c->nodes[i];
-    nd->away = false;
-    job_node_link(c->job, i, LINK_UP);
-    if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) {
-        /* the summary says what happened, not only that a node was lost: the controller's
-         * own stall, "node n3 unreachable for 10 min", "node n3 lost: its agent ended: ..." */
-        const char *name = c->job->nodes[i].name;
-        char *sum = strcmp(full, why) != 0 ? xstrdup(full)
-                    : strncmp(why, "unreachable", 11) == 0 ? xasprintf("node %s %s", name, why)
-                                                             : xasprintf("node %s lost: %s", name, why);
-        root_cause_control(c->job, (int)i, sum);
-        free(sum);
-    }
-    ctl_node_lost(c, i, full);
+    /* the summary says what happened, not only that a node was lost: the controller's own
+     * stall, "node n3 unreachable for 10 min", "node n3 lost: its agent ended: ..." */
+    const char *name = c->job->nodes[i].name;
+    char *sum = strcmp(full, why) != 0 ? xstrdup(full)
+                : strncmp(why, "unreachable", 11) == 0 ? xasprintf("node %s %s", name, why)
+                                                         : xasprintf("node %s lost: %s", name, why);
+    ctl_node_lost_as(c, i, full, sum);
+    free(sum);
     free(full);
 }
 
@@ -225,15 +219,17 @@ void ctl_link_check(struct controller *c, int64_t now)
 {
     int64_t timeout = (int64_t)c->o.node_timeout_s * 1000;
     int64_t grace = (int64_t)c->o.agent_grace_s * 1000;
-    if (!job_is_running(c->job) && !job_is_stopping(c->job)) return;
+    /* the preflight's requests have deadlines of their own (facts may block the agent) */
+    if (c->job->state == JOB_CHECKING) return;
+    bool live = job_is_running(c->job) || job_is_stopping(c->job);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
         struct node_info *ni = &c->job->nodes[i];
         char span[48], at[16], why[160];
         if (nd->lost || nd->released) continue;
-        if (!ctl_link_applies(c, i)) {
-            /* no grace: silence loses the node, as always */
-            if (nd->hello && now - nd->quiet_from_ms > timeout) {
+        if (!live || !ctl_link_applies(c, i)) {
+            /* no ranks to wait for, or no grace: silence loses the node, as always */
+            if (ctl_node_usable(nd) && now - nd->quiet_from_ms > timeout) {
                 span_text(now - nd->quiet_from_ms, span, sizeof span);
                 snprintf(why, sizeof why, "no message for %s (network down, node hung or agent killed)", span);
                 ctl_link_lost(c, i, why);
@@ -417,6 +413,18 @@ void ctl_link_fresh_agent(struct controller *c, size_t i)
     }
 }
 
+void ctl_link_hold(struct controller *c, int64_t held_ms)
+{
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        nd->quiet_from_ms += held_ms;
+        if (nd->quiet_from_ms > now) nd->quiet_from_ms = now;
+        if (nd->hello_deadline_ms) nd->hello_deadline_ms += held_ms;
+    }
+    if (c->stop_deadline_ms) c->stop_deadline_ms += held_ms;
+}
+
 void ctl_link_stalled(struct controller *c, int64_t gap_ms)
 {
     char span[48];
@@ -425,11 +433,7 @@ void ctl_link_stalled(struct controller *c, int64_t gap_ms)
     span_text(gap_ms, span, sizeof span);
     c->stall_ms = gap_ms;
     c->stall_end_ms = now;
-    for (size_t i = 0; i < c->n; i++) {
-        struct cnode *nd = &c->nodes[i];
-        nd->quiet_from_ms += gap_ms;
-        if (nd->quiet_from_ms > now) nd->quiet_from_ms = now;
-    }
+    ctl_link_hold(c, gap_ms);
     /* a starved controller stalls pass after pass: said once in a while, not each time */
     if (!say) return;
     c->stall_said_ms = now;

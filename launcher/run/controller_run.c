@@ -190,7 +190,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
         goto fail;
     }
-    if (o->run_id && !plan_run_id_valid(o->run_id)) {
+    if (o->run_id && !util_run_id_ok(o->run_id)) {
         snprintf(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", o->run_id);
         goto fail;
     }
@@ -303,23 +303,12 @@ void ctl_draw(struct controller *c)
 static void timers(struct controller *c)
 {
     int64_t now = mono_ms();
-    int64_t timeout = (int64_t)c->o.node_timeout_s * 1000;
     if (now >= c->next_ping_ms) {
         c->next_ping_ms = now + PING_EVERY_MS;
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];
             int id;
-            if (!ctl_node_usable(nd)) continue;
-            /* while ranks run, controller_link.c watches the silence; the preflight's requests
-             * have deadlines of their own (facts may block the agent) */
-            if (!job_is_running(c->job) && !job_is_stopping(c->job) && c->job->state != JOB_CHECKING &&
-                now - nd->quiet_from_ms > timeout) {
-                char why[120];
-                snprintf(why, sizeof why, "no message for %lld s (network down, node hung or agent killed)",
-                         (long long)((now - nd->quiet_from_ms) / 1000));
-                ctl_node_lost(c, i, why);
-                continue;
-            }
+            if (!ctl_node_usable(nd)) continue; /* controller_link.c watches the silence */
             cJSON *ping = ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id);
             ctl_link_ack(c, i, ping); /* what the log index holds: the agent lets it go */
             ctl_send(c, i, ping);
@@ -410,8 +399,9 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     /* Slept far past what was asked (SIGSTOP, Ctrl-Z, a machine starved of CPU): that silence
      * of the nodes was ours. The same for a pass that took that long. */
     int64_t after = mono_ms(), overslept = after - polled - timeout, pass = polled - c->last_pass_ms;
+    bool stalled = overslept > LOOP_GAP_MS || (c->last_pass_ms && pass > LOOP_GAP_MS);
     if (overslept > LOOP_GAP_MS) ctl_link_stalled(c, after - polled);
-    else if (c->last_pass_ms && pass > LOOP_GAP_MS) ctl_link_stalled(c, pass);
+    else if (stalled) ctl_link_stalled(c, pass);
     /* The log writer's queue is long (a log directory that stalls): the agents' lines wait in
      * their transports, which stop reading, and the agents spool; we hear again below LOW. */
     size_t backlog = logw_backlog(c->job->files);
@@ -422,16 +412,8 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     } else if (c->writer_full && backlog < WRITER_LOW) {
         c->writer_full = false;
     }
-    if (c->writer_full) {
-        /* The nodes' silence and a stop's or a greeting's slowness are then ours: their clocks
-         * wait with them. */
-        int64_t held = c->last_pass_ms ? after - c->last_pass_ms : 0;
-        for (size_t i = 0; i < c->n; i++) {
-            c->nodes[i].quiet_from_ms = after;
-            if (c->nodes[i].hello_deadline_ms) c->nodes[i].hello_deadline_ms += held;
-        }
-        if (c->stop_deadline_ms) c->stop_deadline_ms += held;
-    }
+    /* the nodes' silence and a stop's or a greeting's slowness are then ours */
+    if (c->writer_full && c->last_pass_ms && !stalled) ctl_link_hold(c, after - c->last_pass_ms);
     if (pfd[0].revents) signals_read(c);
     if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
     for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;

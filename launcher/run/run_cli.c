@@ -136,7 +136,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         o->workdir = val;
     } else if ((rc = VALUE("--run-id")) != 0) {
         if (rc < 0) return -1;
-        if (!plan_run_id_valid(val))
+        if (!util_run_id_ok(val))
             return cli_fail(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", val);
         o->run_id = val;
     } else if ((rc = VALUE("--env")) != 0) {

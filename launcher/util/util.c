@@ -309,3 +309,16 @@ char *util_clock_text(int64_t wall, char *buf, size_t n)
     if (wall <= 0 || !localtime_r(&t, &tm) || !strftime(buf, n, "%H:%M:%S", &tm)) snprintf(buf, n, "?");
     return buf;
 }
+
+bool util_run_id_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n < 1 || n > 64 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}

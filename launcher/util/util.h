@@ -75,5 +75,8 @@ void util_iso_time(int64_t wall, char *buf, size_t n);
 /* wall (wall_ns()) as local "HH:MM:SS", when something happened, for people; 0 or unreadable:
  * "?". Returns buf. */
 char *util_clock_text(int64_t wall, char *buf, size_t n);
+/* Whether s can be a run id (--run-id): a directory's name, and part of an agent's socket name
+ * on the nodes: 1 to 64 of [A-Za-z0-9._-], not "." or "..". */
+bool util_run_id_ok(const char *s);
 
 #endif
