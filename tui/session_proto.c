@@ -172,13 +172,8 @@ void session_note_run(const char *run_id, const char *run_dir)
 {
     char dir[200], err[256];
     if (!run_dir || session_dir(dir, sizeof dir, true, err, sizeof err) < 0) return;
-    char *path = xasprintf("%s/%s.dir", dir, run_id), *tmp = xasprintf("%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        bool ok = util_write_all(fd, run_dir, strlen(run_dir)) == 0;
-        if (close(fd) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
-    }
-    free(tmp);
+    char *path = xasprintf("%s/%s.dir", dir, run_id);
+    util_replace_file(path, run_dir, strlen(run_dir), 0600, false); /* a note: attach also searches --log-dir */
     free(path);
 }
 

@@ -281,6 +281,11 @@ void outbox_relink(struct outbox *ob)
     ob->held = true;
 }
 
+static bool keep_unacked(const struct outbox *ob, const struct entry *e)
+{
+    return e->rank < 0 || !entry_done(ob, e);
+}
+
 void outbox_resume(struct outbox *ob, uint64_t (*from)(void *ctx, int rank), void *ctx, size_t *n,
                    size_t *bytes)
 {
@@ -290,28 +295,13 @@ void outbox_resume(struct outbox *ob, uint64_t (*from)(void *ctx, int rank), voi
     }
     /* What was queued since the relink (status, answers) stays; durable ones the controller
      * has go. */
-    struct entry **pp = &ob->head;
+    filter(ob, keep_unacked);
     size_t count = 0, sum = 0;
-    ob->tail = NULL;
-    ob->bytes = 0;
-    while (*pp) {
-        struct entry *e = *pp;
-        if (e->rank >= 0 && entry_done(ob, e)) {
-            *pp = e->next;
-            free(e);
-            continue;
-        }
+    for (const struct entry *e = ob->head; e; e = e->next)
         if (e->rank >= 0) {
             count++;
             sum += e->len;
         }
-        ob->bytes += e->len;
-        ob->tail = e;
-        pp = &e->next;
-    }
-    ob->cursor = ob->head;
-    ob->cursor_off = 0;
-    ob->unsent = ob->bytes;
     ob->held = false;
     if (n) *n = count;
     if (bytes) *bytes = sum;

@@ -234,24 +234,12 @@ static void index_write(struct logw *w)
     bool *synced = xcalloc(w->n ? w->n : 1, sizeof *synced);
     for (size_t i = 0; i < w->n; i++) synced[i] = rank_sync(w, i);
     char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
-    char *tmp = xasprintf("%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    bool ok = fd >= 0 && util_write_all(fd, sb.buf ? sb.buf : "", sb.len) == 0 && (fdatasync(fd) == 0 || errno == EINVAL);
-    if (fd >= 0 && close(fd) != 0) ok = false;
-    if (ok && rename(tmp, path) != 0) ok = false;
-    if (ok) {
-        int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd); /* the rename itself; a directory some filesystems cannot sync is no error here */
-            close(dfd);
-        }
-    } else {
+    bool ok = util_replace_file(path, sb.buf ? sb.buf : "", sb.len, 0644, true) == 0;
+    if (!ok) {
         w->dirty = true; /* the next sync tries again */
         report(w, REP_INDEX, "cannot write %s: %s (the agents keep the ranks' output until it can be: their "
                "spool may fill; choose another --log-dir)", path, strerror(errno));
-        unlink(tmp);
     }
-    free(tmp);
     free(path);
     strbuf_done(&sb);
     /* The marks move only with an index that holds them: a controller that takes the run over
@@ -284,16 +272,8 @@ static void replace_file(struct logw *w, const struct chunk *c)
     size_t nl = strnlen(c->data, c->len);
     if (nl >= c->len) return;
     char *path = xasprintf("%s/%s", w->dir, c->data);
-    char *tmp = xasprintf("%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && util_write_all(fd, c->data + nl + 1, c->len - nl - 1) == 0;
-    if (fd >= 0 && close(fd) != 0) ok = false;
-    if (ok && rename(tmp, path) != 0) ok = false;
-    if (!ok) {
+    if (util_replace_file(path, c->data + nl + 1, c->len - nl - 1, 0600, false) != 0)
         report(w, REP_REPLACE, "cannot write %s: %s (ddptop attach could not take the run over)", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
     free(path);
 }
 

@@ -85,18 +85,14 @@ int run_owner_write(const char *run_dir, char *err, size_t errlen)
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     char *path = xasprintf("%s/%s", run_dir, RUN_OWNER_FILE);
-    char *tmp = xasprintf("%s.%d.tmp", path, o.pid);
-    FILE *f = fopen(tmp, "w");
+    char *line = xasprintf("%s\n", text ? text : "{}");
     int rc = 0;
-    if (!f || fprintf(f, "%s\n", text ? text : "{}") < 0 || fclose(f) != 0 ||
-        rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s (choose another --log-dir)", path,
-                 strerror(errno));
-        if (f) unlink(tmp);
+    if (util_replace_file(path, line, strlen(line), 0644, false) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s (choose another --log-dir)", path, strerror(errno));
         rc = -1;
     }
+    free(line);
     free(text);
-    free(tmp);
     free(path);
     return rc;
 }

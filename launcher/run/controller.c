@@ -388,6 +388,13 @@ static void connect_progress(struct controller *c)
 
 /* ---- stopping, restarting, ending --------------------------------------------------------- */
 
+void ctl_send_stop(struct controller *c, size_t i)
+{
+    cJSON *m = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &c->nodes[i].stop_id);
+    cJSON_AddNumberToObject(m, "term_timeout_ms", (double)c->o.term_timeout_s * 1000);
+    ctl_send(c, i, m);
+}
+
 void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
                        enum after_stop after, bool auto_restart)
 {
@@ -399,7 +406,6 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
     c->stop_deadline_ms = mono_ms() + grace + 5000;
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
-        cJSON *m;
         if (nd->away && ctl_link_applies(c, i)) {
             /* unreachable: the stop goes when it is back (ctl_link_resumed); until then only a
              * restart waits for it, so that two attempts never share the node (stop_progress) */
@@ -411,9 +417,7 @@ void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state 
             continue;
         }
         nd->stopped = false;
-        m = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id);
-        cJSON_AddNumberToObject(m, "term_timeout_ms", (double)grace);
-        ctl_send(c, i, m);
+        ctl_send_stop(c, i);
     }
     c->job->generation++;
     ctl_record_write(c);

@@ -140,6 +140,8 @@ cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, i
 bool ctl_node_usable(const struct cnode *nd);
 void ctl_events_flush(struct controller *c);                     /* new events -> front end */
 void ctl_node_lost(struct controller *c, size_t node, const char *why);
+/* Asks node's agent to stop its ranks (SIGTERM, SIGKILL after --term-timeout). */
+void ctl_send_stop(struct controller *c, size_t node);
 /* The same, the root cause told whole by summary (NULL: "node N lost: why"). */
 void ctl_node_lost_as(struct controller *c, size_t node, const char *why, const char *summary);
 void ctl_rank_failed_begin_stop(struct controller *c);

@@ -271,6 +271,15 @@ void ctl_link_check(struct controller *c, int64_t now)
     start_tries(c, now);
 }
 
+/* What the log index holds of rank, in its agent's numbers: 0 when nothing, or when the marks
+ * are those of an earlier agent of the node (another base). */
+static uint64_t durable_seq(const struct controller *c, int rank)
+{
+    uint64_t seq, base;
+    logw_durable(c->job->files, rank, &seq, &base);
+    return base == c->job->ranks[rank].seq_base ? seq : 0;
+}
+
 /* ---- a bridge, then the agent ------------------------------------------------------------- */
 
 void ctl_link_bridge(struct controller *c, size_t i)
@@ -335,12 +344,9 @@ void ctl_link_resumed(struct controller *c, size_t i, const cJSON *hello)
     cJSON *from = cJSON_AddObjectToObject(m, "from");
     for (int k = 0; k < ni->n_ranks; k++) {
         int rank = ni->first_rank + k;
-        const struct rank_info *ri = &c->job->ranks[rank];
-        uint64_t seq, base;
+        uint64_t seq = durable_seq(c, rank);
         char key[24];
-        logw_durable(c->job->files, rank, &seq, &base);
-        if (base != ri->seq_base) seq = 0;
-        if (seq > ri->seq) seq = ri->seq;
+        if (seq > c->job->ranks[rank].seq) seq = c->job->ranks[rank].seq;
         if (!seq) continue;
         snprintf(key, sizeof key, "%d", rank);
         cJSON_AddNumberToObject(from, key, (double)seq);
@@ -348,9 +354,7 @@ void ctl_link_resumed(struct controller *c, size_t i, const cJSON *hello)
     ctl_send(c, i, m);
     if (take_rank_list(c, i, ranks)) nd->spawn_answered = true;
     if (job_is_stopping(c->job) && !nd->stopped) {
-        cJSON *s = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id);
-        cJSON_AddNumberToObject(s, "term_timeout_ms", (double)c->o.term_timeout_s * 1000);
-        ctl_send(c, i, s);
+        ctl_send_stop(c, i);
     }
     ctl_gpu_watch(c, i);
     /* the ranks' steps may have moved while we did not hear: the stall clock starts again */
@@ -387,12 +391,9 @@ void ctl_link_ack(struct controller *c, size_t i, cJSON *ping)
     cJSON *ack = NULL;
     for (int k = 0; k < ni->n_ranks; k++) {
         int rank = ni->first_rank + k;
-        struct rank_info *ri = &c->job->ranks[rank];
         struct crank *cr = &c->ranks[rank];
-        uint64_t seq, base;
-        logw_durable(c->job->files, rank, &seq, &base);
-        /* marks of an earlier agent of this node are not this one's numbers */
-        if (base != ri->seq_base || !seq || (seq == cr->acked && base == cr->acked_base)) continue;
+        uint64_t seq = durable_seq(c, rank), base = c->job->ranks[rank].seq_base;
+        if (!seq || (seq == cr->acked && base == cr->acked_base)) continue;
         if (!ack) ack = cJSON_AddObjectToObject(ping, "ack");
         char key[24];
         snprintf(key, sizeof key, "%d", rank);

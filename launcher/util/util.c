@@ -248,6 +248,33 @@ int util_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+int util_replace_file(const char *path, const void *data, size_t len, mode_t mode, bool sync)
+{
+    char *tmp = xasprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    /* fchmod: a file left by an earlier try keeps its mode through O_TRUNC */
+    bool ok = fd >= 0 && fchmod(fd, mode) == 0 && util_write_all(fd, data, len) == 0 &&
+              (!sync || fdatasync(fd) == 0 || errno == EINVAL);
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    if (ok && rename(tmp, path) != 0) ok = false;
+    int e = errno;
+    if (!ok) {
+        unlink(tmp);
+    } else if (sync) {
+        char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        int dfd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd); /* the rename itself; a directory some filesystems cannot sync is no error */
+            close(dfd);
+        }
+        free(dir);
+    }
+    free(tmp);
+    errno = e;
+    return ok ? 0 : -1;
+}
+
 int util_mkdir_p(const char *path)
 {
     char *p = xstrdup(path);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Out of memory is fatal: the hook (set by the TUI) restores the terminal, then we abort. */
 void util_set_fatal_hook(void (*hook)(void));
@@ -65,6 +66,11 @@ int util_write_all(int fd, const void *p, size_t n);
 /* mkdir -p: every missing component of path (0755 before the umask); 0, or -1 with errno
  * (ENOTDIR when path exists and is not a directory). */
 int util_mkdir_p(const char *path);
+/* path becomes data, whole: written to path.tmp (mode, not followed if a link), then renamed
+ * over path, so a reader sees the old file or the new one. sync: the data reaches the disk
+ * first (fdatasync) and the rename after (the directory synced). 0, or -1 with errno (the
+ * temporary file removed). */
+int util_replace_file(const char *path, const void *data, size_t len, mode_t mode, bool sync);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
