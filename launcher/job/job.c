@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job_state.h"
 #include "logw.h"
 #include "run_owner.h"
 #include "util/util.h"
@@ -249,37 +248,6 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         return NULL;
     }
     return j;
-}
-
-void job_take_history(struct job *j, struct job *from, const bool *ended)
-{
-    for (size_t k = 0; k < j->n_ranks; k++) {
-        struct rank_info *ri = &j->ranks[k], *old = &from->ranks[k];
-        struct log_ring lr = ri->log;
-        struct metric_series ms = ri->series;
-        ri->log = old->log;
-        old->log = lr;
-        ri->series = old->series;
-        old->series = ms;
-        ri->has_step = old->has_step;
-        ri->step = old->step;
-        ri->has_loss = old->has_loss;
-        ri->loss = old->loss;
-        ri->step_ms = old->step_ms;
-        if (ended[k]) job_rank_ended_as(j, (int)k, old);
-        else job_rank_running(j, (int)k, 0);
-    }
-    struct job_event *ev = j->events;
-    size_t head = j->ev_head, count = j->ev_count;
-    j->events = from->events;
-    j->ev_head = from->ev_head;
-    j->ev_count = from->ev_count;
-    from->events = ev;
-    from->ev_head = head;
-    from->ev_count = count;
-    struct root_cause cause = j->cause;
-    j->cause = from->cause;
-    from->cause = cause;
 }
 
 void job_cause_clear(struct job *j)

@@ -264,11 +264,6 @@ void job_free(struct job *j);
 
 /* Starts attempt j->attempt (opens attempt-N/rank-R.log files, resets per-attempt state). */
 int job_attempt_begin(struct job *j, char *err, size_t errlen);
-/* A run taken over (`ddptop attach`): the history of the same attempt read back from its files
- * (run_replay.h: `from`, of the same shape) goes into j: each rank's log tail, metrics, step and
- * loss, the events and the root cause; a rank whose end `ended` records has ended as it says,
- * the others run. `from` gets j's empty ones in exchange. */
-void job_take_history(struct job *j, struct job *from, const bool *ended);
 
 /* Appends one line of rank output: to its log file (raw bytes, plus '\n' unless the line is
  * LOG_LINE_PARTIAL or LOG_LINE_SPLIT) and to its ring. LOG_SYSTEM lines go to the ring only. */

@@ -185,3 +185,34 @@ void job_ranks_stopped(struct job *j)
         if (j->ranks[r].state == RANK_RUNNING || j->ranks[r].state == RANK_STALLED)
             job_rank_ended(j, (int)r, RANK_STOPPED);
 }
+
+void job_take_history(struct job *j, struct job *from, const bool *ended)
+{
+    for (size_t k = 0; k < j->n_ranks; k++) {
+        struct rank_info *ri = &j->ranks[k], *old = &from->ranks[k];
+        struct log_ring lr = ri->log;
+        struct metric_series ms = ri->series;
+        ri->log = old->log;
+        old->log = lr;
+        ri->series = old->series;
+        old->series = ms;
+        ri->has_step = old->has_step;
+        ri->step = old->step;
+        ri->has_loss = old->has_loss;
+        ri->loss = old->loss;
+        ri->step_ms = old->step_ms;
+        if (ended[k]) job_rank_ended_as(j, (int)k, old);
+        else job_rank_running(j, (int)k, 0);
+    }
+    struct job_event *ev = j->events;
+    size_t head = j->ev_head, count = j->ev_count;
+    j->events = from->events;
+    j->ev_head = from->ev_head;
+    j->ev_count = from->ev_count;
+    from->events = ev;
+    from->ev_head = head;
+    from->ev_count = count;
+    struct root_cause cause = j->cause;
+    j->cause = from->cause;
+    from->cause = cause;
+}

@@ -65,4 +65,11 @@ void job_rank_ended_as(struct job *j, int rank, const struct rank_info *was);
 /* The stop is complete: ranks still running or stalled are stopped. */
 void job_ranks_stopped(struct job *j);
 
+/* ---- a run taken over ------------------------------------------------------------------------ */
+/* A run taken over (`ddptop attach`): the history of the same attempt read back from its files
+ * (run_replay.h: `from`, of the same shape) goes into j: each rank's log tail, metrics, step and
+ * loss, the events and the root cause; a rank whose end `ended` records has ended as it says,
+ * the others run. `from` gets j's empty ones in exchange. */
+void job_take_history(struct job *j, struct job *from, const bool *ended);
+
 #endif
