@@ -228,6 +228,8 @@ int session_start(const struct session_start *s)
         pty_open(&st, err, sizeof err) < 0 ||
         (st.listen_fd = session_listen(st.sock_path, st.run_id, err, sizeof err)) < 0)
         goto fail;
+    char note[1024];
+    if (session_dir_fallback_note(dir, note, sizeof note)) fprintf(stderr, "ddptop: %s\n", note);
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st.req) != 0) {
         snprintf(err, sizeof err, "cannot make a socket pair: %s", strerror(errno));
         goto fail_unlink;

@@ -35,7 +35,8 @@ void session_attach_usage(FILE *f)
           "In the dashboard d detaches (the job goes on), q asks whether to stop the job or detach,\n"
           "Ctrl-\\ detaches even when the dashboard does not answer. Several terminals may be\n"
           "attached at once: they see the same screen and any of them may type.\n"
-          "Sockets: $XDG_RUNTIME_DIR/ddptop/RUN.sock, else /tmp/ddptop-UID/RUN.sock (yours only).\n"
+          "Sockets: $XDG_RUNTIME_DIR/ddptop/RUN.sock, else /tmp/ddptop-UID/RUN.sock (yours only;\n"
+          "when another user holds that name, $HOME/.cache/ddptop/run-HOST/RUN.sock).\n"
           "\n"
           "Exit status: the job's when it ends while attached, 0 after a detach, 1 no such session,\n"
           "2 usage error.\n",
@@ -157,6 +158,8 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
             return 1;
         }
         have_dir = true;
+        char note[1024];
+        if (session_dir_fallback_note(dir, note, sizeof note)) fprintf(stderr, "ddptop attach: %s\n", note);
         if (!arg) {
             char names[16][72];
             size_t n = sessions_list(dir, names, 16);

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,15 +158,91 @@ int session_dir_check(const char *dir, bool create, char *err, size_t errlen)
     return 0;
 }
 
+/* $HOME/.cache/ddptop/run-HOST: where the sockets go when /tmp/ddptop-UID is not ours (another
+ * user can make that name first). Per host, as a home directory is often shared by the login
+ * nodes and a socket serves only the machine it was made on. false when there is no $HOME. */
+static bool fallback_dir(char *out, size_t n)
+{
+    const char *home = getenv("HOME");
+    if (!home || home[0] != '/') {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+    }
+    char host[64] = "";
+    if (!home || gethostname(host, sizeof host) != 0) return false;
+    host[sizeof host - 1] = '\0';
+    for (char *h = host; *h; h++)
+        if (!(*h == '-' || *h == '.' || *h == '_' || (*h >= '0' && *h <= '9') || ((*h | 0x20) >= 'a' && (*h | 0x20) <= 'z')))
+            *h = '_';
+    int k = snprintf(out, n, "%s/.cache/ddptop/run-%s", home, host[0] ? host : "localhost");
+    return k > 0 && (size_t)k < n;
+}
+
+static void tmp_dir(char *out, size_t n)
+{
+    snprintf(out, n, "/tmp/ddptop-%u", (unsigned)getuid());
+}
+
+/* Makes the fallback's parents: ~/.cache as any program would, ddptop/ in it ours alone. */
+static void fallback_parents(const char *dir)
+{
+    char *p = xstrdup(dir), *slash = strrchr(p, '/');
+    if (slash) {
+        *slash = '\0';                          /* .../.cache/ddptop */
+        char *up = strrchr(p, '/');
+        if (up) {
+            *up = '\0';                         /* .../.cache */
+            if (util_mkdir_p(p) == 0) {
+                *up = '/';
+                if (mkdir(p, 0700) != 0 && errno != EEXIST) { /* session_dir_check says so */ }
+            }
+        }
+    }
+    free(p);
+}
+
 int session_dir(char *out, size_t n, bool create, char *err, size_t errlen)
 {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     struct stat st;
-    if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
+    char fb[200], why[512];
+    if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) {
         snprintf(out, n, "%s/ddptop", xdg);
+        return session_dir_check(out, create, err, errlen);
+    }
+    bool have_fb = fallback_dir(fb, sizeof fb);
+    /* a fallback made once stays in use while it is there: every ddptop of ours agrees on it,
+     * whatever becomes of /tmp/ddptop-UID meanwhile */
+    if (have_fb && lstat(fb, &st) == 0 && session_dir_check(fb, false, why, sizeof why) == 0) {
+        snprintf(out, n, "%s", fb);
+        return 0;
+    }
+    tmp_dir(out, n);
+    if (session_dir_check(out, create, err, errlen) == 0) return 0;
+    if (!have_fb || (errno == ENOENT && !create)) return -1;
+    /* /tmp/ddptop-UID is there and not ours to use: someone else's (made first), a link, a file */
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(out, n, "%s", fb);
+    if (!create) {
+        snprintf(err, errlen, "%s; and there is no %s", why, fb);
+        errno = ENOENT;
+        return -1;
+    }
+    fallback_parents(fb);
+    return session_dir_check(fb, true, err, errlen);
+}
+
+bool session_dir_fallback_note(const char *dir, char *note, size_t n)
+{
+    char fb[200], tmp[64], why[512];
+    if (!fallback_dir(fb, sizeof fb) || strcmp(dir, fb) != 0) return false;
+    tmp_dir(tmp, sizeof tmp);
+    if (session_dir_check(tmp, false, why, sizeof why) == 0 || errno == ENOENT)
+        snprintf(note, n, "the session sockets are in %s (made when %s was not yours; "
+                 "remove it to go back to /tmp)", fb, tmp);
     else
-        snprintf(out, n, "/tmp/ddptop-%u", (unsigned)getuid());
-    return session_dir_check(out, create, err, errlen);
+        snprintf(note, n, "%s; the session sockets are in %s instead", why, fb);
+    return true;
 }
 
 void session_note_run(const char *run_id, const char *run_dir)

@@ -67,10 +67,18 @@ int session_queue_flush(struct session_queue *q, int fd);
 
 /* ---- the socket directory and the socket ------------------------------------------------- */
 
-/* The per-user directory of the sockets: $XDG_RUNTIME_DIR/ddptop when XDG_RUNTIME_DIR is set
- * and is a directory of ours, else /tmp/ddptop-UID. create: make it (0700) when missing.
- * -1 with err filled when it cannot be made or fails session_dir_check. */
+/* The per-user directory of the sockets, the one place that picks it (run, attach, the run
+ * notes): $XDG_RUNTIME_DIR/ddptop when XDG_RUNTIME_DIR is set and is a directory of ours; else
+ * $HOME/.cache/ddptop/run-HOST when that exists and passes session_dir_check (it was made
+ * because of what follows, and stays in use so that every ddptop agrees); else /tmp/ddptop-UID;
+ * and when that one exists but fails session_dir_check (another user made it first, a link,
+ * a file), $HOME/.cache/ddptop/run-HOST, made 0700. create: make the one picked when missing.
+ * -1 with err filled when it cannot be made or fails session_dir_check (errno ENOENT: there
+ * is none and !create; out names the one looked for). */
 int session_dir(char *out, size_t n, bool create, char *err, size_t errlen);
+/* When dir (from session_dir) is the $HOME fallback: true, and a line for the user saying
+ * why it is used (what is wrong with /tmp/ddptop-UID). */
+bool session_dir_fallback_note(const char *dir, char *note, size_t n);
 /* dir must be a real directory (not a link), owned by us, closed to group and others.
  * create: mkdir it 0700 first when it does not exist. 0, or -1 with a message in err saying
  * what is wrong and what to do; errno ENOENT when it does not exist and !create. */

@@ -128,17 +128,24 @@ static int view_loop(struct dashboard *d, const struct job *j)
 }
 
 /* The all-ranks log (a) in the live view is in arrival order; files do not keep it: each
- * attempt's lines, one of each rank in turn. */
+ * attempt's lines, one of each rank in turn. Only attempts that have lines are visited (the
+ * attempt's number is no count of work: a run's files may say attempt 1000000). */
 static void merged_fill(struct dashboard *d, const struct job *j)
 {
     size_t *at = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *at);
-    for (int a = 0; a <= j->attempt; a++) {
+    for (;;) {
+        int a = -1;
+        for (size_t r = 0; r < j->n_ranks; r++) {
+            const struct log_line *l = log_ring_at(&j->ranks[r].log, at[r]);
+            if (l && (a < 0 || l->attempt < a)) a = l->attempt;
+        }
+        if (a < 0) break;
         for (bool more = true; more;) {
             more = false;
             for (size_t r = 0; r < j->n_ranks; r++) {
                 const struct log_line *l = log_ring_at(&j->ranks[r].log, at[r]);
-                if (!l || l->attempt > a) continue;
-                if (l->attempt == a) dashboard_merged_add(d, (int)r, l->seq);
+                if (!l || l->attempt != a) continue;
+                dashboard_merged_add(d, (int)r, l->seq);
                 at[r]++;
                 more = true;
             }
@@ -200,6 +207,10 @@ static int show(const struct view_opts *o, const char *dir)
     merged_fill(d, r.job);
     if (r.state == RUN_INTERRUPTED)
         dashboard_notice(d, "run %s was interrupted: its controller ended before the run did", r.job->run_id);
+    else if (r.sum.bad_line)      /* the first line not believed, and why (run_summary.h) */
+        dashboard_notice(d, "%sevents.jsonl:%ld: %s; %ld line%s not taken (ddptop logs %s --events)",
+                         r.state == RUN_UNKNOWN ? "state unknown: " : "", r.sum.bad_line, r.sum.bad_why,
+                         r.bad_lines, r.bad_lines == 1 ? "" : "s", o->run);
     else if (r.state == RUN_UNKNOWN || r.bad_lines)
         dashboard_notice(d, "%s%ld line%s of events.jsonl or gpu.jsonl not understood (ddptop logs %s --events)",
                          r.state == RUN_UNKNOWN ? "state unknown: " : "", r.bad_lines,

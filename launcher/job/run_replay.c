@@ -35,14 +35,21 @@ struct rec {
 struct recs {
     struct rec *v;
     size_t n, cap;
-    long seen, bad;
+    long taken;                 /* lines believed (the others are bad lines) */
 };
 
 /* A rank's log tail of one attempt, read before the replay (newest attempts first, while the
- * ring's budget lasts) and fed during it (oldest first). */
+ * ring's budget lasts) and fed during it (oldest first). Only files that are there are read:
+ * the work follows the rank logs on disk, not the numbers events.jsonl holds. */
 struct tail {
+    int attempt, rank;
     char *data;
     size_t len;
+};
+
+struct tails {
+    struct tail *v;             /* sorted by attempt, then rank */
+    size_t n;
 };
 
 static void recs_clear(struct recs *R)
@@ -75,21 +82,20 @@ static enum job_event_kind kind_parse(const char *name)
     return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
 }
 
+/* One line that run_summary_feed believed (a JSON object with a kind, its numbers in range). */
 static void recs_feed(struct recs *R, const char *line, size_t len)
 {
-    R->seen++;
     cJSON *o = cJSON_ParseWithLength(line, len);
     const char *kind = cJSON_IsObject(o) ? str_field(o, "kind") : NULL;
     if (!kind) {
-        R->bad++;
         cJSON_Delete(o);
         return;
     }
     struct rec r = {
         .kind = kind_parse(kind),
         .t = run_summary_parse_time(str_field(o, "time")),
-        .attempt = int_field(o, "attempt", 0, 1 << 24),
-        .rank = int_field(o, "rank", -1, 1 << 24),
+        .attempt = int_field(o, "attempt", 0, RUN_ATTEMPTS_MAX),
+        .rank = int_field(o, "rank", -1, RUN_RANKS_MAX),
     };
     /* a new run in a reused directory: the newest run is the one shown (run_summary.h) */
     if (r.kind == EV_LAUNCH && r.attempt == 0)
@@ -108,22 +114,11 @@ static void recs_feed(struct recs *R, const char *line, size_t len)
     R->v[R->n++] = r;
 }
 
-static int recs_read(struct recs *R, const char *path)
+static void recs_take(void *ctx, const char *line, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        size_t len = (size_t)n;
-        if (line[len - 1] == '\n') len--;
-        if (len) recs_feed(R, line, len);
-    }
-    int bad = ferror(f);
-    free(line);
-    fclose(f);
-    return bad ? -1 : 0;
+    struct recs *R = ctx;
+    R->taken++;
+    recs_feed(R, line, len);
 }
 
 /* ---- files' tails ------------------------------------------------------------------------ */
@@ -183,25 +178,62 @@ static size_t tail_keep_lines(struct tail *t, size_t max_lines)
     return lines;
 }
 
-/* Per rank, the newest attempts' tails while the ring's budget lasts: tails[a * n_ranks + r]. */
-static struct tail *tails_read(const char *dir, const struct job *j, int n_att, bool *cut)
+static int tail_cmp(const void *a, const void *b)
 {
-    struct tail *tails = xcalloc((size_t)n_att * (j->n_ranks ? j->n_ranks : 1), sizeof *tails);
+    const struct tail *x = a, *y = b;
+    if (x->attempt != y->attempt) return x->attempt < y->attempt ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Per rank, the newest attempts' tails while the ring's budget lasts: each attempt-N/ on disk
+ * (newest first) and the rank logs in it of ranks the job has. */
+static void tails_read(struct tails *T, const char *dir, const struct job *j, bool *cut)
+{
+    size_t n_dirs = 0, cap = 0, open_ranks = j->n_ranks;
+    int *dirs = runs_attempts(dir, &n_dirs);
+    size_t *bytes = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *bytes);
+    size_t *lines = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *lines);
     for (size_t r = 0; r < j->n_ranks; r++) {
-        size_t bytes = j->log_max_bytes, lines = j->log_max_lines;
-        for (int a = n_att - 1; a >= 0 && bytes > 0 && lines > 0; a--) {
-            struct tail *t = &tails[(size_t)a * j->n_ranks + r];
-            char *path = xasprintf("%s/attempt-%d/rank-%zu.log", dir, a, r);
-            t->data = read_tail(path, bytes, &t->len, cut);
-            free(path);
-            if (!t->data) continue;
-            size_t kept = tail_keep_lines(t, lines);
-            bytes = t->len < bytes ? bytes - t->len : 0;
-            lines = kept < lines ? lines - kept : 0;
-            if (!bytes || !lines) *cut = true;
-        }
+        bytes[r] = j->log_max_bytes;
+        lines[r] = j->log_max_lines;
     }
-    return tails;
+    for (size_t d = n_dirs; d-- > 0;) {
+        if (!open_ranks) {
+            *cut = true;            /* older attempts left unread */
+            break;
+        }
+        size_t n_logs = 0;
+        int *logs = runs_rank_logs(dir, dirs[d], &n_logs);
+        for (size_t k = 0; k < n_logs; k++) {
+            size_t r = (size_t)logs[k];
+            if (r >= j->n_ranks || !bytes[r] || !lines[r]) continue;
+            struct tail t = { .attempt = dirs[d], .rank = logs[k] };
+            char *path = xasprintf("%s/attempt-%d/rank-%zu.log", dir, dirs[d], r);
+            t.data = read_tail(path, bytes[r], &t.len, cut);
+            free(path);
+            if (!t.data) continue;
+            size_t kept = tail_keep_lines(&t, lines[r]);
+            bytes[r] = t.len < bytes[r] ? bytes[r] - t.len : 0;
+            lines[r] = kept < lines[r] ? lines[r] - kept : 0;
+            if (!bytes[r] || !lines[r]) {
+                *cut = true;
+                open_ranks--;
+            }
+            if (T->n == cap) T->v = xrealloc(T->v, (cap = cap ? cap * 2 : 64) * sizeof *T->v);
+            T->v[T->n++] = t;
+        }
+        free(logs);
+    }
+    free(dirs);
+    free(bytes);
+    free(lines);
+    if (T->n) qsort(T->v, T->n, sizeof *T->v, tail_cmp);
+}
+
+static void tails_free(struct tails *T)
+{
+    for (size_t i = 0; i < T->n; i++) free(T->v[i].data);
+    free(T->v);
 }
 
 /* A tail's lines into the rank's ring and, where they hold one, its metrics. */
@@ -220,19 +252,52 @@ static void tail_feed(struct job *j, int rank, const struct tail *t,
 
 /* ---- the events played ------------------------------------------------------------------- */
 
+/* The job's nodes sorted by name, so that a line naming a host costs a binary search, not a
+ * pass over every node (a file may name 100000 of them, and as many lines may name one). */
+static const struct job *by_name_job;   /* qsort's context (single-threaded) */
+
+static int by_name_cmp(const void *a, const void *b)
+{
+    return strcmp(by_name_job->nodes[*(const int *)a].name, by_name_job->nodes[*(const int *)b].name);
+}
+
+static int *nodes_by_name(const struct job *j)
+{
+    int *v = xcalloc(j->n_nodes ? j->n_nodes : 1, sizeof *v);
+    for (size_t i = 0; i < j->n_nodes; i++) v[i] = (int)i;
+    by_name_job = j;
+    qsort(v, j->n_nodes, sizeof *v, by_name_cmp);
+    by_name_job = NULL;
+    return v;
+}
+
+/* The first node called name (hostfile order among equals), or -1. */
+static int node_named(const struct job *j, const int *by_name, const char *name)
+{
+    size_t lo = 0, hi = j->n_nodes;
+    int best = -1;
+    while (name && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(j->nodes[by_name[mid]].name, name);
+        if (c == 0 && (best < 0 || by_name[mid] < best)) best = by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return best;
+}
+
 struct player {
     struct job *j;
-    const struct tail *tails;
-    int n_att;
+    const struct tails *tails;
     const struct metrics_parser *mp;
+    const int *by_name;
 };
 
-static int node_of(const struct job *j, const struct rec *r)
+static int node_of(const struct player *P, const struct rec *r)
 {
+    const struct job *j = P->j;
     if (r->rank >= 0 && (size_t)r->rank < j->n_ranks) return j->ranks[r->rank].node;
-    for (size_t i = 0; r->host && i < j->n_nodes; i++)
-        if (strcmp(j->nodes[i].name, r->host) == 0) return (int)i;
-    return -1;
+    return node_named(j, P->by_name, r->host);
 }
 
 /* "SIGSEGV" or "signal 77" (signals_label) back to its number; 0 when neither. */
@@ -256,11 +321,17 @@ static void play_launch(struct player *P, const struct rec *r)
     job_cause_clear(j);     /* as a live attempt's begin does (the in-memory one keeps it) */
     job_launching(j);
     for (size_t n = 0; n < j->n_nodes; n++) job_node_running(j, n);
-    for (size_t k = 0; k < j->n_ranks; k++) {
-        job_rank_running(j, (int)k, 0);
-        if (r->attempt < P->n_att)
-            tail_feed(j, (int)k, &P->tails[(size_t)r->attempt * j->n_ranks + k], P->mp, r->t);
+    for (size_t k = 0; k < j->n_ranks; k++) job_rank_running(j, (int)k, 0);
+    /* the attempt's tails: the first at or after (attempt, rank 0), in rank order */
+    const struct tails *T = P->tails;
+    size_t lo = 0, hi = T->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (T->v[mid].attempt < r->attempt) lo = mid + 1;
+        else hi = mid;
     }
+    for (; lo < T->n && T->v[lo].attempt == r->attempt; lo++)
+        tail_feed(j, T->v[lo].rank, &T->v[lo], P->mp, r->t);
     job_running(j);
 }
 
@@ -279,14 +350,15 @@ static void play_exit(struct job *j, const struct rec *r)
 }
 
 /* The root cause as job_events.c wrote it: its summary is the text, without "root cause: ". */
-static void play_cause(struct job *j, const struct rec *r)
+static void play_cause(const struct player *P, const struct rec *r)
 {
+    struct job *j = P->j;
     struct root_cause *c = &j->cause;
     const cJSON *o = r->o;
     job_cause_clear(j);
     c->set = true;
     c->rank = r->rank;
-    c->node = node_of(j, r);
+    c->node = node_of(P, r);
     c->attempt = r->attempt;
     c->summary = xstrdup(strncmp(r->text, "root cause: ", 12) == 0 ? r->text + 12 : r->text);
     c->exit_code = int_field(o, "exit_code", 0, 255);
@@ -305,11 +377,11 @@ static void play_cause(struct job *j, const struct rec *r)
 static void play(struct player *P, const struct rec *r)
 {
     struct job *j = P->j;
-    int node = node_of(j, r);
+    int node = node_of(P, r);
     switch (r->kind) {
     case EV_LAUNCH: play_launch(P, r); break;
     case EV_EXIT: case EV_FAILURE: play_exit(j, r); break;
-    case EV_ROOT_CAUSE: play_cause(j, r); break;
+    case EV_ROOT_CAUSE: play_cause(P, r); break;
     case EV_NODE_LOST:
         if (node >= 0) job_node_lost(j, (size_t)node, r->text, true);
         break;
@@ -335,15 +407,26 @@ static double num_field(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* One line of gpu.jsonl (gpu.c's keep_sample) into its node; false when it is not one. */
-static bool gpu_line(struct job *j, const char *line, size_t len)
+/* A count from a file as an unsigned long long, when it is one (else false). */
+static bool count_field(const cJSON *v, unsigned long long *out)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < 1.8e19)) return false;
+    *out = (unsigned long long)v->valuedouble;
+    return true;
+}
+
+/* One line of gpu.jsonl (gpu.c's keep_sample) into its node; false when it is not one (more
+ * GPUs than a node reports, RUN_REPLAY_GPUS_MAX, included). */
+static bool gpu_line(struct job *j, const int *by_name, const char *line, size_t len)
 {
     cJSON *o = cJSON_ParseWithLength(line, len);
     const char *host = cJSON_IsObject(o) ? str_field(o, "host") : NULL;
     const cJSON *gpus = host ? cJSON_GetObjectItemCaseSensitive(o, "gpus") : NULL, *e;
-    int node = -1, n = 0;
-    for (size_t i = 0; host && i < j->n_nodes; i++)
-        if (strcmp(j->nodes[i].name, host) == 0) node = (int)i;
+    int node = node_named(j, by_name, host), n = 0;
+    if (cJSON_GetArraySize(gpus) > RUN_REPLAY_GPUS_MAX) {
+        cJSON_Delete(o);
+        return false;
+    }
     if (node < 0 || !cJSON_IsArray(gpus)) {
         cJSON_Delete(o);
         return host != NULL;        /* a host no longer in the run (a reused id): not an error */
@@ -351,7 +434,6 @@ static bool gpu_line(struct job *j, const char *line, size_t len)
     struct gpu_info *g = xcalloc((size_t)cJSON_GetArraySize(gpus) + 1, sizeof *g);
     cJSON_ArrayForEach(e, gpus) {
         struct gpu_info *x = &g[n];
-        const cJSON *v;
         if (!cJSON_IsObject(e)) continue;
         *x = (struct gpu_info){
             .index = int_field(e, "index", 0, 1 << 16), .rank = int_field(e, "rank", -1, 1 << 24),
@@ -360,14 +442,8 @@ static bool gpu_line(struct job *j, const char *line, size_t len)
             .power_w = num_field(e, "power_w"), .power_limit_w = NAN, .temp_c = num_field(e, "temp_c"),
             .sm_mhz = num_field(e, "sm_mhz"),
         };
-        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "throttle")) && v->valuedouble >= 0) {
-            x->has_throttle = true;
-            x->throttle = (unsigned long long)v->valuedouble;
-        }
-        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "ecc_uncorrected")) && v->valuedouble >= 0) {
-            x->has_ecc = true;
-            x->ecc = (unsigned long long)v->valuedouble;
-        }
+        x->has_throttle = count_field(cJSON_GetObjectItemCaseSensitive(e, "throttle"), &x->throttle);
+        x->has_ecc = count_field(cJSON_GetObjectItemCaseSensitive(e, "ecc_uncorrected"), &x->ecc);
         n++;
     }
     job_gpu_restore(j, node, g, n);
@@ -376,7 +452,15 @@ static bool gpu_line(struct job *j, const char *line, size_t len)
     return true;
 }
 
-static void gpu_read(struct run_replay *out, const char *dir)
+bool run_replay_gpu_line(struct job *j, const char *line, size_t len)
+{
+    int *by_name = nodes_by_name(j);
+    bool ok = gpu_line(j, by_name, line, len);
+    free(by_name);
+    return ok;
+}
+
+static void gpu_read(struct run_replay *out, const char *dir, const int *by_name)
 {
     char *path = xasprintf("%s/gpu.jsonl", dir);
     size_t len;
@@ -387,7 +471,7 @@ static void gpu_read(struct run_replay *out, const char *dir)
         char *nl = memchr(buf + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
         if (!nl) break;             /* the last line, not yet whole */
-        if (n && gpu_line(out->job, buf + i, n)) out->gpu_samples++;
+        if (n && gpu_line(out->job, by_name, buf + i, n)) out->gpu_samples++;
         else if (n) out->bad_lines++;
         i += n + 1;
     }
@@ -410,41 +494,37 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
                     struct run_replay *out, char *err, size_t errlen)
 {
     *out = (struct run_replay){ 0 };
-    char *ev_path = xasprintf("%s/events.jsonl", run_dir);
-    if (run_summary_read(run_dir, owner, &out->sum) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s (a run's directory holds events.jsonl; "
-                 "ddptop ls lists the runs)", ev_path, strerror(errno));
-        free(ev_path);
-        return -1;
-    }
-    out->state = out->sum.state;
-    if (!id) {
-        const char *slash = strrchr(run_dir, '/');
-        id = slash && slash[1] ? slash + 1 : run_dir;
-    }
     struct recs R = { 0 };
-    int rc = recs_read(&R, ev_path);
-    free(ev_path);
-    out->job = rc == 0 ? job_build(&out->sum, id, err, errlen) : NULL;
-    if (!out->job) {
-        if (rc != 0) snprintf(err, errlen, "cannot read %s/events.jsonl: %s", run_dir, strerror(errno));
+    /* one reading: the summary checks each line, the records take those it believed */
+    run_summary_init(&out->sum);
+    if (run_summary_scan(run_dir, &out->sum, recs_take, &R) != 0) {
+        snprintf(err, errlen, "cannot read %s/events.jsonl: %s (a run's directory holds events.jsonl; "
+                 "ddptop ls lists the runs)", run_dir, strerror(errno));
         recs_clear(&R);
         free(R.v);
         run_summary_done(&out->sum);
         return -1;
     }
-    struct job *j = out->job;
-    out->events = R.seen;
-    out->bad_lines = R.bad;
-    /* every attempt with a launch, and any directory beyond (a launch not recorded) */
-    size_t n_dirs = 0;
-    int *dirs = runs_attempts(run_dir, &n_dirs);
-    int n_att = out->sum.attempts;
-    if (n_dirs && dirs[n_dirs - 1] + 1 > n_att && dirs[n_dirs - 1] < (1 << 16)) n_att = dirs[n_dirs - 1] + 1;
-    free(dirs);
-    struct tail *tails = n_att ? tails_read(run_dir, j, n_att, &out->log_cut) : NULL;
+    run_summary_finish(&out->sum, owner);
+    out->state = out->sum.state;
+    if (!id) {
+        const char *slash = strrchr(run_dir, '/');
+        id = slash && slash[1] ? slash + 1 : run_dir;
+    }
+    struct job *j = out->job = job_build(&out->sum, id, err, errlen);
+    if (!j) {
+        recs_clear(&R);
+        free(R.v);
+        run_summary_done(&out->sum);
+        return -1;
+    }
+    out->events = out->sum.lines;
+    out->bad_lines = out->sum.lines - R.taken;
+    struct tails tails = { 0 };
+    tails_read(&tails, run_dir, j, &out->log_cut);
     struct metrics_parser *mp = metrics_parser_new(NULL, err, errlen);
-    struct player P = { .j = j, .tails = tails, .n_att = n_att, .mp = mp };
+    int *by_name = nodes_by_name(j);
+    struct player P = { .j = j, .tails = &tails, .mp = mp, .by_name = by_name };
     for (size_t i = 0; i < R.n; i++) play(&P, &R.v[i]);
     out->rank_ended = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *out->rank_ended);
     for (size_t k = 0; k < j->n_ranks; k++)
@@ -456,11 +536,11 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
     int64_t from = out->sum.start_ns, to = out->sum.end_ns ? out->sum.end_ns : out->sum.last_ns;
     if (from > 0 && to >= from) j->started_ms = j->ended_ms - (to - from) / 1000000;
     metrics_parser_free(mp);
-    for (size_t k = 0; tails && k < (size_t)n_att * j->n_ranks; k++) free(tails[k].data);
-    free(tails);
+    tails_free(&tails);
     recs_clear(&R);
     free(R.v);
-    gpu_read(out, run_dir);
+    gpu_read(out, run_dir, by_name);
+    free(by_name);
     return 0;
 }
 

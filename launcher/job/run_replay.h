@@ -12,7 +12,13 @@
  * Only what the rings keep is read: per rank, the newest attempts' tails up to the job's log
  * limits (a run that printed gigabytes costs a few MiB here), and gpu.jsonl's last
  * RUN_REPLAY_GPU_TAIL bytes. Rank logs do not say which stream a line came from: every line
- * comes back as stdout. Nothing here writes to the run. */
+ * comes back as stdout. Nothing here writes to the run.
+ *
+ * Bounded by what is on disk: events.jsonl is read through run_summary_scan, so a line whose
+ * numbers the summary does not believe (run_summary.h: limits, and rank logs and attempt
+ * directories that bear them out) is a bad line here too and is not played; rank log tails are
+ * read for the attempt directories and rank logs that exist, not for the numbers a file claims;
+ * a gpu.jsonl line of more than RUN_REPLAY_GPUS_MAX GPUs is a bad line. */
 #ifndef DDPTOP_RUN_REPLAY_H
 #define DDPTOP_RUN_REPLAY_H
 
@@ -23,6 +29,7 @@
 #include "run_summary.h"
 
 #define RUN_REPLAY_GPU_TAIL (8u << 20)
+#define RUN_REPLAY_GPUS_MAX 64          /* GPUs on one node (the controller keeps as many) */
 
 struct run_replay {
     struct job *job;            /* owned; its state is DONE, FAILED or STOPPED */
@@ -42,6 +49,11 @@ struct run_replay {
 int run_replay_load(const char *run_dir, const char *id, enum run_owner_status owner,
                     struct run_replay *out, char *err, size_t errlen);
 void run_replay_done(struct run_replay *r);
+
+/* One line of gpu.jsonl (no newline) into j's nodes, as run_replay_load reads them: true when
+ * it is a sample (of a node j has or not), false when it is not one. For tests and fuzzing;
+ * events.jsonl's lines go through run_summary_feed (run_summary.h) the same way. */
+bool run_replay_gpu_line(struct job *j, const char *line, size_t len);
 
 /* The job state a run's end maps to on screen: succeeded DONE, failed FAILED, anything else
  * (stopped, interrupted, unknown) STOPPED. */

@@ -5,18 +5,17 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "runs.h"
 #include "util/util.h"
-
-/* What a file may claim and still be believed (a file may hold anything). */
-#define RANKS_MAX    (1 << 24)
-#define ATTEMPTS_MAX (1 << 24)
 
 void run_summary_init(struct run_summary *s)
 {
@@ -37,12 +36,27 @@ void run_summary_done(struct run_summary *s)
  * file has a bad line. */
 static void start_afresh(struct run_summary *s)
 {
-    long lines = s->lines, bad = s->bad_line;
-    const char *why = s->bad_why;
+    struct run_summary keep = *s;
     run_summary_done(s);
-    s->lines = lines;
-    s->bad_line = bad;
-    s->bad_why = why;
+    s->lines = keep.lines;
+    s->bad_line = keep.bad_line;
+    memcpy(s->bad_text, keep.bad_text, sizeof s->bad_text);
+    s->bad_why = keep.bad_why == keep.bad_text ? s->bad_text : keep.bad_why;
+    s->dir = keep.dir;
+}
+
+/* The current line is not believed: why (the first such line's reason is kept). -1. */
+static int reject(struct run_summary *s, const char *fmt, ...)
+{
+    if (!s->bad_line) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->bad_text, sizeof s->bad_text, fmt, ap);
+        va_end(ap);
+        s->bad_line = s->lines;
+        s->bad_why = s->bad_text;
+    }
+    return -1;
 }
 
 int64_t run_summary_parse_time(const char *str)
@@ -111,7 +125,77 @@ static bool is_kind(const char *kind, enum job_event_kind k)
     return strcmp(kind, job_event_kind_name(k)) == 0;
 }
 
-/* The rank map of a launch: its fields, or for older files what its text says. */
+/* How many of rank-0.log .. rank-(n-1).log attempt-A/ holds. */
+static size_t rank_logs_below(const char *dir, int attempt, int n)
+{
+    size_t k = 0, have = 0;
+    int *v = runs_rank_logs(dir, attempt, &k);
+    for (size_t i = 0; i < k; i++) have += v[i] < n;
+    free(v);
+    return have;
+}
+
+static bool attempt_dir_exists(const char *dir, int attempt)
+{
+    char *p = xasprintf("%s/attempt-%d", dir, attempt);
+    struct stat st;
+    bool yes = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+    free(p);
+    return yes;
+}
+
+/* A launch's claims against the limits and what is on disk (run_summary.h). 0 when they are
+ * believed, else -1 (reject). */
+static int launch_check(struct run_summary *s, const cJSON *o, const char *text, int attempt)
+{
+    const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(o, "hosts");
+    const cJSON *per = cJSON_GetObjectItemCaseSensitive(o, "ranks_per_node"), *k;
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "ranks");
+    double ranks = cJSON_IsNumber(rf) ? rf->valuedouble : -1, nodes = 0, total = 0;
+    if (cJSON_IsArray(hosts) && cJSON_IsArray(per) && cJSON_GetArraySize(hosts) == cJSON_GetArraySize(per)) {
+        int i = 0;
+        nodes = cJSON_GetArraySize(per);
+        if (nodes > RUN_NODES_MAX)
+            return reject(s, "the launch of attempt %d names %.15g nodes (at most %d)", attempt, nodes, RUN_NODES_MAX);
+        cJSON_ArrayForEach(k, per) {
+            if (!cJSON_IsNumber(k) || !(k->valuedouble >= 0 && k->valuedouble <= RUN_NODE_RANKS_MAX))
+                return reject(s, "the launch of attempt %d gives node %d a rank count out of range "
+                              "(0 to %d per node)", attempt, i, RUN_NODE_RANKS_MAX);
+            total += (int)k->valuedouble;
+            i++;
+        }
+        if (cJSON_IsNumber(rf) && ranks != total)
+            return reject(s, "the launch of attempt %d says %.15g ranks, but its nodes hold %.15g",
+                          attempt, ranks, total);
+    } else if (text) {
+        const char *p;
+        int r;
+        size_t n;
+        if (ranks < 0 && (p = strstr(text, "launching ")) && sscanf(p, "launching %d rank", &r) == 1) ranks = r;
+        if ((p = strstr(text, " on ")) && sscanf(p, " on %zu node", &n) == 1 && n > RUN_NODES_MAX)
+            return reject(s, "the launch of attempt %d names %zu nodes (at most %d)", attempt, n, RUN_NODES_MAX);
+        total = ranks;
+    }
+    if (total > RUN_RANKS_MAX || ranks > RUN_RANKS_MAX)
+        return reject(s, "the launch of attempt %d claims %.15g ranks (at most %d)", attempt,
+                      total > ranks ? total : ranks, RUN_RANKS_MAX);
+    if (!s->dir) return 0;
+    /* what is on disk bears the numbers out: a launch made its attempt-N/ and a log per rank */
+    if (attempt > s->launches && !attempt_dir_exists(s->dir, attempt))
+        return reject(s, "a launch of attempt %d after %d launch%s, and there is no attempt-%d/", attempt,
+                      s->launches, s->launches == 1 ? "" : "es", attempt);
+    if (total > RUN_RANKS_UNSEEN) {
+        size_t have = rank_logs_below(s->dir, attempt, (int)total);
+        if (have + RUN_RANKS_UNSEEN < (size_t)total)
+            return reject(s, "the launch of attempt %d claims %.15g ranks, but attempt-%d/ holds %zu of their "
+                          "rank logs (more than %d ranks are believed only with their logs)", attempt, total,
+                          attempt, have, RUN_RANKS_UNSEEN);
+    }
+    return 0;
+}
+
+/* The rank map of a launch (launch_check believed it): its fields, or for older files what
+ * its text says. */
 static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
 {
     const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(o, "hosts");
@@ -123,6 +207,7 @@ static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
     s->hosts = NULL;
     s->ranks_per_node = NULL;
     s->n_nodes = 0;
+    s->launches++;
     if (cJSON_IsArray(hosts) && cJSON_IsArray(per) &&
         cJSON_GetArraySize(hosts) == cJSON_GetArraySize(per)) {
         size_t n = (size_t)cJSON_GetArraySize(hosts), i = 0;
@@ -131,10 +216,7 @@ static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
         s->ranks_per_node = xcalloc(n ? n : 1, sizeof *s->ranks_per_node);
         cJSON_ArrayForEach(h, hosts) s->hosts[i++] = xstrdup(cJSON_IsString(h) ? h->valuestring : "?");
         i = 0;
-        cJSON_ArrayForEach(k, per) {
-            int v = int_value(k, 0);
-            s->ranks_per_node[i++] = v < 0 || v > RANKS_MAX ? 0 : v;
-        }
+        cJSON_ArrayForEach(k, per) s->ranks_per_node[i++] = int_value(k, 0);
         s->n_nodes = n;
     } else if (text) { /* older files: "attempt 0: launching 4 ranks on 2 nodes (...)" */
         const char *p;
@@ -142,7 +224,7 @@ static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
         if (ranks < 0 && (p = strstr(text, "launching "))) sscanf(p, "launching %d rank", &ranks);
         if ((p = strstr(text, " on ")) && sscanf(p, " on %zu node", &nodes) == 1) s->n_nodes = nodes;
     }
-    s->ranks = ranks < 0 || ranks > RANKS_MAX ? -1 : ranks;
+    s->ranks = ranks < 0 || ranks > RUN_RANKS_MAX ? -1 : ranks;
 }
 
 int run_summary_feed(struct run_summary *s, const char *line, size_t len)
@@ -159,8 +241,16 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len)
         return -1;
     }
     const char *text = str_field(o, "text");
+    const cJSON *av = cJSON_GetObjectItemCaseSensitive(o, "attempt");
+    if (cJSON_IsNumber(av) && !(av->valuedouble >= 0 && av->valuedouble <= RUN_ATTEMPTS_MAX)) {
+        cJSON_Delete(o);
+        return reject(s, "attempt %.15g is out of range (0 to %d)", av->valuedouble, RUN_ATTEMPTS_MAX);
+    }
     int attempt = int_field(o, "attempt", 0);
-    if (attempt < 0 || attempt > ATTEMPTS_MAX) attempt = 0;
+    if (is_kind(kind, EV_LAUNCH) && launch_check(s, o, text, attempt) < 0) {
+        cJSON_Delete(o);
+        return -1;
+    }
     if (is_kind(kind, EV_LAUNCH) && attempt == 0 && (s->attempts > 0 || s->ended)) start_afresh(s);
     int64_t t = run_summary_parse_time(str_field(o, "time"));
     if (t > 0) {
@@ -209,9 +299,8 @@ void run_summary_finish(struct run_summary *s, enum run_owner_status owner)
     else s->state = RUN_UNKNOWN;
 }
 
-int run_summary_read(const char *run_dir, enum run_owner_status owner, struct run_summary *s)
+int run_summary_scan(const char *run_dir, struct run_summary *s, run_summary_line_fn *fn, void *ctx)
 {
-    run_summary_init(s);
     char *path = xasprintf("%s/events.jsonl", run_dir);
     FILE *f = fopen(path, "rb");
     free(path);
@@ -222,24 +311,35 @@ int run_summary_read(const char *run_dir, enum run_owner_status owner, struct ru
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
+    s->dir = run_dir;
     while ((n = getline(&line, &cap, f)) > 0) {
+        size_t len = (size_t)n;
         if (line[n - 1] == '\n') {
-            run_summary_feed(s, line, (size_t)n - 1);
-            continue;
+            len--;
+        } else {
+            /* the last line, its newline not written yet: use it only when it is whole */
+            cJSON *o = parse_line(line, len);
+            cJSON_Delete(o);
+            if (!o) continue;
         }
-        /* the last line, its newline not written yet: use it only when it is whole */
-        cJSON *o = parse_line(line, (size_t)n);
-        if (o) run_summary_feed(s, line, (size_t)n);
-        cJSON_Delete(o);
+        if (run_summary_feed(s, line, len) == 0 && fn) fn(ctx, line, len);
     }
     int bad = ferror(f), saved = errno;
     free(line);
     fclose(f);
+    s->dir = NULL;              /* the caller's string */
     if (bad) {
         s->state = RUN_UNKNOWN;
         errno = saved;
         return -1;
     }
+    return 0;
+}
+
+int run_summary_read(const char *run_dir, enum run_owner_status owner, struct run_summary *s)
+{
+    run_summary_init(s);
+    if (run_summary_scan(run_dir, s, NULL, NULL) != 0) return -1;
     run_summary_finish(s, owner);
     return 0;
 }

@@ -12,7 +12,15 @@
  *     attempt -> failed; otherwise unknown
  *
  * An event after an `end` other than `restart` (a reused --run-id appends a new run to the
- * same file) starts the summary afresh: the newest run in the file is the one shown. */
+ * same file) starts the summary afresh: the newest run in the file is the one shown.
+ *
+ * A file may hold anything (docs/logs.md, "What a reader believes"): a count is believed only
+ * within the limits below and, when the run's directory is known (run_summary_read), as far
+ * as the files beside it bear it out: a launch of more than RUN_RANKS_UNSEEN ranks needs their
+ * rank logs in its attempt-N/, an attempt number past the launches before it needs its
+ * attempt-N/. A line beyond them is a bad line (bad_why says which number and why), and its
+ * numbers are not taken: what a reader allocates or loops over stays in proportion to what
+ * is on disk, whatever a crafted line claims. */
 #ifndef DDPTOP_RUN_SUMMARY_H
 #define DDPTOP_RUN_SUMMARY_H
 
@@ -22,6 +30,12 @@
 
 #include "job.h"
 #include "run_owner.h"
+
+#define RUN_RANKS_MAX      (1 << 20)  /* ranks a run may claim at all */
+#define RUN_NODE_RANKS_MAX 65535      /* ranks on one node (a hostfile's slots= at most) */
+#define RUN_NODES_MAX      100000     /* nodes (a hostfile's hosts at most, HOSTS_MAX) */
+#define RUN_ATTEMPTS_MAX   (1 << 20)  /* an attempt's number */
+#define RUN_RANKS_UNSEEN   4096       /* ranks believed without their rank logs on disk */
 
 struct run_summary {
     enum run_state state;       /* set by run_summary_finish */
@@ -41,7 +55,10 @@ struct run_summary {
     enum run_state end_state;
     long lines;                 /* lines fed */
     long bad_line;              /* the first line that is not an event (1-based); 0 none */
-    const char *bad_why;        /* what is wrong with it (static text) */
+    const char *bad_why;        /* what is wrong with it (static text, or bad_text) */
+    char bad_text[200];
+    const char *dir;            /* the run's directory, for the checks above (NULL: limits only) */
+    int launches;               /* launch lines of the newest run so far */
     /* for runs that have no `end` events (written before they existed) */
     bool saw_done, saw_stop, stop_by_signal;
 };
@@ -54,10 +71,15 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len);
 /* Decides s->state once every line was fed (see the top of this file). */
 void run_summary_finish(struct run_summary *s, enum run_owner_status owner);
 
-/* Reads RUN_DIR/events.jsonl into *s (initialised here) and finishes it with the owner's
+/* Reads RUN_DIR/events.jsonl into *s (initialised here, s->dir set to run_dir while it reads) and finishes it with the owner's
  * status. A last line without its newline is still being written: it is used only when it
  * parses. Returns 0, or -1 when the file cannot be read (errno set; state unknown). */
 int run_summary_read(const char *run_dir, enum run_owner_status owner, struct run_summary *s);
+/* run_summary_read's reading without its init and finish: every line to run_summary_feed
+ * (s->dir = run_dir meanwhile), and each line it believed to fn (may be NULL) as well: how
+ * `ddptop view` reads the same lines the summary believed. 0, or -1 (errno set). */
+typedef void run_summary_line_fn(void *ctx, const char *line, size_t len);
+int run_summary_scan(const char *run_dir, struct run_summary *s, run_summary_line_fn *fn, void *ctx);
 
 /* The host of rank r in the newest launch, or NULL when unknown. */
 const char *run_summary_rank_host(const struct run_summary *s, int r);

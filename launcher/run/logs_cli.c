@@ -1,5 +1,8 @@
 /* `ddptop logs` (logs_cli.h). Rank logs are printed as they are on disk, like cat and tail
- * print a file: with --rank the output is exactly the file. Following polls every 200 ms
+ * print a file: with --rank and a pipe or a file as the output, it is exactly the file. On a
+ * terminal a rank's bytes go through the sanitizer (util/sanitize.h) as on the dashboard: an
+ * escape sequence in a log (OSC 52 writing the clipboard, a title change, a cursor move) is
+ * shown as text ("^[]52;..."), never acted on; --raw prints the bytes even there. Following polls every 200 ms
  * (FOLLOW_MS): for each open file, is there more than we printed; is there a newer attempt
  * (switch to it); is the controller still alive (run_owner_check: stop after a last read).
  * Polling keeps it simple and portable to network filesystems, where inotify sees nothing
@@ -27,7 +30,7 @@
 struct logs_opts {
     const char *log_dir, *run;
     int rank, attempt;          /* -1: every rank / the newest attempt */
-    bool follow, events;
+    bool follow, events, raw;
 };
 
 /* One rank log being printed, and how far. */
@@ -47,17 +50,19 @@ struct logs {
     size_t nt;
     int last_rank;              /* whose bytes went out last: another's get a header first */
     bool printed;               /* anything went out (a header after it gets a blank line) */
+    bool sanitize;              /* stdout is a terminal and no --raw: rank bytes made safe */
     bool write_failed;
 };
 
 void logs_cli_usage(FILE *f)
 {
-    fputs("usage: ddptop logs RUN [--log-dir DIR] [--rank R] [--attempt N] [-f|--follow]\n"
+    fputs("usage: ddptop logs RUN [--log-dir DIR] [--rank R] [--attempt N] [-f|--follow] [--raw]\n"
           "       ddptop logs RUN [--log-dir DIR] --events [-f|--follow]\n"
           "Prints a run's logs. RUN is a run id under the log directory (ddptop ls lists them)\n"
           "or the path of a run directory. Without --rank, every rank's log of the attempt in\n"
           "rank order, each after a header `==> rank R (HOST) <==`; with --rank, that rank's\n"
-          "log alone, byte for byte as the rank wrote it.\n"
+          "log alone, byte for byte as the rank wrote it (on a terminal, with its controls\n"
+          "shown as text: --raw).\n"
           "\n"
           "  --log-dir DIR        where the runs are (default ./ddptop-logs, as for ddptop run)\n"
           "  --rank R             only rank R's log, exactly its bytes\n"
@@ -65,6 +70,10 @@ void logs_cli_usage(FILE *f)
           "  -f, --follow         keep printing what the ranks write, moving on to each new\n"
           "                       attempt, until the run's controller exits\n"
           "  --events             the run's events (events.jsonl) as readable lines\n"
+          "  --raw                the rank logs' bytes as they are, even on a terminal (by\n"
+          "                       default a terminal gets control characters and escape\n"
+          "                       sequences as visible text, ^[ for ESC; a pipe or a file\n"
+          "                       always gets the exact bytes)\n"
           "  -h, --help           this text\n"
           "\nExit status: 0 printed, 1 nothing to print yet or a read error, 2 usage error or no\n"
           "such run, attempt or rank.\n",
@@ -92,6 +101,40 @@ static void out_write(struct logs *L, const void *buf, size_t n)
 static void out_str(struct logs *L, const char *s)
 {
     out_write(L, s, strlen(s));
+}
+
+/* A rank's bytes: as they are, or on a terminal made safe line by line (tabs kept, the
+ * newlines themselves kept). */
+static void out_rank(struct logs *L, const char *buf, size_t n)
+{
+    if (!L->sanitize) {
+        out_write(L, buf, n);
+        return;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(buf + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (buf + i)) : n - i;
+        if (len) sanitize_append(&sb, buf + i, len, SANITIZE_KEEP_TAB);
+        if (nl) strbuf_add(&sb, "\n", 1);
+        i += len + (nl ? 1 : 0);
+    }
+    if (sb.len) out_write(L, sb.buf, sb.len);
+    strbuf_done(&sb);
+}
+
+/* How many bytes at the end of buf[0..n) begin a UTF-8 sequence that is not whole yet (a read
+ * that cut it): held back until the rest arrives, not shown as U+FFFD. 0 when none. */
+static size_t utf8_cut(const char *buf, size_t n)
+{
+    for (size_t i = 1; i <= 3 && i <= n; i++) {
+        unsigned char c = (unsigned char)buf[n - i];
+        if ((c & 0xC0) == 0x80) continue;
+        size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+        return need > i ? i : 0;
+    }
+    return 0;
 }
 
 static void rank_header(struct logs *L, int rank)
@@ -143,8 +186,9 @@ static void open_new(struct logs *L)
     free(ranks);
 }
 
-/* Prints what the file got since the last call. Returns -1 on a read error. */
-static int drain(struct logs *L, struct tailed *t)
+/* Prints what the file got since the last call. final: the file grows no more (a cut UTF-8
+ * sequence at its end is shown as it is). Returns -1 on a read error. */
+static int drain(struct logs *L, struct tailed *t, bool final)
 {
     static char buf[CHUNK];
     for (;;) {
@@ -152,17 +196,20 @@ static int drain(struct logs *L, struct tailed *t)
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return -1;
         if (n == 0 || L->write_failed) return 0;
+        size_t use = (size_t)n, cut = L->sanitize ? utf8_cut(buf, use) : 0;
+        if (cut && cut < use) use -= cut;
+        else if (cut && !final) return 0;
         if (L->o.rank < 0 && t->rank != L->last_rank) rank_header(L, t->rank);
-        out_write(L, buf, (size_t)n);
-        t->off += n;
+        out_rank(L, buf, use);
+        t->off += (off_t)use;
     }
 }
 
-static int drain_all(struct logs *L)
+static int drain_all(struct logs *L, bool final)
 {
     int rc = 0;
     for (size_t i = 0; i < L->nt; i++)
-        if (drain(L, &L->t[i]) < 0) {
+        if (drain(L, &L->t[i], final) < 0) {
             fprintf(stderr, "ddptop logs: cannot read %s/attempt-%d/rank-%d.log: %s\n", L->dir,
                     L->attempt, L->t[i].rank, strerror(errno));
             rc = -1;
@@ -244,11 +291,11 @@ static int follow(struct logs *L)
     for (;;) {
         int next = next_attempt(L);
         if (next >= 0) {
-            if (drain_all(L) < 0) rc = 1;
+            if (drain_all(L, true) < 0) rc = 1;
             switch_attempt(L, next);
         }
         if (L->attempt >= 0) open_new(L);
-        if (drain_all(L) < 0) rc = 1;
+        if (drain_all(L, false) < 0) rc = 1;
         if (L->write_failed) return 1;
         if (!run_live(L)) break;
         pause_ms(FOLLOW_MS);
@@ -256,7 +303,7 @@ static int follow(struct logs *L)
     /* the controller is gone: what it wrote last, and an attempt it began just before */
     for (;;) {
         if (L->attempt >= 0) open_new(L);
-        if (drain_all(L) < 0) rc = 1;
+        if (drain_all(L, true) < 0) rc = 1;
         int next = next_attempt(L);
         if (next < 0) break;
         switch_attempt(L, next);
@@ -400,6 +447,8 @@ static int parse(int argc, char **argv, struct logs_opts *o, char *err, size_t e
             o->follow = true;
         } else if (strcmp(a, "--events") == 0) {
             o->events = true;
+        } else if (strcmp(a, "--raw") == 0) {
+            o->raw = true;
         } else if ((rc = cli_opt_value(argc, argv, &i, "--log-dir", NULL, &val)) != 0) {
             if (rc < 0 || !*val) return cli_fail(err, errlen, "--log-dir needs a directory (see ddptop logs --help)");
             o->log_dir = val;
@@ -420,6 +469,8 @@ static int parse(int argc, char **argv, struct logs_opts *o, char *err, size_t e
     if (!o->run) return cli_fail(err, errlen, "which run? give its id or its directory (ddptop ls lists them)");
     if (o->events && (o->rank >= 0 || o->attempt >= 0))
         return cli_fail(err, errlen, "--events shows the whole run: it takes no --rank or --attempt");
+    if (o->events && o->raw)
+        return cli_fail(err, errlen, "--raw is for the rank logs' bytes: --events prints readable lines, always made safe");
     return 0;
 }
 
@@ -482,7 +533,7 @@ static int show(struct logs *L)
         fprintf(stderr, "ddptop logs: run '%s' has no rank logs in attempt %d\n", L->name, L->attempt);
         return 1;
     }
-    rc = drain_all(L) < 0 ? 1 : 0;
+    rc = drain_all(L, true) < 0 ? 1 : 0;
     return L->write_failed ? 1 : rc;
 }
 
@@ -507,6 +558,7 @@ int logs_cli_main(int argc, char **argv)
         return 2;
     }
     L.name = L.o.run;
+    L.sanitize = !L.o.raw && isatty(STDOUT_FILENO);
     run_summary_read(L.dir, OWNER_NONE, &L.sum);
     rc = L.o.events ? show_events(&L) : show(&L);
     close_all(&L);
