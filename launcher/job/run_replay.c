@@ -471,7 +471,10 @@ static void gpu_read(struct run_replay *out, const char *dir, const int *by_name
         char *nl = memchr(buf + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
         if (!nl) break;             /* the last line, not yet whole */
-        if (n && gpu_line(out->job, by_name, buf + i, n)) out->gpu_samples++;
+        /* a line longer than 64 GPUs' worth is no sample: not parsed (cJSON would take ten
+         * times its size) */
+        if (n > RUN_REPLAY_GPU_LINE_MAX) out->bad_lines++;
+        else if (n && gpu_line(out->job, by_name, buf + i, n)) out->gpu_samples++;
         else if (n) out->bad_lines++;
         i += n + 1;
     }

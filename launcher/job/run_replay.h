@@ -18,7 +18,8 @@
  * numbers the summary does not believe (run_summary.h: limits, and rank logs and attempt
  * directories that bear them out) is a bad line here too and is not played; rank log tails are
  * read for the attempt directories and rank logs that exist, not for the numbers a file claims;
- * a gpu.jsonl line of more than RUN_REPLAY_GPUS_MAX GPUs is a bad line. */
+ * a gpu.jsonl line of more than RUN_REPLAY_GPUS_MAX GPUs or RUN_REPLAY_GPU_LINE_MAX bytes is a
+ * bad line. */
 #ifndef DDPTOP_RUN_REPLAY_H
 #define DDPTOP_RUN_REPLAY_H
 
@@ -30,6 +31,7 @@
 
 #define RUN_REPLAY_GPU_TAIL (8u << 20)
 #define RUN_REPLAY_GPUS_MAX 64          /* GPUs on one node (the controller keeps as many) */
+#define RUN_REPLAY_GPU_LINE_MAX (64u << 10) /* a gpu.jsonl line (64 GPUs: 16 KiB at most) */
 
 struct run_replay {
     struct job *job;            /* owned; its state is DONE, FAILED or STOPPED */
