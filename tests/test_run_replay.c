@@ -245,6 +245,36 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
+/* A gpu.jsonl line of more GPUs than a node reports is not a sample; counts that do not fit
+ * are left unknown, not cast. */
+static void test_gpu_line_bounds(void)
+{
+    const char *names[] = { "a", "b" };
+    int per_node[] = { 1, 1 };
+    char err[256];
+    struct job *j = job_new("t", NULL, 0, names, NULL, per_node, 2, err, sizeof err);
+    CHECK(j != NULL);
+    if (!j) return;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_adds(&sb, "{\"host\":\"b\",\"gpus\":[");
+    for (int i = 0; i < RUN_REPLAY_GPUS_MAX + 1; i++) strbuf_addf(&sb, "%s{\"index\":%d}", i ? "," : "", i);
+    strbuf_adds(&sb, "]}");
+    CHECK(!run_replay_gpu_line(j, sb.buf, sb.len));
+    CHECK_INT(j->nodes[1].gpus.n, 0);
+    const char *ok = "{\"host\":\"b\",\"gpus\":[{\"index\":0,\"throttle\":1e30,\"ecc_uncorrected\":3}]}";
+    CHECK(run_replay_gpu_line(j, ok, strlen(ok)));
+    CHECK_INT(j->nodes[1].gpus.n, 1);
+    if (j->nodes[1].gpus.n == 1) {
+        CHECK(!j->nodes[1].gpus.g[0].has_throttle);
+        CHECK(j->nodes[1].gpus.g[0].has_ecc && j->nodes[1].gpus.g[0].ecc == 3);
+    }
+    const char *other = "{\"host\":\"zz\",\"gpus\":[]}";
+    CHECK(run_replay_gpu_line(j, other, strlen(other)));    /* a host not in the run */
+    strbuf_done(&sb);
+    job_free(j);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-replay.XXXXXX");
@@ -254,6 +284,7 @@ int main(void)
     RUN(test_gpu_samples);
     RUN(test_large_log_tail);
     RUN(test_reused_id_and_missing);
+    RUN(test_gpu_line_bounds);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return tap_done();
 }

@@ -6,7 +6,8 @@
  * newest first, skipping what is not a run; finding a run by id or path; and the round
  * trip from the job model's own events (job_new, a launch, job_event_end); one controller per
  * run (controller.lock); a takeover record (adopt.json) read back, and refused when another
- * user owns it or could have put it there. */
+ * user owns it or could have put it there; counts a line claims believed only within the limits
+ * and as far as the rank logs and attempt directories bear them out. */
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -352,6 +353,76 @@ static void test_attempts_and_rank_logs(void)
     free(dir);
 }
 
+/* Counts a line claims are believed within the limits, and with a directory only as far as
+ * the files there bear them out (run_summary.h); a line beyond them names itself. */
+static void test_summary_bounds(void)
+{
+#define LAUNCHX(a, extra) "{\"time\":\"" T0 "\",\"kind\":\"launch\",\"attempt\":" #a extra ",\"text\":\"x\"}"
+    static const struct { const char *line, *why; } bad[] = {
+        { LAUNCHX(16777216, ",\"ranks\":1,\"hosts\":[\"a\"],\"ranks_per_node\":[1]"), "attempt 16777216 is out of range" },
+        { LAUNCHX(-1, ""), "attempt -1 is out of range" },
+        { LAUNCHX(0, ",\"ranks\":65537,\"hosts\":[\"a\",\"b\"],\"ranks_per_node\":[65536,1]"),
+          "gives node 0 a rank count out of range" },
+        { LAUNCHX(0, ",\"ranks\":3,\"hosts\":[\"a\",\"b\"],\"ranks_per_node\":[1,1]"), "says 3 ranks, but its nodes hold 2" },
+        { LAUNCHX(0, ",\"ranks\":2000000,\"hosts\":[\"a\"],\"ranks_per_node\":[\"x\"]"), "rank count out of range" },
+        { LAUNCHX(0, ",\"ranks\":2000000"), "claims 2000000 ranks (at most 1048576)" },
+        { LAUNCHX(0, ",\"text\":\"attempt 0: launching 4 ranks on 200000 nodes\""), "names 200000 nodes" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct run_summary s;
+        run_summary_init(&s);
+        CHECK_INT(run_summary_feed(&s, bad[i].line, strlen(bad[i].line)), -1);
+        CHECK_INT(s.bad_line, 1);
+        CHECK(s.bad_why && strstr(s.bad_why, bad[i].why) != NULL);
+        if (!s.bad_why || !strstr(s.bad_why, bad[i].why)) printf("#   line %zu: %s\n", i, s.bad_why ? s.bad_why : "(none)");
+        CHECK_INT(s.attempts, 0);
+        CHECK_INT(s.ranks, -1);
+        run_summary_done(&s);
+    }
+    /* 5000 ranks: believed once attempt-0/ holds all but 4096 of their logs */
+    const char *big = LAUNCHX(0, ",\"ranks\":5000,\"hosts\":[\"a\"],\"ranks_per_node\":[5000]");
+    char *dir = make_run(tmpdir, "big", big);
+    struct run_summary s;
+    CHECK_INT(run_summary_read(dir, OWNER_NONE, &s), 0);
+    CHECK_INT(s.bad_line, 1);
+    CHECK(strstr(s.bad_why, "claims 5000 ranks, but attempt-0/ holds 0 of their rank logs") != NULL);
+    CHECK(s.dir == NULL);
+    run_summary_done(&s);
+    char *ad = xasprintf("%s/attempt-0", dir);
+    mkdir(ad, 0700);
+    for (int r = 0; r < 904; r++) {
+        char *p = xasprintf("%s/rank-%d.log", ad, r);
+        write_file(p, "");
+        free(p);
+    }
+    CHECK_INT(run_summary_read(dir, OWNER_NONE, &s), 0);
+    CHECK_INT(s.bad_line, 0);
+    CHECK_INT(s.ranks, 5000);
+    CHECK_INT(s.attempts, 1);
+    run_summary_done(&s);
+    free(ad);
+    free(dir);
+    /* a jump to attempt 7 needs attempt-7/; a reason survives a reused id's fresh start */
+    char *text = xasprintf("%s\n%s\n%s\n", LAUNCHX(0, ",\"ranks\":1,\"hosts\":[\"a\"],\"ranks_per_node\":[1]"),
+                           LAUNCHX(7, ",\"ranks\":1,\"hosts\":[\"a\"],\"ranks_per_node\":[1]"),
+                           LAUNCHX(0, ",\"ranks\":1,\"hosts\":[\"b\"],\"ranks_per_node\":[1]"));
+    dir = make_run(tmpdir, "jump", text);
+    CHECK_INT(run_summary_read(dir, OWNER_NONE, &s), 0);
+    CHECK_INT(s.bad_line, 2);
+    CHECK(strstr(s.bad_why, "a launch of attempt 7 after 1 launch, and there is no attempt-7/") != NULL);
+    CHECK(s.hosts && strcmp(s.hosts[0], "b") == 0);
+    run_summary_done(&s);
+    ad = xasprintf("%s/attempt-7", dir);
+    mkdir(ad, 0700);
+    CHECK_INT(run_summary_read(dir, OWNER_NONE, &s), 0);
+    CHECK_INT(s.bad_line, 0);
+    run_summary_done(&s);
+    free(ad);
+    free(dir);
+    free(text);
+#undef LAUNCHX
+}
+
 /* What the job model writes is what the reader reads. */
 static void test_round_trip_from_the_job(void)
 {
@@ -483,6 +554,7 @@ int main(void)
     RUN(test_list_newest_first);
     RUN(test_find_by_id_or_path);
     RUN(test_attempts_and_rank_logs);
+    RUN(test_summary_bounds);
     RUN(test_round_trip_from_the_job);
     RUN(test_one_controller_per_run);
     RUN(test_takeover_record_is_ours);

@@ -3,6 +3,7 @@
  * know are ignored, as docs/logs.md promises every reader does. */
 #include "run_summary.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -14,7 +15,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "runs.h"
 #include "util/util.h"
 
 void run_summary_init(struct run_summary *s)
@@ -125,13 +125,24 @@ static bool is_kind(const char *kind, enum job_event_kind k)
     return strcmp(kind, job_event_kind_name(k)) == 0;
 }
 
-/* How many of rank-0.log .. rank-(n-1).log attempt-A/ holds. */
+/* How many of rank-0.log .. rank-(n-1).log attempt-A/ holds (names as runs_rank_logs takes
+ * them: no sign, no leading zero). */
 static size_t rank_logs_below(const char *dir, int attempt, int n)
 {
-    size_t k = 0, have = 0;
-    int *v = runs_rank_logs(dir, attempt, &k);
-    for (size_t i = 0; i < k; i++) have += v[i] < n;
-    free(v);
+    char *ad = xasprintf("%s/attempt-%d", dir, attempt);
+    DIR *d = opendir(ad);
+    free(ad);
+    size_t have = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *p = de->d_name;
+        long v = 0;
+        size_t k = 0;
+        if (strncmp(p, "rank-", 5) != 0) continue;
+        for (p += 5; p[k] >= '0' && p[k] <= '9' && k < 9; k++) v = v * 10 + (p[k] - '0');
+        if (k && !(k > 1 && p[0] == '0') && strcmp(p + k, ".log") == 0 && v < n) have++;
+    }
+    if (d) closedir(d);
     return have;
 }
 
