@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent_files.h"
+#include "agent_nodedir.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
 #include "wire/protocol.h"
@@ -144,18 +145,22 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
         return;
     }
     /* The rank's error file: the controller's when its env names one (even null: then none),
-     * else a node-local file named after this agent, the attempt and the rank. */
-    char *errfile = NULL;
+     * else one in the agent's private directory, named after the attempt and the rank (never
+     * a predictable name in a shared /tmp: agent_nodedir.h). */
+    char *errfile = NULL, *no_dir = NULL;
     int ours = 0;
     const cJSON *given = cJSON_GetObjectItemCaseSensitive(env, ERROR_FILE_VAR);
     if (cJSON_IsString(given)) {
         errfile = xstrdup(given->valuestring);
     } else if (!given) {
-        const char *tmp = getenv("TMPDIR");
-        errfile = xasprintf("%s/ddptop-%d-a%ld-r%d.error.json", tmp && tmp[0] ? tmp : "/tmp",
-                            (int)getpid(), sp->attempt, rank);
-        unlink(errfile);
-        ours = 1;
+        const char *dir = agent_nodedir_run(err, sizeof err);
+        if (dir) {
+            errfile = xasprintf("%s/a%ld-r%d.error.json", dir, sp->attempt, rank);
+            unlink(errfile);
+            ours = 1;
+        } else {
+            no_dir = xasprintf("rank %d: %s; it runs without %s", rank, err, ERROR_FILE_VAR);
+        }
     }
     /* PyTorch writes its flight recorder dump there without making the directory. */
     const cJSON *trace = cJSON_GetObjectItemCaseSensitive(env, FILES_TRACE_VAR);
@@ -174,10 +179,13 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
         sl->error = xstrdup(err);
         if (ours) unlink(errfile);
         free(errfile);
+        free(no_dir);
         return;
     }
     sl->r = run_rank_add_starting(rank, (int)sp->attempt, &k, errfile, ours, t0, sp,
                                   mono_ms() + SPAWN_START_TIMEOUT_MS);
+    if (no_dir) run_rank_say(sl->r, no_dir);
+    free(no_dir);
     if (sp->doomed) run_rank_signal(sl->r, SIGKILL, 1);
 }
 
