@@ -10,6 +10,8 @@
 # - The directory goes when the agent ends: stdin EOF, and a grace that ran out.
 # - The other user pre-creates /tmp/ddptop-0: the agent avoids it (/dev/shm); pre-creates both:
 #   the rank runs without TORCHELASTIC_ERROR_FILE and its stderr says why; theirs stay empty.
+# - The other user pre-makes the flight recorder's dump directory with a link at a dump's name:
+#   the dumps go to the agent's own directory, "list" finds them there, the link is not written.
 # - A whole `ddptop run` whose rank links its error file to a secret: events.jsonl and the log
 #   directory do not hold the secret; the exit code and the message are there.
 # Everything runs in a mount namespace with its own /tmp and /dev/shm (tmpfs), so the other
@@ -103,8 +105,9 @@ class Agent:
             except EOFError:
                 return None
 
-    def spawn(self, script, rank, **kw):
-        req = dict({"op": "spawn", "argv": ["sh", "-c", script], "ranks": [{"rank": rank}],
+    def spawn(self, script, rank, renv=None, **kw):
+        ro = {"rank": rank, "env": renv} if renv else {"rank": rank}
+        req = dict({"op": "spawn", "argv": ["sh", "-c", script], "ranks": [ro],
                     "id": self.next_id}, **kw)
         self.next_id += 1
         self.p.stdin.write((json.dumps(req) + "\n").encode())
@@ -272,7 +275,41 @@ check("the other user's directories stay empty",
 ag.end()
 subprocess.run(["rm", "-rf", f"/tmp/ddptop-{UID}", f"/dev/shm/ddptop-{UID}"])
 
-# ---- 4. a whole run: the secret stays out of events.jsonl and the logs ----------------------
+# ---- 4. the other user takes the flight recorder's dump directory first ---------------------
+fr = "/tmp/ddptop-nccl-nodefiles"
+victim = TMP + "/victim"
+with open(victim, "w") as f:
+    f.write("mine\n")
+r = other("sh", "-c", f'mkdir -m 777 {fr} && ln -s {victim} {fr}/a0-rank-0')
+ag = Agent(env)
+ag.wait(lambda m: m.get("ev") == "hello", 5)
+ag.spawn('V=$TORCH_NCCL_DEBUG_INFO_TEMP_FILE; echo "$V"; echo dump >"${V}0"', 0, attempt=0,
+         watchdog_ms=0, renv={"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr + "/a0-rank-"})
+e = ag.exit_of(0)
+v = ag.text(0, "o").strip()
+er = ag.text(0, "e")
+check("the other user pre-made the dump directory (0777) with a link at rank 0's dump name",
+      r.returncode == 0 and kind(fr + "/a0-rank-0") == "link", r.stderr)
+check("the rank is told to dump in the agent's own directory instead, and PyTorch's write "
+      "there does not go through the link", v.startswith(f"/tmp/ddptop-{UID}/runs/agent-") and v.endswith("/dumps-0/a0-rank-") and e.get("code") == 0 and
+      open(victim).read() == "mine\n", v, e)
+check("... and its stderr says why",
+      er.startswith(f"ddptop-agent: rank 0: the flight recorder's directory {fr} belongs to uid 65534: "
+                    "its dumps go to ") and er.endswith("/dumps-0 instead\n"), er)
+i = ag.next_id
+ag.next_id += 1
+ag.p.stdin.write((json.dumps({"op": "list", "prefix": fr + "/a0-rank-", "id": i}) + "\n").encode())
+ag.p.stdin.flush()
+ls = ag.wait(lambda m: m.get("id") == i) or {}
+check("list of the original prefix finds the dump where it went",
+      ls.get("files") == [{"path": v + "0", "size": 5}], ls)
+moved = os.path.dirname(v)
+ag.end()
+check("the moved dump directory goes with the agent's", not os.path.lexists(moved) and
+      os.listdir(fr) == ["a0-rank-0"], moved)
+other("rm", "-rf", fr)
+
+# ---- 5. a whole run: the secret stays out of events.jsonl and the logs ----------------------
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]

@@ -107,19 +107,31 @@ const char *agent_nodedir_run(char *err, size_t errlen)
     return nd.path;
 }
 
+/* Empties the directory open at dfd (closed here): files, links (not followed), FIFOs, and
+ * directories down to depth more levels. */
+static void empty_dir(int dfd, int depth)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d)); ) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (unlinkat(dfd, e->d_name, 0) == 0 || depth <= 0) continue;
+        int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) empty_dir(sub, depth - 1);
+        unlinkat(dfd, e->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+}
+
 void agent_nodedir_remove(void)
 {
     if (nd.path) {
+        /* what the ranks made at their error files' paths, and the moved dump directories */
         int dfd = open(nd.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-        for (struct dirent *e; d && (e = readdir(d)); ) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            /* whatever a rank made at its path: a file, a link (not followed), a FIFO, an
-             * empty directory */
-            if (unlinkat(dfd, e->d_name, 0) != 0) unlinkat(dfd, e->d_name, AT_REMOVEDIR);
-        }
-        if (d) closedir(d);
-        else if (dfd >= 0) close(dfd);
+        if (dfd >= 0) empty_dir(dfd, 2);
         rmdir(nd.path);
     }
     free(nd.path);
