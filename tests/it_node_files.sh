@@ -285,7 +285,10 @@ ag = Agent(env)
 ag.wait(lambda m: m.get("ev") == "hello", 5)
 ag.spawn('V=$TORCH_NCCL_DEBUG_INFO_TEMP_FILE; echo "$V"; echo dump >"${V}0"', 0, attempt=0,
          watchdog_ms=0, renv={"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr + "/a0-rank-"})
+ag.spawn('echo "$TORCH_NCCL_DEBUG_INFO_TEMP_FILE"', 1, attempt=0,
+         renv={"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr + "/a0-rank-"})
 e = ag.exit_of(0)
+ag.exit_of(1)
 v = ag.text(0, "o").strip()
 er = ag.text(0, "e")
 check("the other user pre-made the dump directory (0777) with a link at rank 0's dump name",
@@ -296,6 +299,9 @@ check("the rank is told to dump in the agent's own directory instead, and PyTorc
 check("... and its stderr says why",
       er.startswith(f"ddptop-agent: rank 0: the flight recorder's directory {fr} belongs to uid 65534: "
                     "its dumps go to ") and er.endswith("/dumps-0 instead\n"), er)
+check("a second rank with the same directory: the same place, and its stderr says so too",
+      ag.text(1, "o").strip() == v and ag.text(1, "e") == er.replace("rank 0:", "rank 1:"),
+      ag.text(1, "o"), ag.text(1, "e"))
 i = ag.next_id
 ag.next_id += 1
 ag.p.stdin.write((json.dumps({"op": "list", "prefix": fr + "/a0-rank-", "id": i}) + "\n").encode())

@@ -30,7 +30,7 @@ static char *made_dirs[MADE_DIRS_MAX];
 static int n_made_dirs;
 /* Dump directories that were not ours alone, and the directories their dumps go to instead. */
 static struct {
-    char *from, *to;
+    char *from, *to, *why;
 } moved[MADE_DIRS_MAX];
 static int n_moved;
 
@@ -78,11 +78,15 @@ static bool dump_dir_ok(const char *dir, char *why, size_t whylen)
     return false;
 }
 
-/* Where the dumps of a directory that was not ours go instead (made once per directory). */
-static const char *moved_dir(const char *from)
+/* Where the dumps of a directory that was not ours go instead (made once per directory), and
+ * why (for each rank's log). */
+static const char *moved_dir(const char *from, const char **why)
 {
     for (int i = 0; i < n_moved; i++)
-        if (strcmp(moved[i].from, from) == 0) return moved[i].to;
+        if (strcmp(moved[i].from, from) == 0) {
+            if (why) *why = moved[i].why;
+            return moved[i].to;
+        }
     return NULL;
 }
 
@@ -91,16 +95,18 @@ char *agent_files_prepare(const char *value, char *note, size_t notelen)
     const char *slash = value ? strrchr(value, '/') : NULL;
     if (!slash || slash == value || (size_t)(slash - value) >= PATH_MAX) return NULL;
     char *dir = xstrndup(value, (size_t)(slash - value)), *out = NULL;
-    const char *to = moved_dir(dir);
+    const char *said = NULL, *to = moved_dir(dir, &said);
     char why[160], err[400];
     struct stat st;
     if (!to && lstat(dir, &st) != 0) make_dirs(dir);
-    if (!to && !dump_dir_ok(dir, why, sizeof why) && n_moved < MADE_DIRS_MAX) {
-        const char *run = agent_nodedir_run(err, sizeof err);
+    if (!to && !dump_dir_ok(dir, why, sizeof why)) {
+        const char *run = n_moved < MADE_DIRS_MAX ? agent_nodedir_run(err, sizeof err) : NULL;
+        if (n_moved >= MADE_DIRS_MAX) snprintf(err, sizeof err, "%d such directories were moved already", n_moved);
         if (run) {
             char *mine = xasprintf("%s/dumps-%d", run, n_moved);
             if (mkdir(mine, 0700) == 0) {
                 moved[n_moved].from = xstrdup(dir);
+                moved[n_moved].why = xstrdup(why);
                 moved[n_moved++].to = mine;
                 to = mine;
             } else {
@@ -113,6 +119,8 @@ char *agent_files_prepare(const char *value, char *note, size_t notelen)
         else
             snprintf(note, notelen, "the flight recorder's directory %s %s and %s: it is not used", dir, why, err);
         if (!to) out = xstrdup(""); /* no dump rather than one where others can reach it */
+    } else if (to) {
+        snprintf(note, notelen, "the flight recorder's directory %s %s: its dumps go to %s instead", dir, said, to);
     }
     if (to) out = xasprintf("%s%s", to, slash);
     free(dir);
@@ -130,6 +138,7 @@ void agent_files_done(void)
         n_moved--;
         free(moved[n_moved].from);
         free(moved[n_moved].to);
+        free(moved[n_moved].why);
     }
 }
 
@@ -147,7 +156,7 @@ void agent_files_list_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     char *dir = slash == prefix ? xstrdup("/") : xstrndup(prefix, (size_t)(slash - prefix));
-    const char *to = moved_dir(dir);
+    const char *to = moved_dir(dir, NULL);
     if (to) { /* the ranks were told to dump there (agent_files_prepare) */
         free(dir);
         dir = xstrdup(to);
