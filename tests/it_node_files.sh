@@ -283,7 +283,7 @@ with open(victim, "w") as f:
 r = other("sh", "-c", f'mkdir -m 777 {fr} && ln -s {victim} {fr}/a0-rank-0')
 ag = Agent(env)
 ag.wait(lambda m: m.get("ev") == "hello", 5)
-ag.spawn('V=$TORCH_NCCL_DEBUG_INFO_TEMP_FILE; echo "$V"; echo dump >"${V}0"', 0, attempt=0,
+ag.spawn('V=$TORCH_NCCL_DEBUG_INFO_TEMP_FILE; echo "$V"; [ -n "$V" ] && echo dump >"${V}0"', 0, attempt=0,
          watchdog_ms=0, renv={"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr + "/a0-rank-"})
 ag.spawn('echo "$TORCH_NCCL_DEBUG_INFO_TEMP_FILE"', 1, attempt=0,
          renv={"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr + "/a0-rank-"})
