@@ -209,7 +209,7 @@ spawn(ag, ["python3", "-c", py_long], [{"rank": 3}])
 spawn(ag, ["sh", "-c", r"printf 'a\377b\n'; printf 'x\000y\n'; printf 'caf\303\251 \033[31mred\t10%%\r20%%\n'"],
       [{"rank": 4}])
 spawn(ag, ["sh", "-c", "kill -SEGV $$"], [{"rank": 5}])
-spawn(ag, ["sh", "-c", 'printf \'{"message": "boom at step 3"}\' >"$TORCHELASTIC_ERROR_FILE"; exit 7'],
+spawn(ag, ["sh", "-c", 'echo "$TORCHELASTIC_ERROR_FILE"; printf \'{"message": "boom at step 3"}\' >"$TORCHELASTIC_ERROR_FILE"; exit 7'],
       [{"rank": 6}])
 busy = ('echo \'{"event":"step","v":1,"rank":7,"step":42,"loss":2.5}\'; '
         'i=0; while :; do i=$((i+1)); done')
@@ -254,9 +254,9 @@ check("a rank killed by SIGSEGV: signal SIGSEGV, signo 11, code null, by_us fals
 e6 = ag.exit_of(6)
 check("the rank's error file content comes with its exit (code 7)",
       e6.get("code") == 7 and e6.get("error_file") == '{"message": "boom at step 3"}', e6)
-leftover = [f for f in os.listdir(os.environ.get("TMPDIR", "/tmp"))
-            if f.startswith(f"ddptop-{ag.p.pid}-a0-r6")]
-check("the agent removes the error file it chose", not leftover, leftover)
+ef6 = (lines(ag.outs(6, "o"), text=True) or [""])[0]
+check("the agent removes the error file it chose (in its own directory, tests/it_node_files.sh)",
+      ef6.endswith("/a0-r6.error.json") and not os.path.lexists(ef6), ef6)
 
 check("exec failure: a per-rank error naming the command",
       bad.get("ranks") == [{"rank": 9, "error": "cannot execute 'no-such-command-xyz': No such file or directory"}], bad)

@@ -10,11 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_nodedir.h"
 #include "util/util.h"
 #include "wire/base64.h"
 #include "wire/protocol.h"
@@ -25,6 +28,11 @@
 /* The directories agent_files_prepare made, to remove again when still empty (deepest first). */
 static char *made_dirs[MADE_DIRS_MAX];
 static int n_made_dirs;
+/* Dump directories that were not ours alone, and the directories their dumps go to instead. */
+static struct {
+    char *from, *to, *why;
+} moved[MADE_DIRS_MAX];
+static int n_moved;
 
 static void remember_dir(const char *dir)
 {
@@ -48,14 +56,75 @@ static void make_dirs(const char *dir)
     free(p);
 }
 
-void agent_files_prepare(const char *value)
+/* The dump directory is ours alone: a real directory (not a link) of our user that no one else
+ * may write to. Else another user could plant a link at a dump's name, through which PyTorch
+ * would overwrite a file of ours, or read and swap the dumps. why: what is wrong. */
+static bool dump_dir_ok(const char *dir, char *why, size_t whylen)
+{
+    struct stat st;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "is not a directory (%s)", strerror(errno));
+        if (fd >= 0) close(fd);
+        return false;
+    }
+    close(fd);
+    if (st.st_uid != geteuid())
+        snprintf(why, whylen, "belongs to uid %u", (unsigned)st.st_uid);
+    else if (st.st_mode & 022)
+        snprintf(why, whylen, "is writable by others (mode %03o)", (unsigned)(st.st_mode & 0777));
+    else
+        return true;
+    return false;
+}
+
+/* Where the dumps of a directory that was not ours go instead (made once per directory), and
+ * why (for each rank's log). */
+static const char *moved_dir(const char *from, const char **why)
+{
+    for (int i = 0; i < n_moved; i++)
+        if (strcmp(moved[i].from, from) == 0) {
+            if (why) *why = moved[i].why;
+            return moved[i].to;
+        }
+    return NULL;
+}
+
+char *agent_files_prepare(const char *value, char *note, size_t notelen)
 {
     const char *slash = value ? strrchr(value, '/') : NULL;
-    if (!slash || slash == value || (size_t)(slash - value) >= PATH_MAX) return;
-    char *dir = xstrndup(value, (size_t)(slash - value));
+    if (!slash || slash == value || (size_t)(slash - value) >= PATH_MAX) return NULL;
+    char *dir = xstrndup(value, (size_t)(slash - value)), *out = NULL;
+    const char *said = NULL, *to = moved_dir(dir, &said);
+    char why[160], err[400];
     struct stat st;
-    if (stat(dir, &st) != 0) make_dirs(dir);
+    if (!to && lstat(dir, &st) != 0) make_dirs(dir);
+    if (!to && !dump_dir_ok(dir, why, sizeof why)) {
+        const char *run = n_moved < MADE_DIRS_MAX ? agent_nodedir_run(err, sizeof err) : NULL;
+        if (n_moved >= MADE_DIRS_MAX) snprintf(err, sizeof err, "%d such directories were moved already", n_moved);
+        if (run) {
+            char *mine = xasprintf("%s/dumps-%d", run, n_moved);
+            if (mkdir(mine, 0700) == 0) {
+                moved[n_moved].from = xstrdup(dir);
+                moved[n_moved].why = xstrdup(why);
+                moved[n_moved++].to = mine;
+                to = mine;
+            } else {
+                snprintf(err, sizeof err, "cannot create %s: %s", mine, strerror(errno));
+                free(mine);
+            }
+        }
+        if (to)
+            snprintf(note, notelen, "the flight recorder's directory %s %s: its dumps go to %s instead", dir, why, to);
+        else
+            snprintf(note, notelen, "the flight recorder's directory %s %s and %s: it is not used", dir, why, err);
+        if (!to) out = xstrdup(""); /* no dump rather than one where others can reach it */
+    } else if (to) {
+        snprintf(note, notelen, "the flight recorder's directory %s %s: its dumps go to %s instead", dir, said, to);
+    }
+    if (to) out = xasprintf("%s%s", to, slash);
     free(dir);
+    return out;
 }
 
 void agent_files_done(void)
@@ -64,6 +133,12 @@ void agent_files_done(void)
         char *d = made_dirs[--n_made_dirs];
         rmdir(d); /* only when empty: a dump written there stays for the user */
         free(d);
+    }
+    while (n_moved > 0) { /* in the agent's own directory, which goes with the agent */
+        n_moved--;
+        free(moved[n_moved].from);
+        free(moved[n_moved].to);
+        free(moved[n_moved].why);
     }
 }
 
@@ -81,6 +156,11 @@ void agent_files_list_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     char *dir = slash == prefix ? xstrdup("/") : xstrndup(prefix, (size_t)(slash - prefix));
+    const char *to = moved_dir(dir, NULL);
+    if (to) { /* the ranks were told to dump there (agent_files_prepare) */
+        free(dir);
+        dir = xstrdup(to);
+    }
     const char *start = slash + 1;
     size_t start_len = strlen(start);
     char *names[FILES_LIST_MAX];

@@ -20,10 +20,13 @@ void agent_files_read_op(struct agent *ag, const cJSON *req, const cJSON *id);
 
 /* At spawn, for a rank whose environment names the dump prefix (DIR/NAME-START): makes DIR
  * (mode 0700, parents too), remembered so that agent_files_done removes it again when it is
- * still empty. */
+ * still empty. A DIR that is not ours alone (another user's, writable by others, a link) is not
+ * used: the dumps go to a directory in the agent's own (agent_nodedir.h), which "list" reads
+ * for DIR, and the value to give the rank instead comes back (malloc'd; "" when there is none),
+ * with note saying why. NULL: the value stands. */
 #define FILES_TRACE_VAR "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"
 #define FILES_TRACE_VAR_NEW "TORCH_FR_DUMP_TEMP_FILE"   /* its name from PyTorch 2.7 on */
-void agent_files_prepare(const char *prefix);
+char *agent_files_prepare(const char *prefix, char *note, size_t notelen);
 void agent_files_done(void);
 
 #endif

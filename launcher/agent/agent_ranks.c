@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_nodedir.h"
 #include "agent_outbox.h"
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
@@ -289,9 +290,11 @@ static void rank_try_finish(struct run_rank *r)
     if (r->spawn) return; /* its spawn is not answered yet: no exit before "spawned" */
     if (!r->exit_sent && r->have_status && !r->st[0].w && !r->st[1].w) {
         say_dropped(r);
+        char *error_text = run_error_file_text(r); /* may say first why the file was ignored */
         struct outbox *ob = agent_outbox(run.ag);
         uint64_t seq = outbox_next_seq(ob, r->rank);
-        cJSON *msg = run_exit_msg(r);
+        cJSON *msg = run_exit_msg(r, error_text);
+        free(error_text);
         cJSON_AddNumberToObject(msg, "q", (double)seq);
         char *line = cJSON_PrintUnformatted(msg);
         cJSON_Delete(msg);
@@ -422,6 +425,15 @@ struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keepe
     r->next = run.ranks;
     run.ranks = r;
     return r;
+}
+
+void run_rank_say(struct run_rank *r, const char *text)
+{
+    char *line = xasprintf("ddptop-agent: %s\n", text); /* a whole line: newline kept */
+    run.piece_ns = mono_ns();
+    emit_piece(&r->st[1], line, strlen(line), 0); /* a path need not be UTF-8 */
+    r->last_out_ms = mono_ms();
+    free(line);
 }
 
 void run_rank_start_failed(struct run_rank *r, const char *why)
@@ -767,6 +779,7 @@ void agent_ranks_done(struct agent *ag)
     }
     while (run.ranks) rank_free(run.ranks);
     run_spawn_done();
+    agent_nodedir_remove(); /* the error files' directory, with what the ranks left there */
     /* in a Slurm step a time limit's second SIGTERM must not kill the agent before its last
      * line (its exit status) went out */
     signal(SIGTERM, run.slurm_step ? SIG_IGN : SIG_DFL);

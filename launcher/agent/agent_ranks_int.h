@@ -68,6 +68,8 @@ struct run_rank *run_rank_find(int rank);
 struct run_rank *run_rank_add_starting(int rank, int attempt, const struct keeper *k, char *error_file,
                                        int error_file_ours, int64_t spawn_wall_ns,
                                        struct run_spawn *sp, int64_t start_deadline_ms);
+/* A line "ddptop-agent: text" on the rank's stderr, where the person reading its log looks. */
+void run_rank_say(struct run_rank *r, const char *text);
 /* The rank could not start: why goes out as a line on its stderr and into spawned; its exit
  * (after spawned) has code 127. */
 void run_rank_start_failed(struct run_rank *r, const char *why);
@@ -116,7 +118,11 @@ void run_stop_wait(const cJSON *id, int64_t kill_at_ms);
 void run_schedule(void);
 /* Messages (agent_ranks_msg.c): the exit message, a rank's status entry, the step of a metrics
  * line ({"event":"step",...,"step":N}) remembered for status, mono_ns as a JSON integer. */
-cJSON *run_exit_msg(const struct run_rank *r);
+cJSON *run_exit_msg(const struct run_rank *r, const char *error_text);
+/* The rank's error file made readable (at most 64 KiB), or NULL when it has none or it was not
+ * written; one that is not a regular file of ours is ignored with a line on the rank's stderr
+ * naming it. malloc'd. Called before its exit message, which carries the text. */
+char *run_error_file_text(struct run_rank *r);
 cJSON *run_status_entry(const struct run_rank *r, int64_t now_ms);
 void run_note_step(struct run_rank *r, const char *data, size_t len);
 void run_add_mono_ns(cJSON *msg, int64_t ns);

@@ -2,10 +2,11 @@
  * status heartbeat, the step seen in its metrics lines. Kept apart from agent_ranks.c, which
  * decides when they are sent. Signal names are the protocol's (wire/signals.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "agent_nodedir.h"
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
@@ -31,30 +32,30 @@ void run_note_step(struct run_rank *r, const char *data, size_t len)
     r->have_step = 1;
 }
 
-static void attach_error_file(const struct run_rank *r, cJSON *msg)
+char *run_error_file_text(struct run_rank *r)
 {
-    struct stat st;
     struct strbuf raw, clean;
-    if (!r->error_file || stat(r->error_file, &st) < 0 ||
-        /* a file the controller named may be left from an earlier run: only a fresh one counts */
-        (!r->error_file_ours &&
-         (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < r->spawn_wall_ns)) {
-        cJSON_AddNullToObject(msg, "error_file");
-        return;
-    }
+    char why[160];
+    if (!r->error_file) return NULL;
     strbuf_init(&raw);
     strbuf_init(&clean);
-    if (proc_read_file(r->error_file, &raw, ERROR_FILE_MAX) == 0) {
+    /* a file the controller named may be left from an earlier run: only a fresh one counts */
+    int got = agent_nodedir_read(r->error_file, &raw, ERROR_FILE_MAX,
+                                 r->error_file_ours ? 0 : r->spawn_wall_ns, why, sizeof why);
+    if (got > 0) {
         stream_sanitize(&clean, raw.buf ? raw.buf : "", raw.len);
-        cJSON_AddStringToObject(msg, "error_file", clean.buf ? clean.buf : "");
-    } else {
-        cJSON_AddNullToObject(msg, "error_file");
+        if (!clean.buf) strbuf_adds(&clean, "");
+    } else if (got < 0) {
+        /* said where its log is read; the exit (its code) goes out as always */
+        char *text = xasprintf("rank %d: error file %s %s; ignored", r->rank, r->error_file, why);
+        run_rank_say(r, text);
+        free(text);
     }
     strbuf_done(&raw);
-    strbuf_done(&clean);
+    return clean.buf; /* NULL when none was read */
 }
 
-cJSON *run_exit_msg(const struct run_rank *r)
+cJSON *run_exit_msg(const struct run_rank *r, const char *error_text)
 {
     int ws = r->wait_status;
     cJSON *msg = agent_reply_new(WIRE_EV_EXIT, NULL);
@@ -77,7 +78,8 @@ cJSON *run_exit_msg(const struct run_rank *r)
     cJSON_AddBoolToObject(msg, "by_us", r->by_us);
     run_add_mono_ns(msg, r->exit_ns);
     if (!r->keeper_died) cJSON_AddNumberToObject(msg, "cpu_s", r->exit_cpu_s);
-    attach_error_file(r, msg);
+    if (error_text) cJSON_AddStringToObject(msg, "error_file", error_text);
+    else cJSON_AddNullToObject(msg, "error_file");
     if (r->start_error)
         cJSON_AddStringToObject(msg, "error", r->start_error);
     else if (r->keeper_died)

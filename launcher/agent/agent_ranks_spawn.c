@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent_files.h"
+#include "agent_nodedir.h"
 #include "agent_ranks_int.h"
 #include "util/util.h"
 #include "wire/protocol.h"
@@ -98,30 +99,67 @@ static int env_key_is(const char *entry, const char *key)
     return strncmp(entry, key, n) == 0 && entry[n] == '=';
 }
 
-/* The rank's environment: the agent's, with the request's env applied (null removes), plus
- * TORCHELASTIC_ERROR_FILE=own_err when own_err is set. Strings the vector owns are listed in
- * owned (freed with free_env). */
-static char **build_env(const cJSON *env, const char *own_err, char ***owned)
+/* A variable the agent itself sets for a rank (value NULL: removes it). */
+struct env_set {
+    const char *key, *value;
+};
+#define ENV_SET_MAX 6
+
+static int env_in_set(const char *entry, const struct env_set *set, size_t n_set, int is_key)
+{
+    for (size_t i = 0; i < n_set; i++)
+        if (is_key ? strcmp(entry, set[i].key) == 0 : env_key_is(entry, set[i].key)) return 1;
+    return 0;
+}
+
+/* The rank's environment: the agent's, with the request's env applied (null removes), then
+ * the agent's own settings (TORCHELASTIC_ERROR_FILE, a moved flight recorder directory). Strings
+ * the vector owns are listed in owned (freed with free_env). */
+static char **build_env(const cJSON *env, const struct env_set *set, size_t n_set, char ***owned)
 {
     size_t n_env = 0, n_req = (size_t)cJSON_GetArraySize(env), k = 0, o = 0;
     while (environ && environ[n_env]) n_env++;
-    char **v = xcalloc(n_env + n_req + 2, sizeof *v);
-    *owned = xcalloc(n_req + 2, sizeof **owned);
+    char **v = xcalloc(n_env + n_req + n_set + 1, sizeof *v);
+    *owned = xcalloc(n_req + n_set + 1, sizeof **owned);
     for (size_t i = 0; i < n_env; i++) {
-        int drop = own_err && env_key_is(environ[i], ERROR_FILE_VAR);
+        int drop = env_in_set(environ[i], set, n_set, 0);
         const cJSON *e;
         cJSON_ArrayForEach(e, env) drop = drop || env_key_is(environ[i], e->string);
         if (!drop) v[k++] = environ[i];
     }
     const cJSON *e;
     cJSON_ArrayForEach(e, env) {
-        if (!cJSON_IsString(e)) continue;
+        if (!cJSON_IsString(e) || env_in_set(e->string, set, n_set, 1)) continue;
         int dup = 0; /* cJSON keeps duplicate keys; the last one wins, as in a shell */
         for (const cJSON *f = e->next; f; f = f->next) dup = dup || strcmp(f->string, e->string) == 0;
         if (!dup) v[k++] = (*owned)[o++] = xasprintf("%s=%s", e->string, e->valuestring);
     }
-    if (own_err) v[k++] = (*owned)[o++] = xasprintf("%s=%s", ERROR_FILE_VAR, own_err);
+    for (size_t i = 0; i < n_set; i++)
+        if (set[i].value) v[k++] = (*owned)[o++] = xasprintf("%s=%s", set[i].key, set[i].value);
     return v;
+}
+
+/* The flight recorder's dump prefixes (both names): kept, or moved out of a directory that is
+ * not ours alone (agent_files_prepare). With nowhere private to go, dumping is turned off
+ * rather than left where others reach it. note gets the first reason. */
+static size_t trace_env(const cJSON *env, struct env_set *set, char **moved, char *note, size_t notelen)
+{
+    static const char *const vars[] = { FILES_TRACE_VAR, FILES_TRACE_VAR_NEW };
+    static const char *const off[] = { "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_DUMP_ON_TIMEOUT" };
+    size_t n = 0;
+    int dump_off = 0;
+    for (size_t i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(env, vars[i]);
+        char why[600] = "";
+        if (!cJSON_IsString(v)) continue;
+        moved[i] = agent_files_prepare(v->valuestring, why, sizeof why);
+        if (why[0] && !note[0]) snprintf(note, notelen, "%s", why);
+        if (!moved[i]) continue;
+        set[n++] = (struct env_set){ vars[i], moved[i][0] ? moved[i] : NULL };
+        dump_off = dump_off || !moved[i][0];
+    }
+    for (size_t i = 0; dump_off && i < 2; i++) set[n++] = (struct env_set){ off[i], "0" };
+    return n;
 }
 
 static void free_env(char **v, char **owned)
@@ -144,40 +182,54 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
         return;
     }
     /* The rank's error file: the controller's when its env names one (even null: then none),
-     * else a node-local file named after this agent, the attempt and the rank. */
-    char *errfile = NULL;
+     * else one in the agent's private directory, named after the attempt and the rank (never
+     * a predictable name in a shared /tmp: agent_nodedir.h). */
+    char *errfile = NULL, *no_dir = NULL;
     int ours = 0;
     const cJSON *given = cJSON_GetObjectItemCaseSensitive(env, ERROR_FILE_VAR);
     if (cJSON_IsString(given)) {
         errfile = xstrdup(given->valuestring);
     } else if (!given) {
-        const char *tmp = getenv("TMPDIR");
-        errfile = xasprintf("%s/ddptop-%d-a%ld-r%d.error.json", tmp && tmp[0] ? tmp : "/tmp",
-                            (int)getpid(), sp->attempt, rank);
-        unlink(errfile);
-        ours = 1;
+        const char *dir = agent_nodedir_run(err, sizeof err);
+        if (dir) {
+            errfile = xasprintf("%s/a%ld-r%d.error.json", dir, sp->attempt, rank);
+            unlink(errfile);
+            ours = 1;
+        } else {
+            no_dir = xasprintf("rank %d: %s; it runs without %s", rank, err, ERROR_FILE_VAR);
+        }
     }
     /* PyTorch writes its flight recorder dump there without making the directory. */
-    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(env, FILES_TRACE_VAR);
-    const cJSON *trace_new = cJSON_GetObjectItemCaseSensitive(env, FILES_TRACE_VAR_NEW);
-    if (cJSON_IsString(trace)) agent_files_prepare(trace->valuestring);
-    if (cJSON_IsString(trace_new)) agent_files_prepare(trace_new->valuestring);
+    struct env_set set[ENV_SET_MAX];
+    char *moved[2] = { NULL, NULL }, trace_note[600] = "";
+    size_t n_set = trace_env(env, set, moved, trace_note, sizeof trace_note);
+    if (ours) set[n_set++] = (struct env_set){ ERROR_FILE_VAR, errfile };
     char **owned;
-    char **envp = build_env(env, ours ? errfile : NULL, &owned);
+    char **envp = build_env(env, set, n_set, &owned);
     struct keeper_spec spec = { .argv = sp->argv, .envp = envp, .workdir = sp->workdir,
                                 .start_timeout_ms = SPAWN_START_TIMEOUT_MS };
     struct keeper k;
     int64_t t0 = wall_ns();
     int rc = keeper_fork(&spec, &k, err, sizeof err);
     free_env(envp, owned);
+    free(moved[0]);
+    free(moved[1]);
     if (rc < 0) {
         sl->error = xstrdup(err);
         if (ours) unlink(errfile);
         free(errfile);
+        free(no_dir);
         return;
     }
     sl->r = run_rank_add_starting(rank, (int)sp->attempt, &k, errfile, ours, t0, sp,
                                   mono_ms() + SPAWN_START_TIMEOUT_MS);
+    if (no_dir) run_rank_say(sl->r, no_dir);
+    if (trace_note[0]) {
+        char *text = xasprintf("rank %d: %s", rank, trace_note);
+        run_rank_say(sl->r, text);
+        free(text);
+    }
+    free(no_dir);
     if (sp->doomed) run_rank_signal(sl->r, SIGKILL, 1);
 }
 

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "agent_nodedir.h"
 #include "util/util.h"
 #include "wire/protocol.h"
 
@@ -31,20 +32,12 @@ static struct {
  * may share DIR/ddptop-UID on a login node that is also a node). */
 static char **bases(void)
 {
-    char **v = xcalloc(4, sizeof *v);
-    size_t n = 0;
-    const char *t = getenv("TMPDIR");
-    if (t && t[0] == '/' && strcmp(t, "/tmp") != 0 && strcmp(t, "/tmp/") != 0)
-        v[n++] = xasprintf("%s/ddptop-%u/agents", t, (unsigned)geteuid());
-    v[n++] = xasprintf("/tmp/ddptop-%u/agents", (unsigned)geteuid());
-    v[n++] = xasprintf("/dev/shm/ddptop-%u/agents", (unsigned)geteuid());
-    return v;
+    return agent_nodedir_bases("agents");
 }
 
 void agent_sock_paths_free(char **v)
 {
-    for (size_t i = 0; v && v[i]; i++) free(v[i]);
-    free(v);
+    agent_nodedir_free(v);
 }
 
 char **agent_sock_paths(const char *run, int node)
@@ -58,54 +51,13 @@ char **agent_sock_paths(const char *run, int node)
     return v;
 }
 
-/* dir is ours alone: a real directory (not a link), owned by us, no access for others. Made
- * when missing; a mode of ours that lets others in is tightened. */
-static bool private_one(const char *dir, char *why, size_t whylen)
-{
-    struct stat st;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
-        return false;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(why, whylen, "%s is not a directory of ours (%s)", dir, strerror(errno));
-        if (fd >= 0) close(fd);
-        return false;
-    }
-    if (st.st_uid != geteuid()) {
-        snprintf(why, whylen, "%s belongs to uid %u, not to us (uid %u)", dir, (unsigned)st.st_uid,
-                 (unsigned)geteuid());
-        close(fd);
-        return false;
-    }
-    if ((st.st_mode & 077) && fchmod(fd, 0700) != 0) {
-        snprintf(why, whylen, "%s lets others in and cannot be made private: %s", dir, strerror(errno));
-        close(fd);
-        return false;
-    }
-    close(fd);
-    return true;
-}
-
-/* dir and its parent, both ours alone. */
-static bool private_dir(const char *dir, char *why, size_t whylen)
-{
-    char *parent = xstrdup(dir);
-    char *slash = strrchr(parent, '/');
-    if (slash) *slash = '\0';
-    bool ok = private_one(parent, why, whylen) && private_one(dir, why, whylen);
-    free(parent);
-    return ok;
-}
-
 char *agent_sock_path(const char *run, int node, char *err, size_t errlen)
 {
     char **dirs = bases(), *path = NULL;
     char why[300] = "";
     for (size_t i = 0; dirs[i] && !path; i++) {
         char w[300];
-        if (!private_dir(dirs[i], w, sizeof w)) {
+        if (!agent_nodedir_private(dirs[i], w, sizeof w)) {
             if (!why[0]) snprintf(why, sizeof why, "%s", w);
             continue;
         }
