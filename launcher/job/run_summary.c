@@ -189,6 +189,9 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len)
         s->ended = true;
         s->end_state = st ? state_parse(st) : RUN_UNKNOWN;
         s->exit_code = int_field(o, "exit_code", -1);
+        /* the end counts the attempts: launches of a full disk's run may be missing */
+        int att = int_field(o, "attempts", -1);
+        if (att > s->attempts && att <= ATTEMPTS_MAX) s->attempts = att;
         s->end_ns = t > 0 ? t : s->last_ns;
         free(s->end_text);
         s->end_text = xstrdup(text ? text : "");
@@ -230,6 +233,7 @@ int run_summary_read(const char *run_dir, enum run_owner_status owner, struct ru
         /* the last line, its newline not written yet: use it only when it is whole */
         cJSON *o = parse_line(line, (size_t)n);
         if (o) run_summary_feed(s, line, (size_t)n);
+        else s->cut_short = true;
         cJSON_Delete(o);
     }
     int bad = ferror(f), saved = errno;
