@@ -176,6 +176,115 @@ static void test_no_index_no_acknowledgement(void)
     free(dir);
 }
 
+static int file_mode(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/* What reached an idle writer is in the files without a sync (a SIGKILL of the controller
+ * loses none of it): the buffers only join the pieces of a busy spell. */
+static void test_idle_writer_writes(void)
+{
+    char *dir = xasprintf("%s/idle", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    struct logw *w = logw_new(dir, 2, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { free(dir); return; }
+    logw_attempt(w, 0);
+    line(w, 0, 0, 1, 0, "first");
+    line(w, 1, 0, 1, 0, "other rank");
+    line(w, 0, 0, 2, 0, "second");
+    char *p0 = xasprintf("%s/attempt-0/rank-0.log", dir), *p1 = xasprintf("%s/attempt-0/rank-1.log", dir);
+    int64_t until = mono_ms() + 5000;
+    while ((file_size(p0) != 13 || file_size(p1) != 11) && mono_ms() < until) usleep(10000);
+    CHECK_INT(file_size(p0), 13);  /* no logw_sync was asked for */
+    CHECK_INT(file_size(p1), 11);
+    logw_free(w);
+    free(p0);
+    free(p1);
+    free(dir);
+}
+
+/* The run's files are private (0600, directories 0700) until logw_set_mode, which changes
+ * those open and those made afterwards; the reserve is gone after logw_free. */
+static void test_modes(void)
+{
+    char *dir = xasprintf("%s/modes", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    mode_t old = umask(0);  /* the modes must not depend on it */
+    struct logw *w = logw_new(dir, 1, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { umask(old); free(dir); return; }
+    char *ev = xasprintf("%s/events.jsonl", dir), *a0 = xasprintf("%s/attempt-0", dir),
+         *a1 = xasprintf("%s/attempt-1", dir), *r0 = xasprintf("%s/attempt-0/rank-0.log", dir),
+         *r1 = xasprintf("%s/attempt-1/rank-0.log", dir), *res = xasprintf("%s/%s", dir, LOG_RESERVE_FILE);
+    logw_attempt(w, 0);
+    line(w, 0, 0, 1, 0, "x");
+    CHECK(logw_drain(w, 10000));
+    CHECK_INT(file_mode(ev), 0600);
+    CHECK_INT(file_mode(a0), 0700);
+    CHECK_INT(file_mode(r0), 0600);
+    CHECK_INT(file_size(res), 64 * 1024);
+    logw_set_mode(w, 0640);
+    logw_attempt(w, 1);
+    line(w, 0, 1, 2, 0, "y");
+    CHECK(logw_drain(w, 10000));
+    CHECK_INT(file_mode(ev), 0640);
+    CHECK_INT(file_mode(r0), 0640);
+    CHECK_INT(file_mode(a1), 0750);
+    CHECK_INT(file_mode(r1), 0640);
+    struct logw_loss l;
+    CHECK(!logw_loss(w, &l)); /* nothing lost */
+    logw_free(w);
+    umask(old);
+    CHECK_INT(file_size(res), -1);
+    free(ev); free(a0); free(a1); free(r0); free(r1); free(res);
+    free(dir);
+}
+
+static void test_log_mode_parse(void)
+{
+    unsigned m = 0;
+    CHECK(log_mode_parse("private", &m) == 0 && m == 0600);
+    CHECK(log_mode_parse("group", &m) == 0 && m == 0640);
+    CHECK(log_mode_parse("0644", &m) == 0 && m == 0644);
+    CHECK(log_mode_parse("604", &m) == 0 && m == 0604);
+    CHECK(log_mode_parse("0666", &m) < 0);   /* writable by others */
+    CHECK(log_mode_parse("0660", &m) < 0);
+    CHECK(log_mode_parse("0400", &m) < 0);   /* we must write them */
+    CHECK(log_mode_parse("0755", &m) < 0);
+    CHECK(log_mode_parse("", &m) < 0);
+    CHECK(log_mode_parse("0640x", &m) < 0);
+    CHECK_INT(log_mode_dir(0600), 0700);
+    CHECK_INT(log_mode_dir(0640), 0750);
+    CHECK_INT(log_mode_dir(0644), 0755);
+}
+
+/* The incomplete file as `ddptop ls` reads it: bounded, a link refused. */
+static void test_read_incomplete(void)
+{
+    char *dir = xasprintf("%s/incomplete", tmpdir);
+    mkdir(dir, 0700);
+    char *p = xasprintf("%s/%s", dir, LOG_INCOMPLETE_FILE);
+    char reason[16], detail[32];
+    CHECK(!logw_read_incomplete(dir, reason, sizeof reason, detail, sizeof detail));
+    FILE *f = fopen(p, "w");
+    fputs("disk full\nnot written: 3 events and a very long tail that is cut\n", f);
+    fclose(f);
+    CHECK(logw_read_incomplete(dir, reason, sizeof reason, detail, sizeof detail));
+    CHECK_STR(reason, "disk full");
+    CHECK_STR(detail, "not written: 3 events and a ver");
+    unlink(p);
+    CHECK(symlink("/etc/passwd", p) == 0);
+    CHECK(!logw_read_incomplete(dir, reason, sizeof reason, detail, sizeof detail));
+    unlink(p);
+    free(p);
+    free(dir);
+}
+
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb; (void)flag; (void)ftw;
@@ -189,6 +298,10 @@ int main(void)
     RUN(test_marks_follow_the_index);
     RUN(test_cut_back_to_the_index);
     RUN(test_no_index_no_acknowledgement);
+    RUN(test_idle_writer_writes);
+    RUN(test_modes);
+    RUN(test_log_mode_parse);
+    RUN(test_read_incomplete);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return tap_done();
 }

@@ -575,6 +575,8 @@ int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const cha
         fprintf(stderr, "ddptop: job %s after %d attempt%s (exit %d); logs in %s\n",
                 job_state_name(j->state), j->attempt + 1, j->attempt ? "s" : "", rc,
                 j->log_dir ? j->log_dir : "?");
+    if (j && j->incomplete[0])
+        fprintf(stderr, "ddptop: the run's record is incomplete (%s): %s\n", j->incomplete, j->incomplete_what);
     controller_free(c);
     return rc;
 }

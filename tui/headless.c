@@ -247,7 +247,14 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
             say(h, "step min/median/max %ld/%ld/%ld", st.step_min, st.step_median, st.step_max);
     }
     if (j->cause.set) say(h, "root cause: %s", j->cause.summary ? j->cause.summary : "?");
-    say(h, "logs: %s (events.jsonl, attempt-N/rank-R.log); exit code %d", j->log_dir, exit_code);
+    /* the last words: whether what is on disk is the whole story */
+    if (j->incomplete[0]) {
+        say(h, "the run's record is incomplete (%s): %s", j->incomplete, j->incomplete_what);
+        say(h, "logs: %s (events.jsonl, attempt-N/rank-R.log; incomplete: %s); exit code %d", j->log_dir,
+            j->incomplete, exit_code);
+    } else {
+        say(h, "logs: %s (events.jsonl, attempt-N/rank-R.log); exit code %d", j->log_dir, exit_code);
+    }
     strbuf_done(&states);
     flush_out(h, true);
 }

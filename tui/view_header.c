@@ -103,6 +103,8 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
                               f[n].role = (role_); n++; } } while (0)
     ADD(ROLE_HEADER, "ddptop");
     ADD(job_state_role(j->state), "%s", job_state_name(j->state));
+    /* the files on disk lack something (a full disk): said beside the state, not in a log */
+    if (j->incomplete[0]) ADD(ROLE_FAIL, "record incomplete: %.60s", j->incomplete);
     ADD(ROLE_HEADER, "run %s", j->run_id ? j->run_id : "-");
     if (j->max_restarts > 0) ADD(ROLE_HEADER, "attempt %d/%d", j->attempt, j->max_restarts);
     else ADD(ROLE_HEADER, "attempt %d", j->attempt);

@@ -5,6 +5,7 @@
 #include "job.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,11 +226,13 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         job_free(j);
         return NULL;
     }
-    /* Only this user writes the run's directory: it holds adopt.json, which ddptop attach
-     * runs (a umask of 002 would make it the group's too) */
+    /* Private until --log-mode says otherwise (job_set_log_mode): the logs hold what the
+     * ranks print (tokens, paths), and adopt.json, which ddptop attach runs */
+    j->log_mode = LOG_MODE_DEFAULT;
     struct stat st;
-    if (stat(j->log_dir, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 022))
-        chmod(j->log_dir, (st.st_mode & 07777) & ~(mode_t)022);
+    if (lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        (st.st_mode & 07777) != log_mode_dir(j->log_mode))
+        chmod(j->log_dir, log_mode_dir(j->log_mode));
     /* one controller writes a run: a second one for it (a run id given twice, two takeovers
      * at once) stops here, before it touches a file */
     j->lock_fd = run_owner_lock(j->log_dir, err, errlen);
@@ -318,14 +321,67 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     return 0;
 }
 
-void job_flush(struct job *j)
+/* What the writer lost, into the model (the header and the final line say it). */
+static void take_loss(struct job *j)
+{
+    struct logw_loss l;
+    if (!logw_loss(j->files, &l)) return;
+    char what[sizeof j->incomplete_what];
+    uint64_t events = l.events + l.events_held;
+    snprintf(what, sizeof what, "%llu event%s%s, %llu bytes of rank logs, %llu GPU sample%s not written",
+             (unsigned long long)events, events == 1 ? "" : "s", l.events_held ? " (held in memory)" : "",
+             (unsigned long long)l.log_bytes, (unsigned long long)l.gpu_lines, l.gpu_lines == 1 ? "" : "s");
+    if (strcmp(j->incomplete, l.reason) != 0 || strcmp(j->incomplete_what, what) != 0) {
+        snprintf(j->incomplete, sizeof j->incomplete, "%s", l.reason);
+        snprintf(j->incomplete_what, sizeof j->incomplete_what, "%s", what);
+        j->generation++;
+    }
+}
+
+static void take_errors(struct job *j)
 {
     char *e;
-    if (!j->files) return;
-    logw_sync(j->files);
     while ((e = logw_take_error(j->files)) != NULL) {
         job_event_add(j, EV_INFO, -1, -1, "%s", e);
         free(e);
+    }
+    take_loss(j);
+}
+
+void job_flush(struct job *j)
+{
+    if (!j->files) return;
+    logw_sync(j->files);
+    take_errors(j);
+}
+
+void job_files_settle(struct job *j, int timeout_ms)
+{
+    if (!j->files) return;
+    logw_drain(j->files, timeout_ms);
+    take_errors(j);
+    /* the events just made of the errors reach the file too (or count as lost) */
+    logw_drain(j->files, timeout_ms);
+    take_loss(j);
+}
+
+void job_set_log_mode(struct job *j, unsigned file_mode)
+{
+    if (!j->log_dir) return;
+    j->log_mode = file_mode & 0777;
+    struct stat st;
+    if (lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        chmod(j->log_dir, log_mode_dir(j->log_mode));
+    logw_set_mode(j->files, j->log_mode);
+    /* made here, with the mode, for the transports that only append to it */
+    static const char *const ours[] = {"agent.log", RUN_OWNER_FILE};
+    for (size_t i = 0; i < sizeof ours / sizeof *ours; i++) {
+        char *path = xasprintf("%s/%s", j->log_dir, ours[i]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, j->log_mode);
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+            fchmod(fd, j->log_mode);
+        if (fd >= 0) close(fd);
+        free(path);
     }
 }
 

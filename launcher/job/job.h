@@ -251,6 +251,11 @@ struct job {
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
     enum run_state end_state; /* what job_event_end recorded */
     int end_exit_code;
+    unsigned log_mode;        /* of the run's files (--log-mode; its directories: log_mode_dir) */
+    /* the run's record or logs lost something (the writer's word, taken by job_flush): why
+     * ("disk full", or the error), and what ("" while nothing was) */
+    char incomplete[64];
+    char incomplete_what[160];
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
@@ -311,6 +316,13 @@ void job_set_series_limit(struct job *j, size_t max_points);
  * is left and closes. */
 void job_flush(struct job *j);
 void job_attempt_end(struct job *j);
+/* The run is over (ddptop exits): waits at most timeout_ms for the writer to have written all
+ * that was given to it, then takes its errors and losses (j->incomplete) as job_flush does. */
+void job_files_settle(struct job *j, int timeout_ms);
+/* --log-mode: the run's directory, its files and every one made from now on get file_mode
+ * (0600 by default; 0640 lets the group read), directories the same with x where r is.
+ * Also makes agent.log with it, for the transports that append to it. */
+void job_set_log_mode(struct job *j, unsigned file_mode);
 
 /* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
  * it for each new attempt; root_cause.h sets it. */

@@ -144,6 +144,10 @@ static void write_event(struct job *j, const struct job_event *ev)
     if (ev->kind == EV_END) {
         cJSON_AddStringToObject(o, "state", run_state_name(j->end_state));
         cJSON_AddNumberToObject(o, "exit_code", j->end_exit_code);
+        /* the count, for a file whose launches were lost to a full disk */
+        if (j->state != JOB_CHECKING && j->state != JOB_CHECK_FAILED)
+            cJSON_AddNumberToObject(o, "attempts", j->attempt + 1);
+        if (j->incomplete[0]) cJSON_AddStringToObject(o, "incomplete", j->incomplete);
     }
     char *line = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -200,6 +204,8 @@ void job_event_end(struct job *j, enum run_state st, int exit_code)
 {
     j->end_state = st;
     j->end_exit_code = exit_code;
+    /* a full disk: the reserve goes to the events held in memory and to this one */
+    logw_ending(j->files);
     job_event_add(j, EV_END, -1, -1, "run %s %s (exit code %d)", j->run_id, run_state_name(st),
                   exit_code);
 }

@@ -1,7 +1,8 @@
 /* The run's file writer (logw.h). The loop appends chunks to a list under a mutex and wakes the
  * thread only when the list was empty; the thread takes the whole list at once, buffers each
- * rank's bytes (64 KiB, as stdio did: a rank printing 25 MB/s reaches the disk in large writes)
- * and writes with write(2). logw_sync empties the buffers, syncs the logs written since the last
+ * rank's bytes (64 KiB: a rank printing 25 MB/s reaches the disk in large writes) and writes
+ * them with write(2) when a buffer fills and whenever the queue is empty: nothing that reached
+ * an idle writer waits in memory (a SIGKILL of the controller loses none of it). logw_sync empties the buffers, syncs the logs written since the last
  * one (fdatasync) and replaces the index (synced too); only then do the durable marks move, so
  * an acknowledgement never runs ahead of the disk, even for a crash of this machine. */
 #include "logw.h"
@@ -19,62 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logw_int.h"
 #include "util/util.h"
 
-#define RANK_BUF (64 * 1024)
-#define FREE_STALL_S 30
-
-enum chunk_kind { CH_RANK, CH_EVENTS, CH_GPU, CH_ATTEMPT, CH_SYNC, CH_STOP, CH_REPLACE };
-
-struct chunk {
-    struct chunk *next;
-    enum chunk_kind kind;
-    int rank, attempt;
-    uint64_t seq, base;
-    size_t len;
-    char data[];
-};
-
-struct wrank {
-    int fd, attempt;          /* the open log (-1) and its attempt */
-    uint64_t bytes;           /* its size */
-    char *buf;
-    size_t len;
-    uint64_t buf_seq, buf_base;
-    int buf_attempt;
-    /* what is written (not only buffered): what the next index says */
-    int w_attempt;
-    uint64_t w_seq, w_base, w_bytes;
-    bool unsynced;            /* written since its last fdatasync */
-};
-
-struct logw {
-    char *dir;
-    size_t n;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct chunk *head, *tail;
-    size_t backlog;           /* bytes in chunks not yet processed */
-    uint64_t progress;        /* chunks processed (logw_free's stall detector) */
-    uint64_t pushed;          /* chunks queued */
-    bool done;                /* the thread finished */
-    /* the thread's own */
-    int ev_fd, gpu_fd;
-    bool gpu_tried;
-    int attempt;
-    struct wrank *r;
-    bool dirty;
-    /* under mu: what the last index holds, and errors to report */
-    uint64_t *dur_seq, *dur_base;
-    struct strbuf errors;     /* '\n'-separated */
-    unsigned reported;        /* bit per kind of file already reported */
-};
-
-enum { REP_RANK = 1, REP_EVENTS = 2, REP_GPU = 4, REP_INDEX = 8, REP_DIR = 16, REP_REPLACE = 32 };
-
-static void report(struct logw *w, unsigned kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void report(struct logw *w, unsigned kind, const char *fmt, ...)
+void logw_report(struct logw *w, unsigned kind, const char *fmt, ...)
 {
     va_list ap;
     pthread_mutex_lock(&w->mu);
@@ -88,9 +37,20 @@ static void report(struct logw *w, unsigned kind, const char *fmt, ...)
     pthread_mutex_unlock(&w->mu);
 }
 
-static int open_append(const char *path)
+/* O_NONBLOCK: a FIFO planted where a log goes must not hang the writer; what is opened must
+ * be a regular file, and gets the run's mode (an older file of ours too: --log-mode again). */
+int logw_open_append(const struct logw *w, const char *path)
 {
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, w->file_mode);
+    struct stat st;
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    if ((st.st_mode & 07777) != w->file_mode && st.st_uid == geteuid()) fchmod(fd, w->file_mode);
+    return fd;
 }
 
 /* ---- rank logs ---------------------------------------------------------------------------- */
@@ -100,6 +60,26 @@ static char *rank_path(const struct logw *w, int attempt, size_t rank)
     return xasprintf("%s/attempt-%d/rank-%zu.log", w->dir, attempt, rank);
 }
 
+/* A write of len bytes failed (or the log could not be opened): what reached the file is
+ * counted from its size, the rest is lost and the run marked incomplete. */
+static void rank_lost(struct logw *w, size_t i, const void *data, size_t len)
+{
+    struct wrank *r = &w->r[i];
+    int e = r->fd >= 0 ? errno : ENOENT;
+    uint64_t before = r->bytes;
+    struct stat st;
+    (void)data;
+    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && (uint64_t)st.st_size >= before) r->bytes = (uint64_t)st.st_size;
+    if (r->bytes > before) r->unsynced = true;
+    uint64_t lost = len > r->bytes - before ? len - (r->bytes - before) : 0;
+    char *what = xasprintf("attempt-%d/rank-%zu.log", r->attempt, i);
+    if (r->fd >= 0)
+        logw_report(w, REP_RANK, "cannot write %s/%s: %s (the rank logs on disk are incomplete)", w->dir, what,
+                    strerror(e));
+    record_lost(w, e, what, lost, 0);
+    free(what);
+}
+
 static void rank_flush(struct logw *w, size_t i)
 {
     struct wrank *r = &w->r[i];
@@ -107,9 +87,11 @@ static void rank_flush(struct logw *w, size_t i)
         if (util_write_all(r->fd, r->buf, r->len) == 0) {
             r->bytes += r->len;
             r->unsynced = true;
-        } else
-            report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log: %s (logs on disk are incomplete)",
-                    w->dir, r->attempt, i, strerror(errno));
+        } else {
+            rank_lost(w, i, r->buf, r->len);
+        }
+    } else if (r->len) {
+        rank_lost(w, i, r->buf, r->len);
     }
     r->len = 0;
     if (r->buf_seq || r->buf_attempt >= 0) {
@@ -133,7 +115,7 @@ static bool rank_sync(struct logw *w, size_t i)
     struct wrank *r = &w->r[i];
     if (!r->unsynced || r->fd < 0) return true;
     if (fdatasync(r->fd) != 0 && errno != EINVAL) {
-        report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log to disk: %s (logs on disk may be incomplete)",
+        logw_report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%zu.log to disk: %s (logs on disk may be incomplete)",
                w->dir, r->attempt, i, strerror(errno));
         return false;
     }
@@ -151,12 +133,14 @@ static void rank_open(struct logw *w, size_t i, int attempt)
     r->attempt = attempt;
     r->bytes = 0;
     char *path = rank_path(w, attempt, i);
-    r->fd = open_append(path);
+    r->fd = logw_open_append(w, path);
     struct stat st;
-    if (r->fd < 0)
-        report(w, REP_RANK, "cannot open %s: %s (free descriptors or disk space; logs on disk are incomplete)",
-               path, strerror(errno));
-    else if (fstat(r->fd, &st) == 0)
+    if (r->fd < 0) {
+        int e = errno;
+        logw_report(w, REP_RANK, "cannot open %s: %s (free descriptors or disk space; logs on disk are incomplete)",
+                    path, strerror(e));
+        record_lost(w, e, path + strlen(w->dir) + 1, 0, 0);
+    } else if (fstat(r->fd, &st) == 0)
         r->bytes = (uint64_t)st.st_size;
     free(path);
 }
@@ -172,9 +156,9 @@ static void rank_put(struct logw *w, const struct chunk *c)
         if (r->fd >= 0 && util_write_all(r->fd, c->data, c->len) == 0) {
             r->bytes += c->len;
             r->unsynced = true;
-        } else if (r->fd >= 0)
-            report(w, REP_RANK, "cannot write %s/attempt-%d/rank-%d.log: %s (logs on disk are incomplete)",
-                   w->dir, r->attempt, c->rank, strerror(errno));
+        } else {
+            rank_lost(w, (size_t)c->rank, c->data, c->len);
+        }
     } else {
         memcpy(r->buf + r->len, c->data, c->len);
         r->len += c->len;
@@ -199,8 +183,12 @@ static void raise_fd_limit(size_t want)
 static void attempt_begin(struct logw *w, int attempt)
 {
     char *dir = xasprintf("%s/attempt-%d", w->dir, attempt);
-    if (util_mkdir_p(dir) != 0)
-        report(w, REP_DIR, "cannot create %s: %s (logs on disk are incomplete; choose another --log-dir)", dir,
+    mode_t dmode = (mode_t)log_mode_dir(w->file_mode);
+    struct stat st;
+    if (mkdir(dir, dmode) == 0 || (errno == EEXIST && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)))
+        chmod(dir, dmode); /* exactly: the umask would take the group's bits of --log-mode 0640 */
+    else
+        logw_report(w, REP_DIR, "cannot create %s: %s (logs on disk are incomplete; choose another --log-dir)", dir,
                strerror(errno));
     free(dir);
     w->attempt = attempt;
@@ -234,10 +222,10 @@ static void index_write(struct logw *w)
     bool *synced = xcalloc(w->n ? w->n : 1, sizeof *synced);
     for (size_t i = 0; i < w->n; i++) synced[i] = rank_sync(w, i);
     char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
-    bool ok = util_replace_file(path, sb.buf ? sb.buf : "", sb.len, 0644, true) == 0;
+    bool ok = util_replace_file(path, sb.buf ? sb.buf : "", sb.len, w->file_mode, true) == 0;
     if (!ok) {
         w->dirty = true; /* the next sync tries again */
-        report(w, REP_INDEX, "cannot write %s: %s (the agents keep the ranks' output until it can be: their "
+        logw_report(w, REP_INDEX, "cannot write %s: %s (the agents keep the ranks' output until it can be: their "
                "spool may fill; choose another --log-dir)", path, strerror(errno));
     }
     free(path);
@@ -259,11 +247,31 @@ static void index_write(struct logw *w)
 
 /* ---- the thread --------------------------------------------------------------------------- */
 
-static void side_file(struct logw *w, int *fd, const char *name, unsigned rep, const struct chunk *c)
+static void gpu_put(struct logw *w, const struct chunk *c)
 {
-    if (*fd < 0) return;
-    if (util_write_all(*fd, c->data, c->len) != 0)
-        report(w, rep, "cannot write %s/%s: %s", w->dir, name, strerror(errno));
+    if (!w->gpu_tried) {
+        char *path = xasprintf("%s/gpu.jsonl", w->dir);
+        w->gpu_tried = true;
+        w->gpu_fd = logw_open_append(w, path);
+        if (w->gpu_fd < 0) logw_report(w, REP_GPU, "cannot open %s: %s", path, strerror(errno));
+        free(path);
+    }
+    if (w->gpu_fd < 0 || util_write_all(w->gpu_fd, c->data, c->len) != 0) {
+        int e = w->gpu_fd < 0 ? ENOENT : errno;
+        if (w->gpu_fd >= 0) logw_report(w, REP_GPU, "cannot write %s/gpu.jsonl: %s", w->dir, strerror(e));
+        record_lost(w, e, "gpu.jsonl", 0, 1);
+    }
+}
+
+/* --log-mode: every file of the run that is open gets it, and what is made from now on. */
+static void set_mode(struct logw *w, unsigned mode)
+{
+    w->file_mode = (mode_t)mode;
+    if (w->ev_fd >= 0) fchmod(w->ev_fd, w->file_mode);
+    if (w->gpu_fd >= 0) fchmod(w->gpu_fd, w->file_mode);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->r[i].fd >= 0) fchmod(w->r[i].fd, w->file_mode);
+    if (w->reserve_fd >= 0) fchmod(w->reserve_fd, w->file_mode);
 }
 
 /* data: "NAME\0CONTENT" */
@@ -273,7 +281,7 @@ static void replace_file(struct logw *w, const struct chunk *c)
     if (nl >= c->len) return;
     char *path = xasprintf("%s/%s", w->dir, c->data);
     if (util_replace_file(path, c->data + nl + 1, c->len - nl - 1, 0600, false) != 0)
-        report(w, REP_REPLACE, "cannot write %s: %s (ddptop attach could not take the run over)", path, strerror(errno));
+        logw_report(w, REP_REPLACE, "cannot write %s: %s (ddptop attach could not take the run over)", path, strerror(errno));
     free(path);
 }
 
@@ -282,20 +290,19 @@ static bool process(struct logw *w, struct chunk *c)
     switch (c->kind) {
     case CH_REPLACE: replace_file(w, c); break;
     case CH_RANK: rank_put(w, c); break;
-    case CH_EVENTS: side_file(w, &w->ev_fd, "events.jsonl", REP_EVENTS, c); break;
-    case CH_GPU:
-        if (!w->gpu_tried) {
-            char *path = xasprintf("%s/gpu.jsonl", w->dir);
-            w->gpu_tried = true;
-            w->gpu_fd = open_append(path);
-            if (w->gpu_fd < 0) report(w, REP_GPU, "cannot open %s: %s", path, strerror(errno));
-            free(path);
-        }
-        side_file(w, &w->gpu_fd, "gpu.jsonl", REP_GPU, c);
-        break;
+    case CH_EVENTS: record_events(w, c->data, c->len); break;
+    case CH_GPU: gpu_put(w, c); break;
     case CH_ATTEMPT: attempt_begin(w, c->attempt); break;
-    case CH_SYNC: index_write(w); break;
-    case CH_STOP: index_write(w); return false;
+    case CH_SYNC:
+        record_retry(w);
+        index_write(w);
+        break;
+    case CH_ENDING: record_ending(w); break;
+    case CH_MODE: set_mode(w, (unsigned)c->attempt); break;
+    case CH_STOP:
+        index_write(w);
+        record_close(w);
+        return false;
     }
     return true;
 }
@@ -321,6 +328,15 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             free(c);
         }
+        /* Nothing more queued: what the ranks' buffers hold goes to the files now (without a
+         * sync), so that a controller killed while its writer is idle loses nothing that
+         * reached it; the buffers only join the pieces of one busy spell into large writes. */
+        pthread_mutex_lock(&w->mu);
+        bool idle = !w->head;
+        pthread_mutex_unlock(&w->mu);
+        if (idle && running)
+            for (size_t i = 0; i < w->n; i++)
+                if (w->r[i].len) rank_flush(w, i);
     }
     pthread_mutex_lock(&w->mu);
     w->done = true;
@@ -353,15 +369,20 @@ static void push(struct logw *w, enum chunk_kind kind, int rank, int attempt, ui
 
 struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t errlen)
 {
+    struct logw probe = {.file_mode = LOG_MODE_DEFAULT};
     char *ev = xasprintf("%s/events.jsonl", run_dir);
-    int fd = open_append(ev);
+    int fd = logw_open_append(&probe, ev);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s (choose another --log-dir)", ev, strerror(errno));
         free(ev);
         return NULL;
     }
     free(ev);
+    struct stat st;
     struct logw *w = xcalloc(1, sizeof *w);
+    w->file_mode = LOG_MODE_DEFAULT;
+    w->ev_size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    strbuf_init(&w->ev_held);
     w->dir = xstrdup(run_dir);
     w->n = n_ranks;
     w->ev_fd = fd;
@@ -373,6 +394,7 @@ struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t err
     w->dur_seq = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_seq);
     w->dur_base = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_base);
     strbuf_init(&w->errors);
+    record_reserve_open(w);
     pthread_mutex_init(&w->mu, NULL);
     /* timed waits on the monotonic clock: a wall clock set back must not stretch them */
     pthread_condattr_t ca;
@@ -424,6 +446,8 @@ void logw_free(struct logw *w)
     }
     if (w->ev_fd >= 0) close(w->ev_fd);
     if (w->gpu_fd >= 0) close(w->gpu_fd);
+    if (w->reserve_fd >= 0) close(w->reserve_fd);
+    strbuf_done(&w->ev_held);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     strbuf_done(&w->errors);
@@ -485,6 +509,16 @@ void logw_replace(struct logw *w, const char *name, const char *data, size_t len
     memcpy(buf + nl + 1, data, len);
     push(w, CH_REPLACE, -1, -1, 0, 0, buf, nl + 1 + len, false);
     free(buf);
+}
+
+void logw_set_mode(struct logw *w, unsigned file_mode)
+{
+    push(w, CH_MODE, -1, (int)(file_mode & 0777), 0, 0, NULL, 0, false);
+}
+
+void logw_ending(struct logw *w)
+{
+    push(w, CH_ENDING, -1, -1, 0, 0, NULL, 0, false);
 }
 
 void logw_sync(struct logw *w)

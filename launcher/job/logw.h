@@ -19,6 +19,23 @@
 #include <stdint.h>
 
 #define LOG_INDEX_FILE "log-index"
+/* Written when something given to the writer could not be written (docs/logs.md): first
+ * line the reason ("disk full"), second what was lost. `ddptop ls` reads it. */
+#define LOG_INCOMPLETE_FILE "incomplete"
+/* Room held on the log directory's filesystem for the record's last lines (logw_int.h). */
+#define LOG_RESERVE_FILE "reserve"
+/* Files the run makes are 0600 and its directories 0700 unless --log-mode says otherwise. */
+#define LOG_MODE_DEFAULT 0600u
+
+/* What could not be written, so far. */
+struct logw_loss {
+    char reason[64];          /* "": nothing lost; "disk full", or the error's text */
+    char first[320];          /* the first failure: which file and why */
+    uint64_t events;          /* events.jsonl lines lost */
+    uint64_t log_bytes;       /* rank log bytes lost */
+    uint64_t gpu_lines;       /* gpu.jsonl lines lost */
+    size_t events_held;       /* events.jsonl lines waiting in memory for room */
+};
 
 struct logw;
 
@@ -52,6 +69,23 @@ bool logw_drain(struct logw *w, int timeout_ms);
 size_t logw_backlog(const struct logw *w);
 /* What the last index holds for rank: its seq and base (0, 0: nothing). */
 void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base);
+/* Files made from now on get file_mode (and directories it with x where r is: 0640 -> 0750);
+ * the open ones are changed to it. Before logw_attempt, so that no log is made otherwise. */
+void logw_set_mode(struct logw *w, unsigned file_mode);
+/* The record's last lines follow (the run's end): when something was lost for want of room,
+ * the reserve is spent on the events held in memory and on what follows. */
+void logw_ending(struct logw *w);
+/* true when something given to the writer did not reach the disk; *out says what and why. */
+bool logw_loss(const struct logw *w, struct logw_loss *out);
+/* A run directory's LOG_INCOMPLETE_FILE: true when it is there, its first line (bounded, the
+ * newline cut) in reason and its second in detail ("" when missing). */
+bool logw_read_incomplete(const char *run_dir, char *reason, size_t reason_len, char *detail, size_t detail_len);
+/* The mode of a directory that holds files of file_mode: x where r is (0600 -> 0700). */
+unsigned log_mode_dir(unsigned file_mode);
+/* --log-mode: "private" (0600), "group" (0640) or an octal file mode that the owner can read
+ * and write and nobody else can write or run (0600, 0604, 0640, 0644). 0, or -1. */
+int log_mode_parse(const char *s, unsigned *mode);
+
 /* The next write error not yet reported (one per file and kind of error; malloc'd), or NULL. */
 char *logw_take_error(struct logw *w);
 

@@ -87,7 +87,7 @@ int run_owner_write(const char *run_dir, char *err, size_t errlen)
     char *path = xasprintf("%s/%s", run_dir, RUN_OWNER_FILE);
     char *line = xasprintf("%s\n", text ? text : "{}");
     int rc = 0;
-    if (util_replace_file(path, line, strlen(line), 0644, false) != 0) {
+    if (util_replace_file(path, line, strlen(line), 0600, false) != 0) {
         snprintf(err, errlen, "cannot write %s: %s (choose another --log-dir)", path, strerror(errno));
         rc = -1;
     }

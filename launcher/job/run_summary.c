@@ -290,6 +290,9 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len)
         s->ended = true;
         s->end_state = st ? state_parse(st) : RUN_UNKNOWN;
         s->exit_code = int_field(o, "exit_code", -1);
+        /* the end counts the attempts: launches of a full disk's run may be missing */
+        int att = int_field(o, "attempts", -1);
+        if (att > s->attempts && att <= RUN_ATTEMPTS_MAX + 1) s->attempts = att;
         s->end_ns = t > 0 ? t : s->last_ns;
         free(s->end_text);
         s->end_text = xstrdup(text ? text : "");
@@ -331,7 +334,10 @@ int run_summary_scan(const char *run_dir, struct run_summary *s, run_summary_lin
             /* the last line, its newline not written yet: use it only when it is whole */
             cJSON *o = parse_line(line, len);
             cJSON_Delete(o);
-            if (!o) continue;
+            if (!o) {
+                s->cut_short = true;
+                continue;
+            }
         }
         if (run_summary_feed(s, line, len) == 0 && fn) fn(ctx, line, len);
     }

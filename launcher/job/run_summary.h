@@ -53,6 +53,7 @@ struct run_summary {
     int exit_code;              /* ddptop's exit status from the `end` event; -1 none */
     bool ended;                 /* an `end` event closes what was read so far */
     enum run_state end_state;
+    bool cut_short;             /* the file ends in part of a line (a write that failed) */
     long lines;                 /* lines fed */
     long bad_line;              /* the first line that is not an event (1-based); 0 none */
     const char *bad_why;        /* what is wrong with it (static text, or bad_text) */

@@ -1,6 +1,7 @@
 /* Runs on disk (runs.h): listing a log directory, finding one run by id or path, and the
  * attempt and rank log files inside a run. */
 #include "runs.h"
+#include "logw.h"
 #include "run_record.h"
 
 #include <dirent.h>
@@ -36,6 +37,18 @@ static int64_t file_mtime_ns(const char *path)
     return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+/* What the writer said it lost (logw.h), else a file that ends in part of a line. */
+static void runs_entry_incomplete(struct run_entry *e)
+{
+    char reason[64], detail[320];
+    if (logw_read_incomplete(e->dir, reason, sizeof reason, detail, sizeof detail)) {
+        e->incomplete = xstrdup(reason);
+        e->incomplete_detail = detail[0] ? xstrdup(detail) : NULL;
+    } else if (e->sum.cut_short && e->sum.state != RUN_RUNNING) {
+        e->incomplete = xstrdup("events.jsonl ends mid-line");
+    }
+}
+
 void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
 {
     memset(e, 0, sizeof *e);
@@ -69,6 +82,10 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
             run_record_free(&r);
         }
     }
+    runs_entry_incomplete(e);
+    /* A run that ended without its end event (a SIGKILL) ran until its controller last
+     * wrote: the log index is touched every second */
+    if (!e->sum.ended) e->last_alive_ns = run_record_last_alive(dir);
     e->sort_ns = e->sum.start_ns ? e->sum.start_ns : e->owner.started_ns;
     if (!e->sort_ns) {
         char *ev = xasprintf("%s/events.jsonl", dir);
@@ -82,6 +99,8 @@ void runs_entry_free(struct run_entry *e)
     free(e->id);
     free(e->dir);
     free(e->note);
+    free(e->incomplete);
+    free(e->incomplete_detail);
     run_summary_done(&e->sum);
     memset(e, 0, sizeof *e);
 }

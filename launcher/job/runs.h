@@ -20,6 +20,9 @@ struct run_entry {
     char *note;                 /* why the state is unknown or unchecked ("FILE:LINE: ..."); NULL */
     int64_t sort_ns;            /* its start, else events.jsonl's change time */
     long orphan_left_s;         /* RUN_ORPHANED: how long its agents still wait; -1 otherwise */
+    char *incomplete;           /* its record or logs lack something: why ("disk full"); NULL whole */
+    char *incomplete_detail;    /* what was lost (LOG_INCOMPLETE_FILE's second line); NULL */
+    int64_t last_alive_ns;      /* a run without its end: when its controller last wrote (0) */
 };
 
 struct run_list {

@@ -23,6 +23,7 @@ struct run_opts {
     int nproc_per_node;          /* 0: hostfile slots, else 1; -1: "gpu" (the node's GPU count) */
     int max_restarts;
     const char *log_dir;         /* default ./ddptop-logs */
+    unsigned log_mode;           /* --log-mode: of the run's files (0: LOG_MODE_DEFAULT, 0600) */
     const char *run_id;          /* NULL: generated */
     const char **export_regex;   /* --export REGEX (controller variables to forward) */
     size_t n_export;

@@ -169,6 +169,7 @@ struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err,
                           : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
     }
     j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
+    if (j) job_set_log_mode(j, c->o.log_mode ? c->o.log_mode : LOG_MODE_DEFAULT);
     free(names);
     free(hosts);
     free(rpn);
@@ -469,6 +470,8 @@ int controller_run(struct controller *c)
      * run is left to them (abandon), when they wait for ddptop attach */
     ctl_release_all(c, c->abandon);
     job_flush(c->job);
+    /* the final screen and line say whether the record on disk is whole */
+    job_files_settle(c->job, 5000);
     ctl_events_flush(c);
     ctl_draw(c);
     signals_restore(c);

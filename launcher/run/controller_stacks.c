@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "job/logw.h"
 #include "job/root_cause.h"
 #include "job/stack_where.h"
 #include "util/util.h"
@@ -144,7 +145,7 @@ static void write_rank_file(struct controller *c, int rank, const char *tool, in
     const struct rank_info *r = &c->job->ranks[rank];
     char when[32];
     char *path = xasprintf("%s/rank-%d.txt", s->dir, rank);
-    FILE *f = fopen(path, "w");
+    FILE *f = util_fopen_write(path, c->job->log_mode);
     if (!f) {
         job_event_add(c->job, EV_INFO, rank, r->node, "cannot write %s: %s", path, strerror(errno));
         free(path);
@@ -211,7 +212,7 @@ static void files_next(struct controller *c, size_t node)
         char *local = suffix && *suffix && !strchr(suffix, '/')
                           ? xasprintf("%s/nccl-trace-%s", s->dir, suffix)
                           : xasprintf("%s/nccl-trace-%s", s->dir, base ? base + 1 : path);
-        hf->out = fopen(local, "w");
+        hf->out = util_fopen_write(local, c->job->log_mode);
         if (!hf->out) {
             job_event_add(c->job, EV_INFO, -1, (int)node, "cannot write %s: %s", local, strerror(errno));
             hf->next++;
@@ -357,7 +358,7 @@ void ctl_hang_stalled(struct controller *c)
     s->attempt = j->attempt;
     s->first_rank = first;
     s->dir = xasprintf("%s/attempt-%d/stacks", j->log_dir, j->attempt);
-    if (mkdir(s->dir, 0755) != 0 && errno != EEXIST) {
+    if (mkdir(s->dir, log_mode_dir(j->log_mode)) != 0 && errno != EEXIST) {
         job_event_add(j, EV_INFO, -1, -1, "cannot create %s: %s; no stacks saved", s->dir, strerror(errno));
         s->active = false;
         free(s->dir);

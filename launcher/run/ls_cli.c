@@ -26,7 +26,9 @@ void ls_cli_usage(FILE *f)
           "Lists the runs under the log directory, newest first: run id, state (running,\n"
           "succeeded, failed, stopped, interrupted, orphaned: its controller is gone and its\n"
           "agents wait for ddptop attach RUN; unknown), attempts, ranks, nodes, start, duration\n"
-          "and the root cause of a failure. `ddptop logs RUN` shows a run's logs.\n"
+          "and the root cause of a failure. A run whose record or logs could not all be written\n"
+          "says so beside its state: \"failed (incomplete: disk full)\". `ddptop logs RUN` shows\n"
+          "a run's logs.\n"
           "\n"
           "  --log-dir DIR        where the runs are (default ./ddptop-logs, as for ddptop run)\n"
           "  --json               one JSON array on stdout, one object per run (docs/logs.md)\n"
@@ -75,12 +77,14 @@ static void fmt_iso(int64_t ns, char *buf, size_t n)
     snprintf(buf, n, "%s.%03dZ", base, (int)(ns / 1000000 % 1000));
 }
 
-/* How long it ran: to its end, to now while it runs, else to its last event. -1 unknown. */
+/* How long it ran: to its end, to now while it runs, else to its last event or when its
+ * controller last wrote, whichever is later (a controller killed leaves no end). -1 unknown. */
 static int64_t duration_ns(const struct run_entry *e)
 {
     const struct run_summary *s = &e->sum;
     if (!s->start_ns) return -1;
     int64_t until = s->ended ? s->end_ns : s->state == RUN_RUNNING ? wall_ns() : s->last_ns;
+    if (!s->ended && s->state != RUN_RUNNING && e->last_alive_ns > until) until = e->last_alive_ns;
     return until >= s->start_ns ? until - s->start_ns : -1;
 }
 
@@ -146,6 +150,12 @@ static void print_table(const struct run_list *l, int width)
         r[1] = e->sum.state == RUN_ORPHANED
                    ? xasprintf("orphaned (agents waiting, %ld s left)", e->orphan_left_s)
                    : xstrdup(run_state_name(e->sum.state));
+        if (e->incomplete) {
+            char *why = safe(e->incomplete), *st = xasprintf("%s (incomplete: %s)", r[1], why);
+            free(why);
+            free(r[1]);
+            r[1] = st;
+        }
         r[2] = xasprintf("%d", e->sum.attempts);
         r[3] = e->sum.ranks >= 0 ? xasprintf("%d", e->sum.ranks) : xstrdup("-");
         r[4] = e->sum.n_nodes ? xasprintf("%zu", e->sum.n_nodes) : xstrdup("-");
@@ -227,6 +237,8 @@ static cJSON *entry_json(const struct run_entry *e)
     cJSON_AddItemToObject(ctl, "pid", num_or_null(e->owner.pid, e->owner_status != OWNER_NONE));
     cJSON_AddItemToObject(ctl, "host", str_or_null(e->owner_status != OWNER_NONE ? e->owner.host : NULL));
     cJSON_AddItemToObject(o, "note", str_or_null(e->note));
+    cJSON_AddItemToObject(o, "incomplete", str_or_null(e->incomplete));
+    cJSON_AddItemToObject(o, "incomplete_detail", str_or_null(e->incomplete_detail));
     return o;
 }
 

@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "hosts/hosts_source.h"
 #include "job/hang.h"
+#include "job/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "ssh/ssh_cli.h"
@@ -42,6 +43,9 @@ void run_cli_usage(FILE *f)
           "  --master-port P      rendezvous port on the first node (default 29500)\n"
           "  --max-restarts N     restart the whole job up to N times after a failure (default 0)\n"
           "  --log-dir DIR        logs go to DIR/RUN_ID/ (default ./ddptop-logs)\n"
+          "  --log-mode MODE      who may read the run's logs: private (the default: files 0600,\n"
+          "                       directories 0700), group (0640, 0750), or an octal file mode\n"
+          "                       such as 0644 (directories get x where r is; never writable by others)\n"
           "  --run-id ID          name of the run (default: date-time-random)\n"
           "  --env K=V            set K for every rank (repeatable; hostfile keys win)\n"
           "  --export REGEX       forward the controller's variables whose name matches (repeatable)\n"
@@ -130,6 +134,11 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (rc < 0) return -1;
         if (!*val) return cli_fail(err, errlen, "--log-dir wants a directory");
         o->log_dir = val;
+    } else if ((rc = VALUE("--log-mode")) != 0) {
+        if (rc < 0) return -1;
+        if (log_mode_parse(val, &o->log_mode) < 0)
+            return cli_fail(err, errlen, "--log-mode wants private, group or an octal file mode from 0600 to 0644 "
+                            "such as 0640 (read for the group or others, never write), not '%s'", val);
     } else if ((rc = VALUE("--workdir")) != 0) {
         if (rc < 0) return -1;
         if (!*val) return cli_fail(err, errlen, "--workdir wants a directory");

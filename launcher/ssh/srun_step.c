@@ -171,7 +171,7 @@ void srun_step_start(struct srun_step *s)
     int in[2], out[2], err[2];
     if (s->started) return;
     s->started = true;
-    if (s->stderr_path) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (s->stderr_path) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
         fail_all(s, "pipe: %s", strerror(errno));
         s->exited = s->reaped = true;

@@ -143,7 +143,7 @@ static void local_reap(struct transport *t)
 static void child_exec(struct transport *t, int in_rd, int out_wr)
 {
     sigset_t none;
-    int efd = open(t->stderr_path ? t->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int efd = open(t->stderr_path ? t->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     /* A session of its own: a Ctrl-C or the hang-up of ddptop's terminal reaches ddptop only,
      * which stops the ranks in order, and an agent that holds ranks outlives a ddptop that was
      * killed (its grace). */

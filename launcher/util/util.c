@@ -275,6 +275,22 @@ int util_replace_file(const char *path, const void *data, size_t len, mode_t mod
     return ok ? 0 : -1;
 }
 
+FILE *util_fopen_write(const char *path, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+    struct stat st;
+    if (fd < 0) return NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0 || fchmod(fd, mode) != 0) {
+        int e = S_ISREG(st.st_mode) ? errno : EINVAL;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) close(fd);
+    return f;
+}
+
 int util_mkdir_p(const char *path)
 {
     char *p = xstrdup(path);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Out of memory is fatal: the hook (set by the TUI) restores the terminal, then we abort. */
@@ -71,6 +72,10 @@ int util_mkdir_p(const char *path);
  * first (fdatasync) and the rename after (the directory synced). 0, or -1 with errno (the
  * temporary file removed). */
 int util_replace_file(const char *path, const void *data, size_t len, mode_t mode, bool sync);
+/* path opened for writing from the start (made, or emptied) with exactly mode, refusing a
+ * link or anything but a regular file (a FIFO planted there does not block: O_NONBLOCK).
+ * NULL with errno set. */
+FILE *util_fopen_write(const char *path, mode_t mode);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
