@@ -312,6 +312,7 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
+    j->end_written = false;
     /* the writer makes attempt-N/ and opens its logs; what it cannot is said as an event */
     logw_attempt(j->files, j->attempt);
     job_cause_clear(j);
@@ -342,7 +343,10 @@ static void take_errors(struct job *j)
 {
     char *e;
     while ((e = logw_take_error(j->files)) != NULL) {
-        job_event_add(j, EV_INFO, -1, -1, "%s", e);
+        /* after the end (the files settling before exit) the error is shown, not written: the
+         * end stays events.jsonl's last line, and the incomplete marker keeps what was lost */
+        if (j->end_written) job_event_restore(j, EV_INFO, wall_ns(), j->attempt, -1, -1, e);
+        else job_event_add(j, EV_INFO, -1, -1, "%s", e);
         free(e);
     }
     take_loss(j);

@@ -251,6 +251,7 @@ struct job {
     size_t log_max_lines, log_max_bytes, series_max;   /* per rank */
     enum run_state end_state; /* what job_event_end recorded */
     int end_exit_code;
+    bool end_written;         /* the attempt's end event is in events.jsonl: it stays the last */
     unsigned log_mode;        /* of the run's files (--log-mode; its directories: log_mode_dir) */
     /* the run's record or logs lost something (the writer's word, taken by job_flush): why
      * ("disk full", or the error), and what ("" while nothing was) */

@@ -204,6 +204,7 @@ void job_event_end(struct job *j, enum run_state st, int exit_code)
 {
     j->end_state = st;
     j->end_exit_code = exit_code;
+    j->end_written = true;
     /* a full disk: the reserve goes to the events held in memory and to this one */
     logw_ending(j->files);
     job_event_add(j, EV_END, -1, -1, "run %s %s (exit code %d)", j->run_id, run_state_name(st),
