@@ -11,6 +11,7 @@
 
 #include "parity.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 
 void check_eval_clock(struct check_result *res, const struct clock_sample *s, size_t n, int max_skew_ms)
 {
@@ -65,23 +66,23 @@ static bool gpu_health_verdict(struct check_result *res, const cJSON *h)
         hint = "check the driver: nvidia-smi must work, with the driver and its library of one version";
     }
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(h, "gpus")) {
-        int i = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "index"));
-        const cJSON *ecc = cJSON_GetObjectItemCaseSensitive(g, "ecc_uncorrected");
-        const cJSON *thr = cJSON_GetObjectItemCaseSensitive(g, "throttle");
+        int i;
+        long long ecc = 0, thr = 0;
+        if (!json_int_in_i(cJSON_GetObjectItemCaseSensitive(g, "index"), 0, CHECK_GPUS_MAX - 1, &i)) continue;
+        json_int_in(cJSON_GetObjectItemCaseSensitive(g, "ecc_uncorrected"), 0, JSON_EXACT_MAX, &ecc);
+        json_int_in(cJSON_GetObjectItemCaseSensitive(g, "throttle"), 0, JSON_EXACT_MAX, &thr);
         const char *sep = what.len ? "; " : "";
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "retired_pending"))) {
             strbuf_addf(&what, "%sGPU %d has retired pages pending a reset", sep, i);
             st = CHECK_FAIL;
             hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
-        } else if (cJSON_IsNumber(ecc) && ecc->valuedouble > 0) {
-            strbuf_addf(&what, "%sGPU %d has %.0f uncorrectable ECC error%s", sep, i, ecc->valuedouble,
-                        ecc->valuedouble == 1 ? "" : "s");
+        } else if (ecc > 0) {
+            strbuf_addf(&what, "%sGPU %d has %lld uncorrectable ECC error%s", sep, i, ecc, ecc == 1 ? "" : "s");
             st = CHECK_FAIL;
             hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
-        } else if (cJSON_IsNumber(thr) && ((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS)) {
+        } else if ((unsigned long long)thr & GPU_THR_PROBLEMS) {
             strbuf_addf(&what, "%sGPU %d is throttling now: %s", sep, i,
-                        gpu_throttle_names((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS, names,
-                                           sizeof names));
+                        gpu_throttle_names((unsigned long long)thr & GPU_THR_PROBLEMS, names, sizeof names));
             if (st < CHECK_WARN) st = CHECK_WARN;
             if (!hint) hint = "check the node's cooling and power (nvidia-smi -q -d PERFORMANCE says why)";
         } else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(g, "persistence"))) {
@@ -100,7 +101,8 @@ void check_eval_gpu(struct check_result *res, const cJSON *facts, int slots)
 {
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(facts, "gpu");
     const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(gpu, "count");
-    int count = cJSON_IsNumber(cnt) ? cnt->valueint : 0;
+    int count = 0;
+    if (!json_int_in_i(cnt, 0, CHECK_GPUS_MAX, &count)) count = 0;
     const cJSON *health_gpus = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "gpu_health"), "gpus");
     if (count <= 0 && cJSON_GetArraySize(health_gpus) > 0) count = cJSON_GetArraySize(health_gpus); /* NVML saw them */
     const char *model = str_or_null(gpu, "model"), *driver = str_or_null(gpu, "driver");
