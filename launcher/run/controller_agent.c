@@ -66,16 +66,23 @@ long long ctl_int(struct controller *c, size_t i, const char *ev, const cJSON *m
     return dflt;
 }
 
-/* The members every rank message has: its rank (-1: absent or bad) and message number q (0:
- * none). A q is below 2^53, so a double holds it exactly. */
+/* The members every rank message has: its rank (-1: absent or bad), its message number q (0:
+ * none; below 2^53, so a double holds it exactly) and the attempt it belongs to ("a" or
+ * "attempt"; absent: dflt). A bad q or attempt is -1: the message is dropped, since taking it
+ * would take its number (or put it in another attempt's log). */
 static int msg_rank(struct controller *c, size_t i, const char *ev, const cJSON *m)
 {
     return (int)ctl_int(c, i, ev, m, "rank", 0, INT_MAX, -1);
 }
 
-static uint64_t msg_seq(struct controller *c, size_t i, const char *ev, const cJSON *m)
+static long long msg_seq(struct controller *c, size_t i, const char *ev, const cJSON *m)
 {
-    return (uint64_t)ctl_int(c, i, ev, m, "q", 0, JSON_EXACT_MAX, 0);
+    return get(m, "q") ? ctl_int(c, i, ev, m, "q", 0, JSON_EXACT_MAX, -1) : 0;
+}
+
+static int msg_attempt(struct controller *c, size_t i, const char *ev, const cJSON *m, const char *key, int dflt)
+{
+    return get(m, key) ? (int)ctl_int(c, i, ev, m, key, 0, INT_MAX, -2) : dflt;
 }
 
 static const char *str(const cJSON *m, const char *k)
@@ -206,6 +213,7 @@ static void out_dropped(struct controller *c, size_t i, int rank, const cJSON *d
 {
     long long lines = ctl_int(c, i, WIRE_EV_OUT, d, "lines", 0, JSON_EXACT_MAX, 0);
     long long bytes = ctl_int(c, i, WIRE_EV_OUT, d, "bytes", 0, JSON_EXACT_MAX, 0);
+    if (!lines && !bytes) return;   /* nothing (or nothing usable) to say */
     job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s: %lld lines (%lld bytes) of its output were dropped on "
                   "its node while the controller was away (the agent's spool, --agent-spool, was full)", rank,
                   job_rank_host(c->job, rank), lines, bytes);
@@ -214,13 +222,13 @@ static void out_dropped(struct controller *c, size_t i, int rank, const cJSON *d
 static void on_out(struct controller *c, size_t i, const cJSON *m)
 {
     int rank = msg_rank(c, i, WIRE_EV_OUT, m);
-    uint64_t q = msg_seq(c, i, WIRE_EV_OUT, m);
-    int attempt = (int)ctl_int(c, i, WIRE_EV_OUT, m, "a", 0, INT_MAX, -1);
+    long long q = msg_seq(c, i, WIRE_EV_OUT, m);
+    int attempt = msg_attempt(c, i, WIRE_EV_OUT, m, "a", -1);
     const char *s = str(m, "s"), *t = str(m, "t"), *b64 = str(m, "b64"), *f = str(m, "f");
     enum log_stream stream = s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT;
     char *raw = NULL;
     size_t len;
-    if (!rank_on_node(c, i, rank) || !seq_take(c, rank, q)) return;
+    if (q < 0 || attempt == -2 || !rank_on_node(c, i, rank) || !seq_take(c, rank, (uint64_t)q)) return;
     if (cJSON_IsObject(get(m, "dropped"))) out_dropped(c, i, rank, get(m, "dropped"));
     if (t) {
         len = strlen(t);
@@ -230,7 +238,7 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     } else {
         return;
     }
-    out_block(c, rank, attempt, q, stream, out_flags(f), t, len);
+    out_block(c, rank, attempt, (uint64_t)q, stream, out_flags(f), t, len);
     free(raw);
 }
 
@@ -358,20 +366,20 @@ static void apply_exit(struct controller *c, size_t i, const cJSON *m)
     int sig = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "signo", 1, EXIT_SIGNAL_MAX, 0);
     int ec = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "code", 0, EXIT_CODE_MAX, sig ? 0 : -1);
     enum rank_state st;
-    int a = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "attempt", 0, INT_MAX, c->job->attempt);
-    uint64_t q = msg_seq(c, i, WIRE_EV_EXIT, m);
-    if (!rank_on_node(c, i, rank)) return;
+    int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", c->job->attempt);
+    long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
+    if (q < 0 || a == -2 || !rank_on_node(c, i, rank)) return;
     /* after its event (the log writer keeps the order): a takeover that finds the exit
      * acknowledged finds it in events.jsonl */
     if (a != c->job->attempt) {
-        job_log_mark(c->job, rank, a, q);
+        job_log_mark(c->job, rank, a, (uint64_t)q);
         return;
     }
     st = c->job->ranks[rank].state;
     if ((st == RANK_RUNNING || st == RANK_STALLED || st == RANK_PENDING) &&
         job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
         ctl_rank_failed_begin_stop(c);
-    job_log_mark(c->job, rank, c->job->attempt, q);
+    job_log_mark(c->job, rank, c->job->attempt, (uint64_t)q);
 }
 
 static int by_mono(const void *a, const void *b)
@@ -421,6 +429,7 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
 static void on_notice(struct controller *c, size_t i, const cJSON *m)
 {
     const char *sig = str(m, "signal"), *text = str(m, "text"), *what = str(m, "what");
+    int n;
     if (what && strcmp(what, "no_reconnect") == 0) {
         c->nodes[i].no_reconnect = true;
         job_event_add(c->job, EV_INFO, -1, (int)i, "node %s cannot be reconnected if its link is lost: %s",
@@ -444,9 +453,12 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
     }
     if (text)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
-    else
+    else if ((n = (int)ctl_int(c, i, WIRE_EV_NOTICE, m, "passed_to", 0, INT_MAX, -1)) >= 0)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: passed on to its %d rank(s)", sig ? sig : "?",
-                      c->job->nodes[i].name, (int)ctl_int(c, i, WIRE_EV_NOTICE, m, "passed_to", 0, INT_MAX, 0));
+                      c->job->nodes[i].name, n);
+    else
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: passed on to its ranks", sig ? sig : "?",
+                      c->job->nodes[i].name);
 }
 
 /* One message; exits are returned (not applied) so the caller can order them. */
@@ -484,7 +496,9 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
     }
     if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) {
         int rank = msg_rank(c, i, WIRE_EV_EXIT, m);
-        if (rank_on_node(c, i, rank) && seq_take(c, rank, msg_seq(c, i, WIRE_EV_EXIT, m))) return m;
+        long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
+        int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", 0);
+        if (q >= 0 && a != -2 && rank_on_node(c, i, rank) && seq_take(c, rank, (uint64_t)q)) return m;
         cJSON_Delete(m);
         return NULL;
     }
