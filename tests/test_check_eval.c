@@ -39,6 +39,52 @@ static void test_clock_thresholds(void)
     free(r.hint);
 }
 
+static const char *clock_detail(struct check_result *r)
+{
+    return r->detail ? r->detail : "";
+}
+
+/* Under load the round trip is long and the bound wide: only what the offset is certainly above
+ * counts (issue 18: -95 ms +/- 95 ms was reported as above the 50 ms warning). */
+static void test_clock_error_bound(void)
+{
+    struct check_result r = {0};
+    struct clock_sample s[1];
+    s[0] = sample(-95, 190);                  /* -95 ms +/- 95 ms: may be 0 */
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_PASS);
+    CHECK(strstr(clock_detail(&r), "offset -95.000 ms (+/- 95.000 ms): within the error bound of the 50 ms "
+                                   "warning") != NULL);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(r.fields, "within_error")));
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(-95, 80);                   /* -95 +/- 40: at least 55 ms off: warn */
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_WARN);
+    CHECK(strstr(clock_detail(&r), "above 50 ms") != NULL);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItem(r.fields, "within_error")));
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(600, 400);                  /* 600 +/- 200: may be 400, under the limit: warn */
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_WARN);
+    CHECK(strstr(clock_detail(&r), "may be above --max-skew-ms 500") != NULL);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(800, 400);                  /* 800 +/- 200: at least 600: fail */
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_FAIL);
+    cJSON_Delete(r.fields);
+    r.fields = NULL;
+    s[0] = sample(0, 1200);                   /* 0 +/- 600: cannot tell it is within 500 */
+    check_eval_clock(&r, s, 1, 500);
+    CHECK_INT(r.status, CHECK_WARN);
+    CHECK(strstr(clock_detail(&r), "the round trip was too long to tell") != NULL);
+    cJSON_Delete(r.fields);
+    free(r.detail);
+    free(r.hint);
+}
+
 static void test_gpu(void)
 {
     struct check_result r = {0};
@@ -160,6 +206,77 @@ static void test_env_parity(void)
     for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
 }
 
+/* A probe that ran past its limit (a loaded node) is "could not be read (timeout)" on that node,
+ * not a difference: issue 18 saw "python3 differs: ... 143 others: unknown". */
+static void test_env_unread(void)
+{
+    static const char *fmt = "{\"os\":\"Debian 12\",\"kernel\":\"6.1\",\"arch\":\"x86_64\",\"python3\":%s,"
+                             "\"torch\":%s%s}";
+    char buf[4][256];
+    snprintf(buf[0], sizeof buf[0], fmt, "\"3.11.2\"", "\"2.1.2\"", "");
+    snprintf(buf[1], sizeof buf[1], fmt, "null", "null", ",\"unread\":{\"python3\":\"timeout\",\"torch\":\"timeout\"}");
+    snprintf(buf[2], sizeof buf[2], fmt, "null", "null", ",\"unread\":{\"python3\":\"timeout\",\"torch\":\"timeout\"}");
+    snprintf(buf[3], sizeof buf[3], fmt, "\"3.11.2\"", "null", ",\"unread\":{\"torch\":\"\\u001b]52;c;x\"}");
+    cJSON *f[4];
+    struct check_node_info n[4];
+    const char *names[4] = {"g1", "g2", "g3", "g4"};
+    for (int i = 0; i < 4; i++) {
+        f[i] = cJSON_Parse(buf[i]);
+        CHECK(f[i] != NULL);
+        n[i] = (struct check_node_info){.name = names[i], .facts = f[i]};
+    }
+    struct check_report r;
+    check_report_init(&r, 4);
+    check_eval_env(&r, n, 4, false);
+    /* g1 read both: nobody that read them differs from it */
+    CHECK_INT(r.rows[0].checks[CHECK_ENV].status, CHECK_PASS);
+    for (int i = 1; i <= 2; i++) {
+        struct check_result *c = &r.rows[i].checks[CHECK_ENV];
+        CHECK_INT(c->status, CHECK_WARN);
+        CHECK_STR(c->detail, "python3 could not be read (timeout); torch could not be read (timeout)");
+        CHECK(strstr(c->detail, "differs") == NULL);
+        CHECK(c->hint && strstr(c->hint, "run ddptop check again") != NULL);
+        const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(c->fields, "differences"), 0);
+        CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(d, "detail")), "could not be read (timeout)");
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(d, "unread")));
+    }
+    /* a reason we do not know is not shown (remote text) */
+    CHECK_INT(r.rows[3].checks[CHECK_ENV].status, CHECK_WARN);
+    CHECK_STR(r.rows[3].checks[CHECK_ENV].detail, "torch could not be read (unknown reason)");
+    check_report_done(&r);
+    /* with the timeouts in the majority, the one node that read python3 is not the odd one */
+    cJSON_Delete(f[3]);
+    f[3] = cJSON_Parse("{\"os\":\"Debian 12\",\"kernel\":\"6.1\",\"arch\":\"x86_64\",\"python3\":null,"
+                       "\"torch\":null,\"unread\":{\"python3\":\"timeout\",\"torch\":\"timeout\"}}");
+    n[3].facts = f[3];
+    check_report_init(&r, 4);
+    check_eval_env(&r, n, 4, false);
+    CHECK_INT(r.rows[0].checks[CHECK_ENV].status, CHECK_PASS);
+    CHECK(strstr(r.rows[0].checks[CHECK_ENV].detail, "unknown") == NULL);
+    check_report_done(&r);
+    for (int i = 0; i < 4; i++) cJSON_Delete(f[i]);
+}
+
+/* Numbers in the facts that are not whole numbers in range count as unknown (1e300 GPUs). */
+static void test_facts_numbers(void)
+{
+    struct check_result r = {0};
+    cJSON *f = cJSON_Parse("{\"gpu\":{\"count\":1e300,\"model\":\"H100\",\"source\":\"nvidia-smi\"},"
+                           "\"gpu_health\":{\"gpus\":[{\"index\":-1e300,\"ecc_uncorrected\":1e300},"
+                           "{\"index\":1,\"ecc_uncorrected\":2.5,\"throttle\":1e300},"
+                           "{\"index\":2,\"ecc_uncorrected\":3}]}}");
+    CHECK(f != NULL);
+    check_eval_gpu(&r, f, 0);
+    /* the count is unknown, NVML's list (3 entries) counts; only GPU 2's ECC is a number */
+    CHECK_INT(cJSON_GetObjectItem(r.fields, "count")->valuedouble, 3);
+    CHECK_INT(r.status, CHECK_FAIL);
+    CHECK_STR(r.detail, "GPU 2 has 3 uncorrectable ECC errors");
+    cJSON_Delete(f);
+    cJSON_Delete(r.fields);
+    free(r.detail);
+    free(r.hint);
+}
+
 static void test_nccl(void)
 {
     struct check_report r;
@@ -233,6 +350,9 @@ static void test_tcp_blame(void)
 int main(void)
 {
     RUN(test_clock_thresholds);
+    RUN(test_clock_error_bound);
+    RUN(test_env_unread);
+    RUN(test_facts_numbers);
     RUN(test_gpu);
     RUN(test_env_parity);
     RUN(test_gpu_health);

@@ -262,7 +262,7 @@ static void test_block_may_hold(void)
         CHECK(metrics_block_may_hold(p, buf, 40));
         CHECK(!metrics_block_may_hold(p, buf, off + 3));     /* cut before its last letter */
     }
-    CHECK(metrics_block_may_hold(p, "a\n{\"event\":\"step\",\"step\":3}\n", 30));
+    CHECK(metrics_block_may_hold(p, "a\n{\"event\":\"step\",\"step\":3}\n", 28));
     metrics_parser_free(p);
     metrics_parser_free(u);
 }

@@ -23,6 +23,7 @@
 #include "agent_sock.h"
 #include "util/util.h"
 #include "util/version.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 #define ATTACH_LINE_WAIT_MS 60000
@@ -127,13 +128,12 @@ int agent_bridge_main(int in_fd, int out_fd)
     cJSON *req = cJSON_ParseWithLength(line, (size_t)len);
     const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));
     const char *run = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "run"));
-    const cJSON *nd = cJSON_GetObjectItemCaseSensitive(req, "node");
-    if (!op || strcmp(op, WIRE_OP_ATTACH) != 0 || !util_run_id_ok(run) || !cJSON_IsNumber(nd) ||
-        nd->valuedouble < 0 || nd->valuedouble > 1e6) {
+    int node;
+    if (!op || strcmp(op, WIRE_OP_ATTACH) != 0 || !util_run_id_ok(run) ||
+        !json_int_in_i(cJSON_GetObjectItemCaseSensitive(req, "node"), 0, 1000000, &node)) {
         cJSON_Delete(req);
         return gone(out_fd, false, "the bridge on %s got a malformed attach request", host);
     }
-    int node = (int)nd->valuedouble;
     char *run_id = xstrdup(run);
     cJSON_Delete(req);
 

@@ -182,6 +182,16 @@ static int run_probes(struct agent_probe p[PROBE_COUNT])
     return n;
 }
 
+/* A fact whose probe ran past its time limit is null like an unknown one, and named in
+ * "unread" ({"torch":"timeout"}): the controller must not take "could not be read on a loaded
+ * node" for "not installed" and report a difference. */
+static void add_unread(cJSON *o, const char *key, const char *why)
+{
+    cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "unread");
+    if (!u) u = cJSON_AddObjectToObject(o, "unread");
+    cJSON_AddStringToObject(u, key, why);
+}
+
 /* "Python 3.11.2" (the first line; it comes even when the torch part then hangs) -> "3.11.2";
  * torch's version from the last line, when the probe ended well. */
 static void add_python(cJSON *o, struct agent_probe *py)
@@ -205,6 +215,10 @@ static void add_python(cJSON *o, struct agent_probe *py)
     }
     add_str(o, "python3", ver);
     add_str(o, "torch", torch);
+    if (py->status == -1) {           /* killed at TORCH_TIMEOUT_MS */
+        if (!ver) add_unread(o, "python3", "timeout");
+        add_unread(o, "torch", "timeout");
+    }
 }
 
 /* NVML's view of the GPUs' health ("gpu_health"), and the two values check compares across

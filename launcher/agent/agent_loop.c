@@ -15,6 +15,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 #include "util/util.h"
 #include "util/version.h"
@@ -311,12 +312,13 @@ int agent_req_int(struct agent *ag, const cJSON *req, const cJSON *id, const cha
         *out = def;
         return 0;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble ||
-        v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
+    long long x;
+    /* json_int_in checks the range before it converts: (long)1e300 is undefined */
+    if (!json_int_in(v, lo, hi, &x)) {
         agent_send_error(ag, id, "\"%s\" must be an integer from %ld to %ld", name, lo, hi);
         return -1;
     }
-    *out = (long)v->valuedouble;
+    *out = (long)x;
     return 0;
 }
 

@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 typedef int nvml_ret;
@@ -273,7 +274,8 @@ static void watch_stop(struct agent *ag)
 void agent_nvml_watch_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(req, "interval_ms");
-    int interval = cJSON_IsNumber(iv) ? iv->valueint : 1000;
+    int interval = 1000;
+    if (iv && !json_int_in_i(iv, 0, 3600000, &interval)) interval = -1;   /* 2.5, 1e300: refused */
     char err[300], driver[96] = "";
     cJSON *msg;
     if (interval != 0 && (interval < GPU_WATCH_MIN_MS || interval > 3600000)) {

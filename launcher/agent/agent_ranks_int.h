@@ -3,11 +3,13 @@
 #ifndef DDPTOP_AGENT_RANKS_INT_H
 #define DDPTOP_AGENT_RANKS_INT_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "agent.h"
 #include "agent_keeper.h"
 #include "agent_stream.h"
+#include "wire/json_num.h"
 #include "wire/signals.h"
 
 struct run_rank;
@@ -130,11 +132,17 @@ void run_add_mono_ns(cJSON *msg, int64_t ns);
  * (wire/signals.h); this name stays for agent_ranks.c. */
 static inline const char *run_signal_name(int signo) { return signals_name(signo); }
 
-static inline int run_is_int_in(const cJSON *v, double lo, double hi)
+static inline int run_is_int_in(const cJSON *v, long long lo, long long hi)
 {
-    /* Range first: converting an out-of-range double to an integer is undefined. */
-    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
-           v->valuedouble == (double)(long long)v->valuedouble;
+    long long x;
+    return json_int_in(v, lo, hi, &x);
+}
+
+/* A rank number that run_is_int_in(v, 0, INT_MAX) took; -1 for anything else. */
+static inline int run_rank_number(const cJSON *v)
+{
+    int x;
+    return json_int_in_i(v, 0, INT_MAX, &x) ? x : -1;
 }
 
 #endif

@@ -145,11 +145,11 @@ static void each_rank_seq(const cJSON *obj, void (*fn)(int rank, uint64_t seq, v
     const cJSON *e;
     cJSON_ArrayForEach(e, obj) {
         char *end;
+        long long seq;
         long rank = e->string ? strtol(e->string, &end, 10) : -1;
-        if (!e->string || *end || rank < 0 || rank > INT_MAX || !cJSON_IsNumber(e) || e->valuedouble < 0 ||
-            e->valuedouble > 9.0e15)
+        if (!e->string || *end || rank < 0 || rank > INT_MAX || !json_int_in(e, 0, JSON_EXACT_MAX, &seq))
             continue;
-        fn((int)rank, (uint64_t)e->valuedouble, ctx);
+        fn((int)rank, (uint64_t)seq, ctx);
     }
 }
 
@@ -169,7 +169,8 @@ static uint64_t from_of(void *ctx, int rank)
     char key[24];
     snprintf(key, sizeof key, "%d", rank);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctx, key);
-    return cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 9.0e15 ? (uint64_t)v->valuedouble : 0;
+    long long seq;
+    return json_int_in(v, 1, JSON_EXACT_MAX, &seq) ? (uint64_t)seq : 0;
 }
 
 /* {"op":"resume","from":{"RANK":seq}}: the controller of this link has each rank's durable

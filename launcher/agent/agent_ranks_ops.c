@@ -54,7 +54,7 @@ static int listed(const cJSON *list, int rank)
     const cJSON *e;
     if (!list) return 1;
     cJSON_ArrayForEach(e, list)
-        if ((int)e->valuedouble == rank) return 1;
+        if (run_rank_number(e) == rank) return 1;
     return 0;
 }
 
@@ -235,9 +235,9 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
         agent_send_error(ag, id, "\"rank\" must be a rank number");
         return;
     }
-    struct run_rank *r = run_rank_find((int)rk->valuedouble);
+    struct run_rank *r = run_rank_find(run_rank_number(rk));
     if (!r || r->have_status || r->starting) {
-        agent_send_error(ag, id, "rank %d is not running on this node", (int)rk->valuedouble);
+        agent_send_error(ag, id, "rank %d is not running on this node", run_rank_number(rk));
         return;
     }
     if (stacks_running >= STACKS_MAX_RUNNING) {

@@ -70,8 +70,8 @@ static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ran
             return -1;
         }
         for (const cJSON *p = ranks->child; p != o; p = p->next)
-            if (cJSON_GetObjectItemCaseSensitive(p, "rank")->valuedouble == rk->valuedouble) {
-                agent_send_error(ag, id, "rank %d appears twice in \"ranks\"", (int)rk->valuedouble);
+            if (run_rank_number(cJSON_GetObjectItemCaseSensitive(p, "rank")) == run_rank_number(rk)) {
+                agent_send_error(ag, id, "rank %d appears twice in \"ranks\"", run_rank_number(rk));
                 return -1;
             }
         if (env && !cJSON_IsObject(env)) {
@@ -172,7 +172,7 @@ static void free_env(char **v, char **owned)
 /* Forks one rank's keeper (or refuses the rank). */
 static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
 {
-    int rank = (int)cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")->valuedouble;
+    int rank = run_rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank"));
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(sl->ro, "env");
     char err[512];
     struct run_rank *old = run_rank_find(rank);
@@ -286,7 +286,7 @@ void run_spawn_resolved(struct run_spawn *sp)
         struct spawn_slot *sl = &sp->slot[i];
         struct run_rank *r = sl->r;
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")->valuedouble);
+        cJSON_AddNumberToObject(o, "rank", run_rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")));
         if (r && !r->start_error) {
             cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
         } else {

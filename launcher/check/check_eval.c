@@ -11,32 +11,53 @@
 
 #include "parity.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 
+/* The verdict respects the estimate's own error bound: the true offset is anywhere in
+ * |offset| +/- error. Only what it is certainly above counts (docs/check.md, "clock"):
+ *   fail   |offset| - error > --max-skew-ms
+ *   warn   |offset| + error > --max-skew-ms (it may be above the limit: the round trip was too
+ *          long to tell), or |offset| - error above a tenth of --max-skew-ms
+ *   pass   otherwise; when |offset| alone is above the tenth, the detail says it is within the
+ *          error bound (-95 ms +/- 95 ms may be 0). */
 void check_eval_clock(struct check_result *res, const struct clock_sample *s, size_t n, int max_skew_ms)
 {
     struct clock_estimate est;
     cJSON *f;
-    double off, warn_ms = max_skew_ms / 10.0;
+    double off, least, most, warn_ms = max_skew_ms / 10.0;
     if (n == 0 || clock_estimate(s, n, &est) < 0) {
         check_result_set(res, CHECK_SKIP, "no clock sample", NULL);
         return;
     }
     off = est.offset_ms;
+    least = fabs(off) - est.error_ms;
+    most = fabs(off) + est.error_ms;
     f = check_result_fields(res);
     check_fields_add_ms(f, "offset_ms", off);
     check_fields_add_ms(f, "error_ms", est.error_ms);
     cJSON_AddNumberToObject(f, "samples", (double)est.samples);
     cJSON_AddNumberToObject(f, "max_skew_ms", max_skew_ms);
-    if (fabs(off) > max_skew_ms) {
+    cJSON_AddBoolToObject(f, "within_error", least <= warn_ms && fabs(off) > warn_ms);
+    if (least > max_skew_ms) {
         check_result_setf(res, CHECK_FAIL,
                           "sync the node's clock with NTP (chrony or systemd-timesyncd; check with "
                           "chronyc tracking or timedatectl)",
                           "offset %+.3f ms (+/- %.3f ms), above --max-skew-ms %d", off, est.error_ms,
                           max_skew_ms);
-    } else if (fabs(off) > warn_ms) {
+    } else if (most > max_skew_ms) {
+        check_result_setf(res, CHECK_WARN,
+                          "run ddptop check again when the node is less loaded; if it says so again, sync "
+                          "the node's clock with NTP (chrony or systemd-timesyncd)",
+                          "offset %+.3f ms (+/- %.3f ms): may be above --max-skew-ms %d (the round trip was "
+                          "too long to tell)", off, est.error_ms, max_skew_ms);
+    } else if (least > warn_ms) {
         check_result_setf(res, CHECK_WARN, "sync the node's clock with NTP (chrony or systemd-timesyncd)",
                           "offset %+.3f ms (+/- %.3f ms), above %.0f ms (a tenth of --max-skew-ms)", off,
                           est.error_ms, warn_ms);
+    } else if (fabs(off) > warn_ms) {
+        check_result_setf(res, CHECK_PASS, NULL,
+                          "offset %+.3f ms (+/- %.3f ms): within the error bound of the %.0f ms warning (a "
+                          "tenth of --max-skew-ms)", off, est.error_ms, warn_ms);
     } else {
         check_result_setf(res, CHECK_PASS, NULL, "offset %+.3f ms (+/- %.3f ms)", off, est.error_ms);
     }
@@ -65,23 +86,23 @@ static bool gpu_health_verdict(struct check_result *res, const cJSON *h)
         hint = "check the driver: nvidia-smi must work, with the driver and its library of one version";
     }
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(h, "gpus")) {
-        int i = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "index"));
-        const cJSON *ecc = cJSON_GetObjectItemCaseSensitive(g, "ecc_uncorrected");
-        const cJSON *thr = cJSON_GetObjectItemCaseSensitive(g, "throttle");
+        int i;
+        long long ecc = 0, thr = 0;
+        if (!json_int_in_i(cJSON_GetObjectItemCaseSensitive(g, "index"), 0, CHECK_GPUS_MAX - 1, &i)) continue;
+        json_int_in(cJSON_GetObjectItemCaseSensitive(g, "ecc_uncorrected"), 0, JSON_EXACT_MAX, &ecc);
+        json_int_in(cJSON_GetObjectItemCaseSensitive(g, "throttle"), 0, JSON_EXACT_MAX, &thr);
         const char *sep = what.len ? "; " : "";
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "retired_pending"))) {
             strbuf_addf(&what, "%sGPU %d has retired pages pending a reset", sep, i);
             st = CHECK_FAIL;
             hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
-        } else if (cJSON_IsNumber(ecc) && ecc->valuedouble > 0) {
-            strbuf_addf(&what, "%sGPU %d has %.0f uncorrectable ECC error%s", sep, i, ecc->valuedouble,
-                        ecc->valuedouble == 1 ? "" : "s");
+        } else if (ecc > 0) {
+            strbuf_addf(&what, "%sGPU %d has %lld uncorrectable ECC error%s", sep, i, ecc, ecc == 1 ? "" : "s");
             st = CHECK_FAIL;
             hint = "reset the GPU (nvidia-smi -r -i N, with nothing running on it) or drain the node";
-        } else if (cJSON_IsNumber(thr) && ((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS)) {
+        } else if ((unsigned long long)thr & GPU_THR_PROBLEMS) {
             strbuf_addf(&what, "%sGPU %d is throttling now: %s", sep, i,
-                        gpu_throttle_names((unsigned long long)thr->valuedouble & GPU_THR_PROBLEMS, names,
-                                           sizeof names));
+                        gpu_throttle_names((unsigned long long)thr & GPU_THR_PROBLEMS, names, sizeof names));
             if (st < CHECK_WARN) st = CHECK_WARN;
             if (!hint) hint = "check the node's cooling and power (nvidia-smi -q -d PERFORMANCE says why)";
         } else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(g, "persistence"))) {
@@ -100,7 +121,8 @@ void check_eval_gpu(struct check_result *res, const cJSON *facts, int slots)
 {
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(facts, "gpu");
     const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(gpu, "count");
-    int count = cJSON_IsNumber(cnt) ? cnt->valueint : 0;
+    int count = 0;
+    if (!json_int_in_i(cnt, 0, CHECK_GPUS_MAX, &count)) count = 0;
     const cJSON *health_gpus = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "gpu_health"), "gpus");
     if (count <= 0 && cJSON_GetArraySize(health_gpus) > 0) count = cJSON_GetArraySize(health_gpus); /* NVML saw them */
     const char *model = str_or_null(gpu, "model"), *driver = str_or_null(gpu, "driver");
@@ -183,20 +205,64 @@ struct env_eval {
     cJSON **diffs;          /* per node: differences array for JSON */
 };
 
+/* Why the node's agent could not read the fact ("timeout": its probe ran past its time limit),
+ * from the facts' "unread" member; NULL when it was read (its value may still be unknown). */
+static const char *fact_unread(const cJSON *facts, const char *key)
+{
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "unread"), key);
+    if (!why) return NULL;
+    /* the agent's word is shown only when it is one we know: it is remote text */
+    return cJSON_IsString(why) && strcmp(why->valuestring, "timeout") == 0 ? "timeout" : "unknown reason";
+}
+
+/* A fact the node could not read is no value to compare: said on that node as a warning (it
+ * was not checked), never as a difference. */
+static void note_unread(struct env_eval *e, size_t node, const char *key, const char *label, const char *why)
+{
+    cJSON *d = cJSON_CreateObject();
+    char *detail = xasprintf("could not be read (%s)", why);
+    if (e->msgs[node].len) strbuf_adds(&e->msgs[node], "; ");
+    strbuf_addf(&e->msgs[node], "%s %s", label, detail);
+    if (CHECK_WARN > e->st[node]) {
+        e->st[node] = CHECK_WARN;
+        e->hints[node] = "its probe ran past its time limit (a loaded node or a slow file system): run ddptop "
+                         "check again";
+    }
+    cJSON_AddStringToObject(d, "fact", key);
+    cJSON_AddStringToObject(d, "status", check_status_name(CHECK_WARN));
+    cJSON_AddStringToObject(d, "detail", detail);
+    cJSON_AddTrueToObject(d, "unread");
+    cJSON_AddItemToArray(e->diffs[node], d);
+    free(detail);
+}
+
 static void compare_fact(struct env_eval *e, const char *key, const char *label, enum check_status sev,
                          const char *hint)
 {
+    /* the nodes that read the fact, by their index in e->reach */
     char **vals = xcalloc(e->n_reach, sizeof *vals);
+    const char **names = xcalloc(e->n_reach, sizeof *names);
+    size_t *from = xcalloc(e->n_reach, sizeof *from), n_read = 0;
     struct parity_group *g = NULL;
     size_t ng;
     char *desc;
-    for (size_t i = 0; i < e->n_reach; i++) vals[i] = fact_value(e->nodes[e->reach[i]].facts, key);
-    desc = parity_describe(e->names, (const char *const *)vals, e->n_reach);
+    for (size_t i = 0; i < e->n_reach; i++) {
+        const cJSON *facts = e->nodes[e->reach[i]].facts;
+        const char *why = fact_unread(facts, key);
+        if (why) {
+            note_unread(e, e->reach[i], key, label, why);
+            continue;
+        }
+        vals[n_read] = fact_value(facts, key);
+        names[n_read] = e->names[i];
+        from[n_read++] = i;
+    }
+    desc = parity_describe(names, (const char *const *)vals, n_read);
     if (desc) {
-        ng = parity_group((const char *const *)vals, e->n_reach, &g);
+        ng = parity_group((const char *const *)vals, n_read, &g);
         for (size_t gi = 1; gi < ng; gi++) {
             for (size_t j = 0; j < g[gi].n; j++) {
-                size_t node = e->reach[g[gi].hosts[j]];
+                size_t node = e->reach[from[g[gi].hosts[j]]];
                 cJSON *d = cJSON_CreateObject();
                 if (e->msgs[node].len) strbuf_adds(&e->msgs[node], "; ");
                 strbuf_addf(&e->msgs[node], "%s differs: %s", label, desc);
@@ -213,8 +279,10 @@ static void compare_fact(struct env_eval *e, const char *key, const char *label,
         parity_groups_free(g, ng);
         free(desc);
     }
-    for (size_t i = 0; i < e->n_reach; i++) free(vals[i]);
+    for (size_t i = 0; i < n_read; i++) free(vals[i]);
     free(vals);
+    free(names);
+    free(from);
 }
 
 /* Every key of facts[member] on any node, e.g. all NCCL_* variables seen anywhere. */

@@ -11,6 +11,10 @@
 #include "check_report.h"
 #include "clock_est.h"
 
+/* The most GPUs a node's facts may say it has (and its largest GPU index + 1); a number in the
+ * facts that is not a whole number in its range (wire/json_num.h) counts as unknown. */
+#define CHECK_GPUS_MAX 1024
+
 /* What the evaluation knows of one node. */
 struct check_node_info {
     const char *name;

@@ -8,6 +8,18 @@
 #include "ifname.h"
 #include "parity.h"
 #include "util/util.h"
+#include "wire/json_num.h"
+
+/* An interface's MTU and speed as the facts give them: whole numbers in range, else unknown
+ * (0). 64 KiB is the largest MTU Linux allows; 10 Tb/s leaves room for tomorrow's links. */
+#define IF_MTU_MAX 65536
+#define IF_SPEED_MAX 10000000
+
+static int if_number(const cJSON *v, int hi)
+{
+    int x;
+    return json_int_in_i(v, 0, hi, &x) ? x : 0;
+}
 
 struct node_ifaces {
     struct iface *ifs;
@@ -29,7 +41,7 @@ static void ifaces_from_facts(const cJSON *facts, struct node_ifaces *ni)
         ni->ifs[k].name = name->valuestring;
         ni->ifs[k].up = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "up"));
         ni->ifs[k].has_ipv4 = cJSON_IsArray(ipv4) && cJSON_GetArraySize(ipv4) > 0;
-        ni->ifs[k].mtu = cJSON_IsNumber(mtu) ? mtu->valueint : 0;
+        ni->ifs[k].mtu = if_number(mtu, IF_MTU_MAX);
         ni->src[k] = it;
         k++;
     }
@@ -49,8 +61,8 @@ static void describe_iface(struct strbuf *sb, const cJSON *it)
     strbuf_addf(sb, "%s (", cJSON_GetObjectItemCaseSensitive(it, "name")->valuestring);
     if (cJSON_IsArray(ipv4) && cJSON_IsString(ipv4->child)) strbuf_addf(sb, "%s", ipv4->child->valuestring);
     else strbuf_adds(sb, "no IPv4");
-    if (cJSON_IsNumber(mtu)) strbuf_addf(sb, ", MTU %d", mtu->valueint);
-    if (cJSON_IsNumber(speed) && speed->valueint > 0) strbuf_addf(sb, ", %d Mb/s", speed->valueint);
+    if (if_number(mtu, IF_MTU_MAX) > 0) strbuf_addf(sb, ", MTU %d", if_number(mtu, IF_MTU_MAX));
+    if (if_number(speed, IF_SPEED_MAX) > 0) strbuf_addf(sb, ", %d Mb/s", if_number(speed, IF_SPEED_MAX));
     strbuf_adds(sb, ")");
 }
 

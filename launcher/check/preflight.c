@@ -6,6 +6,7 @@
 #include "preflight.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "clock_est.h"
 #include "hosts/hostfile.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 #define CLOCK_SAMPLES 8
@@ -255,15 +257,24 @@ static void on_clock(struct preflight *p, size_t i, const char *line)
 {
     struct pf_node *nd = &p->nodes[i];
     int64_t recv_wall = wall_ns(), rtt = mono_ns() - nd->sent_mono;
-    /* parsed from the text: a double cannot hold nanoseconds since 1970 exactly */
+    /* parsed from the text: a double cannot hold nanoseconds since 1970 exactly. Digits only,
+     * in range (no sign, no exponent): clock_est subtracts our time from it. */
     const char *s = strstr(line, "\"wall_ns\":");
-    if (!s) {
-        node_lost(p, i, "clock answer without wall_ns");
+    char *end = NULL;
+    long long remote = -1;
+    if (s && s[10] >= '0' && s[10] <= '9') {
+        errno = 0;
+        remote = strtoll(s + 10, &end, 10);
+        if (errno || (*end != ',' && *end != '}' && *end != ' ')) remote = -1;
+    }
+    if (remote < 0) {
+        char why[80];
+        snprintf(why, sizeof why, "clock answer without a usable wall_ns (%.24s)", s ? s + 10 : "none");
+        node_lost(p, i, why);
         return;
     }
     nd->samples[nd->n_samples++] = (struct clock_sample){
-        .local_send_ns = nd->sent_wall, .local_recv_ns = recv_wall,
-        .remote_ns = strtoll(s + 10, NULL, 10), .rtt_ns = rtt};
+        .local_send_ns = nd->sent_wall, .local_recv_ns = recv_wall, .remote_ns = remote, .rtt_ns = rtt};
     if (nd->n_samples < CLOCK_SAMPLES) {
         send_clock(p, i);
         return;
@@ -281,8 +292,11 @@ static void on_listen(struct preflight *p, size_t i, const cJSON *m, int tag)
     if (!ok) err = err ? err : "failed";
     if (tag == TAG_LISTEN_MASTER) {
         if (!ok) nd->master_err = xstrdup(err);
-    } else if (ok && cJSON_IsNumber(port)) {
-        nd->eph_port = port->valueint;
+    } else if (ok && json_int_in_i(port, 1, 65535, &nd->eph_port)) {
+        /* the ephemeral port the peers will connect to */
+    } else if (ok && port) {
+        char text[32];
+        nd->listen_err = xasprintf("the agent answered port %s, not a port; ignored", json_num_text(port, text, sizeof text));
     } else {
         nd->listen_err = xstrdup(err ? err : "no port in the answer");
     }
@@ -302,7 +316,8 @@ static void on_connect(struct preflight *p, size_t i, const cJSON *m, int tag)
     t = &p->tcp[k];
     t->done = true;
     t->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ok"));
-    t->ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
+    /* a handshake time: finite and under the connect's longest timeout (600 s) */
+    if (!json_real_in(ms, 0, 600000, &t->ms)) t->ms = 0;
     t->error = xstrdup(err ? err : t->ok ? "" : "failed");
     if (--p->nodes[i].conns_pending == 0) p->nodes[i].phase = NP_DONE;
 }
@@ -505,7 +520,8 @@ int preflight_gpu_count(const struct preflight *p, size_t i)
 {
     const cJSON *f = i < p->n ? p->r.rows[i].checks[CHECK_GPU].fields : NULL;
     const cJSON *cnt = f ? cJSON_GetObjectItemCaseSensitive(f, "count") : NULL;
-    return cJSON_IsNumber(cnt) ? cnt->valueint : -1;
+    int n;
+    return json_int_in_i(cnt, 0, CHECK_GPUS_MAX, &n) ? n : -1;
 }
 
 /* ---- life --------------------------------------------------------------------------------- */

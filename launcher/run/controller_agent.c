@@ -14,6 +14,8 @@
  * can be reported after a peer that died of its death. Across nodes the first to arrive wins. */
 #include "controller_int.h"
 
+#include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 
 #include "wire/base64.h"
 #include "wire/json_flat.h"
+#include "wire/json_num.h"
 #include "job/metrics_parse.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
@@ -33,10 +36,53 @@ static const cJSON *get(const cJSON *m, const char *k)
     return cJSON_GetObjectItemCaseSensitive(m, k);
 }
 
+/* A measurement (not an integer): finite, else dflt. */
 static double num(const cJSON *m, const char *k, double dflt)
 {
     const cJSON *v = get(m, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : dflt;
+}
+
+void ctl_bad_number(struct controller *c, size_t i, const char *ev, const char *key, const cJSON *v)
+{
+    struct cnode *nd = &c->nodes[i];
+    char text[32];
+    if (nd->bad_numbers++ < CTL_BAD_NUMBERS_SAID)
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: %s message: %s %s out of range; ignored",
+                      c->job->nodes[i].name, ev, key, json_num_text(v, text, sizeof text));
+    if (nd->bad_numbers == CTL_BAD_NUMBERS_SAID)
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: more numbers out of range in its agent's messages "
+                      "are ignored without a word (%d said)", c->job->nodes[i].name, CTL_BAD_NUMBERS_SAID);
+}
+
+long long ctl_int(struct controller *c, size_t i, const char *ev, const cJSON *m, const char *key, long long lo,
+                  long long hi, long long dflt)
+{
+    const cJSON *v = get(m, key);
+    long long x;
+    if (!v || cJSON_IsNull(v)) return dflt;
+    if (json_int_in(v, lo, hi, &x)) return x;
+    ctl_bad_number(c, i, ev, key, v);
+    return dflt;
+}
+
+/* The members every rank message has: its rank (-1: absent or bad), its message number q (0:
+ * none; below 2^53, so a double holds it exactly) and the attempt it belongs to ("a" or
+ * "attempt"; absent: dflt). A bad q or attempt is -1: the message is dropped, since taking it
+ * would take its number (or put it in another attempt's log). */
+static int msg_rank(struct controller *c, size_t i, const char *ev, const cJSON *m)
+{
+    return (int)ctl_int(c, i, ev, m, "rank", 0, INT_MAX, -1);
+}
+
+static long long msg_seq(struct controller *c, size_t i, const char *ev, const cJSON *m)
+{
+    return get(m, "q") ? ctl_int(c, i, ev, m, "q", 0, JSON_EXACT_MAX, -1) : 0;
+}
+
+static int msg_attempt(struct controller *c, size_t i, const char *ev, const cJSON *m, const char *key, int dflt)
+{
+    return get(m, key) ? (int)ctl_int(c, i, ev, m, key, 0, INT_MAX, -2) : dflt;
 }
 
 static const char *str(const cJSON *m, const char *k)
@@ -65,11 +111,6 @@ static bool seq_take(struct controller *c, int rank, uint64_t q)
     }
     ri->seq = q;
     return true;
-}
-
-static uint64_t seq_of(double v)
-{
-    return v > 0 && v < 9.0e15 ? (uint64_t)v : 0;
 }
 
 /* ---- messages ----------------------------------------------------------------------------- */
@@ -110,11 +151,11 @@ static void on_spawned(struct controller *c, size_t i, const cJSON *m)
     const cJSON *ranks = get(m, "ranks"), *r;
     c->nodes[i].spawn_answered = true;
     cJSON_ArrayForEach(r, ranks) {
-        int rank = (int)num(r, "rank", -1);
+        int rank = msg_rank(c, i, WIRE_EV_SPAWNED, r);
         const char *e = str(r, "error");
         if (!rank_on_node(c, i, rank) || c->job->ranks[rank].state != RANK_PENDING) continue;
         if (e) rank_spawn_failed(c, rank, e);
-        else job_rank_started(c->job, rank, (int)num(r, "pid", 0));
+        else job_rank_started(c->job, rank, (int)ctl_int(c, i, WIRE_EV_SPAWNED, r, "pid", 1, INT_MAX, 0));
     }
 }
 
@@ -168,22 +209,27 @@ static unsigned out_flags(const char *f)
 }
 
 /* The agent dropped output while we were away (its spool was full): said as an event. */
-static void out_dropped(struct controller *c, int rank, const cJSON *d)
+static void out_dropped(struct controller *c, size_t i, int rank, const cJSON *d)
 {
-    job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s: %.0f lines (%.0f bytes) of its output were dropped on "
+    long long lines = ctl_int(c, i, WIRE_EV_OUT, d, "lines", 0, JSON_EXACT_MAX, 0);
+    long long bytes = ctl_int(c, i, WIRE_EV_OUT, d, "bytes", 0, JSON_EXACT_MAX, 0);
+    if (!lines && !bytes) return;   /* nothing (or nothing usable) to say */
+    job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s: %lld lines (%lld bytes) of its output were dropped on "
                   "its node while the controller was away (the agent's spool, --agent-spool, was full)", rank,
-                  job_rank_host(c->job, rank), num(d, "lines", 0), num(d, "bytes", 0));
+                  job_rank_host(c->job, rank), lines, bytes);
 }
 
 static void on_out(struct controller *c, size_t i, const cJSON *m)
 {
-    int rank = (int)num(m, "rank", -1);
+    int rank = msg_rank(c, i, WIRE_EV_OUT, m);
+    long long q = msg_seq(c, i, WIRE_EV_OUT, m);
+    int attempt = msg_attempt(c, i, WIRE_EV_OUT, m, "a", -1);
     const char *s = str(m, "s"), *t = str(m, "t"), *b64 = str(m, "b64"), *f = str(m, "f");
     enum log_stream stream = s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT;
     char *raw = NULL;
     size_t len;
-    if (!rank_on_node(c, i, rank) || !seq_take(c, rank, seq_of(num(m, "q", 0)))) return;
-    if (cJSON_IsObject(get(m, "dropped"))) out_dropped(c, rank, get(m, "dropped"));
+    if (q < 0 || attempt == -2 || !rank_on_node(c, i, rank) || !seq_take(c, rank, (uint64_t)q)) return;
+    if (cJSON_IsObject(get(m, "dropped"))) out_dropped(c, i, rank, get(m, "dropped"));
     if (t) {
         len = strlen(t);
     } else if (b64) {
@@ -192,8 +238,7 @@ static void on_out(struct controller *c, size_t i, const cJSON *m)
     } else {
         return;
     }
-    double a = num(m, "a", -1);
-    out_block(c, rank, a >= 0 && a < 1e9 ? (int)a : -1, seq_of(num(m, "q", 0)), stream, out_flags(f), t, len);
+    out_block(c, rank, attempt, (uint64_t)q, stream, out_flags(f), t, len);
     free(raw);
 }
 
@@ -221,7 +266,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     char sbuf[16], fbuf[16], small[4096], *buf = small;
     const char *s, *f, *text;
     bool bad = false;
-    int rank;
+    long long rank = -1, seq = 0, attempt = -1;
     size_t len;
     if (strncmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, strlen(line), &o)) return false;
     t = json_flat_get(&o, "t");
@@ -245,11 +290,16 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     rk = json_flat_get(&o, "rank");
     q = json_flat_get(&o, "q");
     a = json_flat_get(&o, "a");
-    rank = rk && rk->type == JF_NUMBER && rk->num >= 0 && rk->num < 1e9 ? (int)rk->num : -1;
-    uint64_t seq = q && q->type == JF_NUMBER ? seq_of(q->num) : 0;
-    int attempt = a && a->type == JF_NUMBER && a->num >= 0 && a->num < 1e9 ? (int)a->num : -1;
-    if (rank_on_node(c, i, rank) && seq_take(c, rank, seq))
-        out_block(c, rank, attempt, seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT, out_flags(f), text, len);
+    /* a number that is not one the protocol allows: cJSON's path (on_out) says it */
+    if ((rk && (rk->type != JF_NUMBER || !json_whole_in(rk->num, 0, INT_MAX, &rank))) ||
+        (q && (q->type != JF_NUMBER || !json_whole_in(q->num, 0, JSON_EXACT_MAX, &seq))) ||
+        (a && (a->type != JF_NUMBER || !json_whole_in(a->num, 0, INT_MAX, &attempt)))) {
+        if (buf != small) free(buf);
+        return false;
+    }
+    if (rank_on_node(c, i, (int)rank) && seq_take(c, (int)rank, (uint64_t)seq))
+        out_block(c, (int)rank, (int)attempt, (uint64_t)seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT,
+                  out_flags(f), text, len);
     if (buf != small) free(buf);
     return true;
 }
@@ -257,13 +307,17 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
 static void on_status(struct controller *c, size_t i, const cJSON *m)
 {
     const cJSON *r;
-    int64_t mono = (int64_t)num(m, "mono_ns", 0);
+    int64_t mono = ctl_int(c, i, WIRE_EV_STATUS, m, "mono_ns", 0, LLONG_MAX, 0);
     cJSON_ArrayForEach(r, get(m, "ranks")) {
-        int rank = (int)num(r, "rank", -1);
+        int rank = msg_rank(c, i, WIRE_EV_STATUS, r);
         struct rank_info *ri;
         struct crank *cr;
         const char *st = str(r, "state");
         double cpu = num(r, "cpu_s", -1);
+        if (cpu > 1e15) {   /* 30 million years of CPU: not a CPU time */
+            ctl_bad_number(c, i, WIRE_EV_STATUS, "cpu_s", get(r, "cpu_s"));
+            cpu = -1;
+        }
         if (!rank_on_node(c, i, rank)) continue;
         ri = &c->job->ranks[rank];
         cr = &c->ranks[rank];
@@ -279,44 +333,53 @@ static void on_status(struct controller *c, size_t i, const cJSON *m)
     c->job->generation++;
 }
 
+/* An exit's status (0 to 255) and signal (1 to 127), each -1 when absent or not one: said when
+ * the exit is applied (apply_exit), quietly here. */
+#define EXIT_CODE_MAX 255
+#define EXIT_SIGNAL_MAX 127
+
+static int exit_member(const cJSON *m, const char *key, int hi)
+{
+    int v;
+    return json_int_in_i(get(m, key), key[0] == 's' ? 1 : 0, hi, &v) ? v : -1;
+}
+
 /* Only signals we send end a rank "by us": the agent may say by_us for a rank that died of
- * SIGSEGV just before our stop reached it. */
+ * SIGSEGV just before our stop reached it. A signal that is not one is not ours. */
 static bool exit_by_us(const cJSON *m)
 {
-    const cJSON *signo = get(m, "signo");
-    int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
+    int sig = get(m, "signo") ? exit_member(m, "signo", EXIT_SIGNAL_MAX) : 0;
     if (!cJSON_IsTrue(get(m, "by_us"))) return false;
     return sig == 0 || sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP || sig == SIGPIPE;
 }
 
 static bool exit_is_failure(const cJSON *m)
 {
-    const cJSON *code = get(m, "code"), *signo = get(m, "signo");
     if (exit_by_us(m)) return false;
-    return cJSON_IsNumber(signo) || !cJSON_IsNumber(code) || code->valueint != 0;
+    return cJSON_IsNumber(get(m, "signo")) || exit_member(m, "code", EXIT_CODE_MAX) != 0;
 }
 
 static void apply_exit(struct controller *c, size_t i, const cJSON *m)
 {
-    int rank = (int)num(m, "rank", -1);
-    const cJSON *code = get(m, "code"), *signo = get(m, "signo");
+    int rank = msg_rank(c, i, WIRE_EV_EXIT, m);
     const char *ef = str(m, "error_file");
-    int sig = cJSON_IsNumber(signo) ? signo->valueint : 0;
-    int ec = cJSON_IsNumber(code) ? code->valueint : sig ? 0 : -1;
+    int sig = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "signo", 1, EXIT_SIGNAL_MAX, 0);
+    int ec = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "code", 0, EXIT_CODE_MAX, sig ? 0 : -1);
     enum rank_state st;
-    double a = num(m, "attempt", c->job->attempt);
-    if (!rank_on_node(c, i, rank)) return;
+    int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", c->job->attempt);
+    long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
+    if (q < 0 || a == -2 || !rank_on_node(c, i, rank)) return;
     /* after its event (the log writer keeps the order): a takeover that finds the exit
      * acknowledged finds it in events.jsonl */
     if (a != c->job->attempt) {
-        job_log_mark(c->job, rank, a >= 0 && a < 1e9 ? (int)a : c->job->attempt, seq_of(num(m, "q", 0)));
+        job_log_mark(c->job, rank, a, (uint64_t)q);
         return;
     }
     st = c->job->ranks[rank].state;
     if ((st == RANK_RUNNING || st == RANK_STALLED || st == RANK_PENDING) &&
         job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
         ctl_rank_failed_begin_stop(c);
-    job_log_mark(c->job, rank, c->job->attempt, seq_of(num(m, "q", 0)));
+    job_log_mark(c->job, rank, c->job->attempt, (uint64_t)q);
 }
 
 static int by_mono(const void *a, const void *b)
@@ -366,7 +429,7 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
 static void on_notice(struct controller *c, size_t i, const cJSON *m)
 {
     const char *sig = str(m, "signal"), *text = str(m, "text"), *what = str(m, "what");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "passed_to");
+    int n;
     if (what && strcmp(what, "no_reconnect") == 0) {
         c->nodes[i].no_reconnect = true;
         job_event_add(c->job, EV_INFO, -1, (int)i, "node %s cannot be reconnected if its link is lost: %s",
@@ -390,9 +453,12 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
     }
     if (text)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: %s", sig ? sig : "?", c->job->nodes[i].name, text);
-    else
+    else if ((n = (int)ctl_int(c, i, WIRE_EV_NOTICE, m, "passed_to", 0, INT_MAX, -1)) >= 0)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: passed on to its %d rank(s)", sig ? sig : "?",
-                      c->job->nodes[i].name, cJSON_IsNumber(n) ? n->valueint : 0);
+                      c->job->nodes[i].name, n);
+    else
+        job_event_add(c->job, EV_SIGNAL, -1, (int)i, "%s on %s: passed on to its ranks", sig ? sig : "?",
+                      c->job->nodes[i].name);
 }
 
 /* One message; exits are returned (not applied) so the caller can order them. */
@@ -429,8 +495,10 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
         return NULL;
     }
     if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) {
-        int rank = (int)num(m, "rank", -1);
-        if (rank_on_node(c, i, rank) && seq_take(c, rank, seq_of(num(m, "q", 0)))) return m;
+        int rank = msg_rank(c, i, WIRE_EV_EXIT, m);
+        long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
+        int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", 0);
+        if (q >= 0 && a != -2 && rank_on_node(c, i, rank) && seq_take(c, rank, (uint64_t)q)) return m;
         cJSON_Delete(m);
         return NULL;
     }

@@ -3,13 +3,16 @@
  * driver: a CPU node) stays silent; one whose NVML fails is named in an event. */
 #include "controller_int.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "job/gpu.h"
 #include "job/plan.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 void ctl_gpu_watch(struct controller *c, size_t i)
@@ -44,11 +47,51 @@ void ctl_on_gpu_watch(struct controller *c, size_t i, const cJSON *m)
     job_event_add(c->job, EV_INFO, -1, (int)i, "no GPU telemetry from %s: %s", c->job->nodes[i].name, e);
 }
 
-static double num_or_nan(const cJSON *o, const char *k)
+/* What NVML can say, with room: a sample outside it is not a measurement (said, then NAN). */
+static const struct gpu_range { const char *key; double hi; size_t off; } gpu_ranges[] = {
+    {"util", 100, offsetof(struct gpu_info, util)},
+    {"mem_util", 100, offsetof(struct gpu_info, mem_util)},
+    {"mem_used_mib", 1 << 30, offsetof(struct gpu_info, mem_used_mib)},       /* 1 PiB */
+    {"mem_total_mib", 1 << 30, offsetof(struct gpu_info, mem_total_mib)},
+    {"power_w", 1e6, offsetof(struct gpu_info, power_w)},
+    {"power_limit_w", 1e6, offsetof(struct gpu_info, power_limit_w)},
+    {"temp_c", 1000, offsetof(struct gpu_info, temp_c)},
+    {"sm_mhz", 1e6, offsetof(struct gpu_info, sm_mhz)},
+};
+
+static void gpu_numbers(struct controller *c, size_t i, const cJSON *o, struct gpu_info *d)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    for (size_t k = 0; k < sizeof gpu_ranges / sizeof *gpu_ranges; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, gpu_ranges[k].key);
+        double *out = (double *)((char *)d + gpu_ranges[k].off);
+        *out = NAN;
+        if (v && !cJSON_IsNull(v) && !json_real_in(v, 0, gpu_ranges[k].hi, out))
+            ctl_bad_number(c, i, WIRE_EV_GPU, gpu_ranges[k].key, v);
+    }
+    long long x;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "throttle");
+    /* NVML's reasons are bits below 2^53 (0x1ff today) */
+    if ((d->has_throttle = json_int_in(v, 0, JSON_EXACT_MAX, &x))) d->throttle = (unsigned long long)x;
+    else if (v) ctl_bad_number(c, i, WIRE_EV_GPU, "throttle", v);
+    v = cJSON_GetObjectItemCaseSensitive(o, "ecc_uncorrected");
+    if ((d->has_ecc = json_int_in(v, 0, JSON_EXACT_MAX, &x))) d->ecc = (unsigned long long)x;
+    else if (v) ctl_bad_number(c, i, WIRE_EV_GPU, "ecc_uncorrected", v);
 }
+
+/* The first two members of an array, whole numbers in [-1, hi_a] and [-1, hi_b] (-1: the agent
+ * could not tell); false (said) when they are not. */
+static bool gpu_pair(struct controller *c, size_t i, const char *what, const cJSON *p, long long hi_a,
+                     long long hi_b, long long out[2])
+{
+    const cJSON *a = cJSON_GetArrayItem(p, 0), *b = cJSON_GetArrayItem(p, 1);
+    bool ok_a = json_int_in(a, -1, hi_a, &out[0]);
+    if (ok_a && json_int_in(b, -1, hi_b, &out[1])) return true;
+    ctl_bad_number(c, i, WIRE_EV_GPU, what, ok_a ? b : a);
+    return false;
+}
+
+/* NVML's indexes on one node (a node has at most a few dozen GPUs). */
+#define GPU_INDEX_MAX 1023
 
 void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m)
 {
@@ -63,34 +106,35 @@ void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m)
         struct gpu_info *d = &g[k++];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "index"), *p;
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
-        d->index = cJSON_IsNumber(v) ? v->valueint : k - 1;
+        d->index = k - 1;
+        if (v && !json_int_in_i(v, 0, GPU_INDEX_MAX, &d->index)) {
+            ctl_bad_number(c, i, WIRE_EV_GPU, "index", v);
+            k--;          /* a GPU without a usable index is left out */
+            continue;
+        }
         snprintf(d->name, sizeof d->name, "%s", name ? name : "");
         const char *uuid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "uuid"));
         snprintf(d->uuid, sizeof d->uuid, "%s", uuid ? uuid : "");
-        d->util = num_or_nan(o, "util");
-        d->mem_util = num_or_nan(o, "mem_util");
-        d->mem_used_mib = num_or_nan(o, "mem_used_mib");
-        d->mem_total_mib = num_or_nan(o, "mem_total_mib");
-        d->power_w = num_or_nan(o, "power_w");
-        d->power_limit_w = num_or_nan(o, "power_limit_w");
-        d->temp_c = num_or_nan(o, "temp_c");
-        d->sm_mhz = num_or_nan(o, "sm_mhz");
-        v = cJSON_GetObjectItemCaseSensitive(o, "throttle");
-        if ((d->has_throttle = cJSON_IsNumber(v))) d->throttle = (unsigned long long)v->valuedouble;
-        v = cJSON_GetObjectItemCaseSensitive(o, "ecc_uncorrected");
-        if ((d->has_ecc = cJSON_IsNumber(v))) d->ecc = (unsigned long long)v->valuedouble;
+        gpu_numbers(c, i, o, d);
         cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(o, "pids")) {
+            long long pp[2];
             if (d->n_pids == GPU_PIDS) break;
-            d->pids[d->n_pids][0] = (long)cJSON_GetNumberValue(cJSON_GetArrayItem(p, 0));
-            d->pids[d->n_pids][1] = (long)cJSON_GetNumberValue(cJSON_GetArrayItem(p, 1));
+            /* [pid, its process group (-1: unknown), MiB] */
+            if (!gpu_pair(c, i, "pids", p, INT_MAX, INT_MAX, pp)) continue;
+            d->pids[d->n_pids][0] = (long)pp[0];
+            d->pids[d->n_pids][1] = (long)pp[1];
             d->n_pids++;
         }
     }
+    n = k;
     k = 0;
     cJSON_ArrayForEach(x, xs) {
+        long long xx[2];
         if (k == nx) break;
-        xids[k][0] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(x, 0));
-        xids[k][1] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(x, 1));
+        /* [GPU index (-1: unknown), XID]: XIDs are numbered below 1,000 today; room for more */
+        if (!gpu_pair(c, i, "xid", x, GPU_INDEX_MAX, INT_MAX, xx)) continue;
+        xids[k][0] = (int)xx[0];
+        xids[k][1] = (int)xx[1];
         k++;
     }
     job_gpu_sample(c->job, (int)i, g, n, (const int (*)[2])xids, k);

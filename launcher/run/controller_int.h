@@ -65,6 +65,7 @@ struct cnode {
     cJSON **exits;            /* exit messages held back to be ordered by the agent's clock */
     size_t n_exits;
     int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
+    unsigned bad_numbers;     /* numbers out of range in its messages (ctl_bad_number) */
 };
 
 /* Per rank, what the model does not keep: the previous CPU sample for cpu_pct, and the last
@@ -227,6 +228,15 @@ void ctl_link_fresh_agent(struct controller *c, size_t node);
 void ctl_agent_lines(struct controller *c, size_t node);
 /* Applies (flush) or drops the node's held exit messages. */
 void ctl_exits_release(struct controller *c, size_t node, bool apply);
+/* Numbers in node's messages (wire/json_num.h). ctl_int: member key of message m (an ev
+ * message) as a whole number in [lo, hi]; dflt when absent or null (quietly: agents leave
+ * members out) and when it is anything else, which ctl_bad_number says. ctl_bad_number: one
+ * event "node N: EV message: KEY V out of range; ignored", for the first CTL_BAD_NUMBERS_SAID
+ * of a node, so a hostile agent cannot flood the events. */
+#define CTL_BAD_NUMBERS_SAID 5
+long long ctl_int(struct controller *c, size_t node, const char *ev, const cJSON *m, const char *key, long long lo,
+                  long long hi, long long dflt);
+void ctl_bad_number(struct controller *c, size_t node, const char *ev, const char *key, const cJSON *v);
 
 /* controller_adopt.c: the run's record, and taking a run over (--adopt). */
 void ctl_start_snapshot(struct controller *c);

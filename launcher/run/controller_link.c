@@ -15,6 +15,7 @@
  * never blamed on the nodes. */
 #include "controller_int.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "job/logw.h"
 #include "job/root_cause.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 /* A node is lost this long after the agents' grace ran out with no word from it. */
@@ -301,17 +303,14 @@ static bool take_rank_list(struct controller *c, size_t i, const cJSON *ranks)
     bool any = false;
     const cJSON *r;
     cJSON_ArrayForEach(r, ranks) {
-        const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "rank");
-        const cJSON *at = cJSON_GetObjectItemCaseSensitive(r, "attempt");
-        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(r, "pid");
-        if (!cJSON_IsNumber(rk) || !cJSON_IsNumber(at) || rk->valuedouble < ni->first_rank ||
-            rk->valuedouble >= ni->first_rank + ni->n_ranks || at->valuedouble != (double)c->job->attempt)
-            continue;
-        int rank = (int)rk->valuedouble;
+        int rank = (int)ctl_int(c, i, WIRE_EV_HELLO, r, "rank", 0, INT_MAX, -1);
+        int at = (int)ctl_int(c, i, WIRE_EV_HELLO, r, "attempt", 0, INT_MAX, -1);
+        if (rank < ni->first_rank || rank >= ni->first_rank + ni->n_ranks || at != c->job->attempt) continue;
         any = true;
-        if (!cJSON_IsNumber(pid) || pid->valuedouble <= 0 || pid->valuedouble >= 1e9) continue;
-        if (c->job->ranks[rank].state == RANK_PENDING) job_rank_started(c->job, rank, (int)pid->valuedouble);
-        else if (!c->job->ranks[rank].pid) c->job->ranks[rank].pid = (int)pid->valuedouble; /* taken over */
+        int pid = (int)ctl_int(c, i, WIRE_EV_HELLO, r, "pid", 1, INT_MAX, 0);
+        if (!pid) continue;
+        if (c->job->ranks[rank].state == RANK_PENDING) job_rank_started(c->job, rank, pid);
+        else if (!c->job->ranks[rank].pid) c->job->ranks[rank].pid = pid; /* taken over */
     }
     return any;
 }
@@ -368,12 +367,11 @@ void ctl_link_resume_answer(struct controller *c, size_t i, const cJSON *m)
 {
     struct cnode *nd = &c->nodes[i];
     const struct node_info *ni = &c->job->nodes[i];
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "messages");
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "bytes");
+    long long n = ctl_int(c, i, WIRE_EV_RESUME, m, "messages", 0, JSON_EXACT_MAX, 0);
+    long long b = ctl_int(c, i, WIRE_EV_RESUME, m, "bytes", 0, JSON_EXACT_MAX, 0);
     nd->resume_id = 0;
-    job_event_add(c->job, EV_INFO, -1, (int)i, "node %s caught up: %.0f message%s (%.0f bytes) sent again", ni->name,
-                  cJSON_IsNumber(n) ? n->valuedouble : 0, cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s",
-                  cJSON_IsNumber(b) ? b->valuedouble : 0);
+    job_event_add(c->job, EV_INFO, -1, (int)i, "node %s caught up: %lld message%s (%lld bytes) sent again", ni->name,
+                  n, n == 1 ? "" : "s", b);
     /* The spawn never reached the agent (it names none of this attempt's ranks and sent no
      * exit for them): it goes again. */
     if (!job_is_running(c->job) || nd->spawn_answered || !nd->spawn_id || nd->n_exits) return;

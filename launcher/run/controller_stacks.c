@@ -17,6 +17,7 @@
 #include "controller_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "job/stack_where.h"
 #include "util/util.h"
 #include "wire/base64.h"
+#include "wire/json_num.h"
 #include "wire/protocol.h"
 
 #define HANG_PER_NODE     4              /* dumps in flight per node (an agent runs 8 at most) */
@@ -185,8 +187,7 @@ static void hang_stacks_answer(struct controller *c, const struct stacks_req *rq
     if (!s->active || !s->ranks[rq->rank].wanted || s->ranks[rq->rank].done) return;
     if (strcmp(ev, WIRE_EV_STACKS) == 0) {
         const char *text = cJSON_GetStringValue(get(m, "text")), *tool = cJSON_GetStringValue(get(m, "tool"));
-        const cJSON *pid = get(m, "pid");
-        int p = cJSON_IsNumber(pid) ? pid->valueint : 0;
+        int p = (int)ctl_int(c, rq->node, WIRE_EV_STACKS, m, "pid", 1, INT_MAX, 0);
         char *where = stack_where(tool, text, p);
         write_rank_file(c, rq->rank, tool, p, where, text, NULL);
         rank_done(c, rq->rank, where);
@@ -252,8 +253,8 @@ static void list_answer(struct controller *c, const struct stacks_req *rq, const
     }
     cJSON_ArrayForEach(f, get(m, "files")) {
         const char *path = cJSON_GetStringValue(get(f, "path"));
-        const cJSON *size = get(f, "size");
-        if (!path || !cJSON_IsNumber(size) || size->valuedouble <= 0 || hf->n_paths >= TRACE_FILES_MAX) continue;
+        long long size = ctl_int(c, rq->node, WIRE_EV_LIST, f, "size", 0, JSON_EXACT_MAX, 0);
+        if (!path || size <= 0 || hf->n_paths >= TRACE_FILES_MAX) continue;
         hf->paths = xrealloc(hf->paths, (hf->n_paths + 1) * sizeof *hf->paths);
         hf->paths[hf->n_paths++] = xstrdup(path);
     }

@@ -3,10 +3,12 @@
  * so the table is a small array searched from the end, where the newest are. */
 #include "client.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_num.h"
 #include "protocol.h"
 #include "util/util.h"
 
@@ -75,7 +77,9 @@ bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg
     }
     out->json = m;
     out->ev = ev->valuestring;
-    out->id = cJSON_IsNumber(id) ? id->valueint : 0;
+    /* an id that is not one of ours (2.5, 1e300) answers nothing: cJSON's valueint would
+     * round or saturate it onto one */
+    if (!json_int_in_i(id, 1, INT_MAX, &out->id)) out->id = 0;
     out->tag = out->id ? take_pending(cl, out->id) : WIRE_TAG_NONE;
     return true;
 }
@@ -89,8 +93,9 @@ void wire_msg_done(struct wire_msg *m)
 const char *wire_hello_mismatch(const cJSON *hello, char *buf, size_t len)
 {
     const cJSON *proto = cJSON_GetObjectItemCaseSensitive(hello, "protocol");
-    if (cJSON_IsNumber(proto) && proto->valueint == PROTOCOL_VERSION) return NULL;
-    snprintf(buf, len, "its agent speaks protocol %d, this ddptop speaks %d (remove the stale agent in --agent-dir)",
-             cJSON_IsNumber(proto) ? proto->valueint : -1, PROTOCOL_VERSION);
+    char text[32];
+    if (cJSON_IsNumber(proto) && proto->valuedouble == PROTOCOL_VERSION) return NULL;
+    snprintf(buf, len, "its agent speaks protocol %s, this ddptop speaks %d (remove the stale agent in --agent-dir)",
+             cJSON_IsNumber(proto) ? json_num_text(proto, text, sizeof text) : "?", PROTOCOL_VERSION);
     return buf;
 }

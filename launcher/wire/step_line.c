@@ -8,6 +8,16 @@
 #include <cjson/cJSON.h>
 
 #include "json_flat.h"
+#include "json_num.h"
+
+/* A step is a whole number a long holds exactly; anything else (1e300, 2.5) is no step. The
+ * line comes from the training program, which may print anything. */
+static long step_of(double v, bool *has)
+{
+    long long x = 0;
+    if (*has && !json_whole_in(v, -JSON_EXACT_MAX, JSON_EXACT_MAX, &x)) *has = false;
+    return *has ? (long)x : 0;
+}
 
 static void sample_clear(struct step_line *out)
 {
@@ -30,7 +40,7 @@ static int parse_flat(const char *s, size_t n, struct step_line *out)
     if (ev && ev->type == JF_STRING && ev->str_escaped) return -1;
     if (!ev || ev->type != JF_STRING || ev->str_len != 4 || memcmp(ev->str, "step", 4) != 0) return 0;
     double step = flat_number(&o, "step", &out->has_step);
-    out->step = out->has_step ? (long)step : 0;
+    out->step = step_of(step, &out->has_step);
     const struct json_flat_field *loss = json_flat_get(&o, "loss");
     if (loss && loss->type == JF_NUMBER) { out->has_loss = true; out->loss = loss->num; }
     else if (loss && loss->type == JF_NULL) { out->has_loss = true; out->loss = INFINITY; }
@@ -54,7 +64,7 @@ static bool parse_tree(const char *s, size_t n, struct step_line *out)
     bool ok = cJSON_IsString(ev) && strcmp(ev->valuestring, "step") == 0;
     if (ok) {
         double step = tree_number(o, "step", &out->has_step);
-        out->step = out->has_step ? (long)step : 0;
+        out->step = step_of(step, &out->has_step);
         const cJSON *loss = cJSON_GetObjectItemCaseSensitive(o, "loss");
         if (cJSON_IsNumber(loss)) { out->has_loss = true; out->loss = loss->valuedouble; }
         else if (cJSON_IsNull(loss)) { out->has_loss = true; out->loss = INFINITY; }
