@@ -41,7 +41,8 @@ sshd_known_hosts_line 127.0.0.1 "$P1" >>"$D/known_hosts"
 sshd_known_hosts_line 127.0.0.2 "$P2" >>"$D/known_hosts"
 echo "127.0.0.1:$P1" >"$D/n1.txt"
 echo "127.0.0.2:$P2" >"$D/n2.txt"
-COMMON=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --timeout 10 --json)
+MP=$(sshd_pick_port)   # the rendezvous port the check listens on: not the default, which other runs may hold
+COMMON=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --timeout 10 --json --master-port "$MP")
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
 # The name ddptop looks for: learnt from a first check into a private directory.

@@ -43,15 +43,19 @@ const char *ssh_conn_bundled_lib(void)
  * thousand nodes would hash the same files a thousand times). Filled on the poll loop's thread
  * before any upload thread starts, which only reads it. */
 static struct {
-    char *local;     /* the agent file hashed */
+    bool filled;
+    char *local;     /* the agent file hashed (NULL: none) */
     char agent[65];  /* "" when it cannot be read */
     char lib[65];
 } ident;
 
 static void ident_fill(const char *local)
 {
-    const char *lib = ssh_conn_bundled_lib();
-    if (ident.local && local && strcmp(ident.local, local) == 0) return;
+    const char *lib;
+    if (ident.filled && (ident.local == local || (ident.local && local && strcmp(ident.local, local) == 0)))
+        return;
+    lib = ssh_conn_bundled_lib();
+    ident.filled = true;
     free(ident.local);
     ident.local = local ? xstrdup(local) : NULL;
     if (!local || sha256_file_hex(local, ident.agent) < 0) ident.agent[0] = '\0';
@@ -115,22 +119,22 @@ char *ssh_conn_probe_script(const struct ssh_probe *p)
     strbuf_adds(
         &s, " ]; then "
             "[ -d \"$d\" ] || [ -L \"$d\" ] || mkdir -p \"$d\" 2>/dev/null; "
-            "p=${d%/*}; [ -z \"$p\" ] && p=/; [ \"$p\" = \"$d\" ] && p=.; u=$(id -u 2>/dev/null); "
+            "p=${d%/*}; [ -z \"$p\" ] && p=/; [ \"$p\" = \"$d\" ] && p=.; "
             /* the verdict on an unsafe directory: WHICH KIND VALUE PATH, the path last */
             "bad() { printf 'ddptop-probe %s unsafe %s %s %s %s\\n' \"$a\" \"$1\" \"$2\" \"$3\" \"$4\"; exit 0; }; "
             /* group-writable is fine when the group is the user's private one */
             "upg() { [ \"$(id -gn 2>/dev/null)\" = \"$(id -un 2>/dev/null)\" ] && [ \"$1\" = \"$(id -g)\" ]; }; "
             "chk() { [ \"$1\" = dir ] && [ -L \"$2\" ] && bad dir link - \"$2\"; [ -e \"$2\" ] || return 0; "
             "set -- \"$1\" \"$2\" $(ls -ldLn \"$2\" 2>/dev/null); "
-            "[ -n \"$5\" ] && [ -n \"$u\" ] || bad \"$1\" unknown - \"$2\"; "
-            "[ \"$5\" = \"$u\" ] || [ \"$5\" = 0 ] || bad \"$1\" owner \"$5\" \"$2\"; "
+            "[ -n \"$5\" ] || bad \"$1\" unknown - \"$2\"; "
+            "[ -O \"$2\" ] || [ \"$5\" = 0 ] || bad \"$1\" owner \"$5\" \"$2\"; "
             "case \"$1$3\" in parent?????????[tT]*) return 0;; esac; "
             "case \"$3\" in ????????w*) bad \"$1\" mode \"$3\" \"$2\";; "
             "?????w*) upg \"$6\" || bad \"$1\" mode \"$3\" \"$2\";; esac; }; "
             "chk parent \"$p\"; chk dir \"$d\"; "
             /* a file of the user (or root), not a link: only they could have put it there */
-            "mine() { [ -L \"$1\" ] && return 1; [ -f \"$1\" ] || return 1; f=$1; "
-            "set -- $(ls -ldn \"$f\" 2>/dev/null); [ \"$3\" = \"$u\" ] || [ \"$3\" = 0 ]; }; "
+            "mine() { [ -L \"$1\" ] && return 1; [ -f \"$1\" ] || return 1; [ -O \"$1\" ] && return 0; "
+            "f=$1; set -- $(ls -ldn \"$f\" 2>/dev/null); [ \"$3\" = 0 ]; }; "
             "sum() { [ -z \"$2\" ] && return 0; command -v sha256sum >/dev/null 2>&1 || return 0; "
             "s=$(sha256sum <\"$1\" 2>/dev/null) || return 1; [ \"${s%% *}\" = \"$2\" ]; }; "
             "mine \"$d/$n\" && mine \"$d/" AGENT_BUNDLED_LIB "\" && [ -x \"$d/$n\" ] && "
@@ -191,8 +195,8 @@ bool ssh_conn_probe_unsafe(struct ssh_conn *c, const char *rest)
         ssh_conn_fail(c, hint, "%s: %s %s is writable by %s (%s): another user %s (nothing was run)",
                       c->h->name, what, path, strlen(val) > 8 && val[8] == 'w' ? "others" : "its group", val, why);
     } else {
-        hint = xasprintf("check that the node has ls and id on the PATH its sshd sets");
-        ssh_conn_fail(c, hint, "%s: cannot read the owner and mode of %s %s (ls -ldn, id -u): ddptop "
+        hint = xasprintf("check that the node has ls on the PATH its sshd sets");
+        ssh_conn_fail(c, hint, "%s: cannot read the owner and mode of %s %s (ls -ldn): ddptop "
                       "runs no agent from a directory it cannot check (nothing was run)", c->h->name, what, path);
     }
     free(hint);
