@@ -291,6 +291,18 @@ static void test_probe_refuses_unsafe_dirs(void)
     CHECK_STR(run(cmd), want);
     CHECK(access(marker, F_OK) != 0);
     free(want);
+    /* group-writable: refused for a shared group, accepted for the user's private one (root's
+     * group is root here: the same name as the user) */
+    chmod(dir, 0770);
+    CHECK(chown(dir, getuid(), 65534) == 0);
+    want = xasprintf("ddptop-probe %s unsafe dir mode drwxrwx--- %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    CHECK(chown(dir, 0, 0) == 0);
+    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
     /* made 700: the planted agent is not ours, so it is not run (absent: uploaded over it) */
     chmod(dir, 0700);
     want = xasprintf("ddptop-probe %s absent %s", arch, dir);
