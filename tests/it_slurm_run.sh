@@ -225,8 +225,8 @@ slurm_login salloc -N2 "$DDP" run --slurm --headless --no-check -v --log-dir "$L
     -- true >bcast.out 2>&1
 rc=$?
 tap_check "-v shows the agents' srun with --bcast=/tmp/ddptop-agent.* (exit $rc)" \
-    grep -Eq "ddptop: agents: srun .*--overlap .*--bcast=/tmp/ddptop-agent\.[0-9.]+ $DDP-agent --relay" bcast.out
-copy=$(grep -o -- '--bcast=/tmp/ddptop-agent\.[0-9.]*' bcast.out | head -1)
+    grep -Eq "ddptop: agents: srun .*--overlap .*--bcast=/tmp/ddptop-agent\.[0-9a-f]{32} $DDP-agent --relay" bcast.out
+copy=$(grep -o -- '--bcast=/tmp/ddptop-agent\.[0-9a-f]*' bcast.out | head -1)
 tap_check "the agents removed their copy (${copy#--bcast=}) when they exited" \
     sh -c "[ -n '$copy' ] && [ ! -e '${copy#--bcast=}' ]"
 mkdir -p "$D/bin" && cp "$DDP" "$D/bin/ddptop"   # a ddptop whose agent is missing

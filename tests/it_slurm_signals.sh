@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 . tests/lib/slurm.sh
 SOCK=it_slurm_$$
 . tests/lib/tmux.sh
-# An agent killed by SIGKILL (the lost-node cases) cannot remove its srun --bcast copy: the
+# An agent killed by SIGKILL before every agent started cannot have its srun --bcast copy removed: the
 # test removes the copies that appeared while it ran.
 COPIES_BEFORE=$(ls /tmp/ddptop-agent.* 2>/dev/null)
 remove_new_copies() {

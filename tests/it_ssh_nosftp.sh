@@ -36,7 +36,7 @@ LIB_LOCAL=$(ldd "$DDPTOP" | awk '$1 == "libcjson.so.1" { print $3 }')
 # "odd": a node whose PATH (set by its sshd) holds only the tools the upload needs, in $D/odd;
 # the test puts a fake sha256sum there, or none.
 mkdir -p "$D/odd"
-for t in sh uname mkdir mktemp cat rm chmod mv; do ln -s "$(command -v "$t")" "$D/odd/$t"; done
+for t in sh uname id ls mkdir mktemp cat rm chmod mv; do ln -s "$(command -v "$t")" "$D/odd/$t"; done
 if ! sshd_start_loopback nosftp --no-sftp; then tap_fail "sshd without sftp starts"; tap_done; exit; fi
 P_NO=$SSHD_PORT
 if ! sshd_start_loopback odd --addr 127.0.0.2 --no-sftp "SetEnv PATH=$D/odd"; then

@@ -255,6 +255,146 @@ static void test_upload_unwritable_dir_fails(void)
     free(dir);
 }
 
+/* Writes a script at path (mode) that touches marker and prints a line. */
+static void write_script(const char *path, const char *marker, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "#!/bin/sh\ntouch '%s'\necho planted-ran\n", marker);
+        fclose(f);
+    }
+    chmod(path, mode);
+}
+
+/* Another user's world-writable directory with a program under the agent's name: refused before
+ * anything runs (the probe names the owner), the program never runs. So for a directory of
+ * ours made writable by others, a parent others can write without the sticky bit, a link. */
+static void test_probe_refuses_unsafe_dirs(void)
+{
+    char *arch = xstrdup(run("uname -m"));
+    char *dir = xasprintf("%s/other", tmp), *agent = xasprintf("%s/the-agent", dir);
+    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB), *marker = xasprintf("%s/ran", tmp);
+    char *cmd = ssh_conn_probe_command(dir, "the-agent", arch), *want;
+    mkdir(dir, 0777);
+    chmod(dir, 0777);
+    write_script(agent, marker, 0777);
+    write_script(lib, marker, 0666);
+    CHECK(chown(dir, 65534, 65534) == 0 && chown(agent, 65534, 65534) == 0);
+    want = xasprintf("ddptop-probe %s unsafe dir owner 65534 %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    /* ours, but writable by others */
+    CHECK(chown(dir, getuid(), getgid()) == 0);
+    want = xasprintf("ddptop-probe %s unsafe dir mode drwxrwxrwx %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    /* group-writable: refused for a shared group, accepted for the user's private one (root's
+     * group is root here: the same name as the user) */
+    chmod(dir, 0770);
+    CHECK(chown(dir, getuid(), 65534) == 0);
+    want = xasprintf("ddptop-probe %s unsafe dir mode drwxrwx--- %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    CHECK(chown(dir, 0, 0) == 0);
+    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    /* made 700: the planted agent is not ours, so it is not run (absent: uploaded over it) */
+    chmod(dir, 0700);
+    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    free(cmd);
+    /* a parent others can write, without the sticky bit; with it, fine */
+    char *open_dir = xasprintf("%s/open", tmp), *sub = xasprintf("%s/open/agents", tmp);
+    mkdir(open_dir, 0777);
+    chmod(open_dir, 0777);
+    cmd = ssh_conn_probe_command(sub, "the-agent", arch);
+    want = xasprintf("ddptop-probe %s unsafe parent mode drwxrwxrwx %s", arch, open_dir);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    chmod(open_dir, 01777);
+    want = xasprintf("ddptop-probe %s absent %s", arch, sub);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    free(cmd);
+    /* a link */
+    char *link = xasprintf("%s/link", tmp);
+    CHECK(symlink(dir, link) == 0);
+    cmd = ssh_conn_probe_command(link, "the-agent", arch);
+    want = xasprintf("ddptop-probe %s unsafe dir link - %s", arch, link);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    free(cmd);
+    unlink(link);
+    unlink(agent);
+    unlink(lib);
+    rmdir(sub);
+    rmdir(open_dir);
+    rmdir(dir);
+    free(link);
+    free(sub);
+    free(open_dir);
+    free(marker);
+    free(lib);
+    free(agent);
+    free(dir);
+    free(arch);
+}
+
+/* With hashes, the agent runs only when it and the library hash to them on the node. */
+static void test_probe_checks_hashes(void)
+{
+    char *arch = xstrdup(run("uname -m"));
+    char *dir = xasprintf("%s/hashed", tmp), *agent = xasprintf("%s/the-agent", dir);
+    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB), *marker = xasprintf("%s/hashed-ran", tmp);
+    static const char script[] = "#!/bin/sh\necho '{\"ev\":\"hello\"}'\n";
+    char ha[65], hl[65], *want;
+    FILE *f;
+    mkdir(dir, 0700);
+    f = fopen(agent, "w");
+    if (f) {
+        fputs(script, f);
+        fclose(f);
+    }
+    chmod(agent, 0700);
+    f = fopen(lib, "w");
+    if (f) fclose(f);
+    hex_of(script, sizeof script - 1, ha);
+    hex_of("", 0, hl);
+    struct ssh_probe p = {.dir = dir, .name = "the-agent", .arch = arch, .agent_sha256 = ha, .lib_sha256 = hl};
+    char *cmd = ssh_conn_probe_script(&p);
+    CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
+    free(cmd);
+    /* the library's hash differs: not run */
+    p.lib_sha256 = ha;
+    cmd = ssh_conn_probe_script(&p);
+    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
+    CHECK_STR(run(cmd), want);
+    free(cmd);
+    /* another program under the agent's name: not run */
+    p.lib_sha256 = hl;
+    write_script(agent, marker, 0700);
+    cmd = ssh_conn_probe_script(&p);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(cmd);
+    free(want);
+    unlink(agent);
+    unlink(lib);
+    rmdir(dir);
+    free(marker);
+    free(lib);
+    free(agent);
+    free(dir);
+    free(arch);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmp)) {
@@ -269,6 +409,8 @@ int main(void)
     RUN(test_upload_mismatch_leaves_nothing);
     RUN(test_upload_without_sha256sum);
     RUN(test_upload_unwritable_dir_fails);
+    RUN(test_probe_refuses_unsafe_dirs);
+    RUN(test_probe_checks_hashes);
     char *rm = xasprintf("rm -rf '%s'", tmp);
     if (system(rm) != 0) printf("# could not remove %s\n", tmp);
     free(rm);

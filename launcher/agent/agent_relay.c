@@ -28,6 +28,13 @@ static struct {
     int running;
 } relay = {.to_agent = -1, .from_agent = -1};
 
+/* srun --bcast put this copy in /tmp for this step alone. It goes as soon as the controller
+ * says that every node's agent has started (RELAY_UNLINK), so that an agent killed later
+ * leaves nothing behind, and at the latest when the agent exits. (Not at start: where nodes
+ * share /tmp, another node may not have started it yet.) Written before the relay thread
+ * starts, only read after. */
+static char bcast_copy[4096];
+
 static void close_to_agent(void)
 {
     if (relay.to_agent >= 0) close(relay.to_agent);
@@ -45,6 +52,8 @@ static void from_controller(struct strbuf *in)
         if (relay_address(line, &task, &rest) == 0 && task == relay.task) {
             if (strcmp(rest, RELAY_EOF) == 0) {
                 close_to_agent();
+            } else if (strcmp(rest, RELAY_UNLINK) == 0) {
+                if (bcast_copy[0]) unlink(bcast_copy); /* the exit's unlink then finds nothing */
             } else if (relay.to_agent >= 0) {
                 size_t n = strlen(rest);
                 /* the agent's loop drains its stdin: a full pipe only means it is busy */
@@ -169,7 +178,9 @@ static void scrub_step_env(void)
         "SLURM_CPU_BIND", "SLURM_CPU_BIND_LIST", "SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND_VERBOSE",
         "SLURM_DISTRIBUTION", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_LABELIO",
         "SLURM_OVERLAP", "SLURM_KILL_BAD_EXIT", "SLURM_MEM_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NAME",
-        "SLURM_IMMEDIATE", "SLURM_CPUS_PER_TASK", "SLURM_STEP_LAUNCHER_PORT", NULL,
+        "SLURM_IMMEDIATE", "SLURM_CPUS_PER_TASK", "SLURM_STEP_LAUNCHER_PORT",
+        "SLURM_BCAST", /* the agent's copy: a rank's own srun must not copy its program there */
+        NULL,
     };
     extern char **environ;
     for (int i = 0; vars[i]; i++) unsetenv(vars[i]);
@@ -183,11 +194,6 @@ static void scrub_step_env(void)
         }
     }
 }
-
-/* srun --bcast put this copy in /tmp for this step alone: it goes when the agent does, so no
- * job leaves copies behind on its nodes. (Not at start: where nodes share /tmp, another node
- * may not have started it yet.) */
-static char bcast_copy[4096];
 
 static void note_bcast_copy(void)
 {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,8 +27,27 @@ static const char *const srun_input_vars[] = {
     "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
     "SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU",
     "SLURM_MEM_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPUS_PER_GPU",
-    "SLURM_DISTRIBUTION", "SLURM_CPU_BIND", "SLURM_EXACT", "SLURM_NTASKS_PER_GPU", NULL,
+    "SLURM_DISTRIBUTION", "SLURM_CPU_BIND", "SLURM_EXACT", "SLURM_NTASKS_PER_GPU", "SLURM_BCAST", NULL,
 };
+
+/* Where srun --bcast copies the agent on every node: slurmd opens it as the user with O_CREAT
+ * and O_TRUNC in /tmp, so a name another user could know beforehand lets them block or
+ * redirect the copy by creating it first. 128 random bits instead, given to srun in its
+ * environment (SLURM_BCAST), which other users cannot read, not on its command line. One name
+ * per step: two jobs never write one file. */
+static char *bcast_target(void)
+{
+    unsigned char rnd[16];
+    char hex[33];
+    size_t got = 0;
+    while (got < sizeof rnd) {
+        ssize_t r = getrandom(rnd + got, sizeof rnd - got, 0);
+        if (r < 0 && errno != EINTR) util_fatal("getrandom: %s", strerror(errno));
+        if (r > 0) got += (size_t)r;
+    }
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    return xasprintf("/tmp/ddptop-agent.%s", hex);
+}
 
 struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *const *names, size_t n)
 {
@@ -36,11 +56,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
     s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
     s->attach = o->attach;
-    if (o->bcast) {
-        /* one name per step: two jobs of a user on a node never write one file at once */
-        static unsigned seq;
-        s->bcast = xasprintf("/tmp/ddptop-agent.%u.%ld.%u", (unsigned)getuid(), (long)getpid(), ++seq);
-    }
+    if (o->bcast) s->bcast = bcast_target();
     s->m = xcalloc(n ? n : 1, sizeof *s->m);
     s->n = s->refs = n;
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
@@ -73,8 +89,10 @@ bool srun_step_needs_bcast(const char *path)
     return true;
 }
 
-/* argv of srun; the strings live in *keep until freed with it. */
-static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt)
+/* argv of srun; the strings live in fmt and nodes until freed. The --bcast target goes to srun
+ * in its environment (bcast_target); shown is true for the line people read, where it is the
+ * equivalent --bcast=PATH. */
+static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt, bool shown)
 {
     char **v = xcalloc(26, sizeof *v);
     int k = 0;
@@ -84,7 +102,7 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     fmt[1] = xasprintf("--ntasks=%zu", s->n);
     fmt[2] = xasprintf("--nodelist=%s", nodes->buf);
     fmt[3] = s->jobid ? xasprintf("--jobid=%s", s->jobid) : NULL;
-    fmt[4] = s->bcast ? xasprintf("--bcast=%s", s->bcast) : NULL;
+    fmt[4] = s->bcast && shown ? xasprintf("--bcast=%s", s->bcast) : NULL;
     v[k++] = "srun";
     if (fmt[3]) v[k++] = fmt[3];
     v[k++] = fmt[0];
@@ -101,7 +119,7 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     v[k++] = "--input=all";
     v[k++] = "--export=ALL";     /* the agents and ranks get ddptop's environment, whatever
                                   * SLURM_EXPORT_ENV (sbatch --export=NONE) says */
-    if (fmt[4]) v[k++] = fmt[4]; /* the agent removes its copy once it runs (DDPTOP_AGENT_UNLINK) */
+    if (fmt[4]) v[k++] = fmt[4];
     v[k++] = s->agent_path;
     v[k++] = "--relay";
     if (s->attach) v[k++] = "--attach";
@@ -113,7 +131,7 @@ char *srun_step_command(const struct srun_step *s)
 {
     struct strbuf nodes, out;
     char *fmt[5] = {0};
-    char **v = srun_argv(s, &nodes, fmt);
+    char **v = srun_argv(s, &nodes, fmt, true);
     strbuf_init(&out);
     for (int i = 0; v[i]; i++) {
         if (i) strbuf_add(&out, " ", 1);
@@ -151,14 +169,18 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
 {
     struct strbuf nodes;
     char *fmt[5] = {0};
-    char **v = srun_argv(s, &nodes, fmt);
+    char **v = srun_argv(s, &nodes, fmt, false);
     sigset_t none;
     setpgid(0, 0); /* a Ctrl-C at the terminal is ddptop's to act on, not srun's */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     for (int i = 0; srun_input_vars[i]; i++) unsetenv(srun_input_vars[i]);
-    if (s->bcast) setenv("DDPTOP_AGENT_UNLINK", "1", 1);
+    if (s->bcast) {
+        /* srun copies the agent there (--bcast); the agent removes the copy (agent_relay.c) */
+        setenv("SLURM_BCAST", s->bcast, 1);
+        setenv("DDPTOP_AGENT_UNLINK", "1", 1);
+    }
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
     close_range(3, ~0U, 0);
     execvp(v[0], v);
@@ -271,6 +293,23 @@ static void reap(struct srun_step *s)
     if (s->pid > 0 && !s->reaped && waitpid(s->pid, &s->status, WNOHANG) == s->pid) s->reaped = true;
 }
 
+/* Once every node's agent has started (announced itself) or ended, none needs the --bcast
+ * copy: each agent is told to remove it (RELAY_UNLINK), so that one killed later leaves nothing
+ * in its node's /tmp. Not before: where nodes share /tmp, one copy serves them all. */
+static void drop_bcast_copies(struct srun_step *s)
+{
+    if (!s->bcast || s->bcast_dropped) return;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->m[i].announced && !s->m[i].ended) return;
+    s->bcast_dropped = true;
+    for (size_t i = 0; i < s->n; i++) {
+        struct member *me = &s->m[i];
+        if (me->task >= 0 && !me->ended && !me->closed_by_us)
+            srun_step_queue(s, me, RELAY_UNLINK, strlen(RELAY_UNLINK));
+    }
+    flush(s);
+}
+
 void srun_step_pump(struct srun_step *s)
 {
     if (!s->started || s->exited) return;
@@ -278,6 +317,7 @@ void srun_step_pump(struct srun_step *s)
     close_if_flushed(s);
     read_lines(s, &s->out_fd, &s->obuf, srun_step_out_line);
     read_lines(s, &s->err_fd, &s->ebuf, srun_step_err_line);
+    drop_bcast_copies(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;

@@ -29,6 +29,7 @@ struct member {
 struct srun_step {
     char *agent_path, *jobid, *stderr_path;
     char *bcast;              /* --bcast destination on every node, or NULL */
+    bool bcast_dropped;       /* the agents were told to remove it (RELAY_UNLINK) */
     struct member *m;
     size_t n, refs;
     pid_t pid;

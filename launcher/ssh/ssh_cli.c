@@ -72,7 +72,8 @@ void ssh_cli_usage(FILE *f)
           "  --accept-new-hosts   add unknown host keys to that file (changed keys are always refused)\n"
           "  -i, --identity FILE  private key to try first (also the hostfile key identity=FILE)\n"
           "  -F, --ssh-config FILE  ssh config to read instead of ~/.ssh/config\n"
-          "  --agent-dir DIR      where the agent lives on the nodes (default ~/.cache/ddptop)\n"
+          "  --agent-dir DIR      where the agent lives on the nodes (default ~/.cache/ddptop); yours,\n"
+          "                       writable by you alone, not a link (else refused)\n"
           "  --timeout SEC        deadline of each connection stage (default 10)\n"
           "  --login-timeout SEC  deadline of the login shell's start on a node, from the command\n"
           "                       sent to the agent's first line (default 60; slow ~/.bashrc)\n",

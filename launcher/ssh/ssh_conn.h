@@ -90,13 +90,22 @@ char *ssh_conn_next_line(struct ssh_conn *c);
 /* Ends the agent's stdin (it exits) and tears the session down. */
 void ssh_conn_close(struct ssh_conn *c);
 
-/* The remote sh command that execs the agent when present and matching our architecture,
- * else prints "ddptop-probe ARCH absent DIR" (DIR expanded). Exposed for tests: every value
- * from the user reaches the shell single-quoted. Returns a malloc'd string. */
+/* The remote sh command that starts the agent (ssh_probe.c): it refuses an --agent-dir that is
+ * a symbolic link, not the user's (or root's), or writable by group or others, and a parent of
+ * it that others could rename it out of, printing "ddptop-probe ARCH unsafe WHICH KIND VALUE
+ * PATH" (WHICH dir|parent, KIND link|owner|mode|unknown) before anything runs; it execs
+ * dir/name when the node's `uname -m` is arch and dir/name and libcjson beside it belong to the
+ * user (or root) and, where the node has sha256sum, hash to agent_sha256 and lib_sha256 (an
+ * empty or NULL hash is not checked); else it creates dir (umask 077) and prints "ddptop-probe
+ * ARCH absent DIR" (DIR expanded). Every value reaches the shell single-quoted. */
+struct ssh_probe {
+    const char *dir, *name, *arch;
+    const char *agent_sha256, *lib_sha256; /* lower-case hex, or NULL */
+    const char *arg;                       /* one argument of the agent (e.g. "--attach"), or NULL */
+};
+char *ssh_conn_probe_script(const struct ssh_probe *p);
+/* The same without hashes or argument. Exposed for tests; returns a malloc'd string. */
 char *ssh_conn_probe_command(const char *agent_dir, const char *agent_name, const char *arch);
-/* The same, the agent run with one argument (e.g. "--attach": a bridge to a waiting agent). */
-char *ssh_conn_probe_command_arg(const char *agent_dir, const char *agent_name, const char *arch,
-                                 const char *arg);
 /* Before ssh_conn_start: the exec channel runs `ddptop-agent --attach`, a bridge to the agent
  * that waits on the node (docs/protocol.md "Reconnecting"), not a new agent. */
 void ssh_conn_set_attach(struct ssh_conn *c);

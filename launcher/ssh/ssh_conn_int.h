@@ -90,7 +90,23 @@ void ssh_conn_exec_step(struct ssh_conn *c);
 void ssh_conn_channel_io(struct ssh_conn *c);
 void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
 /* In the upload thread (blocking session): installs local as c->remote_dir/name with mode over
- * an exec channel. Returns NULL or a malloc'd error (and may set c->upload_hint). */
-char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode);
+ * an exec channel; when want_sha256 is given, the bytes read must hash to it (the file did not
+ * change since its name was made). Returns NULL or a malloc'd error (and may set
+ * c->upload_hint). */
+char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode,
+                           const char *want_sha256);
+
+/* ssh_probe.c: our machine's architecture; the libcjson loaded into this process (uploaded
+ * beside the agent), or NULL; the SHA-256 (hex, "" when unreadable) of the agent file local and
+ * of that library, hashed once per process; the agent's remote name, which carries the first
+ * 16 hex digits of its hash (malloc'd). */
+const char *ssh_conn_arch(void);
+const char *ssh_conn_bundled_lib(void);
+const char *ssh_conn_agent_sha256(const char *local);
+const char *ssh_conn_lib_sha256(const char *local);
+char *ssh_conn_agent_name(const char *local);
+/* The probe's "unsafe WHICH KIND VALUE PATH" (rest: after "unsafe "): fails c with the message
+ * and hint for it and returns true; false when rest is not one. */
+bool ssh_conn_probe_unsafe(struct ssh_conn *c, const char *rest);
 
 #endif

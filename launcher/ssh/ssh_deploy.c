@@ -1,7 +1,8 @@
 /* SSH transport, last stages: the exec channel that starts ddptop-agent, and deploying the
- * agent when the node lacks it. One remote sh command both probes and starts: it execs the
- * agent when a copy for our version, protocol and architecture is there, else it prints
- * "ddptop-probe ARCH absent DIR", and we upload our own copy by SFTP and run it again. When
+ * agent when the node lacks it. One remote sh command both probes and starts (ssh_probe.c):
+ * it refuses an agent directory that others could write, execs the agent when a copy of our
+ * hash is there, else it prints "ddptop-probe ARCH absent DIR", and we upload our own copy by
+ * SFTP and run it again. When
  * the node's sshd has no sftp subsystem (common on clusters), the upload goes over an exec
  * channel instead, checked with sha256sum on the node (ssh_upload_exec.c).
  *
@@ -17,78 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <libssh/sftp.h>
-#include <cJSON.h>
-#include <dlfcn.h>
 
 #include "hosts/hostfile.h"
 #include "wire/protocol.h"
-#include "util/version.h"
-
-static const char *our_arch(void)
-{
-    static struct utsname u;
-    if (!u.machine[0] && uname(&u) < 0) return "unknown";
-    return u.machine;
-}
-
-static char *agent_name(void)
-{
-    return xasprintf(AGENT_REMOTE_NAME_FMT, DDPTOP_VERSION, PROTOCOL_VERSION, our_arch());
-}
-
-/* "~" and "~/x" are expanded by the remote shell through $HOME; everything else is quoted. */
-static void add_remote_dir(struct strbuf *sb, const char *dir)
-{
-    if (strcmp(dir, "~") == 0) {
-        strbuf_adds(sb, "\"$HOME\"");
-    } else if (strncmp(dir, "~/", 2) == 0) {
-        strbuf_adds(sb, "\"$HOME\"/");
-        strbuf_add_shell_quoted(sb, dir + 2);
-    } else {
-        strbuf_add_shell_quoted(sb, dir);
-    }
-}
-
-char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char *arch)
-{
-    return ssh_conn_probe_command_arg(agent_dir, name, arch, NULL);
-}
-
-char *ssh_conn_probe_command_arg(const char *agent_dir, const char *name, const char *arch, const char *arg)
-{
-    struct strbuf script, cmd;
-    strbuf_init(&script);
-    strbuf_adds(&script, "d=");
-    add_remote_dir(&script, agent_dir);
-    strbuf_adds(&script, "; n=");
-    strbuf_add_shell_quoted(&script, name);
-    strbuf_adds(&script, "; a=$(uname -m); if [ \"$a\" = ");
-    strbuf_add_shell_quoted(&script, arch);
-    strbuf_adds(&script, " ]; then [ -x \"$d/$n\" ] && [ -r \"$d/" AGENT_BUNDLED_LIB "\" ] && "
-                         "exec \"$d/$n\"");
-    if (arg) {
-        strbuf_adds(&script, " ");
-        strbuf_add_shell_quoted(&script, arg);
-    }
-    strbuf_adds(&script, "; mkdir -p \"$d\"; fi; printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
-    /* the login shell may not be POSIX (fish, csh): run the script with sh */
-    strbuf_init(&cmd);
-    strbuf_adds(&cmd, "exec sh -c ");
-    strbuf_add_shell_quoted(&cmd, script.buf);
-    strbuf_done(&script);
-    return cmd.buf;
-}
+#include "util/sha256.h"
 
 void ssh_conn_exec_begin(struct ssh_conn *c)
 {
     if (!c->exec_cmd) {
-        char *name = agent_name();
-        c->exec_cmd = ssh_conn_probe_command_arg(c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR,
-                                                 name, our_arch(), c->attach ? "--attach" : NULL);
+        const char *local = c->o->agent_local;
+        char *name = ssh_conn_agent_name(local);
+        struct ssh_probe p = {.dir = c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR, .name = name,
+                              .arch = ssh_conn_arch(), .agent_sha256 = ssh_conn_agent_sha256(local),
+                              .lib_sha256 = ssh_conn_lib_sha256(local), .arg = c->attach ? "--attach" : NULL};
+        c->exec_cmd = ssh_conn_probe_script(&p);
         free(name);
     }
     c->exec_stage = 0;
@@ -157,16 +103,20 @@ static void upload_begin(struct ssh_conn *c, const char *remote_dir)
     }
 }
 
-/* Handles "ddptop-probe ARCH absent DIR"; returns false when the first line is not one. */
+/* Handles "ddptop-probe ARCH absent DIR" and "ddptop-probe ARCH unsafe ..."; returns false
+ * when the first line is neither. */
 static bool handle_probe_line(struct ssh_conn *c, const char *line)
 {
     char arch[64];
     int off = 0;
+    if (sscanf(line, "ddptop-probe %63s unsafe %n", arch, &off) == 1 && off > 0)
+        return ssh_conn_probe_unsafe(c, line + off);
+    off = 0;
     if (sscanf(line, "ddptop-probe %63s absent %n", arch, &off) != 1 || off == 0) return false;
-    if (strcmp(arch, our_arch()) != 0) {
+    if (strcmp(arch, ssh_conn_arch()) != 0) {
         ssh_conn_fail(c, "run ddptop from a machine of the node's architecture",
                       "%s is %s but this ddptop is %s: its agent cannot run there", c->h->name, arch,
-                      our_arch());
+                      ssh_conn_arch());
     } else if (c->probe_done_once) {
         ssh_conn_fail(c, "check that the agent dir is writable and not mounted noexec (--agent-dir)",
                       "ddptop-agent was uploaded to %s:%s but cannot be run from there", c->h->name,
@@ -274,8 +224,11 @@ void ssh_conn_channel_io(struct ssh_conn *c)
  * nodes sharing the directory never see a half-written file, and the loser of a race keeps
  * the winner's identical copy. Returns NULL or a malloc'd error. */
 static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *local,
-                         const char *name, mode_t mode)
+                         const char *name, mode_t mode, const char *want_sha256)
 {
+    struct sha256 h;
+    unsigned char digest[32];
+    char hex[65];
     char *final = xasprintf("%s/%s", c->remote_dir, name);
     char host[64] = "";
     char *tmp, *err = NULL;
@@ -296,7 +249,9 @@ static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *loca
         err = xasprintf("cannot create %s:%s: %s", c->h->name, tmp, ssh_get_error(c->session));
         goto out;
     }
+    sha256_init(&h);
     while ((n = read(in, buf, sizeof buf)) > 0) {
+        sha256_update(&h, buf, (size_t)n);
         if (sftp_write(f, buf, (size_t)n) != n) {
             err = xasprintf("writing %s:%s failed: %s", c->h->name, tmp, ssh_get_error(c->session));
             goto out;
@@ -304,6 +259,13 @@ static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *loca
     }
     if (n < 0) {
         err = xasprintf("cannot read %s: %s", local, strerror(errno));
+        goto out;
+    }
+    sha256_final(&h, digest);
+    sha256_hex(digest, hex);
+    if (want_sha256 && *want_sha256 && strcmp(hex, want_sha256) != 0) {
+        err = xasprintf("%s changed on this machine since ddptop started (rebuilt?): nothing was "
+                        "installed on %s; run ddptop again", local, c->h->name);
         goto out;
     }
     sftp_close(f);
@@ -326,21 +288,12 @@ out:
     return err;
 }
 
-/* The cJSON shared library as loaded into this process: the agent is linked against the same
- * one and finds the uploaded copy beside itself (RUNPATH $ORIGIN), so a node needs no cJSON. */
-static const char *bundled_lib_path(void)
-{
-    Dl_info info;
-    if (dladdr((void *)cJSON_Version, &info) && info.dli_fname && info.dli_fname[0] == '/')
-        return info.dli_fname;
-    return NULL;
-}
-
 /* The library first: the probe runs the agent only when both are there. */
 static char *upload(struct ssh_conn *c)
 {
-    char *name = agent_name(), *err = NULL;
-    const char *lib = bundled_lib_path();
+    const char *local = c->o->agent_local, *lib = ssh_conn_bundled_lib();
+    const char *want_agent = ssh_conn_agent_sha256(local), *want_lib = ssh_conn_lib_sha256(local);
+    char *name = ssh_conn_agent_name(local), *err = NULL;
     sftp_session sftp = NULL;
     if (!lib) {
         err = xasprintf("cannot find the local %s to upload beside the agent", AGENT_BUNDLED_LIB);
@@ -349,16 +302,16 @@ static char *upload(struct ssh_conn *c)
     sftp = sftp_new(c->session);
     if (sftp && sftp_init(sftp) == SSH_OK) {
         c->upload_method = "sftp";
-        err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
-        if (!err) err = upload_file(c, sftp, c->o->agent_local, name, S_IRWXU);
+        err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR, want_lib);
+        if (!err) err = upload_file(c, sftp, local, name, S_IRWXU, want_agent);
     } else {
         /* sftp_new fails when sshd refuses the subsystem (no `Subsystem sftp` line), sftp_init
          * when its server does not start: both mean no SFTP here, so the same over exec */
         if (sftp) sftp_free(sftp);
         sftp = NULL;
         c->upload_method = "exec";
-        err = ssh_conn_upload_exec(c, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR);
-        if (!err) err = ssh_conn_upload_exec(c, c->o->agent_local, name, S_IRWXU);
+        err = ssh_conn_upload_exec(c, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR, want_lib);
+        if (!err) err = ssh_conn_upload_exec(c, local, name, S_IRWXU, want_agent);
     }
 out:
     if (sftp) sftp_free(sftp);

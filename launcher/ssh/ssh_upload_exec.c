@@ -209,7 +209,8 @@ static char *judge(struct ssh_conn *c, const struct strbuf *out, const struct st
                      status, *why ? ": " : "", why);
 }
 
-char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode)
+char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode,
+                           const char *want_sha256)
 {
     struct strbuf data, out, errout;
     struct sha256 h;
@@ -230,6 +231,11 @@ char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *na
     sha256_update(&h, data.buf, data.len);
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
+    if (want_sha256 && *want_sha256 && strcmp(hex, want_sha256) != 0) {
+        err = xasprintf("%s changed on this machine since ddptop started (rebuilt?): nothing was "
+                        "installed on %s; run ddptop again", local, c->h->name);
+        goto out;
+    }
     cmd = ssh_conn_upload_command(c->remote_dir, name, hex, mode);
     ch = ssh_channel_new(c->session);
     if (!ch || ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd) != SSH_OK) {

@@ -4,7 +4,9 @@
  * --label, K the task id). So:
  *
  *   controller -> relay (stdin, every task sees every line):  "K LINE"  (LINE for task K only;
- *                                                               LINE "!eof" ends its stdin)
+ *                                                               LINE "!eof" ends its stdin,
+ *                                                               "!unlink" removes its srun
+ *                                                               --bcast copy)
  *   relay -> controller (stdout, after srun's "K: " label):   "=NAME ADDR"  who and where it is
  *                                                               "+LLLPIECE"   a line goes on
  *                                                               ".LLLPIECE"   a line ends
@@ -26,6 +28,9 @@
 
 #define RELAY_PIECE_MAX 900
 #define RELAY_EOF "!eof"
+/* Sent to every task once every node's agent has started: none needs the --bcast copy any
+ * more (where nodes share /tmp, one file served them all). */
+#define RELAY_UNLINK "!unlink"
 
 /* Appends line (len bytes, no '\n') to out as pieces ("+..." lines, then one "." line). */
 void relay_frame(const char *line, size_t len, struct strbuf *out);
