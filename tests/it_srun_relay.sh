@@ -11,7 +11,8 @@
 #    4 MiB; before: 875 MB), and nothing is lost: the agent's exit status, last in the stream,
 #    is what the user is told;
 #  - `srun: error: n1: task 0:` (ending right after the prefix; an out-of-bounds read before):
-#    the user is told that n1's task ended, with srun's line.
+#    the user is told that n1's task ended, with srun's line; srun's last message without a
+#    newline is shown too.
 # Every job is killed at once if its memory passes the bound, so a regression cannot eat the
 # machine. Needs no Slurm and no root.
 set -u
@@ -41,6 +42,9 @@ out = sys.stdout.buffer
 try:
     if mode == "errline":
         sys.stderr.write("srun: error: n1: task 0:\n")
+        sys.exit(1)
+    if mode == "nonewline":
+        sys.stderr.write("srun: fatal: the last message, with no newline")
         sys.exit(1)
     out.write(b"0: =n1 -\n")
     out.flush()
@@ -127,6 +131,9 @@ told stream "the agent on n1 exited with status 0" "fast stream: every line read
 job errline
 told errline "the agent's task on n1 ended: srun: error: n1: task 0:" \
     "'srun: error: n1: task 0:' (cut after the prefix): n1's task ended, srun's line shown"
+
+job nonewline
+told nonewline "srun: fatal: the last message, with no newline" "srun's last message without a newline is read and shown"
 
 wait_until 10 no_marker_pids "$D/bin/srun"
 tap_check "no fake srun left behind" no_marker_pids "$D/bin/srun"

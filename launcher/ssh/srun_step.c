@@ -230,6 +230,8 @@ static void read_lines(struct srun_step *s, enum srun_stream from)
         if (r < 0 && errno == EAGAIN) return;
         close(*fd);
         *fd = -1;
+        /* a last line without its newline is a line */
+        if ((from == SRUN_STDOUT ? s->obuf.len : s->ebuf.len) > 0) srun_step_feed(s, from, "\n", 1);
     }
 }
 
