@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "util/util.h"
-#include "wire/protocol.h"
 #include "wire/relay.h"
 
 
@@ -220,7 +219,10 @@ static void read_lines(struct srun_step *s, enum srun_stream from)
     char buf[65536];
     int *fd = from == SRUN_STDOUT ? &s->out_fd : &s->err_fd;
     for (int rounds = 0; *fd >= 0 && rounds < 64; rounds++) {
-        if (from == SRUN_STDOUT && srun_step_backlogged(s)) return;
+        if (from == SRUN_STDOUT && s->backlog_hit) {
+            if (srun_step_backlogged(s)) return;
+            s->backlog_hit = false;
+        }
         ssize_t r = read(*fd, buf, sizeof buf);
         if (r > 0) {
             srun_step_feed(s, from, buf, (size_t)r);

@@ -43,6 +43,8 @@ struct srun_step {
     int to_fd, out_fd, err_fd, log_fd;
     struct strbuf wbuf, obuf, ebuf; /* obuf, ebuf: a line of srun's stdout, stderr so far */
     bool oskip, eskip;        /* the rest of a line longer than PROTOCOL_MAX_LINE is dropped */
+    bool backlog_hit;         /* a member's lines reached PROTOCOL_BACKLOG_MAX since this was
+                               * cleared: only then are the members looked at (they are many) */
     char srun_err[256];       /* srun's own last error line */
 };
 

@@ -34,6 +34,7 @@ bool srun_step_member_reads(const struct member *m)
 
 bool srun_step_backlogged(const struct srun_step *s)
 {
+    if (!s->backlog_hit) return false;
     for (size_t i = 0; i < s->n; i++)
         if (srun_step_member_reads(&s->m[i]) && s->m[i].in.len - s->m[i].in_off >= PROTOCOL_BACKLOG_MAX)
             return true;
@@ -145,6 +146,7 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
             strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
             strbuf_add(&m->in, "\n", 1);
             m->bytes_in += m->piece.line.len + 1;
+            if (m->in.len - m->in_off >= PROTOCOL_BACKLOG_MAX) s->backlog_hit = true;
         }
         strbuf_reset(&m->piece.line);
         return;
