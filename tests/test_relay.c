@@ -125,11 +125,31 @@ static void test_address(void)
     CHECK_INT(relay_address("-1 {}", &task, &rest), -1);
 }
 
+/* Task ids and exit statuses: digits only, never an overflow, whatever follows or how many. */
+static void test_number(void)
+{
+    const char *end = NULL;
+    CHECK_INT(relay_number("0", &end), 0);
+    CHECK_STR(end, "");
+    CHECK_INT(relay_number("143: x", &end), 143);
+    CHECK_STR(end, ": x");
+    CHECK_INT(relay_number("1000000", &end), RELAY_NUMBER_MAX);
+    end = NULL;
+    CHECK_INT(relay_number("1000001", &end), -1);
+    CHECK_INT(relay_number("99999999999999999999999999", &end), -1);
+    CHECK_INT(relay_number("", &end), -1);
+    CHECK_INT(relay_number("-1", &end), -1);
+    CHECK_INT(relay_number(" 1", &end), -1);
+    CHECK_INT(relay_number(":", &end), -1);
+    CHECK(end == NULL);
+}
+
 int main(void)
 {
     RUN(test_frame_roundtrip);
     RUN(test_piece_refused);
     RUN(test_label);
     RUN(test_address);
+    RUN(test_number);
     return tap_done();
 }

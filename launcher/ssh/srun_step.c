@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "util/util.h"
-#include "wire/protocol.h"
 #include "wire/relay.h"
 
 
@@ -227,37 +226,36 @@ int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
     /* offered once: by the first member not yet released (member 0 may be on a new step) */
     for (size_t i = 0; i < m; i++)
         if (!s->m[i].released) return 0;
-    if (s->out_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
+    if (s->out_fd >= 0 && n < max && !srun_step_backlogged(s))
+        p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
     if (s->err_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
     if (s->to_fd >= 0 && s->wbuf.len && n < max) p[n++] = (struct pollfd){.fd = s->to_fd, .events = POLLOUT};
     return n;
 }
 
-static void read_lines(struct srun_step *s, int *fd, struct strbuf *b, void (*fn)(struct srun_step *, const char *))
+/* Reads what srun wrote on one of its pipes into the members (srun_step_feed); its stdout
+ * only while no member holds PROTOCOL_BACKLOG_MAX bytes not taken (back-pressure: srun, then
+ * slurmstepd, then the relays wait, as an SSH window makes the agents wait). */
+static void read_lines(struct srun_step *s, enum srun_stream from)
 {
     char buf[65536];
+    int *fd = from == SRUN_STDOUT ? &s->out_fd : &s->err_fd;
     for (int rounds = 0; *fd >= 0 && rounds < 64; rounds++) {
+        if (from == SRUN_STDOUT && s->backlog_hit) {
+            if (srun_step_backlogged(s)) return;
+            s->backlog_hit = false;
+        }
         ssize_t r = read(*fd, buf, sizeof buf);
         if (r > 0) {
-            size_t off = 0;
-            char *line;
-            strbuf_add(b, buf, (size_t)r);
-            if (fn == srun_step_err_line && s->log_fd >= 0 && write(s->log_fd, buf, (size_t)r) < 0) {
-                close(s->log_fd);
-                s->log_fd = -1;
-            }
-            while ((line = strbuf_take_line(b, &off)) != NULL) {
-                fn(s, line);
-                free(line);
-            }
-            strbuf_consume(b, off);
-            if (b->len > (size_t)PROTOCOL_MAX_LINE) strbuf_reset(b); /* not srun's framing */
+            srun_step_feed(s, from, buf, (size_t)r);
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && errno == EAGAIN) return;
         close(*fd);
         *fd = -1;
+        /* a last line without its newline is a line */
+        if ((from == SRUN_STDOUT ? s->obuf.len : s->ebuf.len) > 0) srun_step_feed(s, from, "\n", 1);
     }
 }
 
@@ -315,8 +313,8 @@ void srun_step_pump(struct srun_step *s)
     if (!s->started || s->exited) return;
     flush(s);
     close_if_flushed(s);
-    read_lines(s, &s->out_fd, &s->obuf, srun_step_out_line);
-    read_lines(s, &s->err_fd, &s->ebuf, srun_step_err_line);
+    read_lines(s, SRUN_STDOUT);
+    read_lines(s, SRUN_STDERR);
     drop_bcast_copies(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
@@ -338,8 +336,10 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     const struct member *me = &s->m[m];
     if (!s->started) return SRUN_MEMBER_WAITING;
     if (me->closed_by_us) return SRUN_MEMBER_CLOSED;
-    /* its last lines are handed out before it is reported gone */
-    if (me->ended && me->in_off >= me->in.len) return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
+    /* its last lines are handed out before it is reported gone, those srun still holds while
+     * another member's backlog stops us reading included (unless it is cut off) */
+    if (me->ended && me->in_off >= me->in.len && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
+        return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
     return SRUN_MEMBER_RUNNING;
 }
 
@@ -347,6 +347,7 @@ const char *srun_step_error(const struct srun_step *s, size_t m)
 {
     const struct member *me = &s->m[m];
     if (me->closed_by_us) return "closed by ddptop";
+    if (me->cut) return me->why;
     if (me->failed && me->last_err[0] && me->why && !strstr(me->why, me->last_err)) return me->last_err;
     return me->why;
 }
@@ -431,8 +432,8 @@ static void nap_ms(int ms)
 static void wait_exit(struct srun_step *s, int ms)
 {
     for (int i = 0; i < ms / 10 && !s->reaped; i++) {
-        read_lines(s, &s->out_fd, &s->obuf, srun_step_out_line);
-        read_lines(s, &s->err_fd, &s->ebuf, srun_step_err_line);
+        read_lines(s, SRUN_STDOUT);
+        read_lines(s, SRUN_STDERR);
         reap(s);
         if (!s->reaped) nap_ms(10);
     }

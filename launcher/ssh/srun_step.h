@@ -53,6 +53,21 @@ int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max);
 /* Reads and writes what it can, sorting the agents' lines into their members. */
 void srun_step_pump(struct srun_step *s);
 
+/* What the step does with the bytes it reads from srun's stdout (the relays' lines, labelled
+ * "K: ") or stderr (srun's and slurmstepd's messages, the tasks' stderr labelled): lines are
+ * cut at '\n' and sorted into the members; any bytes are fine (a cut line, an empty field, a
+ * huge number), and what is kept is bounded. A line longer than PROTOCOL_MAX_LINE is not
+ * srun's: on stdout the member it is labelled with fails (PROTOCOL_LONG_LINE_FMT), as it would
+ * over SSH; on stderr its start is read, the rest dropped with a note in the step's log.
+ * srun_step_pump feeds what it reads; a test or a fuzz target can feed a step that was never
+ * started (nothing then runs or is written). */
+enum srun_stream { SRUN_STDOUT, SRUN_STDERR };
+void srun_step_feed(struct srun_step *s, enum srun_stream from, const char *buf, size_t len);
+/* Whether a member holds PROTOCOL_BACKLOG_MAX bytes of lines its transport has not taken yet:
+ * srun's stdout is then not read (back-pressure, as over SSH), for every member since they
+ * share it; the transport takes its lines, and reading resumes. */
+bool srun_step_backlogged(const struct srun_step *s);
+
 enum srun_member_state srun_step_state(const struct srun_step *s, size_t m);
 /* Why it failed or closed (one line), and what to do (NULL: nothing to add). */
 const char *srun_step_error(const struct srun_step *s, size_t m);

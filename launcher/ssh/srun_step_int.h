@@ -16,6 +16,8 @@ struct member {
     char addr[64];
     int task;                 /* srun's task id, -1 until the relay said who it is */
     bool announced, closed_by_us, ended, failed;
+    bool cut;                 /* it sent a line longer than PROTOCOL_MAX_LINE: failed, and
+                               * what it still sends is dropped */
     char *why;                /* why it ended */
     char last_err[256];       /* the last thing its task wrote on stderr */
     struct relay_piece piece; /* a protocol line whose pieces are still arriving */
@@ -40,15 +42,16 @@ struct srun_step {
     bool attach;              /* the tasks are bridges (ddptop-agent --relay --attach) */
     int status;
     int to_fd, out_fd, err_fd, log_fd;
-    struct strbuf wbuf, obuf, ebuf;
+    struct strbuf wbuf, obuf, ebuf; /* obuf, ebuf: a line of srun's stdout, stderr so far */
+    bool oskip, eskip;        /* the rest of a line longer than PROTOCOL_MAX_LINE is dropped */
+    bool backlog_hit;         /* a member's lines reached PROTOCOL_BACKLOG_MAX since this was
+                               * cleared: only then are the members looked at (they are many) */
     char srun_err[256];       /* srun's own last error line */
 };
 
 /* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len);
-/* One line of srun's stdout (a relay's, labelled "K: ") or of its stderr (srun's own messages,
- * the tasks' stderr labelled). */
-void srun_step_out_line(struct srun_step *s, const char *line);
-void srun_step_err_line(struct srun_step *s, const char *line);
+/* Whether m's lines are still taken by its transport (else they are dropped, unstored). */
+bool srun_step_member_reads(const struct member *m);
 
 #endif

@@ -1,18 +1,44 @@
 /* srun's output and messages, sorted into the step's members (srun_step_int.h): the relays'
  * greetings and pieces (wire/relay.h), the agents' exit statuses, and what srun and slurmstepd
- * say about a task (a node lost, an exec that failed), matched to the node they name. */
+ * say about a task (a node lost, an exec that failed), matched to the node they name.
+ *
+ * Everything here comes from other processes (srun, slurmstepd, the relays, and whatever else
+ * writes to the step's output), so every field may be missing, empty, cut short or huge, and
+ * what is kept is bounded as over SSH (wire/protocol.h): a line of at most PROTOCOL_MAX_LINE
+ * bytes, at most PROTOCOL_BACKLOG_MAX bytes of a node's lines not yet taken. */
 #include "srun_step_int.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "wire/protocol.h"
+
+/* Bytes of a message of srun's kept in a node's reason: a line, not a page. */
+#define WHY_TEXT_MAX 200
 
 static struct member *member_of_task(struct srun_step *s, int task)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->m[i].task == task) return &s->m[i];
     return NULL;
+}
+
+bool srun_step_member_reads(const struct member *m)
+{
+    return !m->closed_by_us && !m->released && !m->cut;
+}
+
+bool srun_step_backlogged(const struct srun_step *s)
+{
+    if (!s->backlog_hit) return false;
+    for (size_t i = 0; i < s->n; i++)
+        if (srun_step_member_reads(&s->m[i]) && s->m[i].in.len - s->m[i].in_off >= PROTOCOL_BACKLOG_MAX)
+            return true;
+    return false;
 }
 
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len)
@@ -22,12 +48,38 @@ void srun_step_queue(struct srun_step *s, struct member *m, const char *line, si
     strbuf_add(&s->wbuf, "\n", 1);
 }
 
-/* "=NAME ADDR": the relay of task `task` says where it runs. */
+static void log_bytes(struct srun_step *s, const char *p, size_t n)
+{
+    if (s->log_fd >= 0 && util_write_all(s->log_fd, p, n) < 0) {
+        close(s->log_fd);
+        s->log_fd = -1;
+    }
+}
+
+/* A line longer than PROTOCOL_MAX_LINE from m's task: what SSH does (ssh_deploy.c), the link
+ * fails with the same message, and its agent's stdin ends (a closed channel, over SSH). */
+static void member_cut(struct srun_step *s, struct member *m)
+{
+    if (m->cut) return;
+    m->cut = true;
+    strbuf_done(&m->piece.line);
+    strbuf_init(&m->piece.line);
+    if (m->ended) return;
+    m->ended = true;
+    m->failed = true;
+    free(m->why);
+    m->why = xasprintf(PROTOCOL_LONG_LINE_FMT, m->name, PROTOCOL_MAX_LINE);
+    if (m->task >= 0 && !m->closed_by_us) srun_step_queue(s, m, RELAY_EOF, strlen(RELAY_EOF));
+}
+
+/* "=NAME ADDR": the relay of task `task` says where it runs. ADDR is what MASTER_ADDR uses:
+ * only a numeric address is taken ("-", empty, or anything else: the node's name). */
 static void announce(struct srun_step *s, int task, const char *text)
 {
     const char *sp = strchr(text, ' ');
     size_t nl = sp ? (size_t)(sp - text) : strlen(text);
     struct member *m = NULL;
+    unsigned char bin[16];
     for (size_t i = 0; i < s->n && !m; i++)
         if (s->m[i].task < 0 && strlen(s->m[i].name) == nl && strncmp(s->m[i].name, text, nl) == 0) m = &s->m[i];
     /* a name Slurm spells differently from the node list (an alias): task order is node order */
@@ -35,7 +87,9 @@ static void announce(struct srun_step *s, int task, const char *text)
     if (!m) return;
     m->task = task;
     m->announced = true;
-    if (sp && strcmp(sp + 1, "-") != 0) snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
+    if (sp && strlen(sp + 1) < sizeof m->addr &&
+        (inet_pton(AF_INET, sp + 1, bin) == 1 || inet_pton(AF_INET6, sp + 1, bin) == 1))
+        snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
     /* what the controller said before it knew the task */
     size_t off = 0;
     char *line;
@@ -44,49 +98,60 @@ static void announce(struct srun_step *s, int task, const char *text)
         free(line);
     }
     strbuf_reset(&m->pending);
-    if (m->closed_by_us) srun_step_queue(s, m, RELAY_EOF, strlen(RELAY_EOF));
+    if (m->closed_by_us || m->cut) srun_step_queue(s, m, RELAY_EOF, strlen(RELAY_EOF));
 }
 
+/* "!STATUS", the relay's last line: STATUS as the relay writes it (decimal), else unreadable. */
 static void member_exited(struct member *m, const char *status)
 {
+    const char *end = status;
+    int st = relay_number(status, &end);
     if (m->ended) return;
     m->ended = true;
     free(m->why);
-    if (atoi(status) == 128 + SIGTERM)
+    if (st < 0 || *end != '\0')
+        m->why = xasprintf("the agent on %s exited (its relay sent an unreadable exit status)", m->name);
+    else if (st == 128 + SIGTERM)
         m->why = xasprintf("Slurm stopped the agent on %s with SIGTERM (scancel, the job's time limit "
                            "or a preemption)", m->name);
     else
-        m->why = xasprintf("the agent on %s exited with status %s", m->name, status);
+        m->why = xasprintf("the agent on %s exited with status %d", m->name, st);
 }
 
-void srun_step_out_line(struct srun_step *s, const char *line)
+/* One line of srun's stdout: a relay's greeting or a piece of a protocol line. */
+static void out_line(struct srun_step *s, const char *line, size_t len)
 {
     const char *rest;
     int task = relay_label(line, &rest);
     struct member *m;
     if (task < 0) return; /* srun prints nothing unlabelled on stdout */
+    len -= (size_t)(rest - line);
     m = member_of_task(s, task);
     /* the rest of a piece slurmstepd cut may begin with any byte, '=' included */
     if (m && (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.')) {
-        int rc = relay_piece_feed(&m->piece, rest, strlen(rest));
+        int rc = relay_piece_feed(&m->piece, rest, len);
         if (rc < 0) strbuf_reset(&m->piece.line);
+        if (m->piece.line.len > (size_t)PROTOCOL_MAX_LINE) member_cut(s, m);
+        if (m->cut) {
+            /* its pieces are still followed (their lengths say where the next begins), unkept */
+            strbuf_reset(&m->piece.line);
+            return;
+        }
         if (rc != 1) return;
         if (m->piece.line.len && m->piece.line.buf[0] == '!') {
             /* the relay's last line: the agent's exit status */
             strbuf_add(&m->piece.line, "", 1);
             member_exited(m, m->piece.line.buf + 1);
-        } else {
+        } else if (srun_step_member_reads(m)) {
             strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
             strbuf_add(&m->in, "\n", 1);
             m->bytes_in += m->piece.line.len + 1;
+            if (m->in.len - m->in_off >= PROTOCOL_BACKLOG_MAX) s->backlog_hit = true;
         }
         strbuf_reset(&m->piece.line);
         return;
     }
-    if (rest[0] == '=') {
-        announce(s, task, rest + 1);
-        return;
-    }
+    if (rest[0] == '=') announce(s, task, rest + 1);
 }
 
 /* The member a message of srun or slurmstepd is about: the task's, else the node it names
@@ -100,8 +165,36 @@ static struct member *member_named(struct srun_step *s, int task, const char *na
     return m;
 }
 
+/* "srun: error: n2: task 1: Exited with exit code 2", "srun: error: n2: task 1: Killed": t
+ * points at ": task ". Returns false when no task id follows (then it is no such message).
+ * Any part may be missing or empty: srun's line can be cut, or not srun's at all. */
+static bool task_message(struct srun_step *s, const char *line, const char *t)
+{
+    const char *end, *what, *name = NULL;
+    size_t nl = 0;
+    int task = relay_number(t + 7, &end);
+    struct member *m;
+    if (task < 0) return false;
+    if (strncmp(line, "srun: error: ", 13) == 0 && t >= line + 13) {
+        name = line + 13;
+        nl = (size_t)(t - name);
+    }
+    m = member_named(s, task, name, nl);
+    if (!m || m->ended) return true;
+    what = end;
+    if (*what == ':') what++;
+    while (*what == ' ') what++;
+    if (!*what) what = line; /* "...: task 0:" says no more than the line */
+    m->ended = true;
+    m->failed = !m->announced;
+    free(m->why);
+    m->why = xasprintf("the agent's task on %s ended: %.*s%s%s%s", m->name, WHY_TEXT_MAX, what,
+                       m->last_err[0] ? " (" : "", m->last_err, m->last_err[0] ? ")" : "");
+    return true;
+}
+
 /* srun's messages, and what the tasks wrote on stderr (labelled). */
-void srun_step_err_line(struct srun_step *s, const char *line)
+static void err_line(struct srun_step *s, const char *line)
 {
     const char *rest, *t, *name = NULL;
     int task = relay_label(line, &rest);
@@ -116,24 +209,74 @@ void srun_step_err_line(struct srun_step *s, const char *line)
         if (m) snprintf(m->last_err, sizeof m->last_err, "%s", rest);
         return;
     }
-    /* "srun: error: n2: task 1: Exited with exit code 2", "...: task 1: Killed" */
-    if ((t = strstr(line, ": task ")) != NULL && strncmp(line, "srun: ", 6) == 0) {
-        task = atoi(t + 7);
-        if (strncmp(line, "srun: error: ", 13) == 0) {
-            name = line + 13;
-            nl = (size_t)(t - name);
-        }
-        m = member_named(s, task, name, nl);
-        if (m && !m->ended) {
-            const char *what = strchr(t + 7, ':');
-            m->ended = true;
-            m->failed = !m->announced;
-            free(m->why);
-            m->why = xasprintf("the agent's task on %s ended: %s%s%s%s", m->name, what ? what + 2 : line,
-                               m->last_err[0] ? " (" : "", m->last_err, m->last_err[0] ? ")" : "");
-        }
+    if (strncmp(line, "srun: ", 6) == 0 && (t = strstr(line, ": task ")) != NULL && task_message(s, line, t))
         return;
-    }
     if (strncmp(line, "srun: error: ", 13) == 0 || strncmp(line, "srun: fatal: ", 13) == 0)
         snprintf(s->srun_err, sizeof s->srun_err, "%s", line);
+}
+
+/* A whole line of the stream (no '\n'; it may hold NUL bytes, read as its end). */
+static void one_line(struct srun_step *s, enum srun_stream from, struct strbuf *b)
+{
+    strbuf_add(b, "", 1); /* a C string for the parsers; b is reset next */
+    if (from == SRUN_STDOUT) {
+        out_line(s, b->buf, strlen(b->buf));
+        return;
+    }
+    /* the step's log gets srun's messages as read, a long line only as far as it was read */
+    b->buf[b->len - 1] = '\n';
+    log_bytes(s, b->buf, b->len);
+    b->buf[b->len - 1] = '\0';
+    err_line(s, b->buf);
+}
+
+/* A line that reached PROTOCOL_MAX_LINE without its end: no line srun writes (the relays'
+ * pieces are under 1 KiB, srun's own messages a line). */
+static void long_line(struct srun_step *s, enum srun_stream from, struct strbuf *b)
+{
+    const char *rest;
+    char note[160];
+    strbuf_add(b, "", 1);
+    if (from == SRUN_STDOUT) {
+        int task = relay_label(b->buf, &rest);
+        struct member *m = task >= 0 ? member_of_task(s, task) : NULL;
+        if (m) member_cut(s, m);
+        snprintf(note, sizeof note, "ddptop: a line of srun's output (task %d) was longer than %d bytes; dropped\n",
+                 task, PROTOCOL_MAX_LINE);
+        log_bytes(s, note, strlen(note));
+        return;
+    }
+    b->len--;
+    one_line(s, from, b);
+    snprintf(note, sizeof note, "ddptop: the line above was longer than %d bytes; the rest was dropped\n",
+             PROTOCOL_MAX_LINE);
+    log_bytes(s, note, strlen(note));
+}
+
+void srun_step_feed(struct srun_step *s, enum srun_stream from, const char *buf, size_t len)
+{
+    struct strbuf *b = from == SRUN_STDOUT ? &s->obuf : &s->ebuf;
+    bool *skip = from == SRUN_STDOUT ? &s->oskip : &s->eskip;
+    while (len > 0) {
+        const char *nl = memchr(buf, '\n', len);
+        size_t n = nl ? (size_t)(nl - buf) : len;
+        if (*skip) {
+            /* the rest of a line that was too long: dropped up to its end */
+        } else if (b->len + n > (size_t)PROTOCOL_MAX_LINE) {
+            strbuf_add(b, buf, (size_t)PROTOCOL_MAX_LINE - b->len);
+            long_line(s, from, b);
+            strbuf_reset(b);
+            *skip = true;
+        } else {
+            strbuf_add(b, buf, n);
+            if (nl) {
+                one_line(s, from, b);
+                strbuf_reset(b);
+            }
+        }
+        if (nl) *skip = false;
+        n += nl ? 1 : 0;
+        buf += n;
+        len -= n;
+    }
 }

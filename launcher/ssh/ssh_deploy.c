@@ -198,8 +198,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     }
     if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
     if (backlog(c) > PROTOCOL_MAX_LINE && !memchr(c->in.buf + c->in_off, '\n', backlog(c))) {
-        ssh_conn_fail(c, NULL, "ddptop-agent on %s sent a line longer than %d bytes", c->h->name,
-                      PROTOCOL_MAX_LINE);
+        ssh_conn_fail(c, NULL, PROTOCOL_LONG_LINE_FMT, c->h->name, PROTOCOL_MAX_LINE);
         return;
     }
     if (ssh_channel_is_eof(c->channel) || ssh_channel_is_closed(c->channel)) {

@@ -62,10 +62,14 @@
 
 /* How many unread bytes of agent output the controller holds per node before it stops reading
  * that node: the agent then stops reading its ranks' pipes, and the ranks wait on their writes.
- * Nothing is lost, and the controller's memory stays bounded whatever the ranks print. */
+ * Nothing is lost, and the controller's memory stays bounded whatever the ranks print. Through
+ * srun (one output for every node) srun's output is not read while any node holds that much. */
 #define PROTOCOL_BACKLOG_MAX (4u << 20)
 
-/* Longest line either side accepts; longer ones are a protocol error. */
+/* Longest line either side accepts; longer ones are a protocol error. The controller then
+ * drops the node's link with this message (node name, PROTOCOL_MAX_LINE), over SSH and srun
+ * alike. */
 #define PROTOCOL_MAX_LINE (1024 * 1024)
+#define PROTOCOL_LONG_LINE_FMT "ddptop-agent on %s sent a line longer than %d bytes"
 
 #endif

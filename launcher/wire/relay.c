@@ -43,14 +43,14 @@ int relay_piece_feed(struct relay_piece *p, const char *text, size_t len)
     return p->need == 0 && p->last ? 1 : 0;
 }
 
-static int parse_task(const char *s, const char **end)
+int relay_number(const char *s, const char **end)
 {
     long v = 0;
     const char *p = s;
     if (!isdigit((unsigned char)*p)) return -1;
     while (isdigit((unsigned char)*p)) {
         v = v * 10 + (*p++ - '0');
-        if (v > 1000000) return -1;
+        if (v > RELAY_NUMBER_MAX) return -1; /* no overflow, whatever the digits */
     }
     *end = p;
     return (int)v;
@@ -62,7 +62,7 @@ int relay_label(const char *line, const char **rest)
     int task;
     *rest = line;
     while (*p == ' ') p++;
-    task = parse_task(p, &end);
+    task = relay_number(p, &end);
     if (task < 0 || end[0] != ':' || end[1] != ' ') return -1;
     *rest = end + 2;
     return task;
@@ -71,7 +71,7 @@ int relay_label(const char *line, const char **rest)
 int relay_address(const char *line, int *task, const char **rest)
 {
     const char *end;
-    int t = parse_task(line, &end);
+    int t = relay_number(line, &end);
     if (t < 0 || *end != ' ') return -1;
     *task = t;
     *rest = end + 1;

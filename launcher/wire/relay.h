@@ -52,6 +52,12 @@ int relay_piece_feed(struct relay_piece *p, const char *text, size_t len);
  * Returns the task id, or -1 when the line carries no label (then *rest is the line). */
 int relay_label(const char *line, const char **rest);
 
+/* A task id or an exit status as the relay and srun write them: decimal digits, at most
+ * RELAY_NUMBER_MAX. Returns it and sets *end past the digits, or -1 (no digit, or more than
+ * that: never an overflow) leaving *end alone. */
+#define RELAY_NUMBER_MAX 1000000
+int relay_number(const char *s, const char **end);
+
 /* "K LINE" from the controller: K into *task and LINE into *rest; -1 when malformed. */
 int relay_address(const char *line, int *task, const char **rest);
 
