@@ -177,7 +177,7 @@ int run_record_read(const char *run_dir, struct run_record *r, char *err, size_t
         r->slurm_jobid = job ? xstrdup(job) : NULL;
         r->slurm_release = cJSON_IsTrue(cJSON_GetObjectItem(o, "slurm_release"));
         const cJSON *w = cJSON_GetObjectItem(o, "written_ms");
-        r->written_ns = cJSON_IsNumber(w) ? (int64_t)w->valuedouble * 1000000 : 0;
+        r->written_ns = int_in(w, 0, 1e13) ? (int64_t)w->valuedouble * 1000000 : 0;
     }
     cJSON_Delete(o);
     if (bad) {

@@ -10,6 +10,7 @@
 #include "logs_cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "util/cli.h"
 #include "util/sanitize.h"
 #include "util/util.h"
+#include "wire/json_num.h"
 
 #define FOLLOW_MS 200
 #define CHUNK (64 * 1024)
@@ -351,7 +353,9 @@ static void event_text(struct strbuf *sb, const char *line, size_t len, long lin
         strftime(base, sizeof base, "%Y-%m-%d %H:%M:%S", &tm);
         snprintf(when, sizeof when, "%s.%03d", base, (int)(ns / 1000000 % 1000));
     }
-    strbuf_addf(sb, "%-23s  attempt %d  ", when, cJSON_IsNumber(att) ? (int)att->valuedouble : 0);
+    int attempt = 0;
+    if (!json_int_in_i(att, 0, INT_MAX, &attempt)) attempt = 0;
+    strbuf_addf(sb, "%-23s  attempt %d  ", when, attempt);
     char *k = sanitize_str(kind->valuestring, strlen(kind->valuestring), 0);
     strbuf_addf(sb, "%-10s  ", k);
     free(k);
@@ -363,8 +367,9 @@ static void event_text(struct strbuf *sb, const char *line, size_t len, long lin
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(o, "last_lines");
         const cJSON *efile = cJSON_GetObjectItemCaseSensitive(o, "error_file");
         const cJSON *l;
+        int exit_code;
         if (cJSON_IsString(sig)) add_block(sb, "    killed by ", sig->valuestring);
-        else if (cJSON_IsNumber(code)) strbuf_addf(sb, "    exit code %d\n", (int)code->valuedouble);
+        else if (json_int_in_i(code, INT_MIN, INT_MAX, &exit_code)) strbuf_addf(sb, "    exit code %d\n", exit_code);
         if (cJSON_GetArraySize(last) > 0) strbuf_adds(sb, "    its last lines:\n");
         cJSON_ArrayForEach(l, last)
             if (cJSON_IsString(l)) add_block(sb, "    | ", l->valuestring);
