@@ -66,7 +66,7 @@ PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 .SECONDARY: $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o) \
             $(patsubst tests/bench/%.c,$(BUILD)/obj/tests/bench/%.o,$(wildcard tests/bench/*.c)) \
             $(patsubst tests/bench/%.cu,$(BUILD)/obj/tests/bench/%.cu.o,$(wildcard tests/bench/*.cu))
-.PHONY: demo-check bench-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
+.PHONY: demo-check bench-programs fuzz fuzz-programs all deps test test-unit test-gpu bench bench-gpu demo asan clean tests
 all: $(PROGS) tests
 
 # Each room is compiled with the flags of what it may use: only ssh/ sees libssh.
@@ -192,10 +192,38 @@ $(FAKE_NVML): tests/fakenvml/fake_nvml.c
 	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 tests: $(FAKE_NVML)
 
+# Fuzzing (tests/fuzz/fuzz_*.c, docs/testing.md "Fuzzing"): one libFuzzer harness per parser of
+# what comes from another process or a file, built with clang under ASan and UBSan into
+# build/fuzz/, apart from the gcc build. The project's sources are compiled again there with
+# -fsanitize=fuzzer-no-link (coverage for libFuzzer) and linked as one archive; `make test`
+# runs each target briefly (tests/it_fuzz.sh), `make fuzz` for FUZZ_SECONDS each.
+FUZZ_CC      ?= clang
+FUZZ_DIR      = $(BUILD)/fuzz
+FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Ilauncher -Itui \
+                $(call pkg_cflags,$(PKGS_TUI))
+FUZZ_OBJ      = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(LAUNCHER_SRC) $(TUI_SRC))
+FUZZ_TARGETS  = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN      = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_SECONDS ?= 120
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_DIR)/libddptop.a: $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_DIR)/libddptop.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libddptop.a \
+	  $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
+fuzz-programs: $(FUZZ_BIN)
+# Every target for FUZZ_SECONDS (FUZZ=NAME for one), its corpus growing in build/fuzz/corpus/.
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-programs
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ)
+
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
-           slurm-wlm munge
+           slurm-wlm munge clang libclang-rt-14-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -246,4 +274,4 @@ asan:
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(BUILD)/obj $(FAKE)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FAKE)/obj $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)

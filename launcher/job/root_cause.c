@@ -62,11 +62,11 @@ char *root_cause_format_error_file(const char *text, size_t len)
         }
     }
     cJSON_Delete(root);
-    if (!sb.len) {          /* valid JSON but nothing we know in it: keep it raw */
+    while (sb.len && sb.buf[sb.len - 1] == '\n') sb.buf[--sb.len] = '\0';
+    if (!sb.len) {          /* valid JSON but nothing we know in it (or only newlines): keep it raw */
         strbuf_done(&sb);
         return xstrndup(text, len);
     }
-    while (sb.len && sb.buf[sb.len - 1] == '\n') sb.buf[--sb.len] = '\0';
     return sb.buf;
 }
 

@@ -1,21 +1,7 @@
 /* libFuzzer harness for the hostfile parser and the hostlist expander (launcher/hosts/:
- * hostfile.c, hostfile_build.c, hostlist.c). Not built by `make` (tests/fuzz/ is outside the
- * unit-test glob). Build and run with clang:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher \
- *       tests/fuzz/fuzz_hostfile.c launcher/hosts/hostfile.c \
- *       launcher/hosts/hostfile_build.c launcher/hosts/hostfile_sched.c launcher/hosts/hostlist.c \
- *       launcher/util/util.c -o build/fuzz_hostfile
- *   mkdir -p build/fuzz-corpus && ./build/fuzz_hostfile -max_len=4096 build/fuzz-corpus
- *
- * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds a few thousand mutations of
- * representative hostfiles (any C compiler; pair it with -fsanitize=address,undefined):
- *
- *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN \
- *       -Ilauncher tests/fuzz/fuzz_hostfile.c launcher/hosts/hostfile.c \
- *       launcher/hosts/hostfile_build.c launcher/hosts/hostfile_sched.c launcher/hosts/hostlist.c \
- *       launcher/util/util.c \
- *       -o build/fuzz_hostfile_smoke && ./build/fuzz_hostfile_smoke 20000
+ * hostfile.c, hostfile_build.c, hostlist.c). Built and run by `make fuzz-programs`, `make fuzz` and
+ * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
+ * feeds mutations of the seeds below instead (any C compiler).
  *
  * Besides "no crash, no leak", it checks what callers rely on: success means at least one host,
  * each with a valid name and the source set; failure means an empty list and a message that

@@ -1,19 +1,9 @@
 /* libFuzzer harness for the parsers that read rank output: the metrics line parser
  * (launcher/job/metrics_parse.c, default regex and the runtime's JSON through
- * launcher/wire/step_line.c) and the error-file formatter (launcher/job/root_cause.c). Not
- * built by `make`; it links the room archives of a sanitizer build (`make asan`, build-asan/).
- * With clang and libFuzzer:
- *
- *   make asan && clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE \
- *       -Ilauncher -Itests -I/usr/include/cjson tests/fuzz/fuzz_metrics_parse.c \
- *       build-asan/libjob.a build-asan/libwire.a build-asan/libhosts.a build-asan/libutil.a \
- *       -lcjson -lm -o build/fuzz_metrics_parse && ./build/fuzz_metrics_parse -max_len=4096
- *
- * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds mutations of real log lines
- * (any C compiler), same archives:
- *
- *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN ... \
- *       -o build/fuzz_metrics_smoke && ./build/fuzz_metrics_smoke 20000
+ * launcher/wire/step_line.c) and the error-file formatter (launcher/job/root_cause.c).
+ * Built and run by `make fuzz-programs`, `make fuzz` and
+ * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
+ * feeds mutations of the seeds below instead (any C compiler).
  *
  * Besides "no crash, no leak, no read past the line" (the input is not NUL-terminated), it
  * checks what the model relies on: a match has a step or a loss, a loss is never NaN (NaN

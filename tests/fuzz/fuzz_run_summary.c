@@ -1,19 +1,8 @@
 /* libFuzzer harness for the events.jsonl reader behind `ddptop ls` (launcher/job/
  * run_summary.c): the input is a file's worth of lines, fed one at a time as
- * run_summary_read does, then finished with each controller status. Not built by `make`.
- * With clang and libFuzzer:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher \
- *       -I/usr/include/cjson tests/fuzz/fuzz_run_summary.c launcher/job/run_summary.c \
- *       launcher/job/job_events.c launcher/job/job.c launcher/job/run_owner.c \
- *       launcher/wire/signals.c launcher/util/util.c -lcjson -lm \
- *       -o build/fuzz_run_summary && ./build/fuzz_run_summary -max_len=4096
- *
- * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds mutations of real event
- * lines (any C compiler; pair it with -fsanitize=address,undefined), same sources:
- *
- *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN ... \
- *       -o build/fuzz_run_summary_smoke && ./build/fuzz_run_summary_smoke 20000
+ * run_summary_read does, then finished with each controller status. Built and run by `make fuzz-programs`, `make fuzz` and
+ * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
+ * feeds mutations of the seeds below instead (any C compiler).
  *
  * Besides "no crash, no leak, no read past a line" (lines are not NUL-terminated), it checks
  * what `ddptop ls` relies on: a state that has a name, attempts never negative, a bad line

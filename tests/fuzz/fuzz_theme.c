@@ -1,17 +1,8 @@
 /* libFuzzer harness for the theme parser (tui/theme.c) and the UTF-8 width/truncation helpers
  * (tui/format.c), the two places where bytes from a user's file or a rank's output are
- * interpreted. Not built by `make`. With clang:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Ilauncher -Itui \
- *       tests/fuzz/fuzz_theme.c tui/theme.c tui/theme_color.c tui/theme_files.c tui/format.c \
- *       -o build/fuzz_theme && ./build/fuzz_theme -max_len=2048
- *
- * Without libFuzzer, -DFUZZ_SMOKE_MAIN adds a main() that feeds mutations of sample themes:
- *
- *   cc -g -O1 -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -DFUZZ_SMOKE_MAIN \
- *       -Ilauncher -Itui tests/fuzz/fuzz_theme.c tui/theme.c tui/theme_color.c \
- *       tui/theme_files.c tui/format.c -lm -o build/fuzz_theme_smoke && \
- *       ./build/fuzz_theme_smoke 20000
+ * interpreted. Built and run by `make fuzz-programs`, `make fuzz` and
+ * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
+ * feeds mutations of the seeds below instead (any C compiler).
  *
  * Invariants: a parsed theme has every colour in -1..255 and only known attribute bits, and
  * resolves to colours inside the terminal's palette; a failure says "fuzz.theme:LINE: ...";
