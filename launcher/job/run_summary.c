@@ -254,8 +254,9 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len)
     const char *text = str_field(o, "text");
     const cJSON *av = cJSON_GetObjectItemCaseSensitive(o, "attempt");
     if (cJSON_IsNumber(av) && !(av->valuedouble >= 0 && av->valuedouble <= RUN_ATTEMPTS_MAX)) {
+        double bad = av->valuedouble;
         cJSON_Delete(o);
-        return reject(s, "attempt %.15g is out of range (0 to %d)", av->valuedouble, RUN_ATTEMPTS_MAX);
+        return reject(s, "attempt %.15g is out of range (0 to %d)", bad, RUN_ATTEMPTS_MAX);
     }
     int attempt = int_field(o, "attempt", 0);
     if (is_kind(kind, EV_LAUNCH) && launch_check(s, o, text, attempt) < 0) {

@@ -73,7 +73,6 @@ static void step_free(struct srun_step *s, size_t fed)
 /* One line of srun's stderr (err) or stdout, as the step's reader hands it on. */
 static void feed_line(struct srun_step *s, bool err, char *line, size_t n)
 {
-#ifdef RELAY_NUMBER_MAX
     /* the step's byte-level entry (srun_step_feed, with the relay's bounds): the line and its
      * '\n' in a buffer of exactly that size */
     char *b = malloc(n + 1);
@@ -82,11 +81,6 @@ static void feed_line(struct srun_step *s, bool err, char *line, size_t n)
     b[n] = '\n';
     srun_step_feed(s, err ? SRUN_STDERR : SRUN_STDOUT, b, n + 1);
     free(b);
-#else
-    (void)n;
-    if (err) srun_step_err_line(s, line);
-    else srun_step_out_line(s, line);
-#endif
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
