@@ -177,20 +177,10 @@ int agent_nodedir_read(const char *path, struct strbuf *out, size_t cap, int64_t
         close(fd);
         return 0;
     }
-    char buf[4096];
-    size_t got = 0;
-    while (got < cap) {
-        size_t want = cap - got < sizeof buf ? cap - got : sizeof buf;
-        ssize_t n = read(fd, buf, want);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            snprintf(why, whylen, "cannot be read: %s", strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (n == 0) break;
-        strbuf_add(out, buf, (size_t)n);
-        got += (size_t)n;
+    if (util_read_fd(fd, out, cap) != 0) {
+        snprintf(why, whylen, "cannot be read: %s", strerror(errno));
+        close(fd);
+        return -1;
     }
     close(fd);
     return 1;

@@ -11,26 +11,12 @@
 
 int proc_read_file(const char *path, struct strbuf *out, size_t cap)
 {
-    char buf[4096];
-    size_t got = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    while (got < cap) {
-        size_t want = cap - got < sizeof buf ? cap - got : sizeof buf;
-        ssize_t n = read(fd, buf, want);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (n == 0) break;
-        strbuf_add(out, buf, (size_t)n);
-        got += (size_t)n;
-    }
+    int rc = util_read_fd(fd, out, cap), e = errno;
     close(fd);
-    return 0;
+    errno = e;
+    return rc;
 }
 
 int proc_stat_parse(const char *text, struct proc_stat *ps)

@@ -37,20 +37,12 @@ void logw_report(struct logw *w, unsigned kind, const char *fmt, ...)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* O_NONBLOCK: a FIFO planted where a log goes must not hang the writer; what is opened must
- * be a regular file, and gets the run's mode (an older file of ours too: --log-mode again). */
+/* A file of the run for appending (util_open_private: a FIFO or a link planted where a log
+ * goes is refused, not followed or waited on), with the run's mode (an older file of ours
+ * too: --log-mode again). */
 int logw_open_append(const struct logw *w, const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, w->file_mode);
-    struct stat st;
-    if (fd < 0) return -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    if ((st.st_mode & 07777) != w->file_mode && st.st_uid == geteuid()) fchmod(fd, w->file_mode);
-    return fd;
+    return util_open_private(path, O_WRONLY | O_APPEND, w->file_mode);
 }
 
 /* ---- rank logs ---------------------------------------------------------------------------- */

@@ -31,7 +31,7 @@ static void reserve_shrink(struct logw *w, off_t keep)
 void record_reserve_open(struct logw *w)
 {
     char *path = xasprintf("%s/%s", w->dir, LOG_RESERVE_FILE);
-    w->reserve_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    w->reserve_fd = util_open_private(path, O_RDWR, w->file_mode);
     free(path);
     if (w->reserve_fd < 0) return;
     /* real blocks (a sparse file would hold nothing): fallocate where it works, else zeros */

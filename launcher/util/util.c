@@ -275,20 +275,51 @@ int util_replace_file(const char *path, const void *data, size_t len, mode_t mod
     return ok ? 0 : -1;
 }
 
-FILE *util_fopen_write(const char *path, mode_t mode)
+int util_open_private(const char *path, int flags, mode_t mode)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+    bool trunc = flags & O_TRUNC;
+    int fd = open(path, (flags & ~O_TRUNC) | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
     struct stat st;
-    if (fd < 0) return NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0 || fchmod(fd, mode) != 0) {
-        int e = S_ISREG(st.st_mode) ? errno : EINVAL;
+    if (fd < 0) return -1;
+    int e = 0;
+    if (fstat(fd, &st) != 0) e = errno;
+    else if (!S_ISREG(st.st_mode)) e = EINVAL;   /* a FIFO, a device, a directory */
+    else if (st.st_uid != geteuid()) e = EPERM;  /* made by someone else: not ours to write */
+    /* exactly mode: the umask would take the group's bits of --log-mode 0640, and an older
+     * file of ours gets the mode asked for now; emptied only once known to be a file of ours */
+    else if (((st.st_mode & 07777) != mode && fchmod(fd, mode) != 0) || (trunc && ftruncate(fd, 0) != 0))
+        e = errno;
+    if (e) {
         close(fd);
         errno = e;
-        return NULL;
+        return -1;
     }
+    return fd;
+}
+
+FILE *util_fopen_write(const char *path, mode_t mode)
+{
+    int fd = util_open_private(path, O_WRONLY | O_TRUNC, mode);
+    if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "w");
     if (!f) close(fd);
     return f;
+}
+
+int util_read_fd(int fd, struct strbuf *out, size_t cap)
+{
+    char buf[4096];
+    size_t got = 0;
+    while (got < cap) {
+        size_t want = cap - got < sizeof buf ? cap - got : sizeof buf;
+        ssize_t n = read(fd, buf, want);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) break;
+        strbuf_add(out, buf, (size_t)n);
+        got += (size_t)n;
+    }
+    return 0;
 }
 
 int util_mkdir_p(const char *path)

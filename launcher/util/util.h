@@ -72,10 +72,18 @@ int util_mkdir_p(const char *path);
  * first (fdatasync) and the rename after (the directory synced). 0, or -1 with errno (the
  * temporary file removed). */
 int util_replace_file(const char *path, const void *data, size_t len, mode_t mode, bool sync);
-/* path opened for writing from the start (made, or emptied) with exactly mode, refusing a
- * link or anything but a regular file (a FIFO planted there does not block: O_NONBLOCK).
- * NULL with errno set. */
+/* The one way ddptop opens a file it writes where another user might have put something
+ * first: path opened with flags (O_WRONLY or O_RDWR, O_APPEND, O_TRUNC) plus O_CREAT, never
+ * through a link and without blocking on a FIFO (O_NOFOLLOW | O_NONBLOCK, left set: harmless
+ * on a regular file); it must be a regular file of our user, and gets exactly mode. O_TRUNC
+ * empties it only after those checks. The fd, or -1 with errno (EINVAL: not a regular file;
+ * EPERM: another user's; ELOOP: a link). */
+int util_open_private(const char *path, int flags, mode_t mode);
+/* util_open_private(path, O_WRONLY | O_TRUNC, mode) as a stdio stream. NULL with errno. */
 FILE *util_fopen_write(const char *path, mode_t mode);
+/* Reads fd to its end or to cap bytes, whichever comes first, appending to out (a bound on
+ * what a file or another process can make us hold). 0, or -1 with errno (what was read stays). */
+int util_read_fd(int fd, struct strbuf *out, size_t cap);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
