@@ -105,6 +105,11 @@ const char *ssh_conn_bundled_lib(void);
 const char *ssh_conn_agent_sha256(const char *local);
 const char *ssh_conn_lib_sha256(const char *local);
 char *ssh_conn_agent_name(const char *local);
+/* The bytes an upload sent hash to got_hex: NULL when that is want_hex (the hash the agent's
+ * name and the probe carry; NULL or "": not checked), else the error for c's node (the local
+ * file changed since ddptop started), malloc'd. Both uploads (sftp, exec) ask it. */
+char *ssh_conn_upload_changed(const struct ssh_conn *c, const char *local, const char *got_hex,
+                              const char *want_hex);
 /* The probe's "unsafe WHICH KIND VALUE PATH" (rest: after "unsafe "): fails c with the message
  * and hint for it and returns true; false when rest is not one. */
 bool ssh_conn_probe_unsafe(struct ssh_conn *c, const char *rest);

@@ -262,11 +262,7 @@ static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *loca
     }
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
-    if (want_sha256 && *want_sha256 && strcmp(hex, want_sha256) != 0) {
-        err = xasprintf("%s changed on this machine since ddptop started (rebuilt?): nothing was "
-                        "installed on %s; run ddptop again", local, c->h->name);
-        goto out;
-    }
+    if ((err = ssh_conn_upload_changed(c, local, hex, want_sha256)) != NULL) goto out;
     sftp_close(f);
     f = NULL;
     if (sftp_rename(sftp, tmp, final) != 0) {

@@ -82,6 +82,14 @@ char *ssh_conn_agent_name(const char *local)
     return xasprintf(AGENT_REMOTE_NAME_FMT "-%.16s", DDPTOP_VERSION, PROTOCOL_VERSION, ssh_conn_arch(), h);
 }
 
+char *ssh_conn_upload_changed(const struct ssh_conn *c, const char *local, const char *got_hex,
+                              const char *want_hex)
+{
+    if (!want_hex || !*want_hex || strcmp(got_hex, want_hex) == 0) return NULL;
+    return xasprintf("%s changed on this machine since ddptop started (rebuilt?): nothing was "
+                     "installed on %s; run ddptop again", local, c->h->name);
+}
+
 /* "~" and "~/x" are expanded by the remote shell through $HOME; everything else is quoted.
  * Trailing slashes go, so that the parent is the parent. */
 static void add_remote_dir(struct strbuf *sb, const char *dir)

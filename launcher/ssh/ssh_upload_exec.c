@@ -231,11 +231,7 @@ char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *na
     sha256_update(&h, data.buf, data.len);
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
-    if (want_sha256 && *want_sha256 && strcmp(hex, want_sha256) != 0) {
-        err = xasprintf("%s changed on this machine since ddptop started (rebuilt?): nothing was "
-                        "installed on %s; run ddptop again", local, c->h->name);
-        goto out;
-    }
+    if ((err = ssh_conn_upload_changed(c, local, hex, want_sha256)) != NULL) goto out;
     cmd = ssh_conn_upload_command(c->remote_dir, name, hex, mode);
     ch = ssh_channel_new(c->session);
     if (!ch || ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd) != SSH_OK) {
