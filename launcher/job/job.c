@@ -230,9 +230,21 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
      * ranks print (tokens, paths), and adopt.json, which ddptop attach runs */
     j->log_mode = LOG_MODE_DEFAULT;
     struct stat st;
-    if (lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-        (st.st_mode & 07777) != log_mode_dir(j->log_mode))
-        chmod(j->log_dir, log_mode_dir(j->log_mode));
+    /* a run directory someone else made first (a known --run-id in a shared --log-dir) is
+     * theirs to read and to plant files in: not used */
+    bool is_dir = lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!is_dir || st.st_uid != geteuid()) {
+        if (is_dir)
+            snprintf(err, errlen, "the run directory %s belongs to uid %u, not to you (uid %u): not "
+                     "writing there (choose another --run-id or --log-dir)", j->log_dir, (unsigned)st.st_uid,
+                     (unsigned)geteuid());
+        else
+            snprintf(err, errlen, "the run directory %s is not a directory (a link or a file): not writing "
+                     "there (choose another --run-id or --log-dir)", j->log_dir);
+        job_free(j);
+        return NULL;
+    }
+    if ((st.st_mode & 07777) != log_mode_dir(j->log_mode)) chmod(j->log_dir, log_mode_dir(j->log_mode));
     /* one controller writes a run: a second one for it (a run id given twice, two takeovers
      * at once) stops here, before it touches a file */
     j->lock_fd = run_owner_lock(j->log_dir, err, errlen);
@@ -381,9 +393,7 @@ void job_set_log_mode(struct job *j, unsigned file_mode)
     static const char *const ours[] = {"agent.log", RUN_OWNER_FILE};
     for (size_t i = 0; i < sizeof ours / sizeof *ours; i++) {
         char *path = xasprintf("%s/%s", j->log_dir, ours[i]);
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, j->log_mode);
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
-            fchmod(fd, j->log_mode);
+        int fd = util_open_private(path, O_WRONLY | O_APPEND, j->log_mode);
         if (fd >= 0) close(fd);
         free(path);
     }
