@@ -187,11 +187,11 @@ int agent_bridge_main(int in_fd, int out_fd)
         return gone(out_fd, false, "the agent on %s refused: %s", host,
                     strncmp(ans, "error ", 6) == 0 ? ans + 6 : ans);
     }
-    int agent_pid = atoi(ans + 3);
+    long agent_pid = strtol(ans + 3, NULL, 10); /* for the message only; strtol saturates */
     /* The agent owns the link now. Wait for its "bye" (it let go of the link) or its end. */
     char bye[16];
     int blen = read_line(s, bye, sizeof bye, -1);
     close(s);
     if (blen >= 0 && strcmp(bye, "bye") == 0) return 0;
-    return gone(out_fd, true, "the agent (pid %d) on %s ended while it held this link (killed?)", agent_pid, host);
+    return gone(out_fd, true, "the agent (pid %ld) on %s ended while it held this link (killed?)", agent_pid, host);
 }

@@ -70,7 +70,10 @@ static int visible_gpu(const struct node_gpus *ng, int local_rank)
         if (k == local_rank) {
             char e[64];
             snprintf(e, sizeof e, "%.*s", (int)(len < sizeof e ? len : sizeof e - 1), p);
-            if (e[0] >= '0' && e[0] <= '9') return atoi(e);
+            if (e[0] >= '0' && e[0] <= '9') {
+                long v = strtol(e, NULL, 10); /* saturates where atoi would overflow */
+                return v <= 4096 ? (int)v : -1;
+            }
             for (int i = 0; i < ng->n; i++)
                 if (e[0] && strncmp(ng->g[i].uuid, e, strlen(e)) == 0) return ng->g[i].index;
             return -1;

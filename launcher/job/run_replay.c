@@ -343,7 +343,9 @@ static void play_exit(struct job *j, const struct rec *r)
     struct rank_info *ri = &j->ranks[r->rank];
     const char *killed = strstr(r->text, " killed by "), *code = strstr(r->text, "with code ");
     ri->term_signal = killed ? signal_number(killed + 11) : 0;
-    ri->exit_code = code ? atoi(code + 10) : 0;
+    /* a file's text: strtol saturates where atoi's overflow is undefined */
+    long ec = code ? strtol(code + 10, NULL, 10) : 0;
+    ri->exit_code = ec >= 0 && ec <= 255 ? (int)ec : 0;
     if (r->kind == EV_FAILURE) job_rank_ended(j, r->rank, RANK_FAILED);
     else if (strstr(r->text, " stopped")) job_rank_ended(j, r->rank, RANK_STOPPED);
     else job_rank_ended(j, r->rank, RANK_EXITED);

@@ -45,8 +45,8 @@ static int out_width(void)
     if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         return ws.ws_col;
     const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n > 0 ? n : 0;
+    long n = c ? strtol(c, NULL, 10) : 0;
+    return n > 0 && n <= 100000 ? (int)n : 0;
 }
 
 /* "11-24 12:00" in local time (--json has the full UTC time). */
