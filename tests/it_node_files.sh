@@ -297,7 +297,7 @@ check("the rank is told to dump in the agent's own directory instead, and PyTorc
       "there does not go through the link", v.startswith(f"/tmp/ddptop-{UID}/runs/agent-") and v.endswith("/dumps-0/a0-rank-") and e.get("code") == 0 and
       open(victim).read() == "mine\n", v, e)
 check("... and its stderr says why",
-      er.startswith(f"ddptop-agent: rank 0: the flight recorder's directory {fr} belongs to uid 65534: "
+      er.startswith(f"ddptop-agent: rank 0: the flight recorder's directory {fr} belongs to uid 65534, not to us (uid {UID}): "
                     "its dumps go to ") and er.endswith("/dumps-0 instead\n"), er)
 check("a second rank with the same directory: the same place, and its stderr says so too",
       ag.text(1, "o").strip() == v and ag.text(1, "e") == er.replace("rank 0:", "rank 1:"),

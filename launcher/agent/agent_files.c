@@ -57,25 +57,12 @@ static void make_dirs(const char *dir)
 }
 
 /* The dump directory is ours alone: a real directory (not a link) of our user that no one else
- * may write to. Else another user could plant a link at a dump's name, through which PyTorch
- * would overwrite a file of ours, or read and swap the dumps. why: what is wrong. */
+ * may write to (others may read: it is the user's own, often the working directory). Else
+ * another user could plant a link at a dump's name, through which PyTorch would overwrite a
+ * file of ours, or read and swap the dumps. why: what is wrong. */
 static bool dump_dir_ok(const char *dir, char *why, size_t whylen)
 {
-    struct stat st;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(why, whylen, "is not a directory (%s)", strerror(errno));
-        if (fd >= 0) close(fd);
-        return false;
-    }
-    close(fd);
-    if (st.st_uid != geteuid())
-        snprintf(why, whylen, "belongs to uid %u", (unsigned)st.st_uid);
-    else if (st.st_mode & 022)
-        snprintf(why, whylen, "is writable by others (mode %03o)", (unsigned)(st.st_mode & 0777));
-    else
-        return true;
-    return false;
+    return agent_nodedir_ours(dir, 022, false, why, whylen);
 }
 
 /* Where the dumps of a directory that was not ours go instead (made once per directory), and

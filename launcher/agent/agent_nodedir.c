@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,34 +39,60 @@ void agent_nodedir_free(char **v)
     free(v);
 }
 
-/* dir is ours alone: a real directory (not a link), owned by us, no access for others. Made
- * when missing; a mode of ours that lets others in is tightened. */
-static bool private_one(const char *dir, char *why, size_t whylen)
+/* gid is the user's private group: their primary group, named as they are. */
+static bool private_group(gid_t gid)
+{
+    struct passwd *pw = getpwuid(geteuid());
+    if (!pw || pw->pw_gid != gid) return false;
+    char name[256];
+    snprintf(name, sizeof name, "%s", pw->pw_name); /* getgrgid may reuse the static buffer */
+    struct group *gr = getgrgid(gid);
+    return gr && gr->gr_name && strcmp(gr->gr_name, name) == 0;
+}
+
+bool agent_nodedir_ours(const char *dir, unsigned lax, bool tighten, char *why, size_t whylen)
 {
     struct stat st;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (e == ELOOP) snprintf(why, whylen, "is a symbolic link");
+        else if (e == ENOTDIR) snprintf(why, whylen, "is not a directory");
+        else snprintf(why, whylen, "cannot be opened (%s)", strerror(e));
+        if (fd >= 0) close(fd);
+        return false;
+    }
+    bool ok = false;
+    unsigned bad = st.st_mode & lax;
+    /* group-writable is fine when the group is the user's private one (umask 002 on such
+     * systems): the same rule as the probe of --agent-dir (ssh_probe.c) */
+    if (bad == 020 && !tighten && private_group(st.st_gid)) bad = 0;
+    if (st.st_uid != geteuid())
+        snprintf(why, whylen, "belongs to uid %u, not to us (uid %u)", (unsigned)st.st_uid, (unsigned)geteuid());
+    else if (!bad)
+        ok = true;
+    else if (!tighten)
+        snprintf(why, whylen, "is %s group or others (mode %04o)", lax & 044 ? "open to" : "writable by",
+                 (unsigned)(st.st_mode & 07777));
+    else if (fchmod(fd, st.st_mode & 07777 & ~lax) != 0)
+        snprintf(why, whylen, "lets others in and cannot be made private: %s", strerror(errno));
+    else
+        ok = true;
+    close(fd);
+    return ok;
+}
+
+/* dir is ours alone (made 0700 when missing, a lax mode of ours tightened); why names it. */
+static bool private_one(const char *dir, char *why, size_t whylen)
+{
+    char w[200];
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
         return false;
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(why, whylen, "%s is not a directory of ours (%s)", dir, strerror(errno));
-        if (fd >= 0) close(fd);
-        return false;
-    }
-    if (st.st_uid != geteuid()) {
-        snprintf(why, whylen, "%s belongs to uid %u, not to us (uid %u)", dir, (unsigned)st.st_uid,
-                 (unsigned)geteuid());
-        close(fd);
-        return false;
-    }
-    if ((st.st_mode & 077) && fchmod(fd, 0700) != 0) {
-        snprintf(why, whylen, "%s lets others in and cannot be made private: %s", dir, strerror(errno));
-        close(fd);
-        return false;
-    }
-    close(fd);
-    return true;
+    if (agent_nodedir_ours(dir, 077, true, w, sizeof w)) return true;
+    snprintf(why, whylen, "%s %s", dir, w);
+    return false;
 }
 
 bool agent_nodedir_private(const char *dir, char *why, size_t whylen)

@@ -23,6 +23,13 @@ void agent_nodedir_free(char **v);
 /* dir and its parent are ours alone: made 0700 when missing, a lax mode of ours tightened;
  * false with why filled when either is not a directory, is a link or belongs to someone else. */
 bool agent_nodedir_private(const char *dir, char *why, size_t whylen);
+/* The one check of a directory of ours on the node (its private directories here, a rank's
+ * flight recorder directory in agent_files.c): a real directory (not a link), owned by us, with
+ * none of the mode bits lax (077: no access for others; 022: no writing, but a group-writable
+ * directory of the user's private group passes, as in the --agent-dir probe). tighten: a mode of
+ * ours with lax bits is fixed (fchmod) rather than refused. false with why filled, in words
+ * that follow the directory's name ("belongs to uid 65534, not to us (uid 1000)"). */
+bool agent_nodedir_ours(const char *dir, unsigned lax, bool tighten, char *why, size_t whylen);
 
 /* This agent's own directory (made on the first call, 0700, a fresh name each agent), or NULL
  * with err filled saying why no candidate was usable (the same answer on later calls). */
