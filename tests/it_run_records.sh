@@ -6,6 +6,7 @@
 #    `ddptop ls` and `ddptop ls --json` say "incomplete: disk full", no run is "succeeded" alone;
 #  - modes: another user (uid 65534 through setpriv) cannot list the run's directory nor read
 #    its files (0700 / 0600), --log-mode 0644 and group open them as asked, a bad one is refused;
+#    a run directory another user made first (a shared --log-dir, a known --run-id) is refused;
 #  - SIGKILL of the controller while its ranks printed fast: at most one block (4 KiB) per
 #    rank is missing from the logs, what is there is the ranks' sequence in order, and `ddptop
 #    ls` shows the run's real duration.
@@ -178,6 +179,21 @@ if [ "$rc" = 2 ] && [[ "$msg" == *"--log-mode wants private, group or an octal f
     tap_ok "--log-mode 0666 (writable by others) is refused with exit 2 and says what is allowed"
 else
     tap_fail "--log-mode 0666 (writable by others) is refused with exit 2 and says what is allowed" "rc $rc: $msg"
+fi
+
+# A shared --log-dir (1777) and a known --run-id: another user makes the run's directory first
+# (0777, theirs). ddptop must not write the run's logs where its owner reads them.
+SHARED=$T/shared
+mkdir -m 1777 "$SHARED"
+as_nobody mkdir -m 777 "$SHARED/taken"
+msg=$("$DDPTOP" run --headless --no-check --log-dir "$SHARED" --run-id taken -- sh -c 'echo "secret token abc123"' 2>&1)
+rc=$?
+if [ "$rc" != 0 ] && [ -z "$(ls -A "$SHARED/taken")" ] &&
+   [[ "$msg" == *"the run directory $SHARED/taken belongs to uid 65534, not to you"*"choose another --run-id or --log-dir"* ]]; then
+    tap_ok "a run directory another user made first is refused (nothing written there) and the message says whose it is"
+else
+    tap_fail "a run directory another user made first is refused (nothing written there) and the message says whose it is" \
+        "rc $rc: $msg" "$(ls -la "$SHARED/taken")"
 fi
 
 # ---------------------------------------------------------------------------------------
