@@ -1,6 +1,7 @@
-/* The log writer's insides (logw.h), shared by logw.c (the thread, rank logs, the index) and
- * logw_record.c (events.jsonl and gpu.jsonl, what was lost and why, the space reserve). Not
- * for use outside those two files. */
+/* The log writer's insides (logw.h), shared by logw.c (the thread, rank logs, the index),
+ * logw_record.c (events.jsonl and gpu.jsonl, what was lost and why, the space reserve) and
+ * logw_adopt.c (the index read back, logs cut back for a takeover). Not for use outside those
+ * files. */
 #ifndef DDPTOP_LOGW_INT_H
 #define DDPTOP_LOGW_INT_H
 
@@ -81,6 +82,8 @@ enum { REP_RANK = 1, REP_EVENTS = 2, REP_GPU = 4, REP_INDEX = 8, REP_DIR = 16, R
 
 void logw_report(struct logw *w, unsigned kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int logw_open_append(const struct logw *w, const char *path);
+/* DIR/attempt-N/rank-R.log (malloc'd). */
+char *logw_rank_path(const struct logw *w, int attempt, size_t rank);
 
 /* logw_record.c */
 /* Something given to the writer did not reach the disk (err: the write's errno): the run is
