@@ -12,7 +12,9 @@
 #     logs` on a terminal shows them as text (^[...), tmux's pane title and paste buffers are
 #     unchanged; with --raw the same terminal gets the bytes (the title does change: the attack
 #     is real), and a pipe gets the exact bytes (cmp), with or without --raw; a UTF-8 character
-#     cut by a 64 KiB read is shown whole.
+#     cut by a 64 KiB read is shown whole;
+#   - FIFOs another user planted as a run's events.jsonl, controller.json and rank log in a
+#     shared log directory: ls and logs do not hang in open() and say what is wrong.
 # Every process started here is ended by id (the tmux server's tree), even on failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -182,5 +184,35 @@ fi
 out=$("$DDPTOP" logs --log-dir "$LOGS" esc --events --raw 2>&1)
 if [ $? -eq 2 ] && grep -q -- '--raw is for the rank logs' <<<"$out"; then tap_ok "--raw with --events is a usage error"
 else tap_fail "--raw with --events is a usage error" "$out"; fi
+
+# ---------------------------------------------------------------------------------------
+# FIFOs planted in a shared log directory (1777) by another user (uid 65534): a run whose
+# events.jsonl, controller.json and rank log are FIFOs. ls, logs and view must neither hang
+# in open() nor read them, and must say what is wrong.
+SH=$D/shared
+chmod 755 "$D"
+mkdir -m 1777 "$SH"
+setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "mkdir -p $SH/trap/attempt-0 && mkfifo $SH/trap/events.jsonl $SH/trap/controller.json $SH/trap/attempt-0/rank-0.log && chmod -R a+rwX $SH/trap"
+tap_check "uid 65534 planted the FIFOs" test -p "$SH/trap/events.jsonl" -a -p "$SH/trap/attempt-0/rank-0.log"
+out=$(timeout 10 "$DDPTOP" ls --log-dir "$SH" 2>&1); rc=$?
+if [ $rc = 0 ] && grep -q "trap .*note: cannot read $SH/trap/events.jsonl: not a regular file" <<<"$out"; then
+    tap_ok "ls: a FIFO planted as a run's events.jsonl and controller.json does not hang it, and the run says why"
+else
+    tap_fail "ls: a FIFO planted as a run's events.jsonl and controller.json does not hang it, and the run says why" "rc $rc: $out"
+fi
+out=$(timeout 10 "$DDPTOP" logs --log-dir "$SH" trap --events 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "cannot read $SH/trap/events.jsonl: not a regular file" <<<"$out"; then
+    tap_ok "logs --events: the FIFO is refused at once (exit 1), with the reason"
+else
+    tap_fail "logs --events: the FIFO is refused at once (exit 1), with the reason" "rc $rc: $out"
+fi
+rm -f "$SH/trap/events.jsonl"
+printf '%s\n' "{$T0,\"kind\":\"launch\",\"attempt\":0,\"ranks\":1,\"hosts\":[\"a\"],\"ranks_per_node\":[1],\"text\":\"x\"}" >"$SH/trap/events.jsonl"
+out=$(timeout 10 "$DDPTOP" logs --log-dir "$SH" trap --rank 0 2>&1 </dev/null); rc=$?
+if [ $rc = 1 ] && grep -q "run 'trap' has no rank logs in attempt 0" <<<"$out"; then
+    tap_ok "logs --rank 0: a FIFO as the rank's log is not read (no hang, exit 1: no rank logs)"
+else
+    tap_fail "logs --rank 0: a FIFO as the rank's log is not read (no hang, exit 1: no rank logs)" "rc $rc: $out"
+fi
 
 tap_done

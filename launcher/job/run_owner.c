@@ -21,7 +21,7 @@
 /* Up to n-1 bytes of a small file, NUL-terminated; -1 when it cannot be read. */
 static ssize_t read_small(const char *path, char *buf, size_t n)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = util_fopen_read(path); /* controller.json may be a FIFO in a shared --log-dir */
     if (!f) return -1;
     size_t got = fread(buf, 1, n - 1, f);
     int bad = ferror(f);

@@ -128,7 +128,7 @@ static void recs_take(void *ctx, const char *line, size_t len)
 static char *read_tail(const char *path, size_t max, size_t *len, bool *cut)
 {
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = util_open_read(path); /* a FIFO planted in a shared --log-dir must not hang view */
     if (fd < 0) return NULL;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 || max == 0) {
@@ -504,7 +504,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
     run_summary_init(&out->sum);
     if (run_summary_scan(run_dir, &out->sum, recs_take, &R) != 0) {
         snprintf(err, errlen, "cannot read %s/events.jsonl: %s (a run's directory holds events.jsonl; "
-                 "ddptop ls lists the runs)", run_dir, strerror(errno));
+                 "ddptop ls lists the runs)", run_dir, util_open_read_error(errno));
         recs_clear(&R);
         free(R.v);
         run_summary_done(&out->sum);

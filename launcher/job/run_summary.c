@@ -317,7 +317,7 @@ void run_summary_finish(struct run_summary *s, enum run_owner_status owner)
 int run_summary_scan(const char *run_dir, struct run_summary *s, run_summary_line_fn *fn, void *ctx)
 {
     char *path = xasprintf("%s/events.jsonl", run_dir);
-    FILE *f = fopen(path, "rb");
+    FILE *f = util_fopen_read(path); /* not a FIFO planted in a shared --log-dir: ls would hang */
     free(path);
     if (!f) {
         s->state = RUN_UNKNOWN;

@@ -60,7 +60,7 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
     e->id = xstrdup(id);
     e->owner_status = run_owner_check(dir, &e->owner);
     if (run_summary_read(dir, e->owner_status, &e->sum) != 0)
-        e->note = xasprintf("cannot read %s/events.jsonl: %s", dir, strerror(errno));
+        e->note = xasprintf("cannot read %s/events.jsonl: %s", dir, util_open_read_error(errno));
     else if (e->sum.bad_line)
         e->note = xasprintf("%s/events.jsonl:%ld: %s", dir, e->sum.bad_line, e->sum.bad_why);
     else if (e->owner_status == OWNER_ELSEWHERE && e->sum.state == RUN_RUNNING)

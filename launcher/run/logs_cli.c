@@ -173,7 +173,7 @@ static void open_new(struct logs *L)
         for (size_t i = 0; i < L->nt && !have; i++) have = L->t[i].rank == r;
         if (have) continue;
         char *path = xasprintf("%s/attempt-%d/rank-%d.log", L->dir, L->attempt, r);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = util_open_read(path); /* a regular file: a FIFO there would hang us */
         free(path);
         if (fd < 0) continue;
         size_t at = L->nt;
@@ -412,9 +412,9 @@ static int events_drain(struct logs *L, int fd, off_t *off, struct strbuf *pendi
 static int show_events(struct logs *L)
 {
     char *path = xasprintf("%s/events.jsonl", L->dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+    int fd = util_open_read(path), rc = 0;
     if (fd < 0) {
-        fprintf(stderr, "ddptop logs: cannot read %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "ddptop logs: cannot read %s: %s\n", path, util_open_read_error(errno));
         free(path);
         return 1;
     }

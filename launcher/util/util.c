@@ -297,6 +297,37 @@ int util_open_private(const char *path, int flags, mode_t mode)
     return fd;
 }
 
+int util_open_read(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0) return -1;
+    int e = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    /* back to blocking reads (a regular file never blocks; a later fcntl of a caller sees the
+     * usual flags) */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+const char *util_open_read_error(int err)
+{
+    return err == EINVAL ? "not a regular file (a FIFO, a device or a directory)" : strerror(err);
+}
+
+FILE *util_fopen_read(const char *path)
+{
+    int fd = util_open_read(path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) close(fd);
+    return f;
+}
+
 FILE *util_fopen_write(const char *path, mode_t mode)
 {
     int fd = util_open_private(path, O_WRONLY | O_TRUNC, mode);

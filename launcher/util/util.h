@@ -79,6 +79,13 @@ int util_replace_file(const char *path, const void *data, size_t len, mode_t mod
  * empties it only after those checks. The fd, or -1 with errno (EINVAL: not a regular file;
  * EPERM: another user's; ELOOP: a link). */
 int util_open_private(const char *path, int flags, mode_t mode);
+/* A file to read that someone else may have put there (a run in a shared --log-dir, another
+ * user's shared run): opened without blocking on a FIFO, and only when it is a regular file
+ * (not a FIFO, a device, a directory). The fd, or -1 with errno (EINVAL: not a regular file). */
+int util_open_read(const char *path);
+FILE *util_fopen_read(const char *path);
+/* Why util_open_read failed, for a message: "not a regular file" for its EINVAL. */
+const char *util_open_read_error(int err);
 /* util_open_private(path, O_WRONLY | O_TRUNC, mode) as a stdio stream. NULL with errno. */
 FILE *util_fopen_write(const char *path, mode_t mode);
 /* Reads fd to its end or to cap bytes, whichever comes first, appending to out (a bound on
