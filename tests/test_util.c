@@ -1,7 +1,10 @@
 /* Unit tests for launcher/util.c: string buffer and shell quoting. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -78,11 +81,60 @@ static void test_exe_sibling(void)
     free(up);
 }
 
+/* util_open_private / util_open_read: what another user could plant at a name (a FIFO, a
+ * link, a file of theirs) is refused at once, never waited on or followed. */
+static void test_open_private_and_read(void)
+{
+    char dir[] = "/tmp/ddptop-test-util.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *fifo = xasprintf("%s/fifo", dir), *link = xasprintf("%s/link", dir);
+    char *theirs = xasprintf("%s/theirs", dir), *mine = xasprintf("%s/mine", dir);
+    CHECK(mkfifo(fifo, 0666) == 0);
+    CHECK(symlink(mine, link) == 0);
+    int fd = open(theirs, O_WRONLY | O_CREAT, 0666);
+    CHECK(fd >= 0 && fchown(fd, 65534, 65534) == 0); /* the tests run as root: another user's file */
+    close(fd);
+
+    errno = 0;
+    CHECK(util_open_private(fifo, O_WRONLY | O_APPEND, 0600) < 0 && errno == EINVAL);
+    CHECK(util_open_private(link, O_WRONLY | O_APPEND, 0600) < 0 && errno == ELOOP);
+    CHECK(access(mine, F_OK) != 0);                       /* not made through the link */
+    CHECK(util_open_private(theirs, O_WRONLY | O_TRUNC, 0600) < 0 && errno == EPERM);
+    CHECK(util_open_read(fifo) < 0 && errno == EINVAL);  /* no hang on a FIFO without writer */
+    CHECK_STR(util_open_read_error(EINVAL), "not a regular file (a FIFO, a device or a directory)");
+
+    /* exactly the mode (the umask does not take the group's bits), emptied with O_TRUNC */
+    mode_t old = umask(077);
+    fd = util_open_private(mine, O_WRONLY | O_APPEND, 0640);
+    umask(old);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0640);
+    CHECK(fd >= 0 && write(fd, "abc", 3) == 3);
+    if (fd >= 0) close(fd);
+    fd = util_open_private(mine, O_WRONLY | O_TRUNC, 0600);
+    CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0 && (st.st_mode & 07777) == 0600);
+    if (fd >= 0) close(fd);
+    fd = util_open_read(mine);
+    CHECK(fd >= 0 && !(fcntl(fd, F_GETFL) & O_NONBLOCK));
+    if (fd >= 0) close(fd);
+
+    unlink(fifo);
+    unlink(link);
+    unlink(theirs);
+    unlink(mine);
+    rmdir(dir);
+    free(fifo);
+    free(link);
+    free(theirs);
+    free(mine);
+}
+
 int main(void)
 {
     RUN(test_strbuf_grows_and_consumes);
     RUN(test_shell_quote_is_one_word);
     RUN(test_take_line_reassembles_across_reads);
     RUN(test_exe_sibling);
+    RUN(test_open_private_and_read);
     return tap_done();
 }

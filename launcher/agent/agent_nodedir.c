@@ -56,7 +56,9 @@ bool agent_nodedir_ours(const char *dir, unsigned lax, bool tighten, char *why, 
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
-        if (e == ELOOP) snprintf(why, whylen, "is a symbolic link");
+        struct stat lst; /* O_DIRECTORY | O_NOFOLLOW on a link to a directory says ENOTDIR */
+        if (e == ELOOP || (e == ENOTDIR && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode)))
+            snprintf(why, whylen, "is a symbolic link");
         else if (e == ENOTDIR) snprintf(why, whylen, "is not a directory");
         else snprintf(why, whylen, "cannot be opened (%s)", strerror(e));
         if (fd >= 0) close(fd);

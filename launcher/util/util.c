@@ -280,6 +280,7 @@ int util_open_private(const char *path, int flags, mode_t mode)
     bool trunc = flags & O_TRUNC;
     int fd = open(path, (flags & ~O_TRUNC) | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
     struct stat st;
+    if (fd < 0 && errno == ENXIO) errno = EINVAL; /* a FIFO nobody reads: not a regular file */
     if (fd < 0) return -1;
     int e = 0;
     if (fstat(fd, &st) != 0) e = errno;
