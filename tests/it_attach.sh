@@ -6,7 +6,8 @@
 # detaches C with its line while B stays; user nobody is refused, by the directory and by
 # the server's SO_PEERCRED check, and the job is unaffected; a stale socket and an unknown
 # run give their messages; in B, q then y stops the job: B exits with the job's status and
-# nothing is left (ranks, server, socket). Then `ddptop run --detach` (the run id made and
+# nothing is left (ranks, server, socket); `ddptop attach` of that ended run shows it
+# read-only (ddptop view, run by the entry for the session layer). Then `ddptop run --detach` (the run id made and
 # printed), attach, stop; SIGKILL of the dashboard's process: its client exits 137, the rank
 # goes on (its agent waits, --agent-grace), `ddptop ls` says the run is orphaned, and `ddptop
 # attach RUN` takes the run over in a new dashboard whose log holds every line (a second
@@ -261,6 +262,28 @@ if left=$(gone_within 15 "$inner" "$server" $ranks) && [ -z "$(rank_pids)" ] && 
 else
     tap_fail "nothing is left after the stop" "left:$left $(rank_pids)" "$(ls -la "$SDIR")"
 fi
+
+# --- attach to a run that ended: the session shows it through the entry (ddptop view) ------------------
+# The session layer includes no command: it asks the program's entry to run `ddptop view` (run_again).
+T new-session -d -s V -x 120 -y 40 "$(attach_cmd att)"
+if wait_screen V 'STOPPED \| run att' 15 && ! grep -q 'ATTACH-EXIT' <<<"$SCREEN"; then
+    T send-keys -t V d
+    if wait_screen V 'view of a finished run: d does nothing' 5; then
+        tap_ok "ddptop attach of a run that ended shows its final screen, read-only (ddptop view)"
+    else
+        tap_fail "ddptop attach of a run that ended shows it read-only" "$SCREEN"
+    fi
+else
+    tap_fail "ddptop attach of a run that ended shows its final screen" "$SCREEN"
+fi
+T send-keys -t V q
+if wait_screen V 'ATTACH-EXIT=' 10 && grep -q 'ATTACH-EXIT=0' <<<"$SCREEN" &&
+   grep -q 'ddptop attach: run att has ended (stopped): showing it (ddptop view)' <<<"$SCREEN"; then
+    tap_ok "q leaves it with exit status 0, after the line saying the run ended"
+else
+    tap_fail "q leaves the view of an ended run with exit status 0 and its line" "$SCREEN"
+fi
+T kill-session -t V 2>/dev/null
 
 # --- ddptop run --detach -------------------------------------------------------------------------------
 out=$(cd "$D" && env XDG_RUNTIME_DIR="$XDG" LANG=C.UTF-8 TERM=screen-256color "$DDPTOP" run --detach \
