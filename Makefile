@@ -40,7 +40,9 @@ AGENT_ROOMS  = agent wire util
 room_src     = $(filter-out %_main.c,$(wildcard launcher/$(1)/*.c))
 room_lib     = $(if $(call room_src,$(1)),$(BUILD)/lib$(1).a)
 LAUNCHER_SRC = $(foreach r,$(ROOMS) agent,$(call room_src,$(r)))
-TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c))
+# tui/ is the dashboard and the line printer; tui/session/ the session layer (its own room,
+# tui/session/README.md), archived with them in libtui.a.
+TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c tui/session/*.c))
 RUNTIME_SRC  = $(filter-out %_main.c,$(wildcard runtime/*.c))
 RUNTIME_CU   = $(if $(HAVE_CUDA),$(wildcard runtime/*.cu))
 TEST_SRC     = $(wildcard tests/test_*.c)

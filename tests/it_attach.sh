@@ -6,12 +6,14 @@
 # detaches C with its line while B stays; user nobody is refused, by the directory and by
 # the server's SO_PEERCRED check, and the job is unaffected; a stale socket and an unknown
 # run give their messages; in B, q then y stops the job: B exits with the job's status and
-# nothing is left (ranks, server, socket). Then `ddptop run --detach` (the run id made and
+# nothing is left (ranks, server, socket); `ddptop attach` of that ended run shows it
+# read-only (ddptop view, run by the entry for the session layer). Then `ddptop run --detach` (the run id made and
 # printed), attach, stop; SIGKILL of the dashboard's process: its client exits 137, the rank
 # goes on (its agent waits, --agent-grace), `ddptop ls` says the run is orphaned, and `ddptop
 # attach RUN` takes the run over in a new dashboard whose log holds every line (a second
 # `ddptop run` of that run id meanwhile is refused: one controller per run); stopping it
-# there leaves nothing. An unsafe socket directory is refused.
+# there leaves nothing. An unsafe socket directory is refused. With DDPTOP_NO_SESSION=1 the
+# dashboard has no detach (d says so, q asks y/n only) and the run is still noted for attach.
 # The sockets live in this test's own XDG_RUNTIME_DIR; every process is stopped by id.
 set -u
 cd "$(dirname "$0")/.."
@@ -262,6 +264,28 @@ else
     tap_fail "nothing is left after the stop" "left:$left $(rank_pids)" "$(ls -la "$SDIR")"
 fi
 
+# --- attach to a run that ended: the session shows it through the entry (ddptop view) ------------------
+# The session layer includes no command: it asks the program's entry to run `ddptop view` (run_again).
+T new-session -d -s V -x 120 -y 40 "$(attach_cmd att)"
+if wait_screen V 'STOPPED \| run att' 15 && ! grep -q 'ATTACH-EXIT' <<<"$SCREEN"; then
+    T send-keys -t V d
+    if wait_screen V 'view of a finished run: d does nothing' 5; then
+        tap_ok "ddptop attach of a run that ended shows its final screen, read-only (ddptop view)"
+    else
+        tap_fail "ddptop attach of a run that ended shows it read-only" "$SCREEN"
+    fi
+else
+    tap_fail "ddptop attach of a run that ended shows its final screen" "$SCREEN"
+fi
+T send-keys -t V q
+if wait_screen V 'ATTACH-EXIT=' 10 && grep -q 'ATTACH-EXIT=0' <<<"$SCREEN" &&
+   grep -q 'ddptop attach: run att has ended (stopped): showing it (ddptop view)' <<<"$SCREEN"; then
+    tap_ok "q leaves it with exit status 0, after the line saying the run ended"
+else
+    tap_fail "q leaves the view of an ended run with exit status 0 and its line" "$SCREEN"
+fi
+T kill-session -t V 2>/dev/null
+
 # --- ddptop run --detach -------------------------------------------------------------------------------
 out=$(cd "$D" && env XDG_RUNTIME_DIR="$XDG" LANG=C.UTF-8 TERM=screen-256color "$DDPTOP" run --detach \
       --log-dir "$D/logs" --hang-timeout 0 -- "$D/counter.sh" </dev/null 2>&1)
@@ -370,6 +394,35 @@ if [ $? -eq 2 ] && grep -q 'does not go with --headless' <<<"$out"; then
     tap_ok "--detach with --headless is a usage error"
 else
     tap_fail "--detach with --headless is a usage error" "$out"
+fi
+
+# --- no session: the dashboard is handed no detach, but the run is still noted -------------------------
+# (the dashboard includes nothing of the session: the entry hands it tui/frontend_session.h)
+T new-session -d -s N -x 120 -y 40 "cd $D && $ENV DDPTOP_NO_SESSION=1 $DDPTOP run --log-dir $D/logs --hang-timeout 0 --run-id nos -- $D/counter.sh; echo DDPTOP-EXIT=\$?; sleep 600"
+if wait_screen N 'tick [0-9]' 30 && [ ! -e "$SDIR/nos.sock" ] && [ -z "$(inner_of nos)" ] &&
+   [ "$(cat "$SDIR/nos.dir" 2>/dev/null)" = "$D/logs/nos" ]; then
+    tap_ok "DDPTOP_NO_SESSION=1: the dashboard runs without a session, and the run's directory is noted for attach"
+else
+    tap_fail "DDPTOP_NO_SESSION=1: the dashboard without a session, the run noted" "$SCREEN" "$(ls -la "$SDIR" 2>&1)" \
+        "nos.dir: $(cat "$SDIR/nos.dir" 2>&1)"
+fi
+T send-keys -t N d
+if wait_screen N 'not in a session \(DDPTOP_NO_SESSION\): nothing to detach from' 5 && ! grep -q DDPTOP-EXIT <<<"$SCREEN"; then
+    tap_ok "d without a session says there is nothing to detach from; the dashboard stays"
+else
+    tap_fail "d without a session says there is nothing to detach from" "$SCREEN"
+fi
+T send-keys -t N q
+if wait_screen N 'y/n' 5 && ! grep -q 'd detaches' <<<"$SCREEN"; then
+    tap_ok "q without a session asks y/n only (no detach offered)"
+else
+    tap_fail "q without a session asks y/n only" "$SCREEN"
+fi
+T send-keys -t N y
+if wait_screen N 'DDPTOP-EXIT=' 20 && grep -q 'DDPTOP-EXIT=1' <<<"$SCREEN" && [ -z "$(rank_pids)" ]; then
+    tap_ok "y stops it: exit 1, no rank left"
+else
+    tap_fail "y stops the run without a session" "$SCREEN" "ranks: $(rank_pids)"
 fi
 
 tap_done

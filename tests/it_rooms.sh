@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# it_rooms: the rooms of launcher/ (docs/architecture.md, each room's README.md) hold their
-# shape. (a) every include across rooms follows the dependency direction of the table below
+# it_rooms: the rooms of launcher/ and tui/ (docs/architecture.md, each room's README.md) hold
+# their shape. (a) every include across rooms follows the dependency direction of the table below
 # (the same as the READMEs' "May include" lines, which are compared with it), bare within a
 # room and room-qualified across; (b) no two modules include each other, directly or in a
 # loop; (c) build/ddptop-agent needs no libssh and no curses, and holds no symbol of a room
@@ -17,8 +17,11 @@ INCLUDES="python3 tests/lib/includes.py"
 tmp=$(mktemp -d /tmp/ddptop-it-rooms.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# What each room may include: the dependency direction, tui -> run -> check -> ssh, job ->
-# wire, hosts -> util, and agent -> wire -> util. Keep it equal to docs/architecture.md.
+# What each room may include: the dependency direction, cmd -> tui -> run -> check -> ssh,
+# job -> wire, hosts -> util, and agent -> wire -> util. The session layer (tui/session/) sits
+# beside the dashboard: only the commands (tui/cmd/, and the program's entry tui/*_main.c)
+# include it; the dashboard is handed what it needs of it (tui/frontend_session.h), and it
+# includes nothing of the dashboard. Keep it equal to docs/architecture.md.
 RULES=(
     util:
     hosts:util
@@ -29,14 +32,19 @@ RULES=(
     run:check,ssh,job,wire,hosts,util
     agent:wire,util
     tui:run,check,job,util
+    session:job,util
+    cmd:tui,session,run,check,job,util
 )
-ALL_ROOMS="agent ssh wire check job run hosts util tui"
+ALL_ROOMS="agent ssh wire check job run hosts util tui session cmd"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
+TUI_ROOMS=$(for d in tui/*/; do [ -d "$d" ] && basename "$d"; done)
+# A room's folder: launcher/ROOM, or tui/ROOM for the rooms inside tui/.
+room_dir() { if [ -d "launcher/$1" ]; then echo "launcher/$1"; else echo "tui/$1"; fi; }
 
 # ---- the checkers see a violation when there is one -------------------------------------------
 
 fake=$tmp/tree
-mkdir -p "$fake/launcher/util" "$fake/launcher/job" "$fake/launcher/hosts" "$fake/tui"
+mkdir -p "$fake/launcher/util" "$fake/launcher/job" "$fake/launcher/hosts" "$fake/tui/session"
 printf '#include "job/a.h"\n' >"$fake/launcher/util/u.h"            # util may include nothing
 printf '#include "b.h"\n' >"$fake/launcher/job/a.c"                  # a <-> b
 printf '\n' >"$fake/launcher/job/a.h"
@@ -49,13 +57,20 @@ printf '#include "x.h"\n' >"$fake/launcher/hosts/y.c"                # x -> y ->
 printf '#include "y.h"\n' >"$fake/launcher/hosts/z.c"
 printf '#include "z.h"\n' >"$fake/launcher/hosts/x.c"
 touch "$fake/launcher/hosts/x.h" "$fake/launcher/hosts/y.h" "$fake/launcher/hosts/z.h"
+printf '#include "session/s.h"\n' >"$fake/tui/dash.c"              # the dashboard uses the session
+printf '#include "theme.h"\n#include "s.h"\n' >"$fake/tui/session/s.c"  # the session draws
+printf '\n' >"$fake/tui/session/s.h"
+printf '#include "session/s.h"\n#include "theme.h"\n' >"$fake/tui/prog_main.c"   # the entry may
 out=$($INCLUDES --root "$fake" rooms "${RULES[@]}" 2>&1)
 if [ $? -ne 0 ] && grep -q 'launcher/util/u.h: includes launcher/job/a.h: util/ may include no other room' <<<"$out" &&
    grep -q 'launcher/job/d.c: includes tui/theme.h: job/ may include only hosts, util, wire' <<<"$out" &&
-   grep -q 'launcher/job/c.c: includes "job/b.h": within a room an include is bare' <<<"$out"; then
-    tap_ok "the room checker sees includes against the direction and a room-qualified one within a room"
+   grep -q 'launcher/job/c.c: includes "job/b.h": within a room an include is bare' <<<"$out" &&
+   grep -q 'tui/dash.c: includes tui/session/s.h: tui/ may include only check, job, run, util' <<<"$out" &&
+   grep -q 'tui/session/s.c: includes tui/theme.h: session/ may include only job, util' <<<"$out" &&
+   ! grep -q 'prog_main.c' <<<"$out"; then
+    tap_ok "the room checker sees includes against the direction (the dashboard using the session, the session the dashboard) and a room-qualified one within a room"
 else
-    tap_fail "the room checker sees includes against the direction and a room-qualified one within a room" "$out"
+    tap_fail "the room checker sees includes against the direction (the dashboard using the session, the session the dashboard) and a room-qualified one within a room" "$out"
 fi
 out=$($INCLUDES --root "$fake" cycles 2>&1)
 if [ $? -ne 0 ] && grep -q 'launcher/job/a <-> launcher/job/b' <<<"$out" &&
@@ -72,11 +87,11 @@ if [ $? -eq 0 ]; then tap_ok "every cross-room include in launcher/ and tui/ fol
 else tap_fail "every cross-room include in launcher/ and tui/ follows the rooms' direction" "$out"; fi
 
 missing=""
-for r in $LAUNCHER_ROOMS; do
+for r in $LAUNCHER_ROOMS $TUI_ROOMS; do
     printf '%s\n' "${RULES[@]}" | grep -q "^$r:" || missing="$missing $r"
 done
-if [ -z "$missing" ]; then tap_ok "every folder of launcher/ is a room in the table"
-else tap_fail "every folder of launcher/ is a room in the table" "not in RULES:$missing"; fi
+if [ -z "$missing" ]; then tap_ok "every folder of launcher/ and tui/ is a room in the table"
+else tap_fail "every folder of launcher/ and tui/ is a room in the table" "not in RULES:$missing"; fi
 
 # A README's "May include: ..." up to the first '.', ';' or '(' names the rooms it may use.
 readme_rooms() {
@@ -87,7 +102,7 @@ diffs=()
 for rule in "${RULES[@]}"; do
     r=${rule%%:*}
     [ "$r" = tui ] && continue
-    f=launcher/$r/README.md
+    f=$(room_dir "$r")/README.md
     [ -f "$f" ] || continue   # (e) reports it
     want=$(echo "${rule#*:}" | tr ',' '\n' | grep . | sort | tr '\n' ' ')
     got=$(readme_rooms "$f")
@@ -222,16 +237,16 @@ else tap_fail "job/job.c sets only the initial states (CHECKING, CONNECTING, PEN
 # ---- (e) every room has a README.md -----------------------------------------------------------
 
 missing=""
-for r in $LAUNCHER_ROOMS; do
-    f=launcher/$r/README.md
+for r in $LAUNCHER_ROOMS $TUI_ROOMS; do
+    f=$(room_dir "$r")/README.md
     if [ ! -s "$f" ] || ! grep -q '^May include:' "$f"; then missing="$missing $f"; fi
 done
-if [ -z "$missing" ]; then tap_ok "every room of launcher/ has a README.md saying what it may include"
-else tap_fail "every room of launcher/ has a README.md saying what it may include" "missing or without 'May include:':$missing"; fi
+if [ -z "$missing" ]; then tap_ok "every room of launcher/ and tui/ has a README.md saying what it may include"
+else tap_fail "every room of launcher/ and tui/ has a README.md saying what it may include" "missing or without 'May include:':$missing"; fi
 
 linked=""
-for r in $LAUNCHER_ROOMS; do
-    grep -q "(../launcher/$r/README.md)" docs/architecture.md || linked="$linked $r"
+for r in $LAUNCHER_ROOMS $TUI_ROOMS; do
+    grep -q "(../$(room_dir "$r")/README.md)" docs/architecture.md || linked="$linked $r"
 done
 if [ -z "$linked" ]; then tap_ok "docs/architecture.md links every room's README.md"
 else tap_fail "docs/architecture.md links every room's README.md" "not linked:$linked"; fi

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session.h"
-#include "session_proto.h"
+#include "session/session.h"
+#include "session/session_proto.h"
 #include "tap.h"
 
 static char tmp[64];

@@ -19,7 +19,6 @@
 #include "dashboard_int.h"
 #include "headless.h"
 #include "keymap.h"
-#include "session_proto.h"
 #include "util/util.h"
 /* last: term.h defines macros named like common words (lines, columns) */
 #include <term.h>
@@ -541,7 +540,8 @@ void dashboard_set_controller(struct dashboard *d, struct controller *c)
     d->job = controller_job(c);
 }
 
-int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const char *theme)
+int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const char *theme,
+                  const struct frontend_session *s)
 {
     char err[512] = "";
     /* a terminal curses cannot drive still gets the job, line by line */
@@ -550,7 +550,7 @@ int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const cha
         const char *t = getenv("TERM");
         fprintf(stderr, "ddptop: the terminal '%s' is unknown to terminfo; showing the job as "
                 "lines (set TERM, e.g. TERM=xterm-256color, for the dashboard)\n", t ? t : "");
-        return headless_run(o, hl);
+        return headless_run(o, hl, s);
     }
     del_curterm(cur_term);
     struct dashboard *d = dashboard_new(theme, err, sizeof err);
@@ -567,7 +567,8 @@ int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const cha
         return 2;
     }
     dashboard_set_controller(d, c);
-    session_note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
+    d->session = s;
+    if (s && s->note_run) s->note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
     int rc = controller_run(c);
     dashboard_free(d);
     const struct job *j = controller_job(c);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frontend_session.h"
 #include "run/controller.h"
 
 struct dashboard;
@@ -45,7 +46,9 @@ void dashboard_notice(struct dashboard *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* `ddptop [HOSTFILE] ...` with the dashboard: controller_new, controller_run, restore, a
- * one-line summary. Returns the process exit code (0, 1, 2 or 3). */
-int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const char *theme);
+ * one-line summary. s: what the session it runs in does for it (NULL: nothing; kept for the
+ * run, so it must outlive the call). Returns the process exit code (0, 1, 2 or 3). */
+int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const char *theme,
+                  const struct frontend_session *s);
 
 #endif

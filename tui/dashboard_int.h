@@ -22,6 +22,7 @@ enum pane { P_HEADER, P_RANKS, P_CHART, P_LOG, P_EVENTS, P_STATUS, P_HELP, P_CHE
 
 struct dashboard {
     struct controller *ctl;       /* NULL in `ddptop view` (view_only) */
+    const struct frontend_session *session;   /* what the session does for us; NULL: none */
     bool view_only;               /* a finished run: nothing acts on processes */
     bool quit;                    /* view_only: q was pressed */
     const struct job *job;        /* the model, as the last hook saw it */

@@ -10,7 +10,6 @@
 
 #include "dashboard_int.h"
 #include "keymap.h"
-#include "session.h"
 
 static enum km_mode current_mode(const struct dashboard *d)
 {
@@ -141,6 +140,12 @@ static int events_rank(const struct job *j)
         if (ev && ev->rank >= 0) return ev->rank;
     }
     return -1;
+}
+
+/* The dashboard runs in a session that can detach a terminal (the entry handed one over). */
+static bool in_session(const struct dashboard *d)
+{
+    return d->session && d->session->detach;
 }
 
 static void act(struct dashboard *d, enum action a, int rank)
@@ -310,7 +315,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
     case UI_RESTART: case UI_QUIT:
         if (ui_action_needs_confirm(a, j->state, dashboard_running_ranks(j))) {
             ui->modal = KM_CONFIRM;
-            ui->confirm = a == UI_QUIT && session_inside() ? UI_QUIT_OR_DETACH : a;
+            ui->confirm = a == UI_QUIT && in_session(d) ? UI_QUIT_OR_DETACH : a;
         } else {
             confirmed(d, a);
         }
@@ -422,8 +427,10 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         if (ui->modal == KM_CONFIRM && ui->confirm != UI_QUIT_OR_DETACH) return 0;
         ui->modal = KM_COUNT;
         ui->confirm = UI_NONE;
-        if (session_request_detach() != 0)
+        if (!in_session(d))
             dashboard_notice(d, "not in a session (DDPTOP_NO_SESSION): nothing to detach from");
+        else if (d->session->detach() != 0)
+            dashboard_notice(d, "the session did not take the detach request: Ctrl-\\ detaches this terminal");
         return DK_REDRAW;
     case UI_QUIT_OR_DETACH: break;
     case UI_ACTION_COUNT: break;

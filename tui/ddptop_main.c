@@ -3,7 +3,7 @@
  * or configuration error, 3 the preflight refused a run). Without a subcommand, `ddptop
  * [HOSTFILE] [-- CMD]` runs the job like `ddptop run` and shows it in the dashboard when
  * stdin and stdout are a terminal and --headless is not given (else the headless line
- * printer). The dashboard runs in a session (session.h): this same program again, on a
+ * printer). The dashboard runs in a session (session/session.h): this same program again, on a
  * pseudo-terminal, which the terminal attaches to; `ddptop attach` attaches another. */
 #include <signal.h>
 #include <stdio.h>
@@ -17,7 +17,8 @@
 #include "run/logs_cli.h"
 #include "run/ls_cli.h"
 #include "run/run_cli.h"
-#include "session.h"
+#include "session/session.h"
+#include "session/session_proto.h"
 #include "util/util.h"
 #include "util/version.h"
 #include "view_cli.h"
@@ -83,6 +84,11 @@ static int start_session(const struct run_opts *o, bool detach)
     return session_start(&s);
 }
 
+/* What the session does for the front ends, which do not include it (tui/frontend_session.h):
+ * note where a run's files are; inside a session, detach a terminal. */
+static const struct frontend_session outside = {.note_run = session_note_run};
+static const struct frontend_session inside = {.note_run = session_note_run, .detach = session_request_detach};
+
 /* `ddptop run`: the dashboard on a terminal, in a session (its own, inside one: the
  * session's dashboard; DDPTOP_NO_SESSION=1: none); the line printer with --headless or no
  * TTY; --detach: a session with no terminal yet. */
@@ -94,18 +100,20 @@ static int run_frontend(const struct run_opts *o, const struct hostlist *hl)
          * agents, and ddptop attach takes it over */
         struct run_opts in = *o;
         in.hup_detaches = true;
-        return dashboard_run(&in, hl, theme_opt);
+        return dashboard_run(&in, hl, theme_opt, &inside);
     }
     if (o->detach) return start_session(o, true);
-    if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl);
-    if (no_session && *no_session && strcmp(no_session, "0") != 0) return dashboard_run(o, hl, theme_opt);
+    if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl, &outside);
+    if (no_session && *no_session && strcmp(no_session, "0") != 0) return dashboard_run(o, hl, theme_opt, &outside);
     return start_session(o, false);
 }
 
 /* `ddptop attach RUN` taking a run over: `ddptop run ARGS --adopt` in this process, as if it
- * had been typed (a session of its own on a terminal). */
+ * had been typed (a session of its own on a terminal); or showing a run that ended: `ddptop
+ * view --log-dir DIR RUN`. */
 static int run_again(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "view") == 0) return view_cli_main(argc - 2, argv + 2);
     session_args.argc = argc;
     session_args.argv = argv;
     session_args.run_id_at = 2;

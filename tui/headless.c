@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
-#include "session_proto.h"
 #include "job/job_stats.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -268,7 +267,7 @@ void headless_free(struct headless *h)
     free(h);
 }
 
-int headless_run(const struct run_opts *o, const struct hostlist *hl)
+int headless_run(const struct run_opts *o, const struct hostlist *hl, const struct frontend_session *s)
 {
     struct headless *h = headless_new(STDOUT_FILENO);
     struct frontend fe;
@@ -285,7 +284,7 @@ int headless_run(const struct run_opts *o, const struct hostlist *hl)
     /* before the preflight, which may take a while: where to look (ddptop logs RUN -f) */
     say(h, "run %s, logs in %s", controller_job(c)->run_id, controller_job(c)->log_dir);
     flush_out(h, false);
-    session_note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
+    if (s && s->note_run) s->note_run(controller_job(c)->run_id, controller_job(c)->log_dir);
     rc = controller_run(c);
     headless_finish(h, controller_job(c), rc);
     controller_free(c);

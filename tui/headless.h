@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "frontend_session.h"
 #include "run/controller.h"
 
 #define HEADLESS_QUEUE_MAX (8u * 1024 * 1024)   /* bytes waiting for stdout */
@@ -28,8 +29,9 @@ void headless_frontend(struct headless *h, struct frontend *fe);
  * everything queued, waiting for stdout as long as it takes. */
 void headless_finish(struct headless *h, const struct job *j, int exit_code);
 
-/* `ddptop run` with this printer: controller_new, controller_run, summary. Returns the
- * process exit code (0, 1, 2 or 3). */
-int headless_run(const struct run_opts *o, const struct hostlist *hl);
+/* `ddptop run` with this printer: controller_new, controller_run, summary. s: as for
+ * dashboard_run (only its note_run is used: a printer has no session). Returns the process
+ * exit code (0, 1, 2 or 3). */
+int headless_run(const struct run_opts *o, const struct hostlist *hl, const struct frontend_session *s);
 
 #endif

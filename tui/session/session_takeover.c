@@ -1,5 +1,5 @@
 /* `ddptop attach RUN` when RUN has no session (session.h): the run ended (its final screen
- * goes to `ddptop view`), its controller still lives elsewhere (said so), or its controller is
+ * goes to `ddptop view`, run through the entry's run_again), its controller still lives elsewhere (said so), or its controller is
  * gone and its agents wait for one (docs/run.md "Taking a run over"): then ddptop starts again
  * with the run's recorded command line, directory and environment and --adopt, in a session of
  * its own on a terminal, or printing lines like `ddptop run --headless` without one. */
@@ -14,7 +14,6 @@
 #include "job/runs.h"
 #include "session_proto.h"
 #include "util/util.h"
-#include "view_cli.h"
 
 extern char **environ;
 
@@ -32,10 +31,12 @@ static char *find_dir(const char *run, const char *log_dir, char **root, char *e
     return dir;
 }
 
-static int view(const char *root, const char *run)
+/* `ddptop view --log-dir ROOT RUN`, through the entry's run_again: the session layer does
+ * not include the commands (tui/session/README.md). */
+static int view(const char *root, const char *run, int (*run_again)(int argc, char **argv))
 {
-    char *argv[] = {"--log-dir", (char *)root, (char *)run, NULL};
-    return view_cli_main(3, argv);
+    char *argv[] = {"ddptop", "view", "--log-dir", (char *)root, (char *)run, NULL};
+    return run_again(5, argv);
 }
 
 /* The run's environment, as it started (its exports to a restart's ranks, its PATH, its
@@ -80,7 +81,7 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
         fprintf(stderr, "ddptop attach: run %s has ended (%s): showing it (ddptop view)\n", run,
                 run_state_name(e.sum.state));
         runs_entry_free(&e);
-        rc = isatty(STDOUT_FILENO) && !headless ? view(root, run) : 0;
+        rc = isatty(STDOUT_FILENO) && !headless ? view(root, run, run_again) : 0;
         goto out;
     }
     if (e.owner_status == OWNER_ALIVE) {

@@ -5,7 +5,12 @@
  * RUN, on the slave side of a pseudo-terminal, and listens on the run's Unix socket
  * (session_proto.h); the process then becomes the first client (session_client.h). Closing
  * the terminal ends only the client; `ddptop attach RUN` comes back. dtach and abduco work
- * the same way. */
+ * the same way.
+ *
+ * The session layer's face (tui/session/README.md): only the program's entry and its commands
+ * include it. The dashboard does not: it is handed session_note_run and, inside a session,
+ * session_request_detach (tui/frontend_session.h); the session includes nothing of the
+ * dashboard or of the commands (session_attach_main is handed run_again). */
 #ifndef DDPTOP_SESSION_H
 #define DDPTOP_SESSION_H
 
@@ -40,11 +45,14 @@ int session_start(const struct session_start *s);
 char **session_inner_argv(int argc, char **argv, int at, const char *run_id);
 
 /* `ddptop attach [RUN | SOCKET]` (the arguments after "attach"). Returns the exit status.
- * run_again(argc, argv) runs `ddptop run ...` (argv[0] "ddptop", argv[1] "run") in this
- * process: how a run whose controller is gone is taken over. */
+ * run_again(argc, argv) runs a ddptop command line in this process, as if it had been typed
+ * (argv[0] "ddptop", argv[1] the subcommand): `ddptop run ... --adopt` takes over a run whose
+ * controller is gone, `ddptop view --log-dir DIR RUN` shows one that ended. The session layer
+ * calls no command itself (tui/session/README.md). */
 int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv));
-/* RUN has no session: view it when it ended, else take it over (session_takeover.c). -1 (and
- * nothing said) when no run of that name is found and no --log-dir was given. */
+/* RUN has no session: view it when it ended, else take it over (session_takeover.c), both
+ * through run_again. -1 (and nothing said) when no run of that name is found and no
+ * --log-dir was given. */
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
                      int (*run_again)(int argc, char **argv));
 void session_attach_usage(FILE *f);
