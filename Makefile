@@ -41,22 +41,26 @@ room_src     = $(filter-out %_main.c,$(wildcard launcher/$(1)/*.c))
 room_lib     = $(if $(call room_src,$(1)),$(BUILD)/lib$(1).a)
 LAUNCHER_SRC = $(foreach r,$(ROOMS) agent,$(call room_src,$(r)))
 TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c))
+# tui/cmd/: the program's entry (ddptop_main.c) and the subcommands, one archive above tui's.
+CMD_SRC      = $(filter-out %_main.c,$(wildcard tui/cmd/*.c))
 RUNTIME_SRC  = $(filter-out %_main.c,$(wildcard runtime/*.c))
 RUNTIME_CU   = $(if $(HAVE_CUDA),$(wildcard runtime/*.cu))
 TEST_SRC     = $(wildcard tests/test_*.c)
 
 LAUNCHER_OBJ = $(LAUNCHER_SRC:%.c=$(BUILD)/obj/%.o)
 TUI_OBJ      = $(TUI_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_OBJ      = $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o) $(RUNTIME_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_BIN     = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIB_TUI      = $(BUILD)/libtui.a
+LIB_CMD      = $(BUILD)/libcmd.a
 LIB_RUNTIME  = $(BUILD)/libruntime.a
 LIBS_LAUNCHER = $(foreach r,$(ROOMS),$(call room_lib,$(r)))
 LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 
 # An archive with no members yet is left out of the link (ld refuses an empty one).
-LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
@@ -98,11 +102,14 @@ $(foreach r,$(ROOMS) agent,$(eval $(call room_archive,$(r))))
 $(LIB_TUI): $(TUI_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+$(LIB_CMD): $(CMD_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
 $(LIB_RUNTIME): $(RUNTIME_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
+$(BUILD)/ddptop: $(BUILD)/obj/tui/cmd/ddptop_main.o $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
 # The agent is uploaded to nodes that may lack libcjson: ddptop uploads its own copy of the
 # library next to the agent, found there through RUNPATH $ORIGIN (docs/protocol.md).

@@ -14,7 +14,6 @@
 #include "job/runs.h"
 #include "session_proto.h"
 #include "util/util.h"
-#include "view_cli.h"
 
 extern char **environ;
 
@@ -32,10 +31,10 @@ static char *find_dir(const char *run, const char *log_dir, char **root, char *e
     return dir;
 }
 
-static int view(const char *root, const char *run)
+static int view_ended(const char *root, const char *run, int (*view)(int argc, char **argv))
 {
     char *argv[] = {"--log-dir", (char *)root, (char *)run, NULL};
-    return view_cli_main(3, argv);
+    return view(3, argv);
 }
 
 /* The run's environment, as it started (its exports to a restart's ranks, its PATH, its
@@ -64,7 +63,7 @@ static void take_env(const struct run_record *r)
 }
 
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
-                     int (*run_again)(int argc, char **argv))
+                     int (*run_again)(int argc, char **argv), int (*view)(int argc, char **argv))
 {
     char err[1024];
     char *root = NULL, *dir = find_dir(run, log_dir, &root, err, sizeof err);
@@ -80,7 +79,7 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
         fprintf(stderr, "ddptop attach: run %s has ended (%s): showing it (ddptop view)\n", run,
                 run_state_name(e.sum.state));
         runs_entry_free(&e);
-        rc = isatty(STDOUT_FILENO) && !headless ? view(root, run) : 0;
+        rc = isatty(STDOUT_FILENO) && !headless ? view_ended(root, run, view) : 0;
         goto out;
     }
     if (e.owner_status == OWNER_ALIVE) {

@@ -1,7 +1,8 @@
 /* Command line of `ddptop check`: options in any order around HOSTFILE (or --slurm/--pbs),
  * the training command after "--". The SSH options are parsed by ssh_cli_option so that
  * `ddptop run` accepts the same ones. Usage and hostfile errors return 2; nothing exits. */
-#include "check_cli.h"
+#include "cmd_check.h"
+#include "cmd.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
-#include "controller.h"
+#include "run/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"
@@ -208,3 +209,16 @@ int check_cli_main(int argc, char **argv)
     check_opts_done(&o);
     return rc;
 }
+
+static int check_main(int argc, char **argv)
+{
+    return check_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_check_entry = {
+    .name = "check",
+    .args = "HOSTFILE [options] [-- CMD ARGS...]\n--slurm|--pbs [options] [-- CMD ARGS...]",
+    .summary = "preflight of a cluster",
+    .main = check_main,
+    .usage = check_cli_usage,
+};

@@ -20,7 +20,8 @@
 #include "job/runs.h"
 #include "util/cli.h"
 #include "util/util.h"
-#include "view_cli.h"
+#include "cmd_view.h"
+#include "cmd.h"
 /* last: term.h defines macros named like common words (lines, columns) */
 #include <term.h>
 
@@ -247,3 +248,16 @@ int view_cli_main(int argc, char **argv)
     free(dir);
     return rc;
 }
+
+static int view_main(int argc, char **argv)
+{
+    return view_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_view_entry = {
+    .name = "view",
+    .args = "RUN [--log-dir DIR]",
+    .summary = "a finished run's dashboard",
+    .main = view_main,
+    .usage = view_cli_usage,
+};
