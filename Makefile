@@ -230,7 +230,7 @@ fuzz: deps
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
-           slurm-wlm munge clang libclang-rt-14-dev
+           slurm-wlm munge clang libclang-rt-14-dev man-db
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -277,6 +277,32 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS='-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer' \
 	  LDFLAGS='-fsanitize=address,undefined,float-cast-overflow' all
+
+# `make install` (README "Install"): ddptop on PATH, the programs it starts where it looks for
+# them (../libexec/ddptop/ from its own directory: util_exe_program), the man page, the themes
+# (../share/ddptop/themes: theme_dirs_init) and the bash completion. DESTDIR stages it (a
+# package); `make uninstall` with the same PREFIX removes exactly what install put there.
+PREFIX     ?= /usr/local
+BINDIR      = $(PREFIX)/bin
+LIBEXECDIR  = $(PREFIX)/libexec/ddptop
+DATADIR     = $(PREFIX)/share/ddptop
+MAN1DIR     = $(PREFIX)/share/man/man1
+COMPDIR     = $(PREFIX)/share/bash-completion/completions
+THEMES      = $(notdir $(wildcard themes/*.theme))
+INSTALLED   = $(BINDIR)/ddptop $(LIBEXECDIR)/ddptop-agent $(LIBEXECDIR)/ddptop-train \
+              $(MAN1DIR)/ddptop.1 $(COMPDIR)/ddptop $(THEMES:%=$(DATADIR)/themes/%)
+.PHONY: install uninstall
+install: $(PROGS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/themes \
+	  $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(COMPDIR)
+	install -m 755 $(BUILD)/ddptop $(DESTDIR)$(BINDIR)/ddptop
+	install -m 755 $(BUILD)/ddptop-agent $(BUILD)/ddptop-train $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 docs/ddptop.1 $(DESTDIR)$(MAN1DIR)/ddptop.1
+	install -m 644 tui/cmd/completion.bash $(DESTDIR)$(COMPDIR)/ddptop
+	install -m 644 $(addprefix themes/,$(THEMES)) $(DESTDIR)$(DATADIR)/themes/
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DATADIR)/themes $(DESTDIR)$(DATADIR) $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
 
 clean:
 	rm -rf build build-asan
