@@ -1,4 +1,4 @@
-/* `ddptop view RUN` (view_cli.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
+/* `ddptop view RUN` (cmd_view.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
  * run whose controller is still at work (attach to it instead: two dashboards of one run
  * would disagree), reads the run back into a job model (job/run_replay.h) and shows it in the
  * dashboard with no controller behind it. The loop here is the controller's, much smaller:
