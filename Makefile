@@ -43,22 +43,26 @@ LAUNCHER_SRC = $(foreach r,$(ROOMS) agent,$(call room_src,$(r)))
 # tui/ is the dashboard and the line printer; tui/session/ the session layer (its own room,
 # tui/session/README.md), archived with them in libtui.a.
 TUI_SRC      = $(filter-out %_main.c,$(wildcard tui/*.c tui/session/*.c))
+# tui/cmd/: the program's entry (ddptop_main.c) and the subcommands, one archive above tui's.
+CMD_SRC      = $(filter-out %_main.c,$(wildcard tui/cmd/*.c))
 RUNTIME_SRC  = $(filter-out %_main.c,$(wildcard runtime/*.c))
 RUNTIME_CU   = $(if $(HAVE_CUDA),$(wildcard runtime/*.cu))
 TEST_SRC     = $(wildcard tests/test_*.c)
 
 LAUNCHER_OBJ = $(LAUNCHER_SRC:%.c=$(BUILD)/obj/%.o)
 TUI_OBJ      = $(TUI_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_OBJ      = $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o) $(RUNTIME_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_BIN     = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIB_TUI      = $(BUILD)/libtui.a
+LIB_CMD      = $(BUILD)/libcmd.a
 LIB_RUNTIME  = $(BUILD)/libruntime.a
 LIBS_LAUNCHER = $(foreach r,$(ROOMS),$(call room_lib,$(r)))
 LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 
 # An archive with no members yet is left out of the link (ld refuses an empty one).
-LIBS_ALL = $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 
@@ -100,11 +104,14 @@ $(foreach r,$(ROOMS) agent,$(eval $(call room_archive,$(r))))
 $(LIB_TUI): $(TUI_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+$(LIB_CMD): $(CMD_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
 $(LIB_RUNTIME): $(RUNTIME_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ddptop: $(BUILD)/obj/tui/ddptop_main.o $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
+$(BUILD)/ddptop: $(BUILD)/obj/tui/cmd/ddptop_main.o $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
 # The agent is uploaded to nodes that may lack libcjson: ddptop uploads its own copy of the
 # library next to the agent, found there through RUNPATH $ORIGIN (docs/protocol.md).
@@ -225,7 +232,7 @@ fuzz: deps
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
-           slurm-wlm munge clang libclang-rt-14-dev
+           slurm-wlm munge clang libclang-rt-14-dev man-db
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -272,6 +279,32 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS='-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer' \
 	  LDFLAGS='-fsanitize=address,undefined,float-cast-overflow' all
+
+# `make install` (README "Install"): ddptop on PATH, the programs it starts where it looks for
+# them (../libexec/ddptop/ from its own directory: util_exe_program), the man page, the themes
+# (../share/ddptop/themes: theme_dirs_init) and the bash completion. DESTDIR stages it (a
+# package); `make uninstall` with the same PREFIX removes exactly what install put there.
+PREFIX     ?= /usr/local
+BINDIR      = $(PREFIX)/bin
+LIBEXECDIR  = $(PREFIX)/libexec/ddptop
+DATADIR     = $(PREFIX)/share/ddptop
+MAN1DIR     = $(PREFIX)/share/man/man1
+COMPDIR     = $(PREFIX)/share/bash-completion/completions
+THEMES      = $(notdir $(wildcard themes/*.theme))
+INSTALLED   = $(BINDIR)/ddptop $(LIBEXECDIR)/ddptop-agent $(LIBEXECDIR)/ddptop-train \
+              $(MAN1DIR)/ddptop.1 $(COMPDIR)/ddptop $(THEMES:%=$(DATADIR)/themes/%)
+.PHONY: install uninstall
+install: $(PROGS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/themes \
+	  $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(COMPDIR)
+	install -m 755 $(BUILD)/ddptop $(DESTDIR)$(BINDIR)/ddptop
+	install -m 755 $(BUILD)/ddptop-agent $(BUILD)/ddptop-train $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 docs/ddptop.1 $(DESTDIR)$(MAN1DIR)/ddptop.1
+	install -m 644 tui/cmd/completion.bash $(DESTDIR)$(COMPDIR)/ddptop
+	install -m 644 $(addprefix themes/,$(THEMES)) $(DESTDIR)$(DATADIR)/themes/
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DATADIR)/themes $(DESTDIR)$(DATADIR) $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
 
 clean:
 	rm -rf build build-asan

@@ -6,7 +6,8 @@
 # loop; (c) build/ddptop-agent needs no libssh and no curses, and holds no symbol of a room
 # other than agent, wire and util; (d) job, node and rank states are assigned only in
 # launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (e) every
-# room has a README.md. Each checker is first run on a made-up tree or file with a known
+# room has a README.md; (f) every subcommand is an entry of the one command table
+# (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it. Each checker is first run on a made-up tree or file with a known
 # violation, so a checker that can no longer see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ RULES=(
     agent:wire,util
     tui:run,check,job,util
     session:job,util
-    cmd:tui,session,run,check,job,util
+    cmd:tui,session,run,check,ssh,job,wire,hosts,util
 )
 ALL_ROOMS="agent ssh wire check job run hosts util tui session cmd"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
@@ -60,7 +61,8 @@ touch "$fake/launcher/hosts/x.h" "$fake/launcher/hosts/y.h" "$fake/launcher/host
 printf '#include "session/s.h"\n' >"$fake/tui/dash.c"              # the dashboard uses the session
 printf '#include "theme.h"\n#include "s.h"\n' >"$fake/tui/session/s.c"  # the session draws
 printf '\n' >"$fake/tui/session/s.h"
-printf '#include "session/s.h"\n#include "theme.h"\n' >"$fake/tui/prog_main.c"   # the entry may
+mkdir -p "$fake/tui/cmd"
+printf '#include "session/s.h"\n#include "theme.h"\n' >"$fake/tui/cmd/prog_main.c"   # the entry may
 out=$($INCLUDES --root "$fake" rooms "${RULES[@]}" 2>&1)
 if [ $? -ne 0 ] && grep -q 'launcher/util/u.h: includes launcher/job/a.h: util/ may include no other room' <<<"$out" &&
    grep -q 'launcher/job/d.c: includes tui/theme.h: job/ may include only hosts, util, wire' <<<"$out" &&
@@ -250,5 +252,74 @@ for r in $LAUNCHER_ROOMS $TUI_ROOMS; do
 done
 if [ -z "$linked" ]; then tap_ok "docs/architecture.md links every room's README.md"
 else tap_fail "docs/architecture.md links every room's README.md" "not linked:$linked"; fi
+
+# ---- (f) one command table --------------------------------------------------------------------
+
+# Subcommands outside the table of ROOT/tui/cmd/cmd.c, one line each: a dispatch on argv[1]'s
+# word, or a comparison with a command's name, anywhere but cmd.c; a command's main (NAME_cli_main)
+# outside tui/cmd/; a tui/cmd/cmd_NAME.c whose entry is not in the table; a struct cmd_entry defined outside
+# tui/cmd/ or not listed in the table. ddptop-agent (launcher/agent/) is another program.
+command_strays() {
+    local root=$1 listed names f n e file line what
+    listed=$(sed -n '/cmd_table\[\] *=/,/};/p' "$root/tui/cmd/cmd.c" | grep -oE 'cmd_[a-z0-9_]+_entry' | sort -u)
+    names=$(cd "$root" && grep -rh -A3 -E '^const struct cmd_entry cmd_[a-z0-9_]+_entry' tui launcher |
+        sed -n 's/.*\.\(name\|alias\) *= *"\([^"]*\)".*/\2/p' | paste -sd'|')
+    (cd "$root" && grep -rnE 'strcmp\(argv\[1\], *"[^-]' launcher tui --include='*.c' |
+        grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (dispatch outside the table)/')
+    [ -n "$names" ] && (cd "$root" && grep -rnE "strcmp\([^;]*\"($names)\"\)" launcher tui --include='*.c' |
+        grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (a command word compared outside the table)/')
+    (cd "$root" && grep -rnE '^int [a-z0-9_]+_cli_main\(' launcher tui --include='*.c' | grep -v '^tui/cmd/' |
+        sed 's/$/  (a command outside tui\/cmd\/ and its table)/')
+    for f in "$root"/tui/cmd/cmd_*.c; do
+        [ -e "$f" ] || continue
+        n=${f##*/cmd_}
+        n=${n%.c}
+        grep -qx "cmd_${n}_entry" <<<"$listed" || echo "tui/cmd/cmd_$n.c: cmd_${n}_entry is not in cmd_table (tui/cmd/cmd.c)"
+    done
+    (cd "$root" && grep -rnoE '^const struct cmd_entry cmd_[a-z0-9_]+_entry' launcher tui) |
+    while IFS=: read -r file line what; do
+        e=${what##* }
+        case $file in tui/cmd/*) ;; *) echo "$file:$line: $e defined outside tui/cmd/";; esac
+    done
+}
+
+fake=$tmp/cmdtree
+mkdir -p "$fake/tui/cmd" "$fake/launcher/run" "$fake/launcher/agent"
+cat >"$fake/tui/cmd/cmd.c" <<'EOF'
+const struct cmd_entry *const cmd_table[] = {
+    &cmd_run_entry, &cmd_ls_entry,
+    NULL,
+};
+int cmd_dispatch(int argc, char **argv) { return strcmp(argv[1], "ls"); }
+EOF
+printf 'const struct cmd_entry cmd_run_entry = {\n    .name = "run",\n};\n' >"$fake/tui/cmd/cmd_run.c"
+printf 'const struct cmd_entry cmd_ls_entry = {\n    .name = "ls",\n};\n' >"$fake/tui/cmd/cmd_ls.c"
+printf 'const struct cmd_entry cmd_gc_entry = {\n    .name = "gc",\n};\n' >"$fake/tui/cmd/cmd_gc.c"
+printf 'const struct cmd_entry cmd_top_entry = {\n    .name = "top",\n};\n' >"$fake/tui/top.c"
+printf 'int main(int c, char **v) { if (strcmp(v[1], "ls") == 0) return 1; return 0; }\n' >"$fake/tui/main2.c"
+printf 'int f(char **argv) { return strcmp(argv[1], "prune") == 0; }\n' >"$fake/launcher/run/prune.c"
+printf 'int g(void) { return 0; }\n' >"$fake/launcher/run/opts_cli.c"
+printf 'int top_cli_main(int argc, char **argv)\n{ return 0; }\n' >"$fake/launcher/run/top_cli.c"
+printf 'int main(int c, char **argv) { return strcmp(argv[1], "ls"); }\n' >"$fake/launcher/agent/agent_main.c"
+out=$(command_strays "$fake")
+if grep -q '^tui/main2.c:1:.*a command word compared outside the table' <<<"$out" &&
+   grep -q '^launcher/run/prune.c:1:.*dispatch outside the table' <<<"$out" &&
+   grep -q '^launcher/run/top_cli.c:1:.*a command outside tui/cmd/' <<<"$out" &&
+   grep -q '^tui/cmd/cmd_gc.c: cmd_gc_entry is not in cmd_table' <<<"$out" &&
+   grep -q '^tui/top.c:1: cmd_top_entry defined outside tui/cmd/' <<<"$out" &&
+   ! grep -qE '^(tui/cmd/cmd\.c|launcher/agent/|tui/cmd/cmd_(run|ls)\.c|launcher/run/opts_cli)' <<<"$out"; then
+    tap_ok "the command-table checker sees a dispatch, a command word compared, a command's main and entries outside the table"
+else
+    tap_fail "the command-table checker sees a dispatch, a command word compared, a command's main and entries outside the table" "$out"
+fi
+
+out=$(command_strays "$PWD")
+n_entries=$(sed -n '/cmd_table\[\] *=/,/};/p' tui/cmd/cmd.c | grep -oE 'cmd_[a-z0-9_]+_entry' | sort -u | wc -l)
+if [ -z "$out" ] && [ "$n_entries" -ge 6 ]; then
+    tap_ok "every subcommand is an entry of tui/cmd/cmd.c's table ($n_entries), dispatched nowhere else"
+else
+    tap_fail "every subcommand is an entry of tui/cmd/cmd.c's table, dispatched nowhere else" \
+        "entries in the table: $n_entries" "$out"
+fi
 
 tap_done

@@ -11,7 +11,7 @@
 
 #include "run/controller.h"
 #include "hosts/hostfile.h"
-#include "run/run_cli.h"
+#include "cmd/cmd_run.h"
 #include "job/plan.h"
 #include "util/util.h"
 #include "tap.h"

@@ -252,9 +252,9 @@ static void test_lookup_by_name(void)
 
     struct theme_dirs d;
     theme_dirs_init(&d, tmp, "/nonexistent-home", exe);
-    CHECK_INT(d.n, 3);
+    CHECK_INT(d.n, 4);
     CHECK_STR(d.dir[0], dir);
-    CHECK_STR(d.dir[2], "/usr/share/ddptop/themes");
+    CHECK_STR(d.dir[3], "/usr/share/ddptop/themes");
 
     struct theme t;
     CHECK_INT(theme_load(&t, "mine", &d, err, sizeof err), 0);
@@ -305,6 +305,8 @@ static void test_lookup_by_name(void)
     theme_dirs_init(&d, "relative/dir", "/home/u", "/opt/ddptop/bin/ddptop");
     CHECK_STR(d.dir[0], "/home/u/.config/ddptop/themes");
     CHECK_STR(d.dir[1], "/opt/ddptop/bin/../themes");
+    CHECK_STR(d.dir[2], "/opt/ddptop/bin/../share/ddptop/themes");   /* make install's */
+    CHECK_STR(d.dir[3], "/usr/share/ddptop/themes");
     theme_dirs_done(&d);
 
     char cmd[128];

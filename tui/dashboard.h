@@ -28,7 +28,7 @@ void dashboard_free(struct dashboard *d);
 void dashboard_frontend(struct dashboard *d, struct frontend *fe);
 void dashboard_set_controller(struct dashboard *d, struct controller *c);
 
-/* Without a controller (`ddptop view`, view_cli.c, which runs its own loop): the job is a
+/* Without a controller (`ddptop view`, tui/cmd/cmd_view.c, which runs its own loop): the job is a
  * finished run read back from disk. Keys that would act on processes (restart, stop, stacks,
  * detach) only say so; q asks nothing and sets the quit flag. */
 void dashboard_view_only(struct dashboard *d, const struct job *j);

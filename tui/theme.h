@@ -89,8 +89,9 @@ struct theme_dirs {
     char *dir[THEME_MAX_DIRS];
     size_t n;
 };
-/* $XDG_CONFIG_HOME/ddptop/themes (else $HOME/.config/ddptop/themes), DIR_OF(exe)/../themes,
- * /usr/share/ddptop/themes. Arguments NULL: taken from getenv and /proc/self/exe. */
+/* $XDG_CONFIG_HOME/ddptop/themes (else $HOME/.config/ddptop/themes), DIR_OF(exe)/../themes
+ * (the source tree's, for build/ddptop), DIR_OF(exe)/../share/ddptop/themes (`make install`'s,
+ * for PREFIX/bin/ddptop), /usr/share/ddptop/themes. Arguments NULL: taken from getenv and /proc/self/exe. */
 void theme_dirs_init(struct theme_dirs *d, const char *xdg_config_home, const char *home,
                      const char *exe_path);
 void theme_dirs_done(struct theme_dirs *d);

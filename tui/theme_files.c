@@ -90,10 +90,15 @@ void theme_dirs_init(struct theme_dirs *d, const char *xdg_config_home, const ch
         char exe[PATH_MAX];
         snprintf(exe, sizeof exe, "%s", exe_path);
         add_dir(d, dirname(exe), "/../themes");
+        snprintf(exe, sizeof exe, "%s", exe_path);
+        add_dir(d, dirname(exe), "/../share/ddptop/themes");
     } else {
         char *beside = util_exe_sibling("../themes");
+        char *installed = util_exe_sibling("../share/ddptop/themes");   /* make install's */
         add_dir(d, beside, "");
+        add_dir(d, installed, "");
         free(beside);
+        free(installed);
     }
     add_dir(d, "/usr/share/ddptop/themes", "");
 }

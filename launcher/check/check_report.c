@@ -283,32 +283,3 @@ void check_report_details(const struct check_report *r, struct strbuf *out, bool
     check_report_summary(r, &p, &w, &f);
     strbuf_addf(out, "\n%zu host%s: %zu pass, %zu warn, %zu fail\n", r->n, r->n == 1 ? "" : "s", p, w, f);
 }
-
-void check_report_live(struct check_report *r, FILE *tty, bool colour, bool force)
-{
-    struct strbuf sb;
-    int64_t now = mono_ms();
-    if (!force && r->drawn_lines && now - r->last_draw_ms < 100) return;
-    r->last_draw_ms = now;
-    strbuf_init(&sb);
-    /* back to the table's first line, then rewrite every line: widths may have changed */
-    if (r->drawn_lines) strbuf_addf(&sb, "\r\033[%zuA", r->drawn_lines);
-    {
-        struct strbuf table;
-        strbuf_init(&table);
-        check_report_table(r, &table, colour);
-        for (const char *p = table.buf; p && *p;) {
-            const char *nl = strchr(p, '\n');
-            size_t len = nl ? (size_t)(nl - p) : strlen(p);
-            strbuf_adds(&sb, "\r\033[2K");
-            strbuf_add(&sb, p, len);
-            strbuf_adds(&sb, "\n");
-            p += len + (nl ? 1 : 0);
-        }
-        strbuf_done(&table);
-    }
-    r->drawn_lines = r->n + 1;
-    fwrite(sb.buf, 1, sb.len, tty);
-    fflush(tty);
-    strbuf_done(&sb);
-}

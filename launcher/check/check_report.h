@@ -1,6 +1,7 @@
-/* Results of `ddptop check` and how they are shown: the per-host, per-check model that the
- * checks fill in, the table (live on a TTY), the details of everything not passing, and the
- * --json document (schema "ddptop_check": 1, documented in docs/check.md). */
+/* Results of `ddptop check` and their text: the per-host, per-check model that the checks
+ * fill in, the table, the details of everything not passing, and the --json document (schema
+ * "ddptop_check": 1, documented in docs/check.md). Drawing the table live on a terminal is the
+ * front end's (tui/cmd/cmd_check.c): here only the rows are made. */
 #ifndef DDPTOP_CHECK_REPORT_H
 #define DDPTOP_CHECK_REPORT_H
 
@@ -41,9 +42,6 @@ struct check_report {
     size_t n;
     const char *link;  /* what the first column checks: NULL "ssh", or "srun", "tm" (the JSON
                         * key stays "ssh": scripts read it whatever the transport) */
-    /* live table state */
-    size_t drawn_lines;
-    int64_t last_draw_ms;
 };
 
 const char *check_kind_name(enum check_kind k);       /* "ssh", "clock", ... */
@@ -80,9 +78,5 @@ void check_report_table(const struct check_report *r, struct strbuf *out, bool c
 /* Everything not passing: "HOST  CHECK  STATUS  detail" then an indented "fix: hint" line,
  * and a closing summary line. */
 void check_report_details(const struct check_report *r, struct strbuf *out, bool colour);
-
-/* Live table on a terminal: redraws the table in place (cursor up + clear line), at most
- * every 100 ms unless force. */
-void check_report_live(struct check_report *r, FILE *tty, bool colour, bool force);
 
 #endif

@@ -146,11 +146,12 @@ static void signals_read(struct controller *c)
 
 /* ---- construction ------------------------------------------------------------------------- */
 
-/* A program next to our own executable (build/ddptop -> build/ddptop-train); its bare name,
- * found on PATH, when our own path cannot be read. */
+/* A program we ship, next to our own executable (build/ddptop -> build/ddptop-train) or
+ * installed in ../libexec/ddptop/; its bare name, found on PATH, when our own path cannot be
+ * read. */
 static char *exe_sibling(const char *name)
 {
-    char *p = util_exe_sibling(name);
+    char *p = util_exe_program(name);
     return p ? p : xstrdup(name);
 }
 

@@ -82,6 +82,6 @@ void ssh_cli_usage(FILE *f)
 
 char *ssh_cli_local_agent(void)
 {
-    return util_exe_sibling("ddptop-agent");
+    return util_exe_program("ddptop-agent");
 }
 

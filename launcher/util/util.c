@@ -224,6 +224,23 @@ char *util_exe_sibling(const char *name)
     return xasprintf("%s/%s", buf, name);
 }
 
+char *util_exe_program(const char *name)
+{
+    char *beside = util_exe_sibling(name), *installed;
+    if (!beside || access(beside, X_OK) == 0) return beside;
+    installed = util_exe_sibling("../libexec/ddptop/");
+    if (installed) {
+        char *p = xasprintf("%s%s", installed, name);
+        free(installed);
+        if (access(p, X_OK) == 0) {
+            free(beside);
+            return p;
+        }
+        free(p);
+    }
+    return beside;
+}
+
 void util_iso_time(int64_t wall, char *buf, size_t n)
 {
     time_t secs = (time_t)(wall / 1000000000);

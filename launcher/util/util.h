@@ -54,6 +54,11 @@ char *strbuf_take_line(struct strbuf *sb, size_t *off);
  * -> build/ddptop-agent; name may climb ("../themes"). malloc'd; NULL when the executable's
  * path cannot be read. How ddptop finds the agent and the trainer it ships with, and themes. */
 char *util_exe_sibling(const char *name);
+/* A program ddptop ships with (ddptop-agent, ddptop-train): beside our own executable (the
+ * build tree), else where `make install` puts it, ../libexec/ddptop/ from our directory
+ * (PREFIX/bin/ddptop -> PREFIX/libexec/ddptop/ddptop-agent). Neither existing: the path
+ * beside us, for the message that names it. malloc'd; NULL as util_exe_sibling. */
+char *util_exe_program(const char *name);
 /* p made absolute against the current directory ("./x" and "." tidied), without resolving
  * links or requiring that it exist: how --log-dir and --workdir are read. malloc'd. */
 char *util_abs_path(const char *p);

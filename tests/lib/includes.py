@@ -11,11 +11,9 @@
 # bar's files use foo's. Quoted includes are resolved the way the compiler does with the
 # Makefile's -I flags (the file's own folder, then launcher/, runtime/, tui/); one that
 # resolves nowhere is reported as such.
-# A room is the folder under launcher/ or under tui/ (tui/session/ is the room "session"); the
-# files directly in tui/ are the room "tui", but for the program's entry (a *_main.c there),
-# which is the room "cmd" as tui/cmd/ is. Within a room includes are bare ("job.h"); across
-# rooms they name the room ("job/job.h", "session/session.h"), but for tui/'s own files, which
-# -Itui finds bare from anywhere.
+# A room is the folder under launcher/ (tui/ is the room "tui", a folder in it such as tui/cmd/ or tui/session/
+# the room "cmd"). Within a room includes are bare ("job.h"); across rooms they name the room
+# ("job/job.h"), but tui/'s own headers are bare from anywhere: -Itui finds them.
 import os
 import re
 import sys
@@ -34,11 +32,7 @@ def sources():
 
 def room(path):
     parts = path.split("/")
-    if parts[0] in ("launcher", "tui") and len(parts) > 2:
-        return parts[1]
-    if parts[0] == "tui" and parts[-1].endswith("_main.c"):
-        return "cmd"
-    return parts[0]
+    return parts[1] if parts[0] in ("launcher", "tui") and len(parts) > 2 else parts[0]
 
 
 def module(path):
@@ -154,7 +148,7 @@ def cmd_rooms(rules):
             may = ", ".join(sorted(allowed[ra]))
             print(f"{f}: includes {t}: {ra}/ may include " + (f"only {may}" if may else "no other room"))
             bad += 1
-        elif ra != rb and "/" not in inc and rb != "tui":
+        elif ra != rb and "/" not in inc and os.path.dirname(t) != "tui":
             print(f"{f}: includes {t} as \"{inc}\": across rooms an include names the room")
             bad += 1
         elif ra == rb and "/" in inc and os.path.dirname(f) == os.path.dirname(t):

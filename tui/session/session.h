@@ -45,16 +45,15 @@ int session_start(const struct session_start *s);
 char **session_inner_argv(int argc, char **argv, int at, const char *run_id);
 
 /* `ddptop attach [RUN | SOCKET]` (the arguments after "attach"). Returns the exit status.
- * run_again(argc, argv) runs a ddptop command line in this process, as if it had been typed
- * (argv[0] "ddptop", argv[1] the subcommand): `ddptop run ... --adopt` takes over a run whose
- * controller is gone, `ddptop view --log-dir DIR RUN` shows one that ended. The session layer
- * calls no command itself (tui/session/README.md). */
-int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv));
-/* RUN has no session: view it when it ended, else take it over (session_takeover.c), both
- * through run_again. -1 (and nothing said) when no run of that name is found and no
- * --log-dir was given. */
+ * run_again(argc, argv) runs `ddptop run ...` (argv[0] "ddptop", argv[1] "run") in this
+ * process: how a run whose controller is gone is taken over; view(argc, argv) is `ddptop view`
+ * (its arguments after "view"): how a run that ended is shown. */
+int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv),
+                        int (*view)(int argc, char **argv));
+/* RUN has no session: view it when it ended, else take it over (session_takeover.c). -1 (and
+ * nothing said) when no run of that name is found and no --log-dir was given. */
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
-                     int (*run_again)(int argc, char **argv));
+                     int (*run_again)(int argc, char **argv), int (*view)(int argc, char **argv));
 void session_attach_usage(FILE *f);
 
 #endif

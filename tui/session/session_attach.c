@@ -106,7 +106,8 @@ static int connect_failed(const char *path, const char *run, const char *dir, in
     return 1;
 }
 
-int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv))
+int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char **argv),
+                        int (*view)(int argc, char **argv))
 {
     const char *arg = NULL, *log_dir = NULL;
     bool headless = false, force = false;
@@ -150,7 +151,7 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
         }
         if (session_dir(dir, sizeof dir, false, err, sizeof err) < 0) {
             if (errno == ENOENT && arg) {
-                int rc = session_takeover(arg, log_dir, headless, force, run_again);
+                int rc = session_takeover(arg, log_dir, headless, force, run_again, view);
                 if (rc >= 0) return rc;
             }
             if (errno == ENOENT || arg) fprintf(stderr, "ddptop attach: no session of yours is running (no %s)\n", dir);
@@ -189,7 +190,7 @@ int session_attach_main(int argc, char **argv, int (*run_again)(int argc, char *
         if (e == ECONNREFUSED && session_remove_stale(path))
             fprintf(stderr, "ddptop attach: the session of run %s is gone: nothing listens on %s (its server "
                     "was killed); removed that stale socket\n", run, path);
-        int rc = session_takeover(run, log_dir, headless, force, run_again);
+        int rc = session_takeover(run, log_dir, headless, force, run_again, view);
         if (rc >= 0) return rc;
         if (e == ECONNREFUSED) return 1;
         return connect_failed(path, run, dir, e);

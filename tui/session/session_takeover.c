@@ -1,5 +1,5 @@
 /* `ddptop attach RUN` when RUN has no session (session.h): the run ended (its final screen
- * goes to `ddptop view`, run through the entry's run_again), its controller still lives elsewhere (said so), or its controller is
+ * goes to `ddptop view`, through the entry's view), its controller still lives elsewhere (said so), or its controller is
  * gone and its agents wait for one (docs/run.md "Taking a run over"): then ddptop starts again
  * with the run's recorded command line, directory and environment and --adopt, in a session of
  * its own on a terminal, or printing lines like `ddptop run --headless` without one. */
@@ -31,12 +31,10 @@ static char *find_dir(const char *run, const char *log_dir, char **root, char *e
     return dir;
 }
 
-/* `ddptop view --log-dir ROOT RUN`, through the entry's run_again: the session layer does
- * not include the commands (tui/session/README.md). */
-static int view(const char *root, const char *run, int (*run_again)(int argc, char **argv))
+static int view_ended(const char *root, const char *run, int (*view)(int argc, char **argv))
 {
-    char *argv[] = {"ddptop", "view", "--log-dir", (char *)root, (char *)run, NULL};
-    return run_again(5, argv);
+    char *argv[] = {"--log-dir", (char *)root, (char *)run, NULL};
+    return view(3, argv);
 }
 
 /* The run's environment, as it started (its exports to a restart's ranks, its PATH, its
@@ -65,7 +63,7 @@ static void take_env(const struct run_record *r)
 }
 
 int session_takeover(const char *run, const char *log_dir, bool headless, bool force,
-                     int (*run_again)(int argc, char **argv))
+                     int (*run_again)(int argc, char **argv), int (*view)(int argc, char **argv))
 {
     char err[1024];
     char *root = NULL, *dir = find_dir(run, log_dir, &root, err, sizeof err);
@@ -81,7 +79,7 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
         fprintf(stderr, "ddptop attach: run %s has ended (%s): showing it (ddptop view)\n", run,
                 run_state_name(e.sum.state));
         runs_entry_free(&e);
-        rc = isatty(STDOUT_FILENO) && !headless ? view(root, run, run_again) : 0;
+        rc = isatty(STDOUT_FILENO) && !headless ? view_ended(root, run, view) : 0;
         goto out;
     }
     if (e.owner_status == OWNER_ALIVE) {

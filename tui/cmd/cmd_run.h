@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "controller.h"
+#include "run/controller.h"
 #include "hosts/hostfile.h"
 
 /* Parses the arguments after "run". Returns 0 (run: *o and *hl filled; o->local without
@@ -19,5 +19,17 @@ void run_cli_usage(FILE *f);
 /* Parses, then hands the options to `runner` (the headless printer or the dashboard, which
  * live in tui/). Returns the process exit code: runner's, 0 after --help, 2 on a usage error. */
 int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl));
+
+/* The front end a run gets (cmd_run.c, below the parser): the dashboard in a session on a
+ * terminal, the headless printer otherwise. main keeps its command line first (the session's
+ * dashboard runs with it). */
+void cmd_run_save_argv(int argc, char **argv);
+/* Plain `ddptop [HOSTFILE] [options] [-- CMD]` (argv as main got it): `ddptop run`, and
+ * without a hostfile the embedded default runs 2 local ranks unless --nproc-per-node says
+ * otherwise. */
+int cmd_run_default(int argc, char **argv);
+/* `ddptop attach RUN` taking a run over: `ddptop run ARGS --adopt` (argv[0] "ddptop",
+ * argv[1] "run") in this process, as if it had been typed. */
+int cmd_run_again(int argc, char **argv);
 
 #endif

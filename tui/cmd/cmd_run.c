@@ -1,18 +1,24 @@
 /* Command line of `ddptop run` (run_cli.h). Every value is checked here so that a typo is a
  * usage error (exit 2) before anything connects. */
-#include "run_cli.h"
+#include "cmd_run.h"
 
 #include <regex.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check/check.h"
+#include "cmd.h"
+#include "dashboard.h"
+#include "headless.h"
 #include "hosts/hosts_source.h"
 #include "job/hang.h"
 #include "job/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
+#include "session/session.h"
+#include "session/session_proto.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"
 #include "util/util.h"
@@ -233,3 +239,119 @@ int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, 
     run_opts_done(&o);
     return rc;
 }
+
+/* ---- the front end of a run ---------------------------------------------------------------- */
+
+/* --theme NAME (the dashboard's only option of its own), taken out of argv before the run
+ * options are parsed; only before "--", where the command's own arguments begin. */
+static const char *theme_opt;
+
+static int take_theme_option(int *argc, char **argv)
+{
+    int o = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc) argv[o++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--theme") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "ddptop: --theme needs a name (default, light, high-contrast, "
+                        "mono) or a path to a .theme file\n");
+                return -1;
+            }
+            theme_opt = argv[++i];
+            continue;
+        }
+        if (strncmp(argv[i], "--theme=", 8) == 0) {
+            theme_opt = argv[i] + 8;
+            continue;
+        }
+        argv[o++] = argv[i];
+    }
+    *argc = o;
+    argv[o] = NULL;
+    return 0;
+}
+
+/* Our command line as main got it (take_theme_option reorders argv): the session's
+ * dashboard runs with it, and where "--run-id RUN" goes in it (after "run"). */
+static struct session_start session_args;
+
+void cmd_run_save_argv(int argc, char **argv)
+{
+    session_args.argc = argc;
+    session_args.argv = xcalloc((size_t)argc + 1, sizeof *argv);
+    memcpy(session_args.argv, argv, (size_t)argc * sizeof *argv);
+    session_args.run_id_at = 1;
+}
+
+static int start_session(const struct run_opts *o, bool detach)
+{
+    struct session_start s = session_args;
+    s.run_id = o->run_id;
+    s.detach = detach;
+    return session_start(&s);
+}
+
+/* What the session does for the front ends, which do not include it (tui/frontend_session.h):
+ * note where a run's files are; inside a session, detach a terminal. */
+static const struct frontend_session outside = {.note_run = session_note_run};
+static const struct frontend_session inside = {.note_run = session_note_run, .detach = session_request_detach};
+
+/* `ddptop run`: the dashboard on a terminal, in a session (its own, inside one: the
+ * session's dashboard; DDPTOP_NO_SESSION=1: none); the line printer with --headless or no
+ * TTY; --detach: a session with no terminal yet. */
+static int run_frontend(const struct run_opts *o, const struct hostlist *hl)
+{
+    const char *no_session = getenv("DDPTOP_NO_SESSION");
+    if (session_inside()) {
+        /* the session's server gone (killed, crashed) hangs us up: the run is left to its
+         * agents, and ddptop attach takes it over */
+        struct run_opts in = *o;
+        in.hup_detaches = true;
+        return dashboard_run(&in, hl, theme_opt, &inside);
+    }
+    if (o->detach) return start_session(o, true);
+    if (o->headless || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return headless_run(o, hl, &outside);
+    if (no_session && *no_session && strcmp(no_session, "0") != 0) return dashboard_run(o, hl, theme_opt, &outside);
+    return start_session(o, false);
+}
+
+/* `ddptop run ARGS` (argv[0] "run"). */
+static int run_main(int argc, char **argv)
+{
+    session_args.run_id_at = 2;
+    if (take_theme_option(&argc, argv) != 0) return 2;
+    return run_cli_main(argc - 1, argv + 1, run_frontend);
+}
+
+int cmd_run_again(int argc, char **argv)
+{
+    session_args.argc = argc;
+    session_args.argv = argv;
+    return run_main(argc - 1, argv + 1);
+}
+
+static int run_chosen_frontend(const struct run_opts *o, const struct hostlist *hl)
+{
+    struct run_opts local = *o;
+    if (local.local && local.nproc_per_node == 0) local.nproc_per_node = 2;
+    return run_frontend(&local, hl);
+}
+
+int cmd_run_default(int argc, char **argv)
+{
+    session_args.run_id_at = 1;
+    if (take_theme_option(&argc, argv) != 0) return 2;
+    return run_cli_main(argc - 1, argv + 1, run_chosen_frontend);
+}
+
+const struct cmd_entry cmd_run_entry = {
+    .name = "run",
+    .args = "[HOSTFILE] [options] [-- CMD ARGS...]\n--slurm|--pbs [options] [-- CMD ARGS...]",
+    .summary = "launch on every node, stream logs",
+    .main = run_main,
+    .usage = run_cli_usage,
+    .bare = cmd_run_default,
+};

@@ -7,7 +7,8 @@
  * (switch to it); is the controller still alive (run_owner_check: stop after a last read).
  * Polling keeps it simple and portable to network filesystems, where inotify sees nothing
  * that other machines write; five cheap reads a second are not busy. */
-#include "logs_cli.h"
+#include "cmd_logs.h"
+#include "cmd.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -571,3 +572,17 @@ int logs_cli_main(int argc, char **argv)
     free(L.dir);
     return rc;
 }
+
+static int logs_main(int argc, char **argv)
+{
+    return logs_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_logs_entry = {
+    .name = "logs",
+    .args = "RUN [--rank R] [--attempt N] [-f] [--events]",
+    .summary = "a run's logs, or its events; -f follows them",
+    .main = logs_main,
+    .usage = logs_cli_usage,
+    .flags = CMD_QUIET_PIPE,
+};

@@ -1,4 +1,4 @@
-/* `ddptop view RUN` (view_cli.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
+/* `ddptop view RUN` (cmd_view.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
  * run whose controller is still at work (attach to it instead: two dashboards of one run
  * would disagree), reads the run back into a job model (job/run_replay.h) and shows it in the
  * dashboard with no controller behind it. The loop here is the controller's, much smaller:
@@ -20,7 +20,8 @@
 #include "job/runs.h"
 #include "util/cli.h"
 #include "util/util.h"
-#include "view_cli.h"
+#include "cmd_view.h"
+#include "cmd.h"
 /* last: term.h defines macros named like common words (lines, columns) */
 #include <term.h>
 
@@ -247,3 +248,16 @@ int view_cli_main(int argc, char **argv)
     free(dir);
     return rc;
 }
+
+static int view_main(int argc, char **argv)
+{
+    return view_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_view_entry = {
+    .name = "view",
+    .args = "RUN [--log-dir DIR]",
+    .summary = "a finished run's dashboard",
+    .main = view_main,
+    .usage = view_cli_usage,
+};

@@ -2,7 +2,8 @@
  * duration and root cause. The table is for people: every text is made safe for a terminal
  * and the root cause is cut to the terminal's width (on a line of its own when the row
  * leaves it less than ROOM_MIN columns); --json has everything whole. */
-#include "ls_cli.h"
+#include "cmd_ls.h"
+#include "cmd.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -292,3 +293,17 @@ int ls_cli_main(int argc, char **argv)
     free(root);
     return 0;
 }
+
+static int ls_main(int argc, char **argv)
+{
+    return ls_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_ls_entry = {
+    .name = "ls",
+    .args = "[--log-dir DIR] [--json]",
+    .summary = "the runs in the log directory",
+    .main = ls_main,
+    .usage = ls_cli_usage,
+    .flags = CMD_QUIET_PIPE,
+};

@@ -1,7 +1,8 @@
 /* Command line of `ddptop check`: options in any order around HOSTFILE (or --slurm/--pbs),
  * the training command after "--". The SSH options are parsed by ssh_cli_option so that
  * `ddptop run` accepts the same ones. Usage and hostfile errors return 2; nothing exits. */
-#include "check_cli.h"
+#include "cmd_check.h"
+#include "cmd.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
-#include "controller.h"
+#include "run/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"
@@ -98,7 +99,41 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
 struct check_screen {
     bool live, colour, progress;
     char last_progress[120];
+    /* the live table: lines drawn so far (the cursor goes back up over them) and when */
+    size_t drawn_lines;
+    int64_t last_draw_ms;
 };
+
+/* The live table on a terminal (btop's split: the report makes the rows, check_report_table;
+ * the front end draws them): redraws the table in place (cursor up + clear line), at most
+ * every 100 ms unless force. */
+static void screen_live(struct check_screen *s, const struct check_report *r, FILE *tty, bool force)
+{
+    struct strbuf sb, table;
+    int64_t now = mono_ms();
+    size_t lines = 0;
+    if (!force && s->drawn_lines && now - s->last_draw_ms < 100) return;
+    s->last_draw_ms = now;
+    strbuf_init(&sb);
+    strbuf_init(&table);
+    /* back to the table's first line, then rewrite every line: widths may have changed */
+    if (s->drawn_lines) strbuf_addf(&sb, "\r\033[%zuA", s->drawn_lines);
+    check_report_table(r, &table, s->colour);
+    for (const char *p = table.buf; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        strbuf_adds(&sb, "\r\033[2K");
+        strbuf_add(&sb, p, len);
+        strbuf_adds(&sb, "\n");
+        p += len + (nl ? 1 : 0);
+        lines++;
+    }
+    strbuf_done(&table);
+    s->drawn_lines = lines;
+    fwrite(sb.buf, 1, sb.len, tty);
+    fflush(tty);
+    strbuf_done(&sb);
+}
 
 /* Rows past their first round trips (or failed): what "N/M hosts ready" counts. */
 static size_t rows_ready(const struct check_report *r)
@@ -114,8 +149,7 @@ static void screen_progress(void *ctx, const struct check_report *r)
     struct check_screen *s = ctx;
     char line[120];
     if (s->live) {
-        /* the live table keeps its cursor (lines drawn) in the report it draws */
-        check_report_live((struct check_report *)r, stdout, s->colour, false);
+        screen_live(s, r, stdout, false);
         return;
     }
     if (!s->progress) return;
@@ -185,7 +219,7 @@ int check_run(const struct check_opts *o, const struct hostlist *hl)
     if (rc == 130 || !r) {
         fprintf(stderr, "ddptop check: stopped before every host was checked\n");
     } else {
-        if (s.live) check_report_live((struct check_report *)r, stdout, s.colour, true);
+        if (s.live) screen_live(&s, r, stdout, true);
         print_report(o, r, &s);
     }
     controller_free(c);
@@ -208,3 +242,16 @@ int check_cli_main(int argc, char **argv)
     check_opts_done(&o);
     return rc;
 }
+
+static int check_main(int argc, char **argv)
+{
+    return check_cli_main(argc - 1, argv + 1);
+}
+
+const struct cmd_entry cmd_check_entry = {
+    .name = "check",
+    .args = "HOSTFILE [options] [-- CMD ARGS...]\n--slurm|--pbs [options] [-- CMD ARGS...]",
+    .summary = "preflight of a cluster",
+    .main = check_main,
+    .usage = check_cli_usage,
+};
