@@ -7,7 +7,9 @@
 # other than agent, wire and util; (d) job, node and rank states are assigned only in
 # launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (e) every
 # room has a README.md; (f) every subcommand is an entry of the one command table
-# (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it. Each checker is first run on a made-up tree or file with a known
+# (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it; (g) only a transport
+# kind's own file (launcher/ssh/transport_KIND.c) tests which kind a transport is. Each checker
+# is first run on a made-up tree or file with a known
 # violation, so a checker that can no longer see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
@@ -320,6 +322,68 @@ if [ -z "$out" ] && [ "$n_entries" -ge 6 ]; then
 else
     tap_fail "every subcommand is an entry of tui/cmd/cmd.c's table, dispatched nowhere else" \
         "entries in the table: $n_entries" "$out"
+fi
+
+# ---- (g) only the transports' own files know which kind a transport is ------------------------
+
+# Each kind of transport is one file, launcher/ssh/transport_KIND.c, that fills one ops table
+# (launcher/ssh/transport_int.h); transport.c dispatches through it. Anywhere else a test of
+# the kind (an enumerator of a kind enum, an ops table's name, t->ops compared, the kind's name
+# compared) would be the kind field of old again: a caller picks a kind by its constructor.
+mapfile -t kind_files < <(ls launcher/ssh/transport_*.c 2>/dev/null | sort)
+ops_names=$(perl -ne 'print "$1\n" if /\bstruct\s+transport_ops\s+(\w+)\s*=/' "${kind_files[@]}" /dev/null |
+    sort -u | paste -sd'|')
+# FILE:LINE: text of every test of a transport's kind in the files given; comments and
+# strings are blanked first (a message may name the kind).
+kind_tests() {
+    OPS="$ops_names" perl -0ne '
+        my $src = $_;
+        my $code = $src;
+        $code =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{ (my $m = $1) =~ s/[^\n]/ /g; $m }sge;
+        my $re = qr{\benum\s+transport_kind\b|\bT_(?:SSH|CHILD|SRUN|LOCAL|PBS)\b|\bTRANSPORT_(?:KIND_\w+|SSH|CHILD|SRUN|LOCAL|PBS|TMRSH)\b|\bstruct\s+transport_ops\b|->\s*ops\s*(?:==|!=)|\bstrn?cmp\s*\(\s*transport_kind_name\b|\btransport_kind_name\s*\([^()]*\)\s*[!=]=};
+        $re = qr{$re|\b(?:$ENV{OPS})\b} if $ENV{OPS};
+        my %seen;
+        while ($code =~ /$re/g) {
+            my $line = 1 + (substr($code, 0, $-[0]) =~ tr/\n//);
+            next if $seen{$line}++;
+            my $text = (split /\n/, $src)[$line - 1];
+            $text =~ s/^\s+//;
+            print "$ARGV:$line: $text\n";
+        }' "$@"
+}
+
+cat >"$tmp/kinds.c" <<'EOF'
+#include "ssh/transport.h"
+static bool is_local(const struct transport *t) { return t->ops == &child_ops; }
+static bool is_srun(const struct transport *t) { return strcmp(transport_kind_name(t), "srun") == 0; }
+static void f(struct transport *t)
+{
+    if (t->kind == T_SSH) return;
+    printf("via %s\n", transport_kind_name(t)); /* T_CHILD in a comment, "T_SRUN" in a string */
+}
+EOF
+out=$(kind_tests "$tmp/kinds.c")
+want="$tmp/kinds.c:2: static bool is_local(const struct transport *t) { return t->ops == &child_ops; }
+$tmp/kinds.c:3: static bool is_srun(const struct transport *t) { return strcmp(transport_kind_name(t), \"srun\") == 0; }
+$tmp/kinds.c:6: if (t->kind == T_SSH) return;"
+n_ops=$(tr '|' '\n' <<<"$ops_names" | grep -c .)
+if [ "${#kind_files[@]}" -ge 3 ] && [ "$n_ops" -eq "${#kind_files[@]}" ] && [ "$out" = "$want" ]; then
+    tap_ok "each transport kind's file fills one ops table ($ops_names); the kind-test pattern finds tests of a kind, not a kind named in a comment, a string or a message"
+else
+    tap_fail "each transport kind's file fills one ops table; the kind-test pattern finds tests of a kind" \
+        "kind files: ${kind_files[*]}" "ops tables: $ops_names" "found:" "$out" "expected:" "$want"
+fi
+
+mapfile -t sources < <(find launcher tui tests -name '*.[ch]' ! -path 'launcher/ssh/transport_*.c' \
+    ! -path launcher/ssh/transport_int.h | sort)
+out=$(kind_tests "${sources[@]}"
+      grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ssh/)?transport_int\.h"' "${sources[@]}" |
+          grep -v '^launcher/ssh/transport\.c:')
+if [ -z "$out" ]; then
+    tap_ok "no file but a transport kind's own tests which kind a transport is (${#sources[@]} files, transport.c among them)"
+else
+    tap_fail "no file but a transport kind's own tests which kind a transport is" \
+        "call an entry of struct transport_ops (launcher/ssh/transport_int.h) through transport.h instead:" "$out"
 fi
 
 tap_done

@@ -56,7 +56,7 @@ static void log_bytes(struct srun_step *s, const char *p, size_t n)
     }
 }
 
-/* A line longer than PROTOCOL_MAX_LINE from m's task: what SSH does (ssh_deploy.c), the link
+/* A line longer than PROTOCOL_MAX_LINE from m's task: what SSH does (ssh_stream.c), the link
  * fails with the same message, and its agent's stdin ends (a closed channel, over SSH). */
 static void member_cut(struct srun_step *s, struct member *m)
 {

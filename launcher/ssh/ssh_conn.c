@@ -2,7 +2,8 @@
  * A nonblocking state machine stepped from the caller's poll() loop; see ssh_conn.h.
  * We connect the TCP socket ourselves and hand it to libssh (SSH_OPTIONS_FD) because
  * ssh_connect would otherwise resolve and connect blocking, and a dead host would then stall
- * every other host. Agent deployment (probe, upload) lives in ssh_deploy.c. */
+ * every other host. Agent deployment (probe, upload) lives in ssh_deploy.c, the agent's lines
+ * in ssh_stream.c. */
 #include "ssh_conn_int.h"
 
 #include <errno.h>

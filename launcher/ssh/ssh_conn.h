@@ -3,7 +3,8 @@
  * the caller drives from its one poll() loop. Once ready, the connection carries the agent's
  * JSON lines both ways (docs/protocol.md). Nothing here blocks the caller's loop; the only
  * blocking work (uploading the agent by SFTP, or over an exec channel when the node's sshd has
- * no sftp subsystem) runs in a short-lived thread, see ssh_deploy.c. */
+ * no sftp subsystem) runs in a short-lived thread, see ssh_deploy.c; the agent's lines are read
+ * and written in ssh_stream.c. */
 #ifndef DDPTOP_SSH_CONN_H
 #define DDPTOP_SSH_CONN_H
 

@@ -1,7 +1,8 @@
 /* Internals of the SSH transport shared by ssh_conn.c (state machine, host keys),
  * ssh_conn_net.c (resolve, TCP connect, authentication), ssh_deploy.c (exec channel, agent
- * probe, upload by SFTP) and ssh_upload_exec.c (upload over an exec channel when the node has
- * no sftp subsystem). Not for other modules: they use ssh_conn.h. */
+ * probe, upload by SFTP), ssh_upload_exec.c (upload over an exec channel when the node has
+ * no sftp subsystem) and ssh_stream.c (the agent's lines over the channel). Not for other
+ * modules: they use ssh_conn.h. */
 #ifndef DDPTOP_SSH_CONN_INT_H
 #define DDPTOP_SSH_CONN_INT_H
 
@@ -87,7 +88,13 @@ void ssh_conn_auth_step(struct ssh_conn *c);
 
 void ssh_conn_exec_begin(struct ssh_conn *c);
 void ssh_conn_exec_step(struct ssh_conn *c);
+/* ssh_stream.c: in PROBING and READY, writes the queued requests, reads the channel (bounded)
+ * and sees its end. */
 void ssh_conn_channel_io(struct ssh_conn *c);
+/* In PROBING, once a whole first line arrived: the probe's answer (absent: the upload begins;
+ * unsafe: c fails) is taken and true returned; else it is the agent's hello, c is READY and the
+ * line stays queued. False too while no whole line is there. */
+bool ssh_conn_probe_reply(struct ssh_conn *c);
 void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
 /* In the upload thread (blocking session): installs local as c->remote_dir/name with mode over
  * an exec channel; when want_sha256 is given, the bytes read must hash to it (the file did not

@@ -1,7 +1,13 @@
-/* How the controller reaches one node's ddptop-agent: over SSH (ssh_conn.h), as a member of
- * a Slurm job step running every node's agent (srun_step.h), or as a child process on two
- * pipes (without a hostfile: the agent itself; under PBS: pbs_tmrsh starting it on the node). Both are driven the same way from the
- * controller's one poll() loop: pollfd, step, then the lines that arrived. Nothing blocks. */
+/* How the controller reaches one node's ddptop-agent, whatever the kind: over SSH
+ * (transport_ssh.c over ssh_conn.h), as a member of a Slurm job step running every node's
+ * agent (transport_srun.c over srun_step.h), or as a child process on two pipes
+ * (transport_child.c: without a hostfile the agent itself; under PBS pbs_tmrsh starting it on
+ * the node). Each kind is an ops table (transport_int.h) that transport.c dispatches through;
+ * callers choose a kind only by the constructor they call. All are driven the same way from
+ * the controller's one loop: transport_pollfds gives the (fd, events) to watch,
+ * transport_step takes their revents (0 on a timer tick, with transport_deadline_ms saying
+ * when one is due), then transport_next_line hands out the lines that arrived. Nothing
+ * blocks, except transport_free of an agent that is ended (it waits up to 3 s). */
 #ifndef DDPTOP_TRANSPORT_H
 #define DDPTOP_TRANSPORT_H
 
@@ -39,6 +45,8 @@ void transport_free(struct transport *t);
 
 /* Begins connecting (SSH) or forks and execs the agent (local). */
 void transport_start(struct transport *t);
+/* The most descriptors one transport asks to poll (a Slurm step: srun's stdout, stderr, stdin). */
+#define TRANSPORT_POLLFDS_MAX 3
 /* Up to max descriptors to poll (fd and events); returns how many were filled. */
 int transport_pollfds(struct transport *t, struct pollfd *p, int max);
 /* Advances it; revents of any of its fds (0 on a timer tick). Never blocks. */
@@ -57,6 +65,9 @@ const char *transport_error(const struct transport *t);
 const char *transport_hint(const struct transport *t);
 /* The address peers use to reach the node: HostName after the ssh config, or 127.0.0.1. */
 const char *transport_address(const struct transport *t);
+
+/* The kind ("ssh", "child", "srun"), for messages: never compared, choose by constructor. */
+const char *transport_kind_name(const struct transport *t);
 
 /* Over SSH: the user and port it logs in with, whether it uploaded the agent, and how long the
  * login shell took to start it (ms, -1 unknown). Local: the current user, 0, false, -1. */

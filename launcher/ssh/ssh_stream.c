@@ -1,0 +1,130 @@
+/* SSH transport, the agent's lines: once the exec channel runs the agent (ssh_deploy.c), its
+ * stdout is read into a buffer of at most PROTOCOL_BACKLOG_MAX unread bytes and handed out as
+ * whole lines of at most PROTOCOL_MAX_LINE (wire/protocol.h: the same bounds as a Slurm step's
+ * and a child's); past the backlog the channel is not read, so the SSH window stops the agent
+ * and the agent stops its ranks' pipes (back-pressure). Its stderr keeps a short tail for
+ * messages. Requests are queued and written as the channel takes them; the end of the channel
+ * is reported once the lines before it were taken. */
+#include "ssh_conn_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hosts/hostfile.h"
+#include "wire/protocol.h"
+
+static void read_stream(struct ssh_conn *c, int is_stderr)
+{
+    char buf[16384];
+    for (;;) {
+        if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
+        int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, is_stderr);
+        if (n == SSH_ERROR) {
+            ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
+                          c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        if (n <= 0) return;
+        if (is_stderr) {
+            strbuf_add(&c->errtail, buf, (size_t)n);
+            if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
+        } else {
+            strbuf_add(&c->in, buf, (size_t)n);
+            c->bytes_in += (uint64_t)n;
+        }
+    }
+}
+
+/* Unread agent output: at most PROTOCOL_BACKLOG_MAX before we stop reading the channel (the
+ * SSH window then stops the agent, and the agent stops its ranks' pipes). */
+static size_t backlog(const struct ssh_conn *c)
+{
+    return c->in.len - c->in_off;
+}
+
+static const char *errtail_line(struct ssh_conn *c)
+{
+    /* the last non-empty line of the remote stderr, for a one-line message */
+    while (c->errtail.len && (c->errtail.buf[c->errtail.len - 1] == '\n' ||
+                              c->errtail.buf[c->errtail.len - 1] == '\r'))
+        c->errtail.buf[--c->errtail.len] = '\0';
+    if (!c->errtail.len) return "";
+    const char *nl = strrchr(c->errtail.buf, '\n');
+    return nl ? nl + 1 : c->errtail.buf;
+}
+
+void ssh_conn_channel_io(struct ssh_conn *c)
+{
+    while (c->out.len) {
+        int n = ssh_channel_write(c->channel, c->out.buf, (uint32_t)c->out.len);
+        if (n == SSH_ERROR) {
+            ssh_conn_fail(c, NULL, "lost the connection to %s: %s", c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        if (n <= 0) break;
+        strbuf_consume(&c->out, (size_t)n);
+    }
+    read_stream(c, 0);
+    if (c->state == SSH_CONN_FAILED) return;
+    read_stream(c, 1);
+    if (c->state == SSH_CONN_FAILED) return;
+    /* the first line: the probe's answer (ssh_deploy.c takes it) or the agent's hello */
+    if (c->state == SSH_CONN_PROBING && ssh_conn_probe_reply(c)) return;
+    if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
+    if (backlog(c) > PROTOCOL_MAX_LINE && !memchr(c->in.buf + c->in_off, '\n', backlog(c))) {
+        ssh_conn_fail(c, NULL, PROTOCOL_LONG_LINE_FMT, c->h->name, PROTOCOL_MAX_LINE);
+        return;
+    }
+    if (ssh_channel_is_eof(c->channel) || ssh_channel_is_closed(c->channel)) {
+        int status = ssh_channel_is_closed(c->channel) ? ssh_channel_get_exit_status(c->channel) : -1;
+        const char *tail = errtail_line(c);
+        if (c->state == SSH_CONN_PROBING) {
+            ssh_conn_fail(c, "run the agent by hand with ssh to see why",
+                          "starting ddptop-agent on %s failed (exit status %d)%s%s", c->h->name, status,
+                          *tail ? ": " : "", tail);
+        } else if (c->state == SSH_CONN_READY && !(backlog(c) && memchr(c->in.buf + c->in_off, '\n', backlog(c)))) {
+            /* lines already received stay readable; the caller sees CLOSED after them */
+            free(c->err);
+            c->err = xasprintf("ddptop-agent on %s exited (status %d)%s%s", c->h->name, status,
+                               *tail ? ": " : "", tail);
+            c->state = SSH_CONN_CLOSED;
+            ssh_conn_teardown(c);
+        }
+    }
+}
+
+void ssh_conn_send_line(struct ssh_conn *c, const char *line)
+{
+    strbuf_adds(&c->out, line);
+    strbuf_add(&c->out, "\n", 1);
+    if (c->state == SSH_CONN_READY) ssh_conn_channel_io(c);
+}
+
+uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)
+{
+    return c->bytes_in;
+}
+
+char *ssh_conn_next_line(struct ssh_conn *c)
+{
+    if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return NULL;
+    return strbuf_take_line(&c->in, &c->in_off);
+}
+
+void ssh_conn_close(struct ssh_conn *c)
+{
+    if (c->upload_running) return;
+    if (c->channel && c->state == SSH_CONN_READY) {
+        /* the last requests first (an exit: an agent that holds ranks waits for a controller
+         * after a bare end of file); the window of an idle channel takes them */
+        while (c->out.len) {
+            int n = ssh_channel_write(c->channel, c->out.buf, (uint32_t)c->out.len);
+            if (n <= 0) break;
+            strbuf_consume(&c->out, (size_t)n);
+        }
+        ssh_channel_send_eof(c->channel); /* the agent exits at end of its stdin */
+        ssh_channel_close(c->channel);
+    }
+    ssh_conn_teardown(c);
+    if (c->state != SSH_CONN_FAILED) c->state = SSH_CONN_CLOSED;
+}
