@@ -8,8 +8,9 @@
 # launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (e) every
 # room has a README.md; (f) every subcommand is an entry of the one command table
 # (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it; (g) only a transport
-# kind's own file (launcher/ssh/transport_KIND.c) tests which kind a transport is. Each checker
-# is first run on a made-up tree or file with a known
+# kind's own file (launcher/ssh/transport_KIND.c) tests which kind a transport is; (h) one
+# event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
+# an allowlist with reasons. Each checker is first run on a made-up tree or file with a known
 # violation, so a checker that can no longer see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
@@ -237,6 +238,64 @@ fi
 out=$(state_writes launcher/job/job.c | grep -vE ': (j->state = JOB_CHECKING|n->state = NODE_CONNECTING|r->state = RANK_PENDING);$')
 if [ -z "$out" ]; then tap_ok "job/job.c sets only the initial states (CHECKING, CONNECTING, PENDING)"
 else tap_fail "job/job.c sets only the initial states (CHECKING, CONNECTING, PENDING)" "$out"; fi
+
+# ---- (h) one event loop ----------------------------------------------------------------------
+
+# Outside launcher/util/evloop.c, a poll() of more than one fd or a signal handler that writes
+# to a pipe is a second copy of the event loop. Allowed only here, by file name (a move keeps
+# it), each with its reason; an entry with nothing left to excuse fails too.
+EVLOOP_COPIES="python3 tests/lib/evloop_copies.py"
+declare -A LOOP_ALLOWED=(
+    [agent_exec.c]="probes: a few children read to their end within one request, then gone"
+    [agent_relay.c]="the Slurm relay's thread: two fds, and a thread must not touch the agent's loop"
+    [session_client.c]="the attach client: a process of its own around a terminal, no other loop in it"
+    [comm_ring.c]="ddptop-train's ring thread: the runtime links no launcher room"
+    [store_server.c]="ddptop-train's rendezvous store thread: the runtime links no launcher room"
+)
+mkdir -p "$tmp/loops/tui"
+cat >"$tmp/loops/tui/second.c" <<'LOOP'
+static int sp[2];
+static void on_sig(int s) { unsigned char b = s; write(sp[1], &b, 1); }
+static void crash(int s) { write(STDERR_FILENO, "x", 1); }
+void loop(struct pollfd *p, int n)
+{
+    sa.sa_handler = on_sig;
+    signal(SIGSEGV, crash);
+    poll(p, 1, 10);      /* one fd with a deadline: a wait */
+    poll(p, n, -1);
+    /* poll(p, 3, 0) in a comment */
+}
+LOOP
+out=$($EVLOOP_COPIES --root "$tmp/loops" 2>&1)
+want="tui/second.c:9: poll() of n fds: a loop of its own
+tui/second.c:2: signal handler on_sig() writes to a pipe: a self-pipe of its own"
+home=$($EVLOOP_COPIES launcher/util/evloop.c 2>&1)
+if [ "$out" = "$want" ] && grep -q 'evloop_on_signal() writes to a pipe' <<<"$home" &&
+   grep -q 'poll() of .*n_pfd fds' <<<"$home"; then
+    tap_ok "the event-loop checker sees a poll of several fds and a self-pipe handler (and evloop.c's own)"
+else
+    tap_fail "the event-loop checker sees a poll of several fds and a self-pipe handler (and evloop.c's own)" \
+        "found:" "$out" "expected:" "$want" "in evloop.c:" "$home"
+fi
+
+out=$($EVLOOP_COPIES 2>&1)
+bad=() used=()
+while IFS= read -r l; do
+    [ -n "$l" ] || continue
+    f=$(basename "${l%%:*}")
+    if [ -n "${LOOP_ALLOWED[$f]:-}" ]; then used+=("$f"); else bad+=("$l"); fi
+done <<<"$out"
+stale=()
+for f in "${!LOOP_ALLOWED[@]}"; do
+    printf '%s\n' "${used[@]}" | grep -qx "$f" || stale+=("$f: allowed, but no second loop is left in it: take it off the list")
+done
+if [ ${#bad[@]} -eq 0 ] && [ ${#stale[@]} -eq 0 ]; then
+    tap_ok "one event loop: no other poll() of several fds or signal self-pipe (${#LOOP_ALLOWED[@]} allowed, with reasons)"
+else
+    tap_fail "one event loop: no other poll() of several fds or signal self-pipe" \
+        "use launcher/util/evloop.h (evloop_watch, evloop_signal), or add the file to LOOP_ALLOWED with a reason:" \
+        "${bad[@]}" "${stale[@]}"
+fi
 
 # ---- (e) every room has a README.md -----------------------------------------------------------
 

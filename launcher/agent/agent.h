@@ -1,6 +1,6 @@
-/* The ddptop-agent core: one poll() loop over the controller's stdin, the agent's queued stdout
- * and whatever file descriptors the request handlers watch (listeners, pending connects; later:
- * rank pipes). Requests are JSON lines dispatched through a table keyed by "op"; answers are JSON
+/* The ddptop-agent core: one loop (util/evloop.h) over the controller's stdin, the agent's queued
+ * stdout, whatever file descriptors the request handlers watch (listeners, pending connects, rank
+ * pipes) and the signals (agent_ranks.c catches them through agent_evloop). Requests are JSON lines dispatched through a table keyed by "op"; answers are JSON
  * lines queued and written only when stdout is writable, so a slow reader never blocks the loop.
  * Protocol: docs/protocol.md and protocol.h. */
 #ifndef DDPTOP_AGENT_H
@@ -11,6 +11,8 @@
 #include <cJSON.h>
 
 struct agent;
+struct evloop;
+struct evloop_watch;
 
 /* A request handler. req is the parsed request object; id is its "id" member or NULL. A handler
  * answers now with agent_send/agent_send_error, or later from a watch callback (keep a copy of
@@ -38,6 +40,8 @@ struct agent_watch {
     void (*free_ctx)(void *ctx);
     int dead;            /* deleted; freed by the loop after the current pass */
     struct agent_watch *next;
+    struct agent *ag;    /* the loop's own: */
+    struct evloop_watch *ew; /* fd and events handed to the event loop before each pass */
 };
 
 /* ops is terminated by an entry with name NULL. */
@@ -45,6 +49,8 @@ struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops);
 /* Runs until agent_quit (stdin's end, unless a lost-link hook keeps it); sends hello first.
  * Returns the exit status. */
 int agent_loop(struct agent *ag);
+/* The agent's event loop, for what is not an fd with a deadline: its signals (evloop_signal). */
+struct evloop *agent_evloop(struct agent *ag);
 /* Closes every watched fd (listeners included) and frees the agent. */
 void agent_free(struct agent *ag);
 

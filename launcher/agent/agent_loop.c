@@ -1,6 +1,8 @@
 /* ddptop-agent's loop: hello, request lines from the controller's link dispatched by "op",
  * messages queued in the outbox (agent_outbox.h) and written when the link takes them, and the
- * handlers' watched fds, all in one poll(). The link is stdin/stdout at first; a bridge may hand
+ * handlers' watched fds, all in one util/evloop.h loop. The handlers' struct agent_watch (an fd,
+ * its events and a deadline they change in place) is handed to the event loop before each pass;
+ * the deadlines, called again on every pass until moved, stay here. The link is stdin/stdout at first; a bridge may hand
  * over another (agent_sock.c), and the run side decides whether a lost link ends the agent.
  * See agent.h. */
 #include "agent.h"
@@ -17,6 +19,7 @@
 
 #include "wire/json_num.h"
 #include "wire/protocol.h"
+#include "util/evloop.h"
 #include "util/util.h"
 #include "util/version.h"
 
@@ -45,6 +48,8 @@ struct agent {
     int64_t last_input_ms;  /* mono_ms() of the last bytes read from the controller */
     struct agent_watch *watches;
     int nwatches;
+    struct evloop *el;
+    struct evloop_watch *out_w, *in_w;   /* the link's */
 };
 
 static void link_close(struct agent *ag);
@@ -60,11 +65,19 @@ struct agent *agent_new(int in_fd, int out_fd, const struct agent_op *ops)
     ag->last_input_ms = mono_ms();
     strbuf_init(&ag->in);
     ag->ob = outbox_new();
+    ag->el = evloop_new();
     return ag;
+}
+
+struct evloop *agent_evloop(struct agent *ag)
+{
+    return ag->el;
 }
 
 static void watch_release(struct agent_watch *w)
 {
+    evloop_unwatch(w->ag->el, w->ew);
+    w->ew = NULL;
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
     if (w->free_ctx && w->ctx) w->free_ctx(w->ctx);
@@ -84,6 +97,7 @@ void agent_free(struct agent *ag)
     link_close(ag);
     strbuf_done(&ag->in);
     outbox_free(ag->ob);
+    evloop_free(ag->el);
     free(ag);
 }
 
@@ -96,6 +110,7 @@ struct agent_watch *agent_watch_add(struct agent *ag, int fd, short events, agen
     w->fn = fn;
     w->ctx = ctx;
     w->free_ctx = free_ctx;
+    w->ag = ag;
     w->next = ag->watches;
     ag->watches = w;
     ag->nwatches++;
@@ -452,12 +467,44 @@ static int next_timeout(struct agent *ag, int64_t now)
     return soonest <= now ? 0 : (int)(soonest - now > 60000 ? 60000 : soonest - now);
 }
 
+static void out_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    (void)el;
+    (void)w;
+    (void)revents;
+    out_flush(ctx);
+}
+
+static void in_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    struct agent *ag = ctx;
+    (void)el;
+    (void)revents;
+    if (ag->in_fd >= 0 && ag->in_fd == evloop_watch_fd(w)) in_read(ag);   /* the link polled */
+}
+
+static void watch_ready(struct evloop *el, struct evloop_watch *ew, short revents, void *ctx)
+{
+    struct agent_watch *w = ctx;
+    (void)el;
+    (void)ew;
+    if (!w->dead) w->fn(w->ag, w, revents);
+}
+
+/* What the next poll waits for: the link's output while some is queued, its input unless the
+ * agent is quitting, and (not while quitting) each live watch's fd for its events. The event
+ * loop's own watches follow the handlers' structs: a changed fd makes a new one, fd -1 pauses. */
+static void watches_sync(struct agent *ag)
+{
+    ag->out_w = evloop_watch_update(ag->el, ag->out_w, agent_output_pending(ag) ? ag->out_fd : -1, POLLOUT,
+                                    out_ready, ag);
+    ag->in_w = evloop_watch_update(ag->el, ag->in_w, !ag->quitting ? ag->in_fd : -1, POLLIN, in_ready, ag);
+    for (struct agent_watch *w = ag->watches; w; w = w->next)
+        if (!w->dead) w->ew = evloop_watch_update(ag->el, w->ew, ag->quitting ? -1 : w->fd, w->events, watch_ready, w);
+}
+
 int agent_loop(struct agent *ag)
 {
-    struct pollfd *pfds = NULL;
-    struct agent_watch **pw = NULL;
-    int cap = 0;
-
     /* O_NONBLOCK belongs to the open file, which a terminal shares with the shell that started
      * us by hand: put the flags back on the way out. */
     ag->in_flags = fcntl(ag->in_fd, F_GETFL);
@@ -470,43 +517,14 @@ int agent_loop(struct agent *ag)
         if (ag->quitting && (agent_output_pending(ag) == 0 || ag->in_fd < 0 ||
                              mono_ms() >= ag->quit_deadline))
             break;
-        if (cap < ag->nwatches + 2) {
-            cap = ag->nwatches + 16;
-            pfds = xrealloc(pfds, (size_t)cap * sizeof *pfds);
-            pw = xrealloc(pw, (size_t)cap * sizeof *pw);
-        }
-        int n = 0;
-        int in_i = -1, out_i = -1;
-        if (!ag->quitting && ag->in_fd >= 0) {
-            in_i = n;
-            pfds[n++] = (struct pollfd){ .fd = ag->in_fd, .events = POLLIN };
-        }
-        if (agent_output_pending(ag)) {
-            out_i = n;
-            pfds[n++] = (struct pollfd){ .fd = ag->out_fd, .events = POLLOUT };
-        }
-        int first_watch = n;
-        for (struct agent_watch *w = ag->watches; w && !ag->quitting; w = w->next) {
-            if (w->dead || w->fd < 0) continue;
-            pw[n] = w;
-            pfds[n++] = (struct pollfd){ .fd = w->fd, .events = w->events };
-        }
-        int r = poll(pfds, (nfds_t)n, next_timeout(ag, mono_ms()));
-        if (r < 0 && errno != EINTR) util_fatal("poll: %s", strerror(errno));
-        if (r < 0) continue;
-        int in_was = ag->in_fd;
-        if (out_i >= 0 && pfds[out_i].revents) out_flush(ag);
-        if (in_i >= 0 && pfds[in_i].revents && ag->in_fd == in_was) in_read(ag);
-        for (int i = first_watch; i < n; i++)
-            if (pfds[i].revents && !pw[i]->dead) pw[i]->fn(ag, pw[i], pfds[i].revents);
+        watches_sync(ag);
+        if (evloop_run_once(ag->el, next_timeout(ag, mono_ms())) < 0) util_fatal("poll: %s", strerror(errno));
         int64_t now = mono_ms();
         for (struct agent_watch *w = ag->watches; w; w = w->next)
             if (!w->dead && w->deadline_ms && w->deadline_ms <= now) w->fn(ag, w, 0);
         watches_sweep(ag);
         if (agent_output_pending(ag)) out_flush(ag);   /* what this round queued */
     }
-    free(pfds);
-    free(pw);
     if (ag->link_orig && ag->in_fd >= 0) {
         if (ag->in_flags >= 0) fcntl(ag->in_fd, F_SETFL, ag->in_flags);
         if (ag->out_flags >= 0) fcntl(ag->out_fd, F_SETFL, ag->out_flags);

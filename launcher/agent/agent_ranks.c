@@ -23,6 +23,7 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "agent_sock.h"
+#include "util/evloop.h"
 #include "util/util.h"
 #include "wire/base64.h"
 #include "wire/protocol.h"
@@ -57,7 +58,6 @@ static struct {
     struct agent *ag;
     struct run_rank *ranks;
     struct agent_watch *timer;
-    struct agent_watch *sig_watch;
     int heartbeat;
     int64_t next_status_ms;
     int slurm_step;         /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
@@ -69,8 +69,6 @@ static struct {
     struct strbuf line;     /* an out message being formatted */
     int64_t piece_ns;       /* mono_ns of the read whose lines are being sent */
 } run;
-
-static int sig_pipe[2] = { -1, -1 };
 
 /* ---- output ---- */
 
@@ -650,15 +648,6 @@ static void on_quit(struct agent *ag, void *ctx)
     run_schedule();
 }
 
-static void on_signal(int sig)
-{
-    unsigned char b = (unsigned char)sig;
-    int e = errno;
-    ssize_t n = write(sig_pipe[1], &b, 1);
-    (void)n;
-    errno = e;
-}
-
 int run_slurm_terminated(void)
 {
     return run.slurm_term;
@@ -688,10 +677,13 @@ static void warning_signal(struct agent *ag, int sig)
     agent_send(ag, m);
 }
 
-static void sig_ready(struct agent *ag, struct agent_watch *w, short revents)
+/* From the agent's event loop (the handler only wrote the number to its self-pipe). A quitting
+ * agent no longer answers signals: it is stopping every rank already. */
+static void on_signal(struct evloop *el, int b, void *ctx)
 {
-    unsigned char b;
-    if (!revents || read(w->fd, &b, 1) != 1) return;
+    struct agent *ag = ctx;
+    (void)el;
+    if (run.quitting) return;
     if (b == SIGUSR1 || b == SIGUSR2) {
         warning_signal(ag, b);
         return;
@@ -723,20 +715,9 @@ void agent_ranks_init(struct agent *ag)
     run_link_init(ag);
     run.timer = agent_watch_add(ag, -1, 0, tick, NULL, NULL);
     agent_on_quit(ag, on_quit, NULL);
-    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-        /* The watch owns the read end (closed when the agent frees its watches). */
-        run.sig_watch = agent_watch_add(ag, sig_pipe[0], POLLIN, sig_ready, NULL, NULL);
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGUSR1, &sa, NULL);
-        sigaction(SIGUSR2, &sa, NULL);
-    }
+    /* SIGUSR1 and SIGUSR2 last: until they are caught, agent_main ignores them */
+    static const int sigs[] = { SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) evloop_signal(agent_evloop(ag), sigs[i], on_signal, ag);
 }
 
 static int all_keepers_reaped(void)
@@ -788,10 +769,7 @@ void agent_ranks_done(struct agent *ag)
     signal(SIGUSR1, SIG_IGN); /* a late warning must not kill the agent while it exits */
     signal(SIGUSR2, SIG_IGN);
     if (run.timer) agent_watch_del(ag, run.timer);
-    if (run.sig_watch) agent_watch_del(ag, run.sig_watch);
-    run.timer = run.sig_watch = NULL;
-    if (sig_pipe[1] >= 0) close(sig_pipe[1]);
-    sig_pipe[0] = sig_pipe[1] = -1;
+    run.timer = NULL;
     cJSON_Delete(run.stops);
     run.stops = NULL;
     strbuf_done(&run.line);

@@ -1,6 +1,6 @@
-/* The controller of `ddptop run` and the dashboard: one poll() loop over the agents' channels
- * (SSH, or a local child without a hostfile), the front end's input, a signal self-pipe and
- * timers. It runs the preflight, launches every rank through the agents, decodes their lines
+/* The controller of `ddptop run` and the dashboard: one event loop (util/evloop.h) over the
+ * agents' channels (SSH, or a local child without a hostfile), the front end's input, the
+ * signals and timers. It runs the preflight, launches every rank through the agents, decodes their lines
  * into the job model (job.h), detects failures, hangs and lost nodes, stops and restarts the
  * job. The front end (tui/: the dashboard or the headless line printer) plugs in through
  * struct frontend; the controller never draws and never blocks. */

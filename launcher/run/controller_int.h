@@ -21,6 +21,9 @@
 #include "ssh/transport.h"
 #include "wire/client.h"
 
+struct evloop;        /* util/evloop.h */
+struct evloop_watch;
+
 #define PING_EVERY_MS     1000
 #define SLURM_KILLWAIT_MS 30000   /* Slurm's default KillWait: SIGTERM to SIGKILL of a job */
 #define WATCHDOG_MS       5000    /* --agent-grace 0: the agent kills its ranks without a request for this long */
@@ -66,6 +69,7 @@ struct cnode {
     size_t n_exits;
     int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
     unsigned bad_numbers;     /* numbers out of range in its messages (ctl_bad_number) */
+    struct evloop_watch *ew[2]; /* its transport's fds in the event loop (transport_pollfds) */
 };
 
 /* Per rank, what the model does not keep: the previous CPU sample for cpu_pct, and the last
@@ -93,7 +97,9 @@ struct controller {
     bool quit;
     bool interactive;           /* the front end has input: stay at the end until quit */
     int signals;                /* termination signals received */
-    int sig_pipe[2];
+    struct evloop *el;          /* util/evloop.h: the signals, the front end's input, the agents */
+    struct evloop_watch *in_w;  /* the front end's input */
+    short *rev;                 /* per node: what poll() said of its fds this pass */
     char token[33];
     char *log_root;             /* --log-dir made absolute */
     char *workdir;

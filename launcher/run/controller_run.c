@@ -1,6 +1,6 @@
 /* The controller's life: controller_new (options -> rank map, job model, command), the
- * preflight, the poll() loop with its signal self-pipe and timers, the actions a front end
- * or a signal asks for, and the final cleanup. The phases themselves are in controller.c.
+ * preflight, the loop (util/evloop.h: the signals, the front end's input, the agents' fds) and
+ * its timers, the actions a front end or a signal asks for, and the final cleanup. The phases themselves are in controller.c.
  *
  * Signals: SIGINT, SIGTERM and SIGHUP stop every rank (SIGCONT, SIGTERM, SIGKILL after
  * --term-timeout), flush the logs and leave with exit code 1; a second one kills at once.
@@ -11,7 +11,6 @@
 #include "hosts/slurm_job.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,52 +22,27 @@
 #include "job/logw.h"
 #include "job/run_record.h"
 #include "wire/protocol.h"
+#include "util/evloop.h"
 #include "util/util.h"
 
 extern char **environ;
 
-static int sig_write_fd = -1;
-
 /* ---- signals ------------------------------------------------------------------------------ */
 
-static void on_signal(int sig)
-{
-    int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (sig_write_fd >= 0 && write(sig_write_fd, &b, 1) < 0) { /* full pipe: one is enough */ }
-    errno = saved;
-}
+static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1, SIGUSR2 };
+
+static void on_signal(struct evloop *el, int signo, void *ctx);
 
 static int signals_install(struct controller *c)
 {
-    struct sigaction sa;
-    if (pipe2(c->sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
-    sig_write_fd = c->sig_pipe[1];
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGWINCH, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGUSR2, &sa, NULL);
+    for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
+        if (evloop_signal(c->el, caught[i], on_signal, c) != 0) return -1;
     return 0;
 }
 
 static void signals_restore(struct controller *c)
 {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGWINCH, SIG_DFL);
-    signal(SIGUSR1, SIG_DFL);
-    signal(SIGUSR2, SIG_DFL);
-    sig_write_fd = -1;
-    if (c->sig_pipe[0] >= 0) close(c->sig_pipe[0]);
-    if (c->sig_pipe[1] >= 0) close(c->sig_pipe[1]);
-    c->sig_pipe[0] = c->sig_pipe[1] = -1;
+    for (size_t i = 0; c->el && i < sizeof caught / sizeof *caught; i++) evloop_signal(c->el, caught[i], NULL, NULL);
 }
 
 static void send_kill_all(struct controller *c)
@@ -101,47 +75,45 @@ static void pass_warning(struct controller *c, int sig)
                   sig == SIGUSR1 ? "USR1" : "USR2", n, n == 1 ? "" : "s");
 }
 
-static void signals_read(struct controller *c)
+/* From the loop, in the order the signals came (the handler only wrote their numbers). */
+static void on_signal(struct evloop *el, int sig, void *ctx)
 {
-    unsigned char buf[64];
-    ssize_t r;
-    while ((r = read(c->sig_pipe[0], buf, sizeof buf)) > 0)
-        for (ssize_t k = 0; k < r; k++) {
-            if (buf[k] == SIGWINCH) {
-                if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
-                continue;
-            }
-            if (buf[k] == SIGUSR1 || buf[k] == SIGUSR2) {
-                pass_warning(c, buf[k]);
-                continue;
-            }
-            if (buf[k] == SIGHUP && c->o.hup_detaches && c->o.agent_grace_s > 0 &&
-                (job_is_running(c->job) || job_is_stopping(c->job))) {
-                /* the dashboard's session is gone (its server killed or crashed): nobody can
-                 * see or steer the run from here, but it need not die: the agents keep it
-                 * and ddptop attach takes it over */
-                job_event_add(c->job, EV_INFO, -1, -1, "the dashboard's session hung up: leaving the run to its "
-                              "agents (they wait %d s); ddptop attach %s takes it over", c->o.agent_grace_s,
-                              c->job->run_id);
-                c->abandon = c->quit = true;
-                continue;
-            }
-            c->signals++;
-            if (c->signals == 1) {
-                job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
-                              strsignal(buf[k]));
-                controller_act(c, ACT_QUIT, -1);
-            } else if (c->signals == 2) {
-                /* a second Ctrl-C: no more grace */
-                job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(buf[k]));
-                send_kill_all(c);
-                c->quit = true;
-                if (!job_is_ended(c->job)) {
-                    job_ended(c->job, JOB_STOPPED);
-                    ctl_record_end(c);
-                }
-            }
+    struct controller *c = ctx;
+    (void)el;
+    if (sig == SIGWINCH) {
+        if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
+        return;
+    }
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+        pass_warning(c, sig);
+        return;
+    }
+    if (sig == SIGHUP && c->o.hup_detaches && c->o.agent_grace_s > 0 &&
+        (job_is_running(c->job) || job_is_stopping(c->job))) {
+        /* the dashboard's session is gone (its server killed or crashed): nobody can
+         * see or steer the run from here, but it need not die: the agents keep it
+         * and ddptop attach takes it over */
+        job_event_add(c->job, EV_INFO, -1, -1, "the dashboard's session hung up: leaving the run to its "
+                      "agents (they wait %d s); ddptop attach %s takes it over", c->o.agent_grace_s,
+                      c->job->run_id);
+        c->abandon = c->quit = true;
+        return;
+    }
+    c->signals++;
+    if (c->signals == 1) {
+        job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
+                      strsignal(sig));
+        controller_act(c, ACT_QUIT, -1);
+    } else if (c->signals == 2) {
+        /* a second Ctrl-C: no more grace */
+        job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(sig));
+        send_kill_all(c);
+        c->quit = true;
+        if (!job_is_ended(c->job)) {
+            job_ended(c->job, JOB_STOPPED);
+            ctl_record_end(c);
         }
+    }
 }
 
 /* ---- construction ------------------------------------------------------------------------- */
@@ -185,7 +157,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->o = *o;
     c->hl = hl;
     if (fe) c->fe = *fe;
-    c->sig_pipe[0] = c->sig_pipe[1] = -1;
+    c->el = evloop_new();
     ctl_start_snapshot(c); /* before anything below changes the environment */
     c->n = o->local ? 1 : hl ? hl->n : 0;
     if (!o->local && c->n == 0) {
@@ -269,6 +241,8 @@ void controller_free(struct controller *c)
     metrics_parser_free(c->metrics);
     env_list_free(&c->exports);
     signals_restore(c);
+    evloop_free(c->el);
+    free(c->rev);
     for (size_t i = 0; i < c->n_start_env; i++) free(c->start_env[i]);
     free(c->start_env);
     free(c->start_cwd);
@@ -369,40 +343,17 @@ static bool loop_done(const struct controller *c)
 /* A node that sent this much in one pass is streaming output, not trickling metrics. */
 #define STREAMING_BYTES 16384
 
-static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, int64_t *quiet_until_ms)
+/* Right after poll(), before anything it woke us for (util/evloop.h's wake hook). */
+static void on_wake(struct evloop *el, const struct evloop_wake *wk, void *ctx)
 {
-    size_t np = 0, first_node;
-    int in_fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1;
-    bool any_ssh = false;
-    int64_t now = mono_ms();
-    bool quiet = !c->more_lines && *quiet_until_ms > now;
-    int timeout;
-    uint64_t gen;
-    short *rev = xcalloc(c->n ? c->n : 1, sizeof *rev);
-    pfd[np++] = (struct pollfd){.fd = c->sig_pipe[0], .events = POLLIN};
-    if (in_fd >= 0) pfd[np++] = (struct pollfd){.fd = in_fd, .events = POLLIN};
-    first_node = np;
-    for (size_t i = 0; i < c->n; i++) {
-        struct cnode *nd = &c->nodes[i];
-        int k;
-        if (!nd->t || nd->queued) continue;
-        any_ssh = any_ssh || !c->o.local;
-        if (quiet) continue;
-        k = transport_pollfds(nd->t, &pfd[np], 2);
-        for (int m = 0; m < k; m++) owner[np++] = i;
-    }
-    timeout = loop_timeout(c, any_ssh);
-    if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
-    int64_t polled = mono_ms();
-    if (poll(pfd, np, timeout) < 0 && errno != EINTR) {
-        free(rev);
-        return;
-    }
+    struct controller *c = ctx;
+    (void)el;
     /* Slept far past what was asked (SIGSTOP, Ctrl-Z, a machine starved of CPU): that silence
      * of the nodes was ours. The same for a pass that took that long. */
-    int64_t after = mono_ms(), overslept = after - polled - timeout, pass = polled - c->last_pass_ms;
+    int64_t after = wk->woke_ms, overslept = after - wk->polled_ms - wk->timeout_ms,
+            pass = wk->polled_ms - c->last_pass_ms;
     bool stalled = overslept > LOOP_GAP_MS || (c->last_pass_ms && pass > LOOP_GAP_MS);
-    if (overslept > LOOP_GAP_MS) ctl_link_stalled(c, after - polled);
+    if (overslept > LOOP_GAP_MS) ctl_link_stalled(c, after - wk->polled_ms);
     else if (stalled) ctl_link_stalled(c, pass);
     /* The log writer's queue is long (a log directory that stalls): the agents' lines wait in
      * their transports, which stop reading, and the agents spool; we hear again below LOW. */
@@ -416,9 +367,67 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
     }
     /* the nodes' silence and a stop's or a greeting's slowness are then ours */
     if (c->writer_full && c->last_pass_ms && !stalled) ctl_link_hold(c, after - c->last_pass_ms);
-    if (pfd[0].revents) signals_read(c);
-    if (in_fd >= 0 && pfd[1].revents && c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
-    for (size_t k = first_node; k < np; k++) rev[owner[k]] |= pfd[k].revents;
+}
+
+static void on_input(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    struct controller *c = ctx;
+    (void)el;
+    (void)w;
+    (void)revents;
+    if (c->fe.on_input) c->fe.on_input(c->fe.ctx, c);
+}
+
+/* A node's fd: its revents are gathered (ctx is its slot of c->rev), the transport stepped
+ * once per pass with all of them. */
+static void on_node(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    (void)el;
+    (void)w;
+    *(short *)ctx |= revents;
+}
+
+/* The loop's watches made what this pass polls: the front end's input, and each node's
+ * transport's fds, or none while the agents' messages gather (quiet). The pollfd array is
+ * rebuilt only when an fd changes; events and pauses are written in place. */
+static bool watches_sync(struct controller *c, bool quiet)
+{
+    int in_fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1;
+    bool any_ssh = false;
+    c->in_w = evloop_watch_update(c->el, c->in_w, in_fd, POLLIN, on_input, c);
+    for (size_t i = 0; i < c->n; i++) {
+        struct cnode *nd = &c->nodes[i];
+        struct pollfd p[2];
+        int k = 0;
+        if (nd->t && !nd->queued) {
+            any_ssh = any_ssh || !c->o.local;
+            if (!quiet) k = transport_pollfds(nd->t, p, 2);
+        }
+        for (int m = 0; m < 2; m++)
+            nd->ew[m] = evloop_watch_update(c->el, nd->ew[m], m < k ? p[m].fd : -1, m < k ? p[m].events : 0,
+                                            on_node, &c->rev[i]);
+    }
+    return any_ssh;
+}
+
+/* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
+ * more than the lines themselves (poll, recv and a context switch each time): after a wake-up
+ * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
+ * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
+#define COALESCE_MS 20
+/* A node that sent this much in one pass is streaming output, not trickling metrics. */
+#define STREAMING_BYTES 16384
+
+static void loop_once(struct controller *c, int64_t *quiet_until_ms)
+{
+    int64_t now = mono_ms();
+    bool quiet = !c->more_lines && *quiet_until_ms > now;
+    bool any_ssh = watches_sync(c, quiet);
+    int timeout = loop_timeout(c, any_ssh);
+    uint64_t gen;
+    if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
+    /* the wake hook, the signals, the input, then the nodes' revents into c->rev */
+    if (evloop_run_once(c->el, timeout) < 0) return;
     /* After a quiet spell the next pass polls the agents first: stepping a connection without
      * its revents would read only what libssh already buffered, and the SSH window would let
      * a node send just a trickle per spell. */
@@ -431,7 +440,7 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
             uint64_t before;
             if (!nd->t || nd->queued) continue;
             before = transport_bytes_in(nd->t);
-            transport_step(nd->t, rev[i]);
+            transport_step(nd->t, c->rev[i]);
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }
@@ -439,7 +448,7 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
          * unless a node is streaming: its SSH window would then cap it at a window a spell */
         *quiet_until_ms = c->job->generation != gen && !streaming ? mono_ms() + COALESCE_MS : 0;
     }
-    free(rev);
+    memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);
     ctl_check_progress(c);
     ctl_events_flush(c);
@@ -449,14 +458,14 @@ static void loop_once(struct controller *c, struct pollfd *pfd, size_t *owner, i
 
 int controller_run(struct controller *c)
 {
-    struct pollfd *pfd = xcalloc(2 * c->n + 2, sizeof *pfd);
-    size_t *owner = xcalloc(2 * c->n + 2, sizeof *owner);
     int64_t quiet_until_ms = 0;
     int rc;
+    if (!c->rev) c->rev = xcalloc(c->n ? c->n : 1, sizeof *c->rev);
     if (signals_install(c) < 0) {
         job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
         ctl_events_flush(c);
     }
+    evloop_on_wake(c->el, on_wake, c);
     c->next_ping_ms = c->next_tick_ms = mono_ms();
     if (c->o.adopt) {
         ctl_adopt_begin(c);
@@ -464,7 +473,7 @@ int controller_run(struct controller *c)
         if (c->o.check_only || (!c->o.local && !c->o.no_check)) ctl_check_begin(c);
         else ctl_launch_begin(c);
     }
-    while (!loop_done(c)) loop_once(c, pfd, owner, &quiet_until_ms);
+    while (!loop_done(c)) loop_once(c, &quiet_until_ms);
     /* a refused preflight ends here, when the user quits (or at once, headless) */
     if (c->job->state == JOB_CHECK_FAILED) ctl_record_end(c);
     /* ranks were stopped (or the job ended) before we got here: the agents exit; unless the
@@ -478,8 +487,6 @@ int controller_run(struct controller *c)
     signals_restore(c);
     rc = plan_exit_code(c->job->state);
     if (c->o.check_only) rc = c->pf && preflight_done(c->pf) ? c->check_exit : 130;
-    free(pfd);
-    free(owner);
     return rc;
 }
 

@@ -1,12 +1,11 @@
 /* `ddptop view RUN` (cmd_view.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
  * run whose controller is still at work (attach to it instead: two dashboards of one run
  * would disagree), reads the run back into a job model (job/run_replay.h) and shows it in the
- * dashboard with no controller behind it. The loop here is the controller's, much smaller:
- * poll() on the terminal and a signal self-pipe (SIGWINCH, and the signals that end us), a
+ * dashboard with no controller behind it. The loop here is util/evloop.h's, much smaller than
+ * the controller's: the terminal and the signals (SIGWINCH, and the signals that end us), a
  * frame when the dashboard wants one, never a blocking call. */
 #include <curses.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "job/run_replay.h"
 #include "job/runs.h"
 #include "util/cli.h"
+#include "util/evloop.h"
 #include "util/util.h"
 #include "cmd_view.h"
 #include "cmd.h"
@@ -74,58 +74,55 @@ static int parse(int argc, char **argv, struct view_opts *o, char *err, size_t e
 
 /* ---- the loop ----------------------------------------------------------------------------- */
 
-static int sig_pipe[2] = { -1, -1 };
+struct view_loop {
+    struct dashboard *d;
+    bool end;      /* a signal that ends us, or the terminal went */
+    bool failed;   /* poll() failed */
+};
 
-static void on_signal(int sig)
+static void on_signal(struct evloop *el, int signo, void *ctx)
 {
-    int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (write(sig_pipe[1], &b, 1) < 0) { /* full: one is enough to wake us */ }
-    errno = saved;
+    struct view_loop *v = ctx;
+    (void)el;
+    if (signo == SIGWINCH) dashboard_resized(v->d);
+    else if (signo == SIGQUIT) dashboard_notice(v->d, "view of a finished run: Ctrl-\\ does nothing");
+    else v->end = true;
 }
 
-static int signals_catch(void)
+static void on_keys(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    struct view_loop *v = ctx;
+    (void)el;
+    (void)w;
+    if (v->end) return;                               /* a signal in the same turn ends us first */
+    if (revents & POLLIN) dashboard_read_keys(v->d);
+    else if (revents & (POLLHUP | POLLERR | POLLNVAL)) v->end = true;  /* the terminal went */
+}
+
+static int signals_catch(struct evloop *el, struct view_loop *v)
 {
     static const int sigs[] = { SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (evloop_signal(el, sigs[i], on_signal, v) != 0) return -1;
     return 0;
-}
-
-/* The signals that arrived; true when one of them ends the view. */
-static bool signals_take(struct dashboard *d)
-{
-    unsigned char b[64];
-    ssize_t n;
-    bool end = false;
-    while ((n = read(sig_pipe[0], b, sizeof b)) > 0)
-        for (ssize_t i = 0; i < n; i++) {
-            if (b[i] == SIGWINCH) dashboard_resized(d);
-            else if (b[i] == SIGQUIT) dashboard_notice(d, "view of a finished run: Ctrl-\\ does nothing");
-            else end = true;
-        }
-    return end;
 }
 
 static int view_loop(struct dashboard *d, const struct job *j)
 {
-    for (;;) {
+    struct view_loop v = { .d = d };
+    struct evloop *el = evloop_new();
+    int rc = 0;
+    if (signals_catch(el, &v) != 0) rc = -1;
+    evloop_watch(el, STDIN_FILENO, POLLIN, on_keys, &v);
+    while (rc == 0) {
         int wait = dashboard_tick(d, j);
-        if (wait < 0) return -1;
-        struct pollfd pfd[2] = {
-            { .fd = STDIN_FILENO, .events = POLLIN }, { .fd = sig_pipe[0], .events = POLLIN },
-        };
-        if (poll(pfd, 2, wait) < 0 && errno != EINTR) return -1;
-        if (pfd[1].revents && signals_take(d)) return 0;
-        if (pfd[0].revents & POLLIN) dashboard_read_keys(d);
-        else if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return 0;  /* the terminal went */
-        if (dashboard_quit_asked(d)) return 0;
+        if (wait < 0 || evloop_run_once(el, wait) < 0) rc = -1;
+        else if (v.end || dashboard_quit_asked(d)) break;
     }
+    int saved = errno;
+    evloop_free(el);   /* the signals' default actions back */
+    errno = saved;
+    return rc;
 }
 
 /* The all-ranks log (a) in the live view is in arrival order; files do not keep it: each
@@ -217,7 +214,7 @@ static int show(const struct view_opts *o, const char *dir)
                          r.state == RUN_UNKNOWN ? "state unknown: " : "", r.bad_lines,
                          r.bad_lines == 1 ? "" : "s", o->run);
     int rc = 0;
-    if (signals_catch() != 0 || view_loop(d, r.job) != 0) rc = 1;
+    if (view_loop(d, r.job) != 0) rc = 1;
     dashboard_free(d);
     if (rc) fprintf(stderr, "ddptop view: cannot use the terminal: %s\n", strerror(errno));
     run_replay_done(&r);

@@ -11,7 +11,6 @@
 #include "session_server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "session_proto.h"
+#include "util/evloop.h"
 #include "util/util.h"
 
 #define MAX_CLIENTS       32
@@ -37,6 +37,8 @@
 
 struct sclient {
     int fd;
+    struct evloop_watch *w;
+    struct server *srv;
     unsigned id;                 /* attach order, from 1 */
     bool hello;                  /* SM_HELLO received: it gets screen bytes */
     bool closing;                /* told to go: flush, then close */
@@ -51,6 +53,8 @@ struct sclient {
 struct server {
     const struct session_server_args *a;
     int master, listen_fd, ctl_fd;
+    struct evloop *el;           /* util/evloop.h: the pty, the sockets, the clients, the signals */
+    struct evloop_watch *w_master, *w_listen, *w_ctl;
     bool pty_done;               /* the master read end of file / EIO */
     bool child_done;
     int status;                  /* exit status, 128+N for a signal */
@@ -65,37 +69,11 @@ struct server {
     unsigned sizer_id;           /* the client whose size the pty has */
 };
 
-static int sig_fd = -1;
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (sig_fd >= 0 && write(sig_fd, &b, 1) < 0) { /* full: one wake-up is enough */ }
-    errno = saved;
-}
-
-static int signals_install(int pipefd[2])
-{
-    if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-    sig_fd = pipefd[1];
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGCHLD, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGHUP, SIG_IGN);     /* the terminal that started us is not ours to follow */
-    signal(SIGPIPE, SIG_IGN);    /* a client gone mid-write is an error, not our end */
-    return 0;
-}
-
 /* ---- clients ---------------------------------------------------------------------------- */
 
-static void client_free(struct sclient *c)
+static void client_free(struct server *s, struct sclient *c)
 {
+    evloop_unwatch(s->el, c->w);
     close(c->fd);
     session_queue_done(&c->out);
     free(c->in);
@@ -109,6 +87,8 @@ static void client_tell_to_go(struct sclient *c, int type, const void *p, size_t
     c->closing = true;
     c->close_by_ms = mono_ms() + CLOSE_GRACE_MS;
 }
+
+static void client_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx);
 
 static void accept_client(struct server *s)
 {
@@ -129,6 +109,8 @@ static void accept_client(struct server *s)
     c->fd = fd;
     c->id = ++s->next_id;
     c->in = xmalloc(SESSION_HDR + SESSION_FRAME_MAX);
+    c->srv = s;
+    c->w = evloop_watch(s->el, fd, 0, client_ready, c);   /* its events: set before each poll */
     s->cl[s->n_cl++] = c;
 }
 
@@ -279,6 +261,8 @@ static void ctl_read(struct server *s)
     ssize_t r = recv(s->ctl_fd, msg, sizeof msg - 1, MSG_DONTWAIT);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (r <= 0) {                    /* the dashboard is gone */
+        evloop_unwatch(s->el, s->w_ctl);
+        s->w_ctl = NULL;
         close(s->ctl_fd);
         s->ctl_fd = -1;
         return;
@@ -297,14 +281,23 @@ static void child_reap(struct server *s)
     s->drain_until_ms = mono_ms() + END_DRAIN_MS;
 }
 
-static void signals_read(struct server *s, int fd)
+/* SIGCHLD only wakes the loop (child_reap reaps); kill SERVER stops the job the way Ctrl-C in
+ * the dashboard does. */
+static void on_signal(struct evloop *el, int signo, void *ctx)
 {
-    unsigned char b[32];
-    ssize_t r;
-    while ((r = read(fd, b, sizeof b)) > 0)
-        for (ssize_t i = 0; i < r; i++)
-            /* kill SERVER stops the job the way Ctrl-C in the dashboard does */
-            if ((b[i] == SIGTERM || b[i] == SIGINT) && !s->child_done) kill(s->a->child, SIGTERM);
+    struct server *s = ctx;
+    (void)el;
+    if ((signo == SIGTERM || signo == SIGINT) && !s->child_done) kill(s->a->child, SIGTERM);
+}
+
+static int signals_install(struct server *s)
+{
+    if (evloop_signal(s->el, SIGCHLD, on_signal, s) != 0 || evloop_signal(s->el, SIGTERM, on_signal, s) != 0 ||
+        evloop_signal(s->el, SIGINT, on_signal, s) != 0)
+        return -1;
+    signal(SIGHUP, SIG_IGN);     /* the terminal that started us is not ours to follow */
+    signal(SIGPIPE, SIG_IGN);    /* a client gone mid-write is an error, not our end */
+    return 0;
 }
 
 /* The dashboard exited and its output is out: the socket goes first (no one attaches to a
@@ -313,6 +306,8 @@ static void session_end(struct server *s)
 {
     uint8_t p[2] = { (uint8_t)s->status, (uint8_t)s->killed };
     unlink(s->a->sock_path);
+    evloop_unwatch(s->el, s->w_listen);
+    s->w_listen = NULL;
     close(s->listen_fd);
     s->listen_fd = -1;
     s->ended = true;
@@ -329,7 +324,7 @@ static void clients_flush_and_reap(struct server *s, int64_t now)
         bool gone = session_queue_flush(&c->out, c->fd) < 0;
         if (c->closing && (c->out.len == 0 || now >= c->close_by_ms)) gone = true;
         if (gone) {
-            client_free(c);
+            client_free(s, c);
             continue;
         }
         s->cl[o++] = c;
@@ -347,70 +342,89 @@ static int poll_timeout(const struct server *s, int64_t now)
     return due < 0 ? -1 : due > now ? (int)(due - now) : 0;
 }
 
+static void master_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    (void)el;
+    (void)w;
+    if (revents & (POLLIN | POLLHUP | POLLERR)) pty_read(ctx);
+}
+
+static void ctl_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    (void)el;
+    (void)w;
+    (void)revents;
+    ctl_read(ctx);
+}
+
+static void listen_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    (void)el;
+    (void)w;
+    if (revents & POLLIN) accept_client(ctx);
+}
+
+static void client_ready(struct evloop *el, struct evloop_watch *w, short revents, void *ctx)
+{
+    struct sclient *c = ctx;
+    struct server *s = c->srv;
+    (void)el;
+    (void)w;
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) && !c->closing && !client_read(s, c)) {
+        c->closing = true;       /* gone: nothing more to say to it */
+        c->close_by_ms = 0;
+        c->out.len = 0;
+        if (c->id == s->sizer_id) sizer_gone(s);
+    }
+}
+
+/* What each fd waits for this turn: the pty's input only while keys wait for it, a client's
+ * output while it has some, its input while the keys' queue has room. */
+static void events_set(struct server *s)
+{
+    if (s->pty_done) evloop_watch_pause(s->w_master, true);
+    else evloop_watch_set_events(s->w_master, POLLIN | (s->to_pty.len ? POLLOUT : 0));
+    for (size_t k = 0; k < s->n_cl; k++) {
+        struct sclient *c = s->cl[k];
+        short ev = c->out.len ? POLLOUT : 0;
+        if (!c->closing && s->to_pty.len < PTY_IN_MAX) ev |= POLLIN;
+        evloop_watch_set_events(c->w, ev);
+    }
+}
+
 int session_server_run(const struct session_server_args *a)
 {
     struct server s = { .a = a, .master = a->master, .listen_fd = a->listen_fd, .ctl_fd = a->ctl_fd };
-    int sp[2];
-    if (signals_install(sp) != 0) return 1;
+    s.el = evloop_new();
+    if (signals_install(&s) != 0) {
+        evloop_free(s.el);
+        return 1;
+    }
     fd_set_nonblock(s.master);
     fd_set_nonblock(s.listen_fd);
-    struct pollfd pfd[4 + MAX_CLIENTS];
+    /* in the order a turn answers them: the signals (first always), the pty, the dashboard's
+     * requests, new clients, then the clients (those accepted in a turn are polled from the next) */
+    s.w_master = evloop_watch(s.el, s.master, POLLIN, master_ready, &s);
+    if (s.ctl_fd >= 0) s.w_ctl = evloop_watch(s.el, s.ctl_fd, POLLIN, ctl_ready, &s);
+    if (s.listen_fd >= 0) s.w_listen = evloop_watch(s.el, s.listen_fd, POLLIN, listen_ready, &s);
     for (;;) {
         int64_t now = mono_ms();
         child_reap(&s);
         if (s.child_done && !s.ended && (s.pty_done || now >= s.drain_until_ms)) session_end(&s);
         clients_flush_and_reap(&s, now);
         if (s.ended && s.n_cl == 0) break;
-
-        int n = 0, i_master = -1, i_listen = -1, i_ctl = -1, i_cl = 0;
-        pfd[n++] = (struct pollfd){ .fd = sp[0], .events = POLLIN };
-        if (!s.pty_done) {
-            i_master = n;
-            pfd[n++] = (struct pollfd){ .fd = s.master,
-                                        .events = POLLIN | (s.to_pty.len ? POLLOUT : 0) };
-        }
-        if (s.listen_fd >= 0) {
-            i_listen = n;
-            pfd[n++] = (struct pollfd){ .fd = s.listen_fd, .events = POLLIN };
-        }
-        if (s.ctl_fd >= 0) {
-            i_ctl = n;
-            pfd[n++] = (struct pollfd){ .fd = s.ctl_fd, .events = POLLIN };
-        }
-        i_cl = n;
-        for (size_t k = 0; k < s.n_cl; k++) {
-            struct sclient *c = s.cl[k];
-            short ev = c->out.len ? POLLOUT : 0;
-            if (!c->closing && s.to_pty.len < PTY_IN_MAX) ev |= POLLIN;
-            pfd[n++] = (struct pollfd){ .fd = c->fd, .events = ev };
-        }
-        if (poll(pfd, (nfds_t)n, poll_timeout(&s, now)) < 0 && errno != EINTR) break;
-
-        if (pfd[0].revents) signals_read(&s, sp[0]);
-        if (i_master >= 0 && (pfd[i_master].revents & (POLLIN | POLLHUP | POLLERR))) pty_read(&s);
-        if (i_master >= 0 && s.to_pty.len && !s.pty_done && session_queue_flush(&s.to_pty, s.master) < 0)
+        events_set(&s);
+        bool master_polled = !s.pty_done;
+        if (evloop_run_once(s.el, poll_timeout(&s, now)) < 0) break;
+        if (master_polled && s.to_pty.len && !s.pty_done && session_queue_flush(&s.to_pty, s.master) < 0)
             s.to_pty.len = 0;            /* the dashboard no longer reads: drop the keys */
-        if (i_ctl >= 0 && pfd[i_ctl].revents) ctl_read(&s);
-        if (i_listen >= 0 && (pfd[i_listen].revents & POLLIN)) accept_client(&s);
-        /* clients accepted just now are polled from the next round */
-        for (int k = i_cl; k < n; k++) {
-            struct sclient *c = s.cl[k - i_cl];
-            if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) && !c->closing && !client_read(&s, c)) {
-                c->closing = true;       /* gone: nothing more to say to it */
-                c->close_by_ms = 0;
-                c->out.len = 0;
-                if (c->id == s.sizer_id) sizer_gone(&s);
-            }
-        }
     }
-    for (size_t k = 0; k < s.n_cl; k++) client_free(s.cl[k]);
+    for (size_t k = 0; k < s.n_cl; k++) client_free(&s, s.cl[k]);
     if (!s.ended) unlink(a->sock_path);
     if (s.listen_fd >= 0) close(s.listen_fd);
     if (s.ctl_fd >= 0) close(s.ctl_fd);
     close(s.master);
     session_queue_done(&s.to_pty);
-    sig_fd = -1;
-    close(sp[0]);
-    close(sp[1]);
+    evloop_free(s.el);
     return s.status;
 }
