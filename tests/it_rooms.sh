@@ -18,19 +18,21 @@ tmp=$(mktemp -d /tmp/ddptop-it-rooms.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # What each room may include: the dependency direction, tui -> run -> check -> ssh, job ->
-# wire, hosts -> util, and agent -> wire -> util. Keep it equal to docs/architecture.md.
+# wire, hosts -> util, record -> job (the model it writes and reads back into), and agent ->
+# wire -> util. Keep it equal to docs/architecture.md.
 RULES=(
     util:
     hosts:util
     wire:util
     job:wire,hosts,util
+    record:job,wire,util
     ssh:wire,hosts,util
     check:ssh,job,wire,hosts,util
-    run:check,ssh,job,wire,hosts,util
+    run:check,ssh,record,job,wire,hosts,util
     agent:wire,util
-    tui:run,check,job,util
+    tui:run,check,record,job,util
 )
-ALL_ROOMS="agent ssh wire check job run hosts util tui"
+ALL_ROOMS="agent ssh wire check record job run hosts util tui"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
 
 # ---- the checkers see a violation when there is one -------------------------------------------
@@ -119,7 +121,7 @@ foreign_symbols() {
     nm -u "$1" | awk '{ print $NF }' | grep -E '^(ssh_|sftp_|initscr|newwin|wrefresh|doupdate|endwin)'
 }
 : >"$tmp/other"
-for r in run check ssh job hosts tui; do
+for r in run check ssh record job hosts tui; do
     lib=$BUILD_DIR/lib$r.a
     [ -f "$lib" ] && nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/other"
 done

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "dashboard.h"
-#include "job/run_owner.h"
-#include "job/run_replay.h"
-#include "job/runs.h"
+#include "record/run_owner.h"
+#include "record/run_replay.h"
+#include "record/runs.h"
 #include "util/cli.h"
 #include "util/util.h"
 #include "view_cli.h"

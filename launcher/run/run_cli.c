@@ -10,7 +10,7 @@
 #include "check/check.h"
 #include "hosts/hosts_source.h"
 #include "job/hang.h"
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "ssh/ssh_cli.h"

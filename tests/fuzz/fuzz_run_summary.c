@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/run_summary.h"
+#include "record/run_summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
