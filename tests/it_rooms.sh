@@ -5,9 +5,10 @@
 # room and room-qualified across; (b) no two modules include each other, directly or in a
 # loop; (c) build/ddptop-agent needs no libssh and no curses, and holds no symbol of a room
 # other than agent, wire and util; (d) job, node and rank states are assigned only in
-# launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (e) every
-# room has a README.md. Each checker is first run on a made-up tree or file with a known
-# violation, so a checker that can no longer see one fails here instead of passing quietly.
+# launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (f) the
+# job model (launcher/job/) does no I/O; (e) every room has a README.md. Each checker is
+# first run on a made-up tree or file with a known violation, so a checker that can no
+# longer see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -220,6 +221,77 @@ fi
 out=$(state_writes launcher/job/job.c | grep -vE ': (j->state = JOB_CHECKING|n->state = NODE_CONNECTING|r->state = RANK_PENDING);$')
 if [ -z "$out" ]; then tap_ok "job/job.c sets only the initial states (CHECKING, CONNECTING, PENDING)"
 else tap_fail "job/job.c sets only the initial states (CHECKING, CONNECTING, PENDING)" "$out"; fi
+
+# ---- (f) the job model does no I/O -----------------------------------------------------------
+
+# The model hands what is to be kept to its sink (record/run_files.c): a call in launcher/job/
+# of anything that opens, writes, makes, removes, syncs or locks a file, raises a limit, or of
+# the run files' modules is refused. Comments and strings are blanked first; member calls
+# (sink->log) are not calls of these. IO_EXEMPT: FILE:FUNCTION whose body may (plan_token
+# reads /dev/urandom for the agents' token: entropy, not the run's files).
+IO_CALLS='open|openat|fopen|fdopen|freopen|creat|write|pwrite|writev|fwrite|fputs|fputc|putc|fprintf|vfprintf|dprintf|fflush|read|pread|fread|fgets|getline|mkdir|mkdirat|mkdtemp|mkstemp|unlink|unlinkat|remove|rename|renameat|rmdir|link|symlink|fsync|fdatasync|sync_file_range|ftruncate|truncate|chmod|fchmod|chown|fchown|lstat|stat|fstat|flock|lockf|setrlimit|opendir|readdir|close|fclose|dup|dup2|popen|util_mkdir_p|util_replace_file|util_fopen_write|util_write_all|logw_\w+|run_owner_\w+|run_files_\w+|run_record_\w+'
+IO_EXEMPT=${IO_EXEMPT:-launcher/job/plan.c:plan_token}
+io_calls() {
+    CALLS="$IO_CALLS" EXEMPT="$IO_EXEMPT" perl -0ne '
+        my $src = $_;
+        my $code = $src;
+        $code =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{ (my $m = $1) =~ s/[^\n]/ /g; $m }sge;
+        for my $ex (split / /, $ENV{EXEMPT}) {
+            my ($f, $fn) = split /:/, $ex;
+            next unless $ARGV eq $f;
+            # the function body, from its definition to the first "}" alone on a line
+            $code =~ s#(\b\Q$fn\E\s*\([^;{]*\)\s*\{.*?\n\})# (my $m = $1) =~ s/[^\n]/ /g; $m #se;
+        }
+        my $calls = $ENV{CALLS};
+        while ($code =~ /(?<![\w.>])($calls)\s*\(/g) {
+            my $name = $1;
+            my $line = 1 + (substr($code, 0, $-[0]) =~ tr/\n//);
+            my $text = (split /\n/, $src)[$line - 1];
+            $text =~ s/^\s+//;
+            print "$ARGV:$line: $name: $text\n";
+        }' "$@" || echo "io_calls: the pattern failed to run"
+}
+
+mkdir -p "$tmp/io/launcher/job"
+cat >"$tmp/io/launcher/job/io.c" <<'EOF'
+static void bad(struct job *j, int fd)
+{
+    FILE *f = fopen(j->log_dir, "w");
+    write (fd, "x", 1);
+    logw_events(j->w, "x", 1);
+    mkdir(j->log_dir, 0700);
+    j->sink->log(j->sink->ctx, 0, 0, 0, 0, "x", 1, true);
+    job_log_write(j, 0, 0, 0, "x", 1, true);
+    snprintf(buf, sizeof buf, "open(");  /* write(fd) in a comment */
+    if (f) fclose(f);
+}
+int plan_token(char out[33])
+{
+    int fd = open("/dev/urandom", 0);
+    close(fd);
+}
+EOF
+out=$(cd "$tmp/io" && IO_EXEMPT=launcher/job/io.c:plan_token io_calls launcher/job/io.c)
+want='launcher/job/io.c:3: fopen: FILE *f = fopen(j->log_dir, "w");
+launcher/job/io.c:4: write: write (fd, "x", 1);
+launcher/job/io.c:5: logw_events: logw_events(j->w, "x", 1);
+launcher/job/io.c:6: mkdir: mkdir(j->log_dir, 0700);
+launcher/job/io.c:10: fclose: if (f) fclose(f);'
+if [ "$out" = "$want" ]; then
+    tap_ok "the I/O pattern finds calls that touch files, not member calls, longer names, comments, strings or an exempt function"
+else
+    tap_fail "the I/O pattern finds calls that touch files, not member calls, longer names, comments, strings or an exempt function" \
+        "found:" "$out" "expected:" "$want"
+fi
+
+mapfile -t job_sources < <(find launcher/job -name '*.[ch]' | sort)
+out=$(io_calls "${job_sources[@]}")
+if [ ${#job_sources[@]} -gt 0 ] && [ -z "$out" ]; then
+    tap_ok "the job model does no I/O: no file, limit or writer call in launcher/job/ (${#job_sources[@]} files)"
+else
+    tap_fail "the job model does no I/O: no file, limit or writer call in launcher/job/" \
+        "hand it to the job's sink (struct job_sink; record/run_files.c writes the run's files):" "$out"
+fi
 
 # ---- (e) every room has a README.md -----------------------------------------------------------
 
