@@ -76,6 +76,11 @@ struct run_files *run_files_open(struct job *j, char *err, size_t errlen)
     struct run_files *f = xcalloc(1, sizeof *f);
     f->job = j;
     f->lock_fd = -1;
+    /* one controller writes a run: a second one for it (a run id given twice, two takeovers
+     * at once) stops here, before it touches a file (the directory's mode included: the run's
+     * own controller may have set it with --log-mode) */
+    f->lock_fd = run_owner_lock(j->log_dir, err, errlen);
+    if (f->lock_fd < 0) goto fail;
     /* Private until --log-mode says otherwise (run_files_set_mode): the logs hold what the
      * ranks print (tokens, paths), and adopt.json, which ddptop attach runs */
     f->mode = j->log_mode = LOG_MODE_DEFAULT;
@@ -83,10 +88,6 @@ struct run_files *run_files_open(struct job *j, char *err, size_t errlen)
     if (lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
         (st.st_mode & 07777) != log_mode_dir(f->mode))
         chmod(j->log_dir, log_mode_dir(f->mode));
-    /* one controller writes a run: a second one for it (a run id given twice, two takeovers
-     * at once) stops here, before it touches a file */
-    f->lock_fd = run_owner_lock(j->log_dir, err, errlen);
-    if (f->lock_fd < 0) goto fail;
     f->w = logw_new(j->log_dir, j->n_ranks, err, errlen);
     if (!f->w) goto fail;
     /* who writes this run, so `ddptop ls` can tell a live run from an abandoned one */
