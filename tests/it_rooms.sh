@@ -10,8 +10,9 @@
 # (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it; (g) only a transport
 # kind's own file (launcher/ssh/transport_KIND.c) tests which kind a transport is; (h) one
 # event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
-# an allowlist with reasons. Each checker is first run on a made-up tree or file with a known
-# violation, so a checker that can no longer see one fails here instead of passing quietly.
+# an allowlist with reasons; (i) the job model (launcher/job/) does no I/O. Each checker is
+# first run on a made-up tree or file with a known violation, so a checker that can no longer
+# see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -22,24 +23,26 @@ tmp=$(mktemp -d /tmp/ddptop-it-rooms.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # What each room may include: the dependency direction, cmd -> tui -> run -> check -> ssh,
-# job -> wire, hosts -> util, and agent -> wire -> util. The session layer (tui/session/) sits
-# beside the dashboard: only the commands (tui/cmd/, and the program's entry tui/*_main.c)
-# include it; the dashboard is handed what it needs of it (tui/frontend_session.h), and it
-# includes nothing of the dashboard. Keep it equal to docs/architecture.md.
+# record -> job -> wire, hosts -> util (record: the model it writes and reads back into), and
+# agent -> wire -> util. The session layer (tui/session/) sits beside the dashboard: only the
+# commands (tui/cmd/) include it; the dashboard is handed what it needs of it
+# (tui/frontend_session.h), and it includes nothing of the dashboard. Keep it equal to
+# docs/architecture.md.
 RULES=(
     util:
     hosts:util
     wire:util
     job:wire,hosts,util
+    record:job,wire,util
     ssh:wire,hosts,util
     check:ssh,job,wire,hosts,util
-    run:check,ssh,job,wire,hosts,util
+    run:check,ssh,record,job,wire,hosts,util
     agent:wire,util
-    tui:run,check,job,util
-    session:job,util
-    cmd:tui,session,run,check,ssh,job,wire,hosts,util
+    tui:run,check,record,job,util
+    session:record,job,util
+    cmd:tui,session,run,check,ssh,record,job,wire,hosts,util
 )
-ALL_ROOMS="agent ssh wire check job run hosts util tui session cmd"
+ALL_ROOMS="agent ssh wire check record job run hosts util tui session cmd"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
 TUI_ROOMS=$(for d in tui/*/; do [ -d "$d" ] && basename "$d"; done)
 # A room's folder: launcher/ROOM, or tui/ROOM for the rooms inside tui/.
@@ -70,8 +73,8 @@ out=$($INCLUDES --root "$fake" rooms "${RULES[@]}" 2>&1)
 if [ $? -ne 0 ] && grep -q 'launcher/util/u.h: includes launcher/job/a.h: util/ may include no other room' <<<"$out" &&
    grep -q 'launcher/job/d.c: includes tui/theme.h: job/ may include only hosts, util, wire' <<<"$out" &&
    grep -q 'launcher/job/c.c: includes "job/b.h": within a room an include is bare' <<<"$out" &&
-   grep -q 'tui/dash.c: includes tui/session/s.h: tui/ may include only check, job, run, util' <<<"$out" &&
-   grep -q 'tui/session/s.c: includes tui/theme.h: session/ may include only job, util' <<<"$out" &&
+   grep -q 'tui/dash.c: includes tui/session/s.h: tui/ may include only check, job, record, run, util' <<<"$out" &&
+   grep -q 'tui/session/s.c: includes tui/theme.h: session/ may include only job, record, util' <<<"$out" &&
    ! grep -q 'prog_main.c' <<<"$out"; then
     tap_ok "the room checker sees includes against the direction (the dashboard using the session, the session the dashboard) and a room-qualified one within a room"
 else
@@ -139,7 +142,7 @@ foreign_symbols() {
     nm -u "$1" | awk '{ print $NF }' | grep -E '^(ssh_|sftp_|initscr|newwin|wrefresh|doupdate|endwin)'
 }
 : >"$tmp/other"
-for r in run check ssh job hosts tui; do
+for r in run check ssh record job hosts tui; do
     lib=$BUILD_DIR/lib$r.a
     [ -f "$lib" ] && nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/other"
 done
@@ -295,6 +298,77 @@ else
     tap_fail "one event loop: no other poll() of several fds or signal self-pipe" \
         "use launcher/util/evloop.h (evloop_watch, evloop_signal), or add the file to LOOP_ALLOWED with a reason:" \
         "${bad[@]}" "${stale[@]}"
+fi
+
+# ---- (i) the job model does no I/O -----------------------------------------------------------
+
+# The model hands what is to be kept to its sink (record/run_files.c): a call in launcher/job/
+# of anything that opens, writes, makes, removes, syncs or locks a file, raises a limit, or of
+# the run files' modules is refused. Comments and strings are blanked first; member calls
+# (sink->log) are not calls of these. IO_EXEMPT: FILE:FUNCTION whose body may (plan_token
+# reads /dev/urandom for the agents' token: entropy, not the run's files).
+IO_CALLS='open|openat|fopen|fdopen|freopen|creat|write|pwrite|writev|fwrite|fputs|fputc|putc|fprintf|vfprintf|dprintf|fflush|read|pread|fread|fgets|getline|mkdir|mkdirat|mkdtemp|mkstemp|unlink|unlinkat|remove|rename|renameat|rmdir|link|symlink|fsync|fdatasync|sync_file_range|ftruncate|truncate|chmod|fchmod|chown|fchown|lstat|stat|fstat|flock|lockf|setrlimit|opendir|readdir|close|fclose|dup|dup2|popen|util_mkdir_p|util_replace_file|util_fopen_write|util_write_all|logw_\w+|run_owner_\w+|run_files_\w+|run_record_\w+'
+IO_EXEMPT=${IO_EXEMPT:-launcher/job/plan.c:plan_token}
+io_calls() {
+    CALLS="$IO_CALLS" EXEMPT="$IO_EXEMPT" perl -0ne '
+        my $src = $_;
+        my $code = $src;
+        $code =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{ (my $m = $1) =~ s/[^\n]/ /g; $m }sge;
+        for my $ex (split / /, $ENV{EXEMPT}) {
+            my ($f, $fn) = split /:/, $ex;
+            next unless $ARGV eq $f;
+            # the function body, from its definition to the first "}" alone on a line
+            $code =~ s#(\b\Q$fn\E\s*\([^;{]*\)\s*\{.*?\n\})# (my $m = $1) =~ s/[^\n]/ /g; $m #se;
+        }
+        my $calls = $ENV{CALLS};
+        while ($code =~ /(?<![\w.>])($calls)\s*\(/g) {
+            my $name = $1;
+            my $line = 1 + (substr($code, 0, $-[0]) =~ tr/\n//);
+            my $text = (split /\n/, $src)[$line - 1];
+            $text =~ s/^\s+//;
+            print "$ARGV:$line: $name: $text\n";
+        }' "$@" || echo "io_calls: the pattern failed to run"
+}
+
+mkdir -p "$tmp/io/launcher/job"
+cat >"$tmp/io/launcher/job/io.c" <<'EOF'
+static void bad(struct job *j, int fd)
+{
+    FILE *f = fopen(j->log_dir, "w");
+    write (fd, "x", 1);
+    logw_events(j->w, "x", 1);
+    mkdir(j->log_dir, 0700);
+    j->sink->log(j->sink->ctx, 0, 0, 0, 0, "x", 1, true);
+    job_log_write(j, 0, 0, 0, "x", 1, true);
+    snprintf(buf, sizeof buf, "open(");  /* write(fd) in a comment */
+    if (f) fclose(f);
+}
+int plan_token(char out[33])
+{
+    int fd = open("/dev/urandom", 0);
+    close(fd);
+}
+EOF
+out=$(cd "$tmp/io" && IO_EXEMPT=launcher/job/io.c:plan_token io_calls launcher/job/io.c)
+want='launcher/job/io.c:3: fopen: FILE *f = fopen(j->log_dir, "w");
+launcher/job/io.c:4: write: write (fd, "x", 1);
+launcher/job/io.c:5: logw_events: logw_events(j->w, "x", 1);
+launcher/job/io.c:6: mkdir: mkdir(j->log_dir, 0700);
+launcher/job/io.c:10: fclose: if (f) fclose(f);'
+if [ "$out" = "$want" ]; then
+    tap_ok "the I/O pattern finds calls that touch files, not member calls, longer names, comments, strings or an exempt function"
+else
+    tap_fail "the I/O pattern finds calls that touch files, not member calls, longer names, comments, strings or an exempt function" \
+        "found:" "$out" "expected:" "$want"
+fi
+
+mapfile -t job_sources < <(find launcher/job -name '*.[ch]' | sort)
+out=$(io_calls "${job_sources[@]}")
+if [ ${#job_sources[@]} -gt 0 ] && [ -z "$out" ]; then
+    tap_ok "the job model does no I/O: no file, limit or writer call in launcher/job/ (${#job_sources[@]} files)"
+else
+    tap_fail "the job model does no I/O: no file, limit or writer call in launcher/job/" \
+        "hand it to the job's sink (struct job_sink; record/run_files.c writes the run's files):" "$out"
 fi
 
 # ---- (e) every room has a README.md -----------------------------------------------------------

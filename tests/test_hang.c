@@ -16,6 +16,7 @@
 #include "job/job_state.h"
 #include "job/rank_report.h"
 #include "job/root_cause.h"
+#include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
 
@@ -29,7 +30,7 @@ static struct job *running_job(const char *id)
 {
     const char *names[] = { "gpu1", "gpu2" };
     int per_node[] = { 2, 2 };
-    struct job *j = job_new(id, tmpdir, 0, names, NULL, per_node, 2, err, sizeof err);
+    struct job *j = tjob_new(id, tmpdir, 0, names, NULL, per_node, 2, err, sizeof err);
     if (!j || job_attempt_begin(j, err, sizeof err) != 0) { printf("# %s\n", err); return j; }
     for (int r = 0; r < 4; r++) job_rank_started(j, r, 1000 + r);
     t0 = mono_ms();
@@ -102,7 +103,7 @@ static void test_stall_and_resume(void)
     hang_check(j, &opts, t0 + 900500 + 300000);
     CHECK_INT(j->ranks[3].state, RANK_STALLED);
     CHECK_INT(count_events(j, EV_STALL), 5);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_stall_without_steps(void)
@@ -130,7 +131,7 @@ static void test_stall_without_steps(void)
     j->state = JOB_FAILED;
     hang_check(j, &opts, t0 + 999000);
     CHECK_INT(j->state, JOB_FAILED);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_straggler_by_time(void)
@@ -174,7 +175,7 @@ static void test_straggler_by_time(void)
     job_rank_exited(j, 3, 0, 0, false, NULL, 0);
     hang_check(j, &opts, t + 11000);
     CHECK(!j->ranks[3].straggler);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_straggler_by_steps(void)
@@ -201,13 +202,13 @@ static void test_straggler_by_steps(void)
     hang_check(j, &opts, t0 + 9000);
     hang_check(j, &opts, t0 + 20000);
     CHECK(!j->ranks[3].straggler);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_straggler_two_ranks(void)
 {
     int per_node[] = { 2 };
-    struct job *j = job_new("two", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err);
+    struct job *j = tjob_new("two", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err);
     if (!j) { CHECK(0); return; }
     job_rank_started(j, 0, 1);
     job_rank_started(j, 1, 2);
@@ -221,9 +222,9 @@ static void test_straggler_two_ranks(void)
     CHECK(j->ranks[1].straggler);
     CHECK_STR(last_event(j)->text, "rank 1 on localhost is a straggler: step time 16.0 ms, 1.6x "
               "the median 10.0 ms");
-    job_free(j);
+    tjob_free(j);
     /* ... and 14 ms against 10 ms is not. */
-    j = job_new("two2", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err);
+    j = tjob_new("two2", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err);
     job_rank_started(j, 0, 1);
     job_rank_started(j, 1, 2);
     step_at(j, 0, 5, 10, t);
@@ -232,7 +233,7 @@ static void test_straggler_two_ranks(void)
     hang_check(j, &opts, t + 5000);
     CHECK(!j->ranks[1].straggler);
     CHECK_INT(count_events(j, EV_STRAGGLER), 0);
-    job_free(j);
+    tjob_free(j);
 }
 
 /* A node whose link is not up (silent, or reconnecting) has ranks that are unknown, not
@@ -256,7 +257,7 @@ static void test_silent_node_not_stalled(void)
     job_node_link(j, 1, LINK_UP);
     hang_check(j, &opts, t0 + 61000);
     CHECK_INT(j->ranks[2].state, RANK_STALLED);
-    job_free(j);
+    tjob_free(j);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -298,7 +299,7 @@ static void test_first_stalled_and_cause(void)
     CHECK_STR(j->cause.summary, "rank 2 on gpu2 hung: step 8 has not advanced for 20 s; all 4 ranks in all_reduce");
     CHECK_INT(last_event(j)->kind, EV_ROOT_CAUSE);
     CHECK(!root_cause_hang(j, 1, t0 + 30000, NULL));   /* the first cause stays */
-    job_free(j);
+    tjob_free(j);
 
     j = running_job("first2");
     if (!j) { CHECK(0); return; }
@@ -306,7 +307,7 @@ static void test_first_stalled_and_cause(void)
     CHECK_INT(hang_first_stalled(j), 0);
     CHECK(root_cause_hang(j, 0, t0 + 11000, NULL));
     CHECK_STR(j->cause.summary, "rank 0 on gpu1 hung: no step reported in 11 s");
-    job_free(j);
+    tjob_free(j);
 
     enum hang_action a;
     CHECK_INT(hang_action_parse("restart", &a), 0);

@@ -18,8 +18,9 @@
 #include "job/job.h"
 #include "job/job_stats.h"
 #include "job/job_state.h"
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/rank_report.h"
+#include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
 
@@ -32,7 +33,7 @@ static struct job *new_job(const char *run_id)
     const char *names[] = { "gpu1", "gpu2" };
     int per_node[] = { 2, 2 };
     err[0] = '\0';
-    struct job *j = job_new(run_id, tmpdir, 1, names, NULL, per_node, 2, err, sizeof err);
+    struct job *j = tjob_new(run_id, tmpdir, 1, names, NULL, per_node, 2, err, sizeof err);
     if (!j) { printf("# job_new: %s\n", err); return NULL; }
     if (job_attempt_begin(j, err, sizeof err) != 0) printf("# attempt_begin: %s\n", err);
     return j;
@@ -83,7 +84,7 @@ static void test_ring_bounded_by_lines(void)
     CHECK_INT(r->count, 2);
     CHECK_STR(log_ring_at(r, 0)->text, "line 11");
     CHECK(r->cap <= 2);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_ring_bounded_by_bytes(void)
@@ -106,15 +107,15 @@ static void test_ring_bounded_by_bytes(void)
     CHECK_INT(log_ring_at(r, 0)->len, 50);
     CHECK(log_ring_at(r, 0)->flags & LOG_LINE_TRUNCATED);
     CHECK_INT(log_ring_at(r, 0)->stream, LOG_STDERR);
-    job_flush(j);
-    CHECK(logw_drain(j->files, 10000));
+    run_files_flush(tjob_files(j));
+    CHECK(logw_drain(tjob_writer(j), 10000));
     char path[256];
     snprintf(path, sizeof path, "%s/bytes/attempt-0/rank-0.log", tmpdir);
     size_t len;
     char *disk = read_file(path, &len);
     CHECK_INT(len, 10 * 11 + 200 + 1);
     free(disk);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_ring_grows_on_demand(void)
@@ -131,13 +132,13 @@ static void test_ring_grows_on_demand(void)
     CHECK_INT(j->ranks[2].log.count, 301);
     CHECK_STR(log_ring_at(&j->ranks[2].log, 0)->text, "hello");
     CHECK_STR(log_ring_at(&j->ranks[2].log, 300)->text, "x");
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_defaults_scale_with_ranks(void)
 {
     int per_node[] = { 512, 512 };
-    struct job *j = job_new("big", tmpdir, 0, NULL, NULL, per_node, 2, err, sizeof err);
+    struct job *j = tjob_new("big", tmpdir, 0, NULL, NULL, per_node, 2, err, sizeof err);
     if (!j) { CHECK(0); return; }
     CHECK_INT(j->n_ranks, 1024);
     CHECK_INT(j->world_size, 1024);
@@ -151,7 +152,7 @@ static void test_defaults_scale_with_ranks(void)
     CHECK(j->log_max_lines * 1024 <= 1000000);
     CHECK(j->series_max * 1024 <= 1000000);
     CHECK_INT(j->ranks[5].log.max_bytes, j->log_max_bytes);
-    job_free(j);
+    tjob_free(j);
 }
 
 /* 1024 ranks keep 1024 log files open: a low soft descriptor limit is raised. */
@@ -169,14 +170,14 @@ static void test_many_ranks_fd_limit(void)
     low.rlim_cur = 256;
     CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
     int per_node[] = { 256, 256, 256, 256 };
-    struct job *j = job_new("fds", tmpdir, 0, NULL, NULL, per_node, 4, err, sizeof err);
+    struct job *j = tjob_new("fds", tmpdir, 0, NULL, NULL, per_node, 4, err, sizeof err);
     CHECK(j != NULL);
     if (j) {
         CHECK_INT(job_attempt_begin(j, err, sizeof err), 0);
         job_log_append(j, 1023, LOG_STDOUT, 0, "x", 1);
-        job_flush(j);
-        CHECK(logw_drain(j->files, 10000));
-        job_flush(j);                  /* the writer's errors, if any, become events */
+        run_files_flush(tjob_files(j));
+        CHECK(logw_drain(tjob_writer(j), 10000));
+        run_files_flush(tjob_files(j));                  /* the writer's errors, if any, become events */
         char path[256];
         snprintf(path, sizeof path, "%s/fds/attempt-0/rank-1023.log", tmpdir);
         size_t len;
@@ -184,7 +185,7 @@ static void test_many_ranks_fd_limit(void)
         CHECK(disk && len == 2 && memcmp(disk, "x\n", 2) == 0);
         free(disk);
         CHECK_INT(j->ev_count, 0);     /* no "cannot open" */
-        job_free(j);
+        tjob_free(j);
     }
     setrlimit(RLIMIT_NOFILE, &old);
 }
@@ -230,8 +231,8 @@ static void test_log_file_exact(void)
     }
     char path[256];
     snprintf(path, sizeof path, "%s/exact/attempt-0/rank-3.log", tmpdir);
-    job_flush(j);                      /* complete on disk while the job still runs */
-    CHECK(logw_drain(j->files, 10000));
+    run_files_flush(tjob_files(j));                      /* complete on disk while the job still runs */
+    CHECK(logw_drain(tjob_writer(j), 10000));
     size_t len;
     char *disk = read_file(path, &len);
     CHECK_INT(len, want.len);
@@ -239,7 +240,7 @@ static void test_log_file_exact(void)
     free(disk);
     job_log_append(j, 3, LOG_STDOUT, 0, "last", 4);
     strbuf_adds(&want, "last\n");
-    job_free(j);                       /* and after the end */
+    tjob_free(j);                       /* and after the end */
     disk = read_file(path, &len);
     CHECK(disk && len == want.len && memcmp(disk, want.buf, len) == 0);
     free(disk);
@@ -261,11 +262,11 @@ static void test_attempt_dirs(void)
     append_str(j, 0, "first attempt");
     job_metric_add(j, 0, 7, 2.0, NAN, NAN);
     j->ranks[0].state = RANK_FAILED;
-    job_attempt_end(j);
+    run_files_flush(tjob_files(j));
     j->attempt = 1;
     CHECK_INT(job_attempt_begin(j, err, sizeof err), 0);
     append_str(j, 0, "second attempt");
-    CHECK(logw_drain(j->files, 10000));
+    CHECK(logw_drain(tjob_writer(j), 10000));
     for (int a = 0; a < 2; a++) {
         snprintf(path, sizeof path, "%s/att/attempt-%d", tmpdir, a);
         CHECK(is_dir(path));
@@ -283,7 +284,7 @@ static void test_attempt_dirs(void)
     CHECK_INT(j->ranks[0].state, RANK_PENDING);
     CHECK(!j->ranks[0].has_step);
     CHECK_INT(j->ranks[0].series.count, 1);       /* the chart keeps the history */
-    job_free(j);
+    tjob_free(j);
     size_t len;
     snprintf(path, sizeof path, "%s/att/attempt-0/rank-0.log", tmpdir);
     char *d = read_file(path, &len);
@@ -298,23 +299,23 @@ static void test_attempt_dirs(void)
 static void test_job_new_errors(void)
 {
     int per_node[] = { 1 };
-    CHECK(job_new("a/b", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
+    CHECK(tjob_new("a/b", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
     CHECK(strstr(err, "run id 'a/b'") != NULL);
-    CHECK(job_new("..", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
+    CHECK(tjob_new("..", tmpdir, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
     char file[128];
     snprintf(file, sizeof file, "%s/plainfile", tmpdir);
     FILE *f = fopen(file, "w");
     if (f) fclose(f);
-    CHECK(job_new("r1", file, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
+    CHECK(tjob_new("r1", file, 0, NULL, NULL, per_node, 1, err, sizeof err) == NULL);
     CHECK(strstr(err, "cannot create the log directory") != NULL);
     CHECK(strstr(err, "plainfile/r1") != NULL);
     CHECK(strstr(err, "--log-dir") != NULL);
     /* A nested --log-dir that does not exist yet is created. */
     char nested[160];
     snprintf(nested, sizeof nested, "%s/deep/er/logs", tmpdir);
-    struct job *j = job_new("r2", nested, 0, NULL, NULL, per_node, 1, err, sizeof err);
+    struct job *j = tjob_new("r2", nested, 0, NULL, NULL, per_node, 1, err, sizeof err);
     CHECK(j != NULL);
-    job_free(j);
+    tjob_free(j);
     snprintf(nested, sizeof nested, "%s/deep/er/logs/r2/events.jsonl", tmpdir);
     CHECK(access(nested, F_OK) == 0);
 }
@@ -352,7 +353,7 @@ static void test_events_jsonl(void)
     char path[256];
     snprintf(path, sizeof path, "%s/ev/events.jsonl", tmpdir);
     size_t len;
-    CHECK(logw_drain(j->files, 10000));      /* written at once, by the writer's thread */
+    CHECK(logw_drain(tjob_writer(j), 10000));      /* written at once, by the writer's thread */
     char *d = read_file(path, &len);
     CHECK(d != NULL);
     const char *want_kind[] = { "launch", "stall", "node_lost", "info" };
@@ -383,7 +384,7 @@ static void test_events_jsonl(void)
     CHECK_INT(j->ev_count, JOB_EVENTS_MAX);
     CHECK_STR(job_event_at(j, 0)->text, "e100");   /* 4 + 100 dropped */
     CHECK(job_event_at(j, JOB_EVENTS_MAX) == NULL);
-    job_free(j);
+    tjob_free(j);
     d = read_file(path, &len);
     int lines = 0;
     for (size_t i = 0; d && i < len; i++) lines += d[i] == '\n';
@@ -431,7 +432,7 @@ static void test_metric_add(void)
     CHECK_INT(r->series.count, 3);
     CHECK_INT(metric_series_at(&r->series, 0)->step, 107);
     CHECK_INT(metric_series_at(&r->series, 2)->step, 109);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_rank_exits(void)
@@ -462,7 +463,7 @@ static void test_rank_exits(void)
     CHECK_STR(job_event_at(j, 3)->text, "rank 2 on gpu2 stopped (SIGTERM)");
     CHECK_STR(job_rank_host(j, 3), "gpu2");
     CHECK_STR(job_rank_host(j, 9), "?");
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_stats(void)
@@ -490,7 +491,7 @@ static void test_stats(void)
     job_stats_compute(j, &st);
     CHECK_INT(st.by_state[RANK_RUNNING], 1);
     CHECK_INT(st.n_stragglers, 1);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_names(void)
@@ -518,8 +519,8 @@ static void test_take_history(void)
     const char *names[] = { "n1", "n2" };
     int per_node[] = { 2, 1 };
     char msg[256];
-    struct job *j = job_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
-    struct job *from = job_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
+    struct job *j = tjob_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
+    struct job *from = tjob_new("th", NULL, 0, names, NULL, per_node, 2, msg, sizeof msg);
     CHECK(j && from);
     if (!j || !from) return;
     for (int k = 0; k < 3; k++) job_rank_running(from, k, 100 + k);
@@ -538,8 +539,8 @@ static void test_take_history(void)
     CHECK_INT(from->ranks[2].log.count, 0);
     CHECK_INT(j->ev_count, 1);
     CHECK(strstr(j->events[j->ev_head].text, "first controller") != NULL);
-    job_free(from);
-    job_free(j);
+    tjob_free(from);
+    tjob_free(j);
 }
 
 int main(void)

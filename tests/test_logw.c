@@ -1,4 +1,4 @@
-/* Unit tests for the run's file writer and its log index (launcher/job/logw.c), the part a
+/* Unit tests for the run's file writer and its log index (launcher/record/logw.c), the part a
  * takeover relies on: the durable marks move only with an index on disk that holds them; the
  * index is read back as written; a controller taking a run over cuts each rank's log back to
  * the index (bytes written after it, and later attempts, go) so that what the agents send again
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job/logw.h"
+#include "record/logw.h"
 #include "tap.h"
 #include "util/util.h"
 

@@ -12,6 +12,7 @@
 
 #include "job/job.h"
 #include "job/metrics_parse.h"
+#include "job_files.h"
 #include "tap.h"
 
 static char err[512];
@@ -272,7 +273,7 @@ static void test_feed_infers_steps(void)
     char dir[] = "/tmp/ddptop-test-metrics-XXXXXX";
     if (!mkdtemp(dir)) { CHECK(0); return; }
     int per_node[] = { 2 };
-    struct job *j = job_new("feed", dir, 0, NULL, NULL, per_node, 1, err, sizeof err);
+    struct job *j = tjob_new("feed", dir, 0, NULL, NULL, per_node, 1, err, sizeof err);
     struct metrics_parser *p = metrics_parser_new(NULL, err, sizeof err);
     if (!j || !p) { CHECK(0); return; }
     const char *lines[] = { "Loss: 3.0", "warming up", "Loss: 2.0", "Loss: 1.0" };
@@ -291,7 +292,7 @@ static void test_feed_infers_steps(void)
     CHECK_NEAR(j->ranks[0].tokens_per_s, 5000, 1e-9);
     CHECK_INT(j->ranks[1].step, 3);
     metrics_parser_free(p);
-    job_free(j);
+    tjob_free(j);
     char path[128];
     snprintf(path, sizeof path, "%s/feed/events.jsonl", dir);
     unlink(path);

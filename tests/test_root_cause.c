@@ -13,6 +13,7 @@
 #include "job/job.h"
 #include "job/rank_report.h"
 #include "job/root_cause.h"
+#include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
 #include "wire/signals.h"
@@ -24,7 +25,7 @@ static struct job *new_job(const char *id)
 {
     const char *names[] = { "gpu1", "gpu2" };
     int per_node[] = { 2, 2 };
-    struct job *j = job_new(id, tmpdir, 1, names, NULL, per_node, 2, err, sizeof err);
+    struct job *j = tjob_new(id, tmpdir, 1, names, NULL, per_node, 2, err, sizeof err);
     if (!j || job_attempt_begin(j, err, sizeof err) != 0) { printf("# %s\n", err); return j; }
     for (int r = 0; r < 4; r++) job_rank_started(j, r, 100 + r);
     j->state = JOB_RUNNING;
@@ -78,7 +79,7 @@ static void test_first_failure_wins(void)
     CHECK_INT(j->cause.attempt, 1);
     CHECK_STR(j->cause.summary, "rank 3 on gpu2 killed by SIGKILL");
     CHECK_INT(count_events(j, EV_ROOT_CAUSE), 2);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void test_last_lines(void)
@@ -100,7 +101,7 @@ static void test_last_lines(void)
     CHECK_INT(j->cause.n_last_lines, 5);
     CHECK_STR(j->cause.last_lines[0], "line 1");
     CHECK_STR(j->cause.last_lines[4], "line 5");
-    job_free(j);
+    tjob_free(j);
 
     j = new_job("lines20");
     for (int i = 1; i <= 30; i++) {
@@ -115,7 +116,7 @@ static void test_last_lines(void)
     CHECK_STR(j->cause.last_lines[0], "Traceback line 12");
     CHECK_STR(j->cause.last_lines[18], "Traceback line 30");
     CHECK_INT(strlen(j->cause.last_lines[19]), ROOT_CAUSE_LINE_MAX);
-    job_free(j);
+    tjob_free(j);
 }
 
 static const char RECORD[] =
@@ -202,7 +203,7 @@ static void test_events_jsonl_root_cause(void)
     CHECK_STR(ev->text, "root cause: rank 3 on gpu2 exited with code 1: RuntimeError: CUDA "
               "error: out of memory");
     job_rank_exited(j, 0, 0, 11, false, NULL, 0);
-    job_free(j);
+    tjob_free(j);
     cJSON *o = root_cause_line("evrc");
     CHECK(o != NULL);
     if (o) {
@@ -222,7 +223,7 @@ static void test_events_jsonl_root_cause(void)
     /* A signal: exit_code null, the signal's name. */
     j = new_job("evsig");
     job_rank_exited(j, 1, 0, 6, false, NULL, 0);
-    job_free(j);
+    tjob_free(j);
     o = root_cause_line("evsig");
     CHECK(o != NULL);
     if (o) {
@@ -247,7 +248,7 @@ static void test_node_cause(void)
     CHECK(job_rank_exited(j, 1, 1, 0, false, NULL, 0));     /* a failure, not the cause */
     CHECK_INT(j->cause.node, 1);
     CHECK_INT(j->cause.rank, -1);
-    job_free(j);
+    tjob_free(j);
     cJSON *o = root_cause_line("node");
     CHECK(o != NULL);
     if (o) {

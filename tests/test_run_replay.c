@@ -1,4 +1,4 @@
-/* Unit tests for reading a finished run back into a job model (launcher/job/run_replay.c,
+/* Unit tests for reading a finished run back into a job model (launcher/record/run_replay.c,
  * `ddptop view`): a failed run (final rank states, exit code, root cause with its last
  * lines, events with their own times and attempts, log lines and the loss series from the
  * step lines), a restarted run (each attempt's lines tagged with it, the second attempt the
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "job/job.h"
-#include "job/run_replay.h"
+#include "record/run_replay.h"
 #include "tap.h"
 #include "util/util.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for reading runs back from disk (launcher/job/run_summary.c, runs.c,
+/* Unit tests for reading runs back from disk (launcher/record/run_summary.c, runs.c,
  * run_owner.c): event sequences of events.jsonl -> state, attempts, rank map and root cause
  * (a table, with and without the controller alive, runs written before the `end` event,
  * a reused run id, a corrupt line); a half-written last line; the owner record telling a
@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "job/job.h"
-#include "job/logw.h"
-#include "job/run_owner.h"
-#include "job/run_record.h"
-#include "job/run_summary.h"
-#include "job/runs.h"
+#include "record/logw.h"
+#include "record/run_owner.h"
+#include "record/run_record.h"
+#include "record/run_summary.h"
+#include "record/runs.h"
+#include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
 
@@ -430,14 +431,14 @@ static void test_round_trip_from_the_job(void)
     const char *names[] = { "gpu1", "gpu2" };
     int per_node[] = { 2, 1 };
     char err[512] = "";
-    struct job *j = job_new("rt", root, 0, names, NULL, per_node, 2, err, sizeof err);
+    struct job *j = tjob_new("rt", root, 0, names, NULL, per_node, 2, err, sizeof err);
     CHECK(j != NULL);
     if (!j) { printf("# job_new: %s\n", err); free(root); return; }
     char *dir = xasprintf("%s/rt", root);
     struct run_owner o;
     CHECK_INT(run_owner_check(dir, &o), OWNER_ALIVE);
     job_event_add(j, EV_LAUNCH, -1, -1, "attempt 0: launching 3 ranks on 2 nodes");
-    CHECK(logw_drain(j->files, 10000));
+    CHECK(logw_drain(tjob_writer(j), 10000));
     struct run_entry e;
     runs_entry_read(&e, dir, NULL);
     CHECK_STR(e.id, "rt");
@@ -446,14 +447,14 @@ static void test_round_trip_from_the_job(void)
     CHECK_STR(run_summary_rank_host(&e.sum, 2), "gpu2");
     runs_entry_free(&e);
     job_event_end(j, RUN_FAILED, 1);
-    CHECK(logw_drain(j->files, 10000));
+    CHECK(logw_drain(tjob_writer(j), 10000));
     runs_entry_read(&e, dir, NULL);
     CHECK_STR(run_state_name(e.sum.state), "failed");
     CHECK_INT(e.sum.exit_code, 1);
     CHECK(e.note == NULL);
     runs_entry_free(&e);
     CHECK_STR(job_event_kind_name(EV_END), "end");
-    job_free(j);
+    tjob_free(j);
     free(dir);
     free(root);
 }
@@ -467,24 +468,24 @@ static void test_one_controller_per_run(void)
     int per_node[] = { 1 };
     char err[512] = "";
     mode_t old = umask(002);
-    struct job *a = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    struct job *a = tjob_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
     umask(old);
     CHECK(a != NULL);
     if (!a) { printf("# job_new: %s\n", err); free(root); return; }
     char *dir = xasprintf("%s/same", root);
     struct stat st;
     CHECK(stat(dir, &st) == 0 && (st.st_mode & 022) == 0);
-    struct job *b = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    struct job *b = tjob_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
     CHECK(b == NULL);
     char *want = xasprintf("is written by another ddptop (pid %d on ", (int)getpid());
     CHECK(strstr(err, want) != NULL);
     if (!strstr(err, want)) printf("# got: %s\n", err);
     free(want);
-    job_free(b);
-    job_free(a);
-    b = job_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
+    tjob_free(b);
+    tjob_free(a);
+    b = tjob_new("same", root, 0, names, NULL, per_node, 1, err, sizeof err);
     CHECK(b != NULL);
-    job_free(b);
+    tjob_free(b);
     free(dir);
     free(root);
 }

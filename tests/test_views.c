@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "job/job.h"
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/rank_report.h"
 #include "keymap.h"
+#include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
 #include "views.h"
@@ -26,7 +27,7 @@ static struct job *make_job(int n_ranks, const char *node_name)
     char err[256];
     const char *names[] = { node_name };
     int per[] = { n_ranks };
-    struct job *j = job_new("t", tmpdir, 0, names, NULL, per, 1, err, sizeof err);
+    struct job *j = tjob_new("t", tmpdir, 0, names, NULL, per, 1, err, sizeof err);
     if (!j) { printf("# job_new: %s\n", err); return NULL; }
     if (job_attempt_begin(j, err, sizeof err) != 0) printf("# attempt: %s\n", err);
     return j;
@@ -120,7 +121,7 @@ static void test_chart_aggregate(void)
     CHECK(c.n > CHART_MAX_POINTS / 2);
     CHECK(c.n && c.pts[c.n - 1].step >= 29 + 3 * CHART_MAX_POINTS - 1);
     chart_cache_done(&c);
-    job_free(j);
+    tjob_free(j);
 }
 
 static void add_line(struct job *j, int rank, const char *s)
@@ -175,7 +176,7 @@ static void test_log_positions_and_search(void)
     CHECK(t && rank == 1 && len == 19 && memcmp(t, "NCCL WARN", 9) == 0);
     CHECK(log_src_text(j, &ui, 4, &len, NULL, NULL) == NULL);   /* gone from the ring */
     CHECK_INT(log_src_find(j, &ui, 0, -1, NULL), 3);             /* Traceback, newest error */
-    job_free(j);
+    tjob_free(j);
 }
 
 /* Row y of window w as text (trailing blanks kept). */
@@ -253,7 +254,7 @@ static void test_drawing(void)
     delwin(w);
     keymap_help_free(ui.help_lines, ui.n_help);
 
-    job_free(j);
+    tjob_free(j);
     endwin();
     delscreen(scr);
     fclose(out);
@@ -325,8 +326,8 @@ static void test_step_lines_in_words(void)
     CHECK(any_row_contains(w, "step 12  loss 4.87"));
     delwin(w);
     /* the log file holds exactly what the rank wrote */
-    job_flush(j);
-    CHECK(logw_drain(j->files, 10000));
+    run_files_flush(tjob_files(j));
+    CHECK(logw_drain(tjob_writer(j), 10000));
     char path[256], buf[8192] = "";
     snprintf(path, sizeof path, "%s/t/attempt-0/rank-0.log", tmpdir);
     FILE *f = fopen(path, "r");
@@ -335,7 +336,7 @@ static void test_step_lines_in_words(void)
     if (f) fclose(f);
     CHECK(strstr(buf, raw) != NULL);
     CHECK(strstr(buf, "ms/step") == NULL);
-    job_free(j);
+    tjob_free(j);
     scr_close(&sc);
 }
 
@@ -418,7 +419,7 @@ static void test_events_wrap(void)
     CHECK(row[39] == '~');
     CHECK(!any_row_contains(w, "code 0"));
     delwin(w);
-    job_free(j);
+    tjob_free(j);
     scr_close(&sc);
 }
 
@@ -495,7 +496,7 @@ static void test_log_attempts(void)
     CHECK(!any_row_contains(w, "old"));
     ui.merged = NULL;
     delwin(w);
-    job_free(j);
+    tjob_free(j);
     scr_close(&sc);
 }
 

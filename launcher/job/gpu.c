@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "job.h"
-#include "logw.h"
 #include "util/util.h"
 
 const char *gpu_throttle_names(unsigned long long mask, char *buf, size_t cap)
@@ -138,7 +137,7 @@ static void keep_sample(struct job *j, int node)
     struct node_gpus *ng = &j->nodes[node].gpus;
     int64_t now = mono_ms();
     char when[48];
-    if (!j->files || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
+    if (!j->sink || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
     struct strbuf sb;
     strbuf_init(&sb);
     util_iso_time(wall_ns(), when, sizeof when);
@@ -165,7 +164,7 @@ static void keep_sample(struct job *j, int node)
         job_event_add(j, EV_INFO, -1, -1, "%s/gpu.jsonl reached %llu MiB: GPU samples are no longer kept "
                       "(the live view goes on)", j->log_dir, GPU_FILE_MAX >> 20);
     } else {
-        logw_gpu(j->files, sb.buf, sb.len);
+        j->sink->gpu(j->sink->ctx, sb.buf, sb.len);
         j->gpu_file_bytes += sb.len + 1;
     }
     ng->kept_ms = now;

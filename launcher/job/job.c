@@ -1,20 +1,14 @@
-/* The job model (job.h): nodes, ranks, their bounded in-memory log rings and metric series,
- * and the per-rank log files under LOGDIR/RUN_ID/attempt-N/. Memory is bounded per rank by
- * lines and bytes (oldest dropped); the disk gets every byte, written through stdio buffers
- * that job_flush empties on the controller's timer. Events live in job_events.c. */
+/* The job model (job.h): nodes, ranks, their bounded in-memory log rings (log_ring.c) and
+ * metric series (series.c), and what the ranks print handed on to the sink (the run's files,
+ * record/run_files.c). Memory is bounded per rank by lines and bytes (oldest dropped); the
+ * disk gets every byte, but not from here: this file does no I/O. Events live in
+ * job_events.c. */
 #include "job.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "logw.h"
-#include "run_owner.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -30,115 +24,6 @@ static size_t clamp_budget(size_t budget, size_t n, size_t lo, size_t hi)
 {
     size_t v = n ? budget / n : hi;
     return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* ---- log ring ---------------------------------------------------------------------------- */
-
-static void log_ring_drop_oldest(struct log_ring *r)
-{
-    struct log_line *l = &r->lines[r->head];
-    r->bytes -= l->len;
-    free(l->text);
-    l->text = NULL;
-    r->head = (r->head + 1) % r->cap;
-    r->count--;
-}
-
-/* Re-lays the ring out from index 0 in an array of new_cap (>= count). */
-static void log_ring_realloc(struct log_ring *r, size_t new_cap)
-{
-    struct log_line *n = xcalloc(new_cap, sizeof *n);
-    for (size_t i = 0; i < r->count; i++) n[i] = r->lines[(r->head + i) % r->cap];
-    free(r->lines);
-    r->lines = n;
-    r->cap = new_cap;
-    r->head = 0;
-}
-
-static void log_ring_set_limits(struct log_ring *r, size_t max_lines, size_t max_bytes)
-{
-    r->max_lines = max_lines ? max_lines : 1;
-    r->max_bytes = max_bytes ? max_bytes : 1;
-    while (r->count && (r->count > r->max_lines || r->bytes > r->max_bytes))
-        log_ring_drop_oldest(r);
-    if (r->cap > r->max_lines) log_ring_realloc(r, r->max_lines);
-}
-
-static void log_ring_push(struct log_ring *r, struct log_line *line)
-{
-    if (line->len > r->max_bytes) {        /* one huge line: keep its head only */
-        line->len = (uint32_t)r->max_bytes;
-        line->text[line->len] = '\0';
-        line->flags |= LOG_LINE_TRUNCATED;
-    }
-    while (r->count && (r->count >= r->max_lines || r->bytes + line->len > r->max_bytes))
-        log_ring_drop_oldest(r);
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        if (cap > r->max_lines) cap = r->max_lines;
-        log_ring_realloc(r, cap);
-    }
-    r->lines[(r->head + r->count) % r->cap] = *line;
-    r->count++;
-    r->bytes += line->len;
-    r->total++;
-}
-
-static void log_ring_free(struct log_ring *r)
-{
-    while (r->count) log_ring_drop_oldest(r);
-    free(r->lines);
-    r->lines = NULL;
-    r->cap = r->head = 0;
-}
-
-const struct log_line *log_ring_at(const struct log_ring *r, size_t i)
-{
-    if (!r || i >= r->count) return NULL;
-    return &r->lines[(r->head + i) % r->cap];
-}
-
-/* ---- metric series ----------------------------------------------------------------------- */
-
-static void series_realloc(struct metric_series *s, size_t new_cap)
-{
-    struct metric_point *n = xcalloc(new_cap, sizeof *n);
-    for (size_t i = 0; i < s->count; i++) n[i] = s->pts[(s->head + i) % s->cap];
-    free(s->pts);
-    s->pts = n;
-    s->cap = new_cap;
-    s->head = 0;
-}
-
-static void series_set_max(struct metric_series *s, size_t max)
-{
-    s->max = max ? max : 1;
-    if (s->count > s->max) {
-        s->head = (s->head + s->count - s->max) % s->cap;
-        s->count = s->max;
-    }
-    if (s->cap > s->max) series_realloc(s, s->max);
-}
-
-static void series_push(struct metric_series *s, const struct metric_point *p)
-{
-    if (s->count == s->cap && s->cap < s->max) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        series_realloc(s, cap > s->max ? s->max : cap);
-    }
-    if (s->count == s->cap) {               /* full: overwrite the oldest */
-        s->pts[s->head] = *p;
-        s->head = (s->head + 1) % s->cap;
-    } else {
-        s->pts[(s->head + s->count) % s->cap] = *p;
-        s->count++;
-    }
-}
-
-const struct metric_point *metric_series_at(const struct metric_series *s, size_t i)
-{
-    if (!s || i >= s->count) return NULL;
-    return &s->pts[(s->head + i) % s->cap];
 }
 
 /* ---- job --------------------------------------------------------------------------------- */
@@ -181,7 +66,6 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     }
     if (log_root && !*log_root) log_root = ".";
     struct job *j = xcalloc(1, sizeof *j);
-    j->lock_fd = -1;
     j->state = JOB_CHECKING;
     j->run_id = xstrdup(run_id);
     j->log_dir = log_root ? xasprintf("%s/%s", log_root, run_id) : NULL;
@@ -219,49 +103,6 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     }
     j->ev_cap = JOB_EVENTS_MAX;
     j->events = xcalloc(j->ev_cap, sizeof *j->events);
-    if (!j->log_dir) return j; /* in memory only (`ddptop check`) */
-    if (util_mkdir_p(j->log_dir) != 0) {
-        snprintf(err, errlen, "cannot create the log directory %s: %s (choose another with "
-                 "--log-dir)", j->log_dir, strerror(errno));
-        job_free(j);
-        return NULL;
-    }
-    /* Private until --log-mode says otherwise (job_set_log_mode): the logs hold what the
-     * ranks print (tokens, paths), and adopt.json, which ddptop attach runs */
-    j->log_mode = LOG_MODE_DEFAULT;
-    struct stat st;
-    /* a run directory someone else made first (a known --run-id in a shared --log-dir) is
-     * theirs to read and to plant files in: not used */
-    bool is_dir = lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode);
-    if (!is_dir || st.st_uid != geteuid()) {
-        if (is_dir)
-            snprintf(err, errlen, "the run directory %s belongs to uid %u, not to you (uid %u): not "
-                     "writing there (choose another --run-id or --log-dir)", j->log_dir, (unsigned)st.st_uid,
-                     (unsigned)geteuid());
-        else
-            snprintf(err, errlen, "the run directory %s is not a directory (a link or a file): not writing "
-                     "there (choose another --run-id or --log-dir)", j->log_dir);
-        job_free(j);
-        return NULL;
-    }
-    if ((st.st_mode & 07777) != log_mode_dir(j->log_mode)) chmod(j->log_dir, log_mode_dir(j->log_mode));
-    /* one controller writes a run: a second one for it (a run id given twice, two takeovers
-     * at once) stops here, before it touches a file */
-    j->lock_fd = run_owner_lock(j->log_dir, err, errlen);
-    if (j->lock_fd < 0) {
-        job_free(j);
-        return NULL;
-    }
-    j->files = logw_new(j->log_dir, n_ranks, err, errlen);
-    if (!j->files) {
-        job_free(j);
-        return NULL;
-    }
-    /* who writes this run, so `ddptop ls` can tell a live run from an abandoned one */
-    if (run_owner_write(j->log_dir, err, errlen) != 0) {
-        job_free(j);
-        return NULL;
-    }
     return j;
 }
 
@@ -292,8 +133,6 @@ void job_free(struct job *j)
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
-    logw_free(j->files);
-    if (j->lock_fd >= 0) close(j->lock_fd); /* after the writer's last byte */
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -326,84 +165,12 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
     j->end_written = false;
     /* the writer makes attempt-N/ and opens its logs; what it cannot is said as an event */
-    logw_attempt(j->files, j->attempt);
+    if (j->sink) j->sink->attempt(j->sink->ctx, j->attempt);
     job_cause_clear(j);
     j->attempt_started_ms = now;
     j->ended_ms = 0;
     j->generation++;
     return 0;
-}
-
-/* What the writer lost, into the model (the header and the final line say it). */
-static void take_loss(struct job *j)
-{
-    struct logw_loss l;
-    if (!logw_loss(j->files, &l)) return;
-    char what[sizeof j->incomplete_what];
-    uint64_t events = l.events + l.events_held;
-    snprintf(what, sizeof what, "%llu event%s%s, %llu bytes of rank logs, %llu GPU sample%s not written",
-             (unsigned long long)events, events == 1 ? "" : "s", l.events_held ? " (held in memory)" : "",
-             (unsigned long long)l.log_bytes, (unsigned long long)l.gpu_lines, l.gpu_lines == 1 ? "" : "s");
-    if (strcmp(j->incomplete, l.reason) != 0 || strcmp(j->incomplete_what, what) != 0) {
-        snprintf(j->incomplete, sizeof j->incomplete, "%s", l.reason);
-        snprintf(j->incomplete_what, sizeof j->incomplete_what, "%s", what);
-        j->generation++;
-    }
-}
-
-static void take_errors(struct job *j)
-{
-    char *e;
-    while ((e = logw_take_error(j->files)) != NULL) {
-        /* after the end (the files settling before exit) the error is shown, not written: the
-         * end stays events.jsonl's last line, and the incomplete marker keeps what was lost */
-        if (j->end_written) job_event_restore(j, EV_INFO, wall_ns(), j->attempt, -1, -1, e);
-        else job_event_add(j, EV_INFO, -1, -1, "%s", e);
-        free(e);
-    }
-    take_loss(j);
-}
-
-void job_flush(struct job *j)
-{
-    if (!j->files) return;
-    logw_sync(j->files);
-    take_errors(j);
-}
-
-void job_files_settle(struct job *j, int timeout_ms)
-{
-    if (!j->files) return;
-    logw_drain(j->files, timeout_ms);
-    take_errors(j);
-    /* the events just made of the errors reach the file too (or count as lost) */
-    logw_drain(j->files, timeout_ms);
-    take_loss(j);
-}
-
-void job_set_log_mode(struct job *j, unsigned file_mode)
-{
-    if (!j->log_dir) return;
-    j->log_mode = file_mode & 0777;
-    struct stat st;
-    if (lstat(j->log_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-        chmod(j->log_dir, log_mode_dir(j->log_mode));
-    logw_set_mode(j->files, j->log_mode);
-    /* made here, with the mode, for the transports that only append to it */
-    static const char *const ours[] = {"agent.log", RUN_OWNER_FILE};
-    for (size_t i = 0; i < sizeof ours / sizeof *ours; i++) {
-        char *path = xasprintf("%s/%s", j->log_dir, ours[i]);
-        int fd = util_open_private(path, O_WRONLY | O_APPEND, j->log_mode);
-        if (fd >= 0) close(fd);
-        free(path);
-    }
-}
-
-/* The files stay open (a line that arrives late still reaches the disk); the next attempt or
- * job_free closes them. */
-void job_attempt_end(struct job *j)
-{
-    job_flush(j);
 }
 
 /* The rank's log file takes bytes as they came: one piece for a whole block of lines. */
@@ -413,13 +180,13 @@ void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const cha
     if (rank < 0 || (size_t)rank >= j->n_ranks) return;
     struct rank_info *r = &j->ranks[rank];
     r->last_output_ms = mono_ms();
-    logw_rank(j->files, rank, attempt, seq, r->seq_base, data, len, newline);
+    if (j->sink) j->sink->log(j->sink->ctx, rank, attempt, seq, r->seq_base, data, len, newline);
 }
 
 void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq)
 {
     if (rank < 0 || (size_t)rank >= j->n_ranks || !seq) return;
-    logw_rank(j->files, rank, attempt, seq, j->ranks[rank].seq_base, NULL, 0, false);
+    if (j->sink) j->sink->log(j->sink->ctx, rank, attempt, seq, j->ranks[rank].seq_base, NULL, 0, false);
 }
 
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,

@@ -1,9 +1,11 @@
 /* The job model: everything the controller knows about a run, its nodes and its ranks. The
  * controller and the protocol decoder write it; the hang detector reads and marks it; the
- * views (tui/) and the headless printer only read it. The run's files are written by the log
- * writer's thread (logw.h), to which the model hands every byte a rank printed, so no line is
- * lost even when the screen cannot keep up, and no disk ever holds up the controller's loop;
- * memory stays bounded by the per-rank rings. */
+ * views (tui/) and the headless printer only read it. The model does no I/O: what is to be
+ * kept on disk (every byte a rank printed, each event, GPU samples) it hands to its sink
+ * (struct job_sink, below), which the controller points at the run's files (record/
+ * run_files.h, written by the log writer's thread), so no line is lost even when the screen
+ * cannot keep up, and no disk ever holds up the controller's loop; memory stays bounded by
+ * the per-rank rings (log_ring.h, series.h). */
 #ifndef DDPTOP_JOB_H
 #define DDPTOP_JOB_H
 
@@ -12,8 +14,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "log_ring.h"
+#include "series.h"
 
 struct host;
+struct job;
 
 /* --log-dir when none is given (relative to the current directory): where `ddptop run`
  * writes runs and `ddptop ls` and `ddptop logs` look for them. */
@@ -62,16 +67,6 @@ enum node_link {
 
 enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own notes */ };
 
-/* Flags of a log line. */
-/* A rank's log file buffer: a rank printing 25 MB/s reaches the disk in 64 KiB writes, not
- * 4 KiB ones; its pages are touched only once the rank prints that much. */
-#define JOB_LOG_BUF (64 * 1024)
-
-#define LOG_LINE_PARTIAL 0x1   /* flushed without a newline (200 ms idle, or \r progress) */
-#define LOG_LINE_SPLIT   0x2   /* a piece of a line longer than 64 KiB; more follows */
-#define LOG_LINE_TRUNCATED 0x4 /* set by the model: only the first max_bytes are kept in memory
-                                  (the log file has the whole line) */
-
 /* Default bounds of the in-memory history per rank. job_new scales them down for large jobs
  * (see job_set_log_limits and docs/logs.md); the log files on disk are never bounded. */
 #define JOB_LOG_MAX_LINES   10000
@@ -80,38 +75,6 @@ enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own
 #define JOB_EVENTS_MAX      4096
 /* job_metric_add's step when the line carried none: the model infers it (docs/logs.md). */
 #define JOB_STEP_UNKNOWN    (-1L)
-
-struct log_line {
-    uint64_t seq;             /* per rank, from 1, across attempts */
-    int64_t wall_ns;          /* when the controller received it (for people) */
-    uint8_t stream;           /* enum log_stream */
-    uint8_t flags;
-    int attempt;
-    uint32_t len;
-    char *text;               /* raw bytes as the rank wrote them (not NUL-safe: use len) */
-};
-
-/* The last lines of one rank kept in memory (the whole log is on disk). */
-struct log_ring {
-    struct log_line *lines;
-    size_t cap, head, count;  /* lines[(head + i) % cap] for i in [0, count) is oldest..newest */
-    size_t bytes, max_bytes;  /* text bytes held; oldest lines dropped above max_bytes */
-    uint64_t total;           /* lines ever appended */
-    size_t max_lines;         /* cap grows on demand up to this */
-};
-
-struct metric_point {
-    long step;
-    double loss;              /* NAN when the line had no loss */
-    double step_ms;           /* NAN when unknown */
-};
-
-/* A rank's metric history: the newest points in a ring. */
-struct metric_series {
-    struct metric_point *pts;
-    size_t cap, head, count;
-    size_t max;               /* cap grows on demand up to this */
-};
 
 struct rank_info {
     int rank, local_rank, node;
@@ -226,6 +189,26 @@ struct root_cause {
     char *error_file;         /* TORCHELASTIC_ERROR_FILE contents (PyTorch @record), or NULL */
 };
 
+/* Where the model hands what is to be kept on disk: the run's files (record/run_files.c sets
+ * it when the run has a directory); the model itself never touches a disk. Each hook is
+ * called at the moment the model changes, in the model's order. */
+struct job_sink {
+    void *ctx;
+    /* Attempt n begins (job_attempt_begin): its rank logs are opened. */
+    void (*attempt)(void *ctx, int attempt);
+    /* A piece of rank's log of attempt: data, then a newline when newline. seq is the agent's
+     * number of the message that carried it (0: none) and base the rank's seq_base; data NULL
+     * and len 0: a numbered message that writes nothing was taken (job_log_mark). */
+    void (*log)(void *ctx, int rank, int attempt, uint64_t seq, uint64_t base, const char *data,
+                size_t len, bool newline);
+    /* An event was added (job_event_add): for events.jsonl, with the job as it is now. */
+    void (*event)(void *ctx, const struct job *j, const struct job_event *ev);
+    /* A GPU sample line for gpu.jsonl (job/gpu.c; no newline). */
+    void (*gpu)(void *ctx, const char *line, size_t len);
+    /* The run's last lines follow (job_event_end, before its `end` event). */
+    void (*ending)(void *ctx);
+};
+
 struct job {
     enum job_state state;
     char *run_id;
@@ -243,8 +226,7 @@ struct job {
     struct job_event *events; /* ring of the newest events; all are in events.jsonl */
     size_t ev_cap, ev_head, ev_count;
     struct root_cause cause;
-    struct logw *files;       /* the writer of LOGDIR/RUN_ID/ (NULL: in memory only) */
-    int lock_fd;              /* LOGDIR/RUN_ID/controller.lock, held while this job writes (-1) */
+    const struct job_sink *sink; /* where the run's files are written (NULL: in memory only) */
     uint64_t gpu_file_bytes;
     bool gpu_file_off;        /* full (GPU_FILE_MAX): no more lines */
     uint64_t generation;      /* bumped on every change: views redraw when it moved */
@@ -252,26 +234,27 @@ struct job {
     enum run_state end_state; /* what job_event_end recorded */
     int end_exit_code;
     bool end_written;         /* the attempt's end event is in events.jsonl: it stays the last */
-    unsigned log_mode;        /* of the run's files (--log-mode; its directories: log_mode_dir) */
-    /* the run's record or logs lost something (the writer's word, taken by job_flush): why
+    unsigned log_mode;        /* of the run's files (--log-mode; set by record/run_files.c) */
+    /* the run's record or logs lost something (the writer's word, taken by run_files_flush): why
      * ("disk full", or the error), and what ("" while nothing was) */
     char incomplete[64];
     char incomplete_what[160];
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
- * (node i's ranks follow node i-1's). log_root is --log-dir; the run's directory is
- * log_root/run_id and is created here; a NULL log_root keeps the job in memory only (no
- * directory, log_dir NULL: `ddptop check`). Returns NULL with err filled on an I/O error. */
+ * (node i's ranks follow node i-1's). log_root is --log-dir: the run's directory is
+ * log_root/run_id (log_dir), made and written by record/run_files.h, not here; a NULL
+ * log_root keeps log_dir NULL (`ddptop check`, `ddptop view`). The job starts with no sink
+ * (in memory only). Returns NULL with err filled when run_id cannot name a directory. */
 struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
                     const char *const *node_names, const struct host *const *hosts,
                     const int *ranks_per_node, size_t n_nodes, char *err, size_t errlen);
 void job_free(struct job *j);
 
-/* Starts attempt j->attempt (opens attempt-N/rank-R.log files, resets per-attempt state). */
+/* Starts attempt j->attempt (resets per-attempt state; the sink opens attempt-N's logs). */
 int job_attempt_begin(struct job *j, char *err, size_t errlen);
 
-/* Appends one line of rank output: to its log file (raw bytes, plus '\n' unless the line is
+/* Appends one line of rank output: to its log (the sink; raw bytes, plus '\n' unless the line is
  * LOG_LINE_PARTIAL or LOG_LINE_SPLIT) and to its ring. LOG_SYSTEM lines go to the ring only. */
 void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,
                     const char *text, size_t len);
@@ -290,7 +273,7 @@ void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq);
 /* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
                     double tokens_per_s);
-/* Adds an event (also written as one JSON line to events.jsonl with host and time). */
+/* Adds an event (also handed to the sink: one JSON line of events.jsonl with host and time). */
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -311,20 +294,6 @@ void job_event_end(struct job *j, enum run_state st, int exit_code);
 void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes);
 void job_set_series_limit(struct job *j, size_t max_points);
 
-/* The writer buffers each rank's log: the controller calls job_flush on a timer (every
- * second: the buffers go to disk, the log index is replaced, and the writer's errors become
- * events), and job_attempt_end when an attempt's ranks have all ended; job_free writes what
- * is left and closes. */
-void job_flush(struct job *j);
-void job_attempt_end(struct job *j);
-/* The run is over (ddptop exits): waits at most timeout_ms for the writer to have written all
- * that was given to it, then takes its errors and losses (j->incomplete) as job_flush does. */
-void job_files_settle(struct job *j, int timeout_ms);
-/* --log-mode: the run's directory, its files and every one made from now on get file_mode
- * (0600 by default; 0640 lets the group read), directories the same with x where r is.
- * Also makes agent.log with it, for the transports that append to it. */
-void job_set_log_mode(struct job *j, unsigned file_mode);
-
 /* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
  * it for each new attempt; root_cause.h sets it. */
 void job_cause_clear(struct job *j);
@@ -332,9 +301,8 @@ void job_cause_clear(struct job *j);
 /* The host name of a rank or node, for messages ("?" when out of range). */
 const char *job_rank_host(const struct job *j, int rank);
 
-/* Ring accessors: i-th oldest (0) .. newest (count-1). */
-const struct log_line *log_ring_at(const struct log_ring *r, size_t i);
-const struct metric_point *metric_series_at(const struct metric_series *s, size_t i);
+/* Events: i-th oldest (0) .. newest (count-1); log_ring_at and metric_series_at are in
+ * log_ring.h and series.h. */
 const struct job_event *job_event_at(const struct job *j, size_t i);
 
 const char *job_state_name(enum job_state s);     /* "RUNNING" */

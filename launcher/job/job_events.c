@@ -1,20 +1,13 @@
 /* The job's events (job.h): a ring of the newest in memory for the views, and every one of
- * them as a JSON line in LOGDIR/RUN_ID/events.jsonl with its time, attempt, rank and host.
- * The root cause's event also carries its exit status, last output lines and error file; a
- * launch its rank map; the end of the run its state (what `ddptop ls` reads back).
- * Strings are made valid UTF-8 first: a rank's raw bytes must not make the file unparseable. */
+ * them handed to the sink, which writes it as a JSON line of LOGDIR/RUN_ID/events.jsonl
+ * (record/run_events.c). */
 #include "job.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <cjson/cJSON.h>
-
-#include "logw.h"
 #include "util/util.h"
-#include "wire/signals.h"
 
 const char *job_event_kind_name(enum job_event_kind k)
 {
@@ -39,123 +32,10 @@ const char *run_state_name(enum run_state s)
     return (unsigned)s < sizeof names / sizeof *names && names[s] ? names[s] : "unknown";
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (c < 0x80) return c ? 1 : 0;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
-
-/* A NUL-terminated copy with invalid UTF-8 and NUL bytes replaced by U+FFFD. */
-static char *utf8_safe_dup(const char *text, size_t len)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0;
-    while (i < len) {
-        size_t k = utf8_seq_len(s + i, len - i);
-        if (k) { strbuf_add(&sb, s + i, k); i += k; }
-        else { strbuf_adds(&sb, "\xEF\xBF\xBD"); i++; }
-    }
-    if (!sb.buf) strbuf_adds(&sb, "");
-    return sb.buf;
-}
-
-static void json_add_text(cJSON *o, const char *key, const char *text, size_t len)
-{
-    char *safe = utf8_safe_dup(text, len);
-    cJSON_AddStringToObject(o, key, safe);
-    free(safe);
-}
-
-/* "2026-11-21T09:30:00.123Z" */
-static void add_cause_fields(cJSON *o, const struct root_cause *c)
-{
-    if (c->hang) {
-        cJSON_AddNullToObject(o, "exit_code");
-        cJSON_AddNullToObject(o, "signal");
-        cJSON_AddTrueToObject(o, "hang");
-    } else if (c->term_signal) {
-        cJSON_AddNullToObject(o, "exit_code");
-        cJSON_AddStringToObject(o, "signal", signals_label(c->term_signal));
-    } else if (c->rank >= 0) {
-        cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
-        cJSON_AddNullToObject(o, "signal");
-    }
-    cJSON *lines = cJSON_AddArrayToObject(o, "last_lines");
-    for (size_t i = 0; i < c->n_last_lines; i++) {
-        char *safe = utf8_safe_dup(c->last_lines[i], strlen(c->last_lines[i]));
-        cJSON_AddItemToArray(lines, cJSON_CreateString(safe));
-        free(safe);
-    }
-    if (c->error_file) json_add_text(o, "error_file", c->error_file, strlen(c->error_file));
-    else cJSON_AddNullToObject(o, "error_file");
-}
-
-/* The rank map, so that a reader of the file alone knows each rank's host: node names in
- * hostfile order and how many ranks each runs (node i's follow node i-1's). */
-static void add_launch_fields(cJSON *o, const struct job *j)
-{
-    cJSON_AddNumberToObject(o, "ranks", j->world_size);
-    cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
-    cJSON *per = cJSON_AddArrayToObject(o, "ranks_per_node");
-    for (size_t i = 0; i < j->n_nodes; i++) {
-        char *safe = utf8_safe_dup(j->nodes[i].name, strlen(j->nodes[i].name));
-        cJSON_AddItemToArray(hosts, cJSON_CreateString(safe));
-        free(safe);
-        cJSON_AddItemToArray(per, cJSON_CreateNumber(j->nodes[i].n_ranks));
-    }
-}
-
+/* Hands the event to the sink: events.jsonl's line is made by record/run_events.c. */
 static void write_event(struct job *j, const struct job_event *ev)
 {
-    if (!j->files) return;
-    char when[48];
-    util_iso_time(ev->wall_ns, when, sizeof when);
-    int node = ev->node;
-    if (node < 0 && ev->rank >= 0 && (size_t)ev->rank < j->n_ranks) node = j->ranks[ev->rank].node;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "time", when);
-    cJSON_AddStringToObject(o, "kind", job_event_kind_name(ev->kind));
-    cJSON_AddNumberToObject(o, "attempt", ev->attempt);
-    if (ev->rank >= 0) cJSON_AddNumberToObject(o, "rank", ev->rank);
-    else cJSON_AddNullToObject(o, "rank");
-    if (node >= 0 && (size_t)node < j->n_nodes) json_add_text(o, "host", j->nodes[node].name,
-                                                              strlen(j->nodes[node].name));
-    else cJSON_AddNullToObject(o, "host");
-    json_add_text(o, "text", ev->text, strlen(ev->text));
-    if (ev->kind == EV_ROOT_CAUSE && j->cause.set) add_cause_fields(o, &j->cause);
-    if (ev->kind == EV_LAUNCH) add_launch_fields(o, j);
-    if (ev->kind == EV_END) {
-        cJSON_AddStringToObject(o, "state", run_state_name(j->end_state));
-        cJSON_AddNumberToObject(o, "exit_code", j->end_exit_code);
-        /* the count, for a file whose launches were lost to a full disk */
-        if (j->state != JOB_CHECKING && j->state != JOB_CHECK_FAILED)
-            cJSON_AddNumberToObject(o, "attempts", j->attempt + 1);
-        if (j->incomplete[0]) cJSON_AddStringToObject(o, "incomplete", j->incomplete);
-    }
-    char *line = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!line) return;
-    /* Events are rare and are what a person reads after a crash: written at once (by the
-     * writer's thread, never waiting here). */
-    logw_events(j->files, line, strlen(line));
-    free(line);
+    if (j->sink) j->sink->event(j->sink->ctx, j, ev);
 }
 
 /* Into the ring (the oldest dropped when full); takes text. */
@@ -206,7 +86,7 @@ void job_event_end(struct job *j, enum run_state st, int exit_code)
     j->end_exit_code = exit_code;
     j->end_written = true;
     /* a full disk: the reserve goes to the events held in memory and to this one */
-    logw_ending(j->files);
+    if (j->sink) j->sink->ending(j->sink->ctx);
     job_event_add(j, EV_END, -1, -1, "run %s %s (exit code %d)", j->run_id, run_state_name(st),
                   exit_code);
 }

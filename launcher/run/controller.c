@@ -465,7 +465,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 {
     job_ended(c->job, st);
     ctl_record_end(c);
-    job_attempt_end(c->job);
+    run_files_flush(c->files);
     /* A finished job lets go at once: of its agents (a restart from the dashboard starts fresh
      * ones), and of the Slurm allocation --salloc made. The final screen stays. */
     ctl_release_all(c, false);
@@ -491,7 +491,7 @@ static void stop_complete(struct controller *c)
     job_ranks_stopped(j);
     for (size_t i = 0; i < c->n; i++)
         if (!c->nodes[i].lost) job_node_ready(j, i);
-    job_attempt_end(j);
+    run_files_flush(c->files);
     if (c->after == AFTER_QUIT) {
         c->quit = true;
         ctl_finish(c, c->stop_state == JOB_FAILED ? JOB_FAILED : JOB_STOPPED);

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job/logw.h"
-#include "job/run_record.h"
-#include "job/run_replay.h"
+#include "record/logw.h"
+#include "record/run_record.h"
+#include "record/run_replay.h"
 #include "util/cli.h"
 #include "util/util.h"
 
@@ -60,7 +60,7 @@ void ctl_record_write(struct controller *c)
 {
     struct job *j = c->job;
     struct run_record r = {0};
-    if (!j->files || c->o.check_only) return;
+    if (!c->files || c->o.check_only) return;
     record_argv(c, &r);
     r.cwd = c->start_cwd;
     r.env = c->start_env;
@@ -85,7 +85,7 @@ void ctl_record_write(struct controller *c)
     r.slurm_release = c->o.check.slurm_release && !c->allocation_released;
     r.written_ns = wall_ns();
     char *text = run_record_json(&r);
-    logw_replace(j->files, RUN_RECORD_FILE, text, strlen(text));
+    logw_replace(run_files_writer(c->files), RUN_RECORD_FILE, text, strlen(text));
     free(text);
     for (size_t i = 0; i < r.argc; i++) free(r.argv[i]);
     free(r.argv);
@@ -174,7 +174,7 @@ void ctl_adopt_begin(struct controller *c)
     logw_read_index(j->log_dir, marks, j->n_ranks);
     for (size_t k = 0; k < j->n_ranks; k++)
         if (marks[k].attempt >= 0 && marks[k].base != r->rank_base[k]) marks[k].attempt = -1; /* an older agent's */
-    logw_cut_back(j->files, marks, j->attempt);
+    logw_cut_back(run_files_writer(c->files), marks, j->attempt);
     char err[256];
     job_attempt_begin(j, err, sizeof err);
     for (size_t k = 0; k < j->n_ranks; k++) {

@@ -74,6 +74,12 @@ static void remap_by_gpus(struct controller *c)
     nj = ctl_make_job(c, gpus, err, sizeof err);
     same = nj && nj->n_ranks == c->job->n_ranks;
     for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
+    /* the run's files follow the new shape (the writer starts again for its ranks) */
+    if (nj && !same && run_files_rebind(c->files, nj, err, sizeof err) != 0) {
+        job_event_add(c->job, EV_INFO, -1, -1, "the run's files stopped: %s", err);
+        job_free(nj);
+        nj = NULL;
+    }
     if (nj && !same) {
         for (size_t i = 0; i < c->n; i++)
             if (c->job->nodes[i].state == NODE_READY) job_node_ready(nj, i);

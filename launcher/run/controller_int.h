@@ -18,6 +18,7 @@
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "job/rank_report.h"
+#include "record/run_files.h"
 #include "ssh/transport.h"
 #include "wire/client.h"
 
@@ -88,6 +89,7 @@ struct controller {
     const struct hostlist *hl;
     struct frontend fe;
     struct job *job;
+    struct run_files *files;    /* the run's files (job->sink); NULL: in memory only (check) */
     struct cnode *nodes;
     struct crank *ranks;
     size_t n;

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/root_cause.h"
 #include "util/util.h"
 #include "wire/json_num.h"
@@ -278,7 +278,7 @@ void ctl_link_check(struct controller *c, int64_t now)
 static uint64_t durable_seq(const struct controller *c, int rank)
 {
     uint64_t seq, base;
-    logw_durable(c->job->files, rank, &seq, &base);
+    logw_durable(run_files_writer(c->files), rank, &seq, &base);
     return base == c->job->ranks[rank].seq_base ? seq : 0;
 }
 

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
-#include "job/logw.h"
-#include "job/run_record.h"
+#include "record/logw.h"
+#include "record/run_record.h"
 #include "wire/protocol.h"
 #include "util/evloop.h"
 #include "util/util.h"
@@ -142,7 +142,6 @@ struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err,
                           : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
     }
     j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
-    if (j) job_set_log_mode(j, c->o.log_mode ? c->o.log_mode : LOG_MODE_DEFAULT);
     free(names);
     free(hosts);
     free(rpn);
@@ -212,6 +211,11 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     }
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
+    if (c->job->log_dir) {
+        c->files = run_files_open(c->job, err, errlen);
+        if (!c->files) goto fail;
+        run_files_set_mode(c->files, c->o.log_mode ? c->o.log_mode : LOG_MODE_DEFAULT);
+    }
     c->o.run_id = NULL; /* the job holds it now */
     free(run_id);
     c->nodes = xcalloc(c->n, sizeof *c->nodes);
@@ -236,6 +240,7 @@ void controller_free(struct controller *c)
         wire_client_done(&c->nodes[i].cl);
         free(c->nodes[i].trace_prefix);
     }
+    run_files_close(c->files); /* after the last event above, before the job goes */
     if (c->job) job_free(c->job);
     preflight_free(c->pf);
     metrics_parser_free(c->metrics);
@@ -301,7 +306,7 @@ static void timers(struct controller *c)
             /* stalls and stragglers */
             if ((hang_check(c->job, &c->hang, now) & HANG_STALL) && job_is_running(c->job)) ctl_hang_stalled(c);
         }
-        job_flush(c->job);
+        run_files_flush(c->files);
     }
 }
 
@@ -357,7 +362,7 @@ static void on_wake(struct evloop *el, const struct evloop_wake *wk, void *ctx)
     else if (stalled) ctl_link_stalled(c, pass);
     /* The log writer's queue is long (a log directory that stalls): the agents' lines wait in
      * their transports, which stop reading, and the agents spool; we hear again below LOW. */
-    size_t backlog = logw_backlog(c->job->files);
+    size_t backlog = logw_backlog(run_files_writer(c->files));
     if (!c->writer_full && backlog > WRITER_HIGH) {
         c->writer_full = true;
         job_event_add(c->job, EV_INFO, -1, -1, "the log directory is slow: %zu MiB wait to be written; reading "
@@ -479,9 +484,9 @@ int controller_run(struct controller *c)
     /* ranks were stopped (or the job ended) before we got here: the agents exit; unless the
      * run is left to them (abandon), when they wait for ddptop attach */
     ctl_release_all(c, c->abandon);
-    job_flush(c->job);
+    run_files_flush(c->files);
     /* the final screen and line say whether the record on disk is whole */
-    job_files_settle(c->job, 5000);
+    run_files_settle(c->files, 5000);
     ctl_events_flush(c);
     ctl_draw(c);
     signals_restore(c);

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/root_cause.h"
 #include "job/stack_where.h"
 #include "util/util.h"

@@ -1,5 +1,5 @@
 /* libFuzzer harness for a run's directory as `ddptop view` and `ddptop ls` read it back
- * (launcher/job/run_replay.c, runs.c, gpu.c's job_gpu_restore; docs/logs.md): events.jsonl,
+ * (launcher/record/run_replay.c, runs.c, gpu.c's job_gpu_restore; docs/logs.md): events.jsonl,
  * gpu.jsonl and a rank's log, written by the harness into a directory of its own and read
  * with the real readers, run_replay_load and runs_entry_read, which take a path.
  *
@@ -18,8 +18,8 @@
 #include "job/gpu.h"
 #include "job/job.h"
 #include "job/job_state.h"
-#include "job/run_replay.h"
-#include "job/runs.h"
+#include "record/run_replay.h"
+#include "record/runs.h"
 
 static char dir[64];
 static const char *const files[] = { "events.jsonl", "gpu.jsonl", "attempt-0/rank-0.log" };

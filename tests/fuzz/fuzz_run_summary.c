@@ -1,4 +1,4 @@
-/* libFuzzer harness for the events.jsonl reader behind `ddptop ls` (launcher/job/
+/* libFuzzer harness for the events.jsonl reader behind `ddptop ls` (launcher/record/
  * run_summary.c): the input is a file's worth of lines, fed one at a time as
  * run_summary_read does, then finished with each controller status. Built and run by `make fuzz-programs`, `make fuzz` and
  * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/run_summary.h"
+#include "record/run_summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "job/runs.h"
+#include "record/runs.h"
 #include "util/cli.h"
 #include "util/sanitize.h"
 #include "util/util.h"

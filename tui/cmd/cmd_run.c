@@ -14,7 +14,7 @@
 #include "headless.h"
 #include "hosts/hosts_source.h"
 #include "job/hang.h"
-#include "job/logw.h"
+#include "record/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
 #include "session/session.h"

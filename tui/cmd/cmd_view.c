@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "dashboard.h"
-#include "job/run_owner.h"
-#include "job/run_replay.h"
-#include "job/runs.h"
+#include "record/run_owner.h"
+#include "record/run_replay.h"
+#include "record/runs.h"
 #include "util/cli.h"
 #include "util/evloop.h"
 #include "util/util.h"

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job/run_record.h"
-#include "job/runs.h"
+#include "record/run_record.h"
+#include "record/runs.h"
 #include "session_proto.h"
 #include "util/util.h"
 

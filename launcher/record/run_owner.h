@@ -1,7 +1,7 @@
 /* Who owns a run directory: the controller process writing it, recorded when the run starts
- * in LOGDIR/RUN_ID/controller.json (job_new), so that `ddptop ls` can tell a run in progress
- * from one whose controller is gone, and `ddptop logs -f` knows when to stop. A pid alone
- * would not do: pids are reused. The record also holds the process's start time (field 22
+ * in LOGDIR/RUN_ID/controller.json (run_files_open), so that `ddptop ls` can tell a run in
+ * progress from one whose controller is gone, and `ddptop logs -f` knows when to stop. A pid
+ * alone would not do: pids are reused. The record also holds the process's start time (field 22
  * of /proc/PID/stat, clock ticks since boot), the boot id and the host name, and the owner
  * is alive only when all of them still match (docs/logs.md). */
 #ifndef DDPTOP_RUN_OWNER_H

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "job/job.h"
 #include "run_owner.h"
 
 #define RUN_RANKS_MAX      (1 << 20)  /* ranks a run may claim at all */

@@ -16,9 +16,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "gpu.h"
-#include "job_state.h"
-#include "metrics_parse.h"
+#include "job/gpu.h"
+#include "job/job_state.h"
+#include "job/metrics_parse.h"
 #include "runs.h"
 #include "util/util.h"
 #include "wire/signals.h"

@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "job.h"
+#include "job/job.h"
 #include "run_summary.h"
 
 #define RUN_REPLAY_GPU_TAIL (8u << 20)

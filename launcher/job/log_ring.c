@@ -1,0 +1,70 @@
+/* A rank's last log lines in memory (log_ring.h). */
+#include "log_ring.h"
+
+#include <stdlib.h>
+
+#include "util/util.h"
+
+static void log_ring_drop_oldest(struct log_ring *r)
+{
+    struct log_line *l = &r->lines[r->head];
+    r->bytes -= l->len;
+    free(l->text);
+    l->text = NULL;
+    r->head = (r->head + 1) % r->cap;
+    r->count--;
+}
+
+/* Re-lays the ring out from index 0 in an array of new_cap (>= count). */
+static void log_ring_realloc(struct log_ring *r, size_t new_cap)
+{
+    struct log_line *n = xcalloc(new_cap, sizeof *n);
+    for (size_t i = 0; i < r->count; i++) n[i] = r->lines[(r->head + i) % r->cap];
+    free(r->lines);
+    r->lines = n;
+    r->cap = new_cap;
+    r->head = 0;
+}
+
+void log_ring_set_limits(struct log_ring *r, size_t max_lines, size_t max_bytes)
+{
+    r->max_lines = max_lines ? max_lines : 1;
+    r->max_bytes = max_bytes ? max_bytes : 1;
+    while (r->count && (r->count > r->max_lines || r->bytes > r->max_bytes))
+        log_ring_drop_oldest(r);
+    if (r->cap > r->max_lines) log_ring_realloc(r, r->max_lines);
+}
+
+void log_ring_push(struct log_ring *r, struct log_line *line)
+{
+    if (line->len > r->max_bytes) {        /* one huge line: keep its head only */
+        line->len = (uint32_t)r->max_bytes;
+        line->text[line->len] = '\0';
+        line->flags |= LOG_LINE_TRUNCATED;
+    }
+    while (r->count && (r->count >= r->max_lines || r->bytes + line->len > r->max_bytes))
+        log_ring_drop_oldest(r);
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        if (cap > r->max_lines) cap = r->max_lines;
+        log_ring_realloc(r, cap);
+    }
+    r->lines[(r->head + r->count) % r->cap] = *line;
+    r->count++;
+    r->bytes += line->len;
+    r->total++;
+}
+
+void log_ring_free(struct log_ring *r)
+{
+    while (r->count) log_ring_drop_oldest(r);
+    free(r->lines);
+    r->lines = NULL;
+    r->cap = r->head = 0;
+}
+
+const struct log_line *log_ring_at(const struct log_ring *r, size_t i)
+{
+    if (!r || i >= r->count) return NULL;
+    return &r->lines[(r->head + i) % r->cap];
+}

@@ -1,0 +1,47 @@
+/* A rank's metric history in memory (series.h). */
+#include "series.h"
+
+#include <stdlib.h>
+
+#include "util/util.h"
+
+static void series_realloc(struct metric_series *s, size_t new_cap)
+{
+    struct metric_point *n = xcalloc(new_cap, sizeof *n);
+    for (size_t i = 0; i < s->count; i++) n[i] = s->pts[(s->head + i) % s->cap];
+    free(s->pts);
+    s->pts = n;
+    s->cap = new_cap;
+    s->head = 0;
+}
+
+void series_set_max(struct metric_series *s, size_t max)
+{
+    s->max = max ? max : 1;
+    if (s->count > s->max) {
+        s->head = (s->head + s->count - s->max) % s->cap;
+        s->count = s->max;
+    }
+    if (s->cap > s->max) series_realloc(s, s->max);
+}
+
+void series_push(struct metric_series *s, const struct metric_point *p)
+{
+    if (s->count == s->cap && s->cap < s->max) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        series_realloc(s, cap > s->max ? s->max : cap);
+    }
+    if (s->count == s->cap) {               /* full: overwrite the oldest */
+        s->pts[s->head] = *p;
+        s->head = (s->head + 1) % s->cap;
+    } else {
+        s->pts[(s->head + s->count) % s->cap] = *p;
+        s->count++;
+    }
+}
+
+const struct metric_point *metric_series_at(const struct metric_series *s, size_t i)
+{
+    if (!s || i >= s->count) return NULL;
+    return &s->pts[(s->head + i) % s->cap];
+}
