@@ -519,4 +519,58 @@ else
         "call an entry of struct transport_ops (launcher/ssh/transport_int.h) through transport.h instead:" "$out"
 fi
 
+# ---- (j) calls follow the rooms' direction; no call circle between rooms ---------------------
+
+# Includes are not the only way across rooms: a function declared in one room's header but
+# defined in another's lets the first call the second without including it. tests/lib/calls.py
+# reads the calls from the built objects (nm: what each object leaves undefined, and which
+# object defines it): (1) every call across rooms follows RULES, (2) no files of different
+# rooms call each other, directly or around a circle. A call through a pointer is no edge, by
+# design: the dashboard calls the session only through the hooks tui/cmd/ hands it.
+CALLS="python3 tests/lib/calls.py"
+fake=$tmp/calls
+mkdir -p "$fake/launcher/util" "$fake/launcher/job" "$fake/launcher/record" "$fake/launcher/hosts" \
+    "$fake/tui/session" "$fake/tui/cmd"
+# util's two files call each other: within a room that is no circle
+printf 'int util_b(void);\nint util_a(int n) { return n ? util_b() : 0; }\n' >"$fake/launcher/util/u1.c"
+printf 'int util_a(int);\nint util_b(void) { return util_a(0); }\n' >"$fake/launcher/util/u2.c"
+# job calls record through a declaration of its own (no include), record calls job back
+printf 'int record_get(void);\nint util_a(int);\nint job_count(void) { return record_get() + util_a(1); }\n' >"$fake/launcher/job/job.c"
+printf 'int job_peek(void);\nint record_get(void) { return job_peek(); }\n' >"$fake/launcher/record/rec.c"
+printf 'int job_count(void);\nint job_peek(void) { static int d; return d++ ? 0 : job_count(); }\n' >"$fake/launcher/job/job_peek.c"
+# the dashboard calls the session only through the hook the command hands it
+printf 'int session_detach(void);\nint session_detach(void) { return 0; }\n' >"$fake/tui/session/s.c"
+printf 'int dash_run(int (*detach)(void));\nint dash_run(int (*detach)(void)) { return detach(); }\n' >"$fake/tui/dash.c"
+printf 'int session_detach(void);\nint dash_run(int (*)(void));\nint main(void) { return dash_run(session_detach); }\n' >"$fake/tui/cmd/c.c"
+# an object whose source is gone is stale, not checked; a source with no object is reported
+printf 'int record_get(void);\nint hosts_gone(void) { return record_get(); }\n' >"$fake/launcher/hosts/gone.c"
+built=1
+for c in $(cd "$fake" && find launcher tui -name '*.c'); do
+    mkdir -p "$fake/build/obj/$(dirname "$c")"
+    ${CC:-cc} -std=c11 -c "$fake/$c" -o "$fake/build/obj/${c%.c}.o" || built=0
+done
+rm "$fake/launcher/hosts/gone.c"
+printf 'int hosts_h(void) { return 0; }\n' >"$fake/launcher/hosts/h.c"
+out=$($CALLS --root "$fake" rooms "${RULES[@]}" 2>&1; echo "rc=$?")
+out2=$($CALLS --root "$fake" circles 2>&1; echo "rc=$?")
+circle='call circle between the rooms job, record (3 files): launcher/job/job.c --record_get()--> launcher/record/rec.c --job_peek()--> launcher/job/job_peek.c --job_count()--> launcher/job/job.c'
+if [ $built -eq 1 ] && grep -qx 'rc=1' <<<"$out" && grep -qx 'rc=1' <<<"$out2" &&
+   grep -qx 'launcher/job/job.c: calls record_get() of launcher/record/rec.c: job/ may call only hosts, util, wire' <<<"$out" &&
+   grep -q '^launcher/hosts/h.c: no object in build/obj: run make' <<<"$out" &&
+   [ "$(grep -c ': calls ' <<<"$out")" -eq 1 ] && ! grep -qE 'gone|session|tui' <<<"$out" &&
+   grep -qxF "$circle" <<<"$out2" && [ "$(grep -c '^call circle' <<<"$out2")" -eq 1 ]; then
+    tap_ok "the call checker sees a call against the direction through a declaration, and a call circle between rooms (not one within a room, not a hook called through a pointer, not a stale object)"
+else
+    tap_fail "the call checker sees a call against the direction through a declaration, and a call circle between rooms" \
+        "rooms:" "$out" "circles:" "$out2" "expected the circle:" "$circle"
+fi
+
+out=$($CALLS --obj "$BUILD_DIR/obj" rooms "${RULES[@]}" 2>&1)
+if [ $? -eq 0 ]; then tap_ok "every call across rooms in launcher/ and tui/ follows the rooms' direction ($out)"
+else tap_fail "every call across rooms in launcher/ and tui/ follows the rooms' direction" \
+    "call a room the table does not allow only through a pointer you are handed (a hook), never by name:" "$out"; fi
+out=$($CALLS --obj "$BUILD_DIR/obj" circles 2>&1)
+if [ $? -eq 0 ]; then tap_ok "no call circle between files of different rooms ($out)"
+else tap_fail "no call circle between files of different rooms" "$out"; fi
+
 tap_done

@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+# The file-level call graph of launcher/ and tui/, read from the built objects, for
+# tests/it_rooms.sh and for a person looking for tangles the includes do not show:
+#   calls.py edges                     every use as "FILE -> SYMBOL -> FILE"
+#   calls.py rooms ROOM:DEP,DEP ...    calls against the rooms' direction (exit 1 if any)
+#   calls.py circles                   files of different rooms that call each other, directly
+#                                      or around a circle through others (exit 1 if any)
+# --root DIR looks at another tree (its sources), --obj DIR at other objects (default
+# ROOT/build/obj); tests/it_rooms.sh checks the checker on made-up objects first.
+# Why objects and not the sources: a function declared in one room's header and defined in
+# another's lets the first call the second without including it; `nm` sees every such call
+# exactly. Each object's undefined symbols (U) are mapped to the object that defines them
+# (T, W, D, R, B, ...); static functions (t) and calls through a pointer are no edges, by
+# design: the dashboard calls the session only through the hooks tui/cmd/ hands it.
+# A file is a .c (its object build/obj/X.o); objects whose source is gone are left out, and a
+# source with no object is reported (run make, or the Makefile misses its folder). A room is
+# the folder under launcher/, the folder under tui/, or "tui" for tui/'s own files, as in
+# includes.py; the rules are the includes' direction (RULES in tests/it_rooms.sh).
+import os
+import subprocess
+import sys
+from collections import deque
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+OBJ = None
+TOPS = ("launcher", "tui")   # the programs ddptop and ddptop-agent; runtime/ is another program
+DEFINED = set("TWVDRBGSCi")  # a definition another object can link against
+UNDEFINED = set("Uw")
+
+
+def room(path):
+    parts = path.split("/")
+    return parts[1] if parts[0] in TOPS and len(parts) > 2 else parts[0]
+
+
+def sources():
+    for top in TOPS:
+        for d, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in sorted(files):
+                if f.endswith(".c"):
+                    yield os.path.relpath(os.path.join(d, f), ROOT)
+
+
+def objects():
+    """{source: object path} for every source with an object; a list of sources without."""
+    have, missing = {}, []
+    for src in sorted(sources()):
+        o = os.path.join(OBJ, src[:-2] + ".o")
+        if os.path.isfile(o):
+            have[src] = o
+        else:
+            missing.append(src)
+    return have, missing
+
+
+def symbols(objs):
+    """{source: (defined set, undefined set)} from one run of nm over all objects."""
+    by_obj = {o: s for s, o in objs.items()}
+    out = {s: (set(), set()) for s in objs}
+    if not objs:
+        return out
+    try:
+        text = subprocess.run(["nm", "-A"] + sorted(by_obj), check=True, capture_output=True,
+                              text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"calls.py: nm failed: {e}")
+    for line in text.splitlines():
+        path, _, rest = line.partition(":")
+        f = rest.split()
+        if len(f) < 2 or path not in by_obj:
+            continue
+        kind, name = f[-2], f[-1]
+        if kind in DEFINED:
+            out[by_obj[path]][0].add(name)
+        elif kind in UNDEFINED:
+            out[by_obj[path]][1].add(name)
+    return out
+
+
+def graph():
+    """({file: {file: sorted symbols}}, {symbol: kind word}, sources without object, n files)."""
+    objs, missing = objects()
+    syms = symbols(objs)
+    definers = {}
+    for s, (defs, _) in syms.items():
+        for name in defs:
+            definers.setdefault(name, []).append(s)
+    g = {s: {} for s in syms}
+    for s, (_, undef) in syms.items():
+        for name in undef:
+            where = definers.get(name)
+            if not where:
+                continue   # libc, curses, ssh, cJSON
+            # Two programs may each define a name (main): the one in the caller's room wins.
+            same = [w for w in where if room(w) == room(s)]
+            d = sorted(same or where)[0]
+            if d != s:
+                g[s].setdefault(d, []).append(name)
+    for s in g:
+        for d in g[s]:
+            g[s][d].sort()
+    return g, missing, len(objs)
+
+
+def show(names, limit=3):
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(n + "()" for n in names[:limit]) + more
+
+
+def report_missing(missing):
+    for s in missing:
+        print(f"{s}: no object in {os.path.relpath(OBJ, ROOT)}: run make (or the Makefile "
+              "misses its folder), else its calls go unchecked")
+    return len(missing)
+
+
+def cmd_edges():
+    g, missing, _ = graph()
+    for s in sorted(g):
+        for d in sorted(g[s]):
+            for name in g[s][d]:
+                print(f"{s} -> {name} -> {d}")
+    return 1 if report_missing(missing) else 0
+
+
+def cmd_rooms(rules):
+    allowed = {}
+    for r in rules:
+        name, _, deps = r.partition(":")
+        allowed[name] = set(x for x in deps.split(",") if x)
+    g, missing, n = graph()
+    bad = report_missing(missing)
+    across = 0
+    for s in sorted(g):
+        ra = room(s)
+        if ra not in allowed:
+            print(f"{s}: room '{ra}' is not in the table")
+            bad += 1
+            continue
+        for d in sorted(g[s]):
+            rb = room(d)
+            if ra == rb:
+                continue
+            across += 1
+            if rb not in allowed[ra]:
+                may = ", ".join(sorted(allowed[ra]))
+                print(f"{s}: calls {show(g[s][d])} of {d}: {ra}/ may call "
+                      + (f"only {may}" if may else "no other room"))
+                bad += 1
+    if not bad:
+        print(f"{n} files, {across} file pairs calling across rooms")
+    return 1 if bad or n == 0 else 0
+
+
+def cmd_circles():
+    g, missing, n = graph()
+    bad = report_missing(missing)
+    for comp in components(g):
+        if len({room(f) for f in comp}) < 2:
+            continue   # files of one room may call each other
+        bad += 1
+        inside = set(comp)
+        # One circle to show: the first call across rooms in it, and the shortest way back.
+        u, v = next((a, b) for a in sorted(comp) for b in sorted(g[a])
+                    if b in inside and room(a) != room(b))
+        back = {v: None}
+        todo = deque([v])
+        while u not in back:
+            x = todo.popleft()
+            for y in sorted(g[x]):
+                if y in inside and y not in back:
+                    back[y] = x
+                    todo.append(y)
+        path = [u]
+        while path[-1] != v:
+            path.append(back[path[-1]])
+        chain = [u] + path[::-1]   # u -> v -> ... -> u
+        text = chain[0] + "".join(f" --{show(g[a][b], 1)}--> {b}" for a, b in zip(chain, chain[1:]))
+        rooms = ", ".join(sorted({room(f) for f in comp}))
+        print(f"call circle between the rooms {rooms} ({len(comp)} files): {text}")
+    if not bad:
+        print(f"{n} files, no call circle between rooms")
+    return 1 if bad or n == 0 else 0
+
+
+def components(graph):
+    """Strongly connected components with more than one file (Tarjan, iterative)."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = n[0]
+        n[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = n[0]
+                    n[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def main(argv):
+    global ROOT, OBJ
+    args = argv[1:]
+    while len(args) >= 2 and args[0] in ("--root", "--obj"):
+        if args[0] == "--root":
+            ROOT = os.path.abspath(args[1])
+        else:
+            OBJ = os.path.abspath(args[1])
+        args = args[2:]
+    OBJ = OBJ or os.path.join(ROOT, "build", "obj")
+    if args[:1] == ["edges"]:
+        return cmd_edges()
+    if args[:1] == ["rooms"] and len(args) >= 2:
+        return cmd_rooms(args[1:])
+    if args[:1] == ["circles"]:
+        return cmd_circles()
+    print(__doc__ or "usage: calls.py [--root DIR] [--obj DIR] edges | rooms ROOM:DEP,... | circles",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
