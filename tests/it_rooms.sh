@@ -12,9 +12,8 @@
 # event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
 # an allowlist with reasons; (i) the job model (launcher/job/) does no I/O; (j) calls between
 # files (from the built objects) follow the rooms' direction, with no call circle between rooms.
-# Each checker is
-# first run on a made-up tree or file with a known violation, so a checker that can no longer
-# see one fails here instead of passing quietly.
+# Each checker is first run on a made-up tree or file with a known violation, so a checker that
+# can no longer see one fails here instead of passing quietly.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
