@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hostfile.h"
 #include "cmd/cmd_run.h"
 #include "job/plan.h"

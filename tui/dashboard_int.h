@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "dashboard.h"
 #include "layout.h"
 #include "theme.h"

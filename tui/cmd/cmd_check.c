@@ -12,7 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"

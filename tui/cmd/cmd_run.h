@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hostfile.h"
 
 /* Parses the arguments after "run". Returns 0 (run: *o and *hl filled; o->local without
