@@ -403,7 +403,7 @@ command_strays() {
         grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (dispatch outside the table)/')
     [ -n "$names" ] && (cd "$root" && grep -rnE "strcmp\([^;]*\"($names)\"\)" launcher tui --include='*.c' |
         grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (a command word compared outside the table)/')
-    (cd "$root" && grep -rnE '^int [a-z0-9_]+_cli_main\(' launcher tui --include='*.c' | grep -v '^tui/cmd/' |
+    (cd "$root" && grep -rnE '^int ([a-z0-9_]+_cli|cmd_[a-z0-9_]+)_main\(' launcher tui --include='*.c' | grep -v '^tui/cmd/' |
         sed 's/$/  (a command outside tui\/cmd\/ and its table)/')
     for f in "$root"/tui/cmd/cmd_*.c; do
         [ -e "$f" ] || continue
