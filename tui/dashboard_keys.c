@@ -391,7 +391,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         ui->modal = KM_HELP;
         ui->gpu_view = true;
         ui->help_top = 0;
-        ui->n_gpu_lines = d->job ? view_gpus_lines(d->job) : 0;
+        ui->n_gpu_lines = d->job ? pane_gpus_lines(d->job) : 0;
         return DK_REDRAW | DK_RELAYOUT;
     case UI_CANCEL:
         if (ui->modal != KM_COUNT) {
