@@ -1,4 +1,4 @@
-/* The dashboard's views without a terminal: selection scrolling through thousands of ranks,
+/* The dashboard's panes without a terminal: selection scrolling through thousands of ranks,
  * the chart's per-step aggregate (incremental, no double counting, a restarted attempt
  * replaces the steps it re-runs), the log pane's positions, search and error jumps (rank and
  * merged), and what the panes put on a curses screen written to /dev/null (read back with
