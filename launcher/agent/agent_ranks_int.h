@@ -1,5 +1,9 @@
-/* Shared between agent_ranks.c (ranks, output, status, exits, teardown) and agent_ranks_ops.c (the
- * request handlers). Not for other modules: they use agent_ranks.h. */
+/* Shared by the files of the agent's ranks side: agent_ranks.c (the ranks, their output and
+ * back-pressure, status, exits, teardown), agent_ranks_spawn.c (starting ranks under their
+ * keepers, in batches), agent_ranks_msg.c (the messages about one rank), agent_ranks_link.c
+ * (the link to the controller: watchdog, grace, resume) and agent_ranks_ops.c (the request
+ * handlers). Their functions are ranks_* (the whole side) and rank_* (one rank). Not for other
+ * modules: they use agent_ranks.h. */
 #ifndef DDPTOP_AGENT_RANKS_INT_H
 #define DDPTOP_AGENT_RANKS_INT_H
 

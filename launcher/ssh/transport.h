@@ -7,7 +7,9 @@
  * the controller's one loop: transport_pollfds gives the (fd, events) to watch,
  * transport_pump takes their revents (0 on a timer tick, with transport_deadline_ms saying
  * when one is due), then transport_next_line hands out the lines that arrived. Nothing
- * blocks, except transport_free of an agent that is ended (it waits up to 3 s). */
+ * blocks, except transport_free: a local child agent that was neither detached nor abandoned
+ * is given up to 3 s to stop its ranks after end of file (then SIGKILL), and an SSH upload
+ * still in progress is cut (its socket shut down) and its thread joined. */
 #ifndef DDPTOP_TRANSPORT_H
 #define DDPTOP_TRANSPORT_H
 
