@@ -35,7 +35,7 @@ pkg_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 # launcher/ is in rooms (docs/architecture.md), one archive each. ddptop links them in the
 # order of their dependencies; ddptop-agent links only agent, wire and util, with cJSON and
 # libc: no libssh, no curses.
-ROOMS        = run check ssh record job wire hosts util
+ROOMS        = controller check ssh record job wire hosts util
 AGENT_ROOMS  = agent wire util
 room_src     = $(filter-out %_main.c,$(wildcard launcher/$(1)/*.c))
 room_lib     = $(if $(call room_src,$(1)),$(BUILD)/lib$(1).a)
@@ -62,7 +62,7 @@ LIBS_LAUNCHER = $(foreach r,$(ROOMS),$(call room_lib,$(r)))
 LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 
 # An archive with no members yet is left out of the link (ld refuses an empty one).
-LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,run check ssh record job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,controller check ssh record job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
 PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
 

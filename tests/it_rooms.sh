@@ -23,7 +23,7 @@ INCLUDES="python3 tests/lib/includes.py"
 tmp=$(mktemp -d /tmp/ddptop-it-rooms.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# What each room may include: the dependency direction, cmd -> tui -> run -> check -> ssh,
+# What each room may include: the dependency direction, cmd -> tui -> controller -> check -> ssh,
 # record -> job -> wire, hosts -> util (record: the model it writes and reads back into), and
 # agent -> wire -> util. The session layer (tui/session/) sits beside the dashboard: only the
 # commands (tui/cmd/) include it; the dashboard is handed what it needs of it
@@ -37,13 +37,13 @@ RULES=(
     record:job,wire,util
     ssh:wire,hosts,util
     check:ssh,job,wire,hosts,util
-    run:check,ssh,record,job,wire,hosts,util
+    controller:check,ssh,record,job,wire,hosts,util
     agent:wire,util
-    tui:run,check,record,job,util
+    tui:controller,check,record,job,util
     session:record,job,util
-    cmd:tui,session,run,check,ssh,record,job,wire,hosts,util
+    cmd:tui,session,controller,check,ssh,record,job,wire,hosts,util
 )
-ALL_ROOMS="agent ssh wire check record job run hosts util tui session cmd"
+ALL_ROOMS="agent ssh wire check record job controller hosts util tui session cmd"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
 TUI_ROOMS=$(for d in tui/*/; do [ -d "$d" ] && basename "$d"; done)
 # A room's folder: launcher/ROOM, or tui/ROOM for the rooms inside tui/.
@@ -74,7 +74,7 @@ out=$($INCLUDES --root "$fake" rooms "${RULES[@]}" 2>&1)
 if [ $? -ne 0 ] && grep -q 'launcher/util/u.h: includes launcher/job/a.h: util/ may include no other room' <<<"$out" &&
    grep -q 'launcher/job/d.c: includes tui/theme.h: job/ may include only hosts, util, wire' <<<"$out" &&
    grep -q 'launcher/job/c.c: includes "job/b.h": within a room an include is bare' <<<"$out" &&
-   grep -q 'tui/dash.c: includes tui/session/s.h: tui/ may include only check, job, record, run, util' <<<"$out" &&
+   grep -q 'tui/dash.c: includes tui/session/s.h: tui/ may include only check, controller, job, record, util' <<<"$out" &&
    grep -q 'tui/session/s.c: includes tui/theme.h: session/ may include only job, record, util' <<<"$out" &&
    ! grep -q 'prog_main.c' <<<"$out"; then
     tap_ok "the room checker sees includes against the direction (the dashboard using the session, the session the dashboard) and a room-qualified one within a room"
@@ -143,7 +143,7 @@ foreign_symbols() {
     nm -u "$1" | awk '{ print $NF }' | grep -E '^(ssh_|sftp_|initscr|newwin|wrefresh|doupdate|endwin)'
 }
 : >"$tmp/other"
-for r in run check ssh record job hosts tui; do
+for r in controller check ssh record job hosts tui; do
     lib=$BUILD_DIR/lib$r.a
     [ -f "$lib" ] && nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/other"
 done
@@ -404,7 +404,7 @@ command_strays() {
         grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (dispatch outside the table)/')
     [ -n "$names" ] && (cd "$root" && grep -rnE "strcmp\([^;]*\"($names)\"\)" launcher tui --include='*.c' |
         grep -vE '^(tui/cmd/cmd\.c|launcher/agent/)' | sed 's/$/  (a command word compared outside the table)/')
-    (cd "$root" && grep -rnE '^int [a-z0-9_]+_cli_main\(' launcher tui --include='*.c' | grep -v '^tui/cmd/' |
+    (cd "$root" && grep -rnE '^int ([a-z0-9_]+_cli|cmd_[a-z0-9_]+)_main\(' launcher tui --include='*.c' | grep -v '^tui/cmd/' |
         sed 's/$/  (a command outside tui\/cmd\/ and its table)/')
     for f in "$root"/tui/cmd/cmd_*.c; do
         [ -e "$f" ] || continue
@@ -420,7 +420,7 @@ command_strays() {
 }
 
 fake=$tmp/cmdtree
-mkdir -p "$fake/tui/cmd" "$fake/launcher/run" "$fake/launcher/agent"
+mkdir -p "$fake/tui/cmd" "$fake/launcher/controller" "$fake/launcher/agent"
 cat >"$fake/tui/cmd/cmd.c" <<'EOF'
 const struct cmd_entry *const cmd_table[] = {
     &cmd_run_entry, &cmd_ls_entry,
@@ -433,17 +433,17 @@ printf 'const struct cmd_entry cmd_ls_entry = {\n    .name = "ls",\n};\n' >"$fak
 printf 'const struct cmd_entry cmd_gc_entry = {\n    .name = "gc",\n};\n' >"$fake/tui/cmd/cmd_gc.c"
 printf 'const struct cmd_entry cmd_top_entry = {\n    .name = "top",\n};\n' >"$fake/tui/top.c"
 printf 'int main(int c, char **v) { if (strcmp(v[1], "ls") == 0) return 1; return 0; }\n' >"$fake/tui/main2.c"
-printf 'int f(char **argv) { return strcmp(argv[1], "prune") == 0; }\n' >"$fake/launcher/run/prune.c"
-printf 'int g(void) { return 0; }\n' >"$fake/launcher/run/opts_cli.c"
-printf 'int top_cli_main(int argc, char **argv)\n{ return 0; }\n' >"$fake/launcher/run/top_cli.c"
+printf 'int f(char **argv) { return strcmp(argv[1], "prune") == 0; }\n' >"$fake/launcher/controller/prune.c"
+printf 'int g(void) { return 0; }\n' >"$fake/launcher/controller/opts_cli.c"
+printf 'int top_cli_main(int argc, char **argv)\n{ return 0; }\n' >"$fake/launcher/controller/top_cli.c"
 printf 'int main(int c, char **argv) { return strcmp(argv[1], "ls"); }\n' >"$fake/launcher/agent/agent_main.c"
 out=$(command_strays "$fake")
 if grep -q '^tui/main2.c:1:.*a command word compared outside the table' <<<"$out" &&
-   grep -q '^launcher/run/prune.c:1:.*dispatch outside the table' <<<"$out" &&
-   grep -q '^launcher/run/top_cli.c:1:.*a command outside tui/cmd/' <<<"$out" &&
+   grep -q '^launcher/controller/prune.c:1:.*dispatch outside the table' <<<"$out" &&
+   grep -q '^launcher/controller/top_cli.c:1:.*a command outside tui/cmd/' <<<"$out" &&
    grep -q '^tui/cmd/cmd_gc.c: cmd_gc_entry is not in cmd_table' <<<"$out" &&
    grep -q '^tui/top.c:1: cmd_top_entry defined outside tui/cmd/' <<<"$out" &&
-   ! grep -qE '^(tui/cmd/cmd\.c|launcher/agent/|tui/cmd/cmd_(run|ls)\.c|launcher/run/opts_cli)' <<<"$out"; then
+   ! grep -qE '^(tui/cmd/cmd\.c|launcher/agent/|tui/cmd/cmd_(run|ls)\.c|launcher/controller/opts_cli)' <<<"$out"; then
     tap_ok "the command-table checker sees a dispatch, a command word compared, a command's main and entries outside the table"
 else
     tap_fail "the command-table checker sees a dispatch, a command word compared, a command's main and entries outside the table" "$out"

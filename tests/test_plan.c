@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hostfile.h"
 #include "cmd/cmd_run.h"
 #include "job/plan.h"
@@ -364,7 +364,7 @@ static int parse(const char *line, struct run_opts *o, struct hostlist *hl, char
     snprintf(buf, sizeof buf, "%s", line);
     for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " ")) argv[argc++] = t;
     argv[argc] = NULL;
-    return run_cli_parse(argc, argv, o, hl, err, errlen);
+    return cmd_run_parse(argc, argv, o, hl, err, errlen);
 }
 
 static void test_cli(void)

@@ -1,7 +1,7 @@
 /* The loss chart as a pure function: points (step, mean, min, max across ranks) in, braille
  * dot masks for a w x h cell grid out, plus the axes. Each cell is 2 dots wide and 4 tall, so
  * the grid has 2w x 4h dots. The mean line and the min-max band come out as separate masks
- * so the views can colour them apart (a cell with both: draw line | band in the line's
+ * so the panes can colour them apart (a cell with both: draw line | band in the line's
  * colour). More points than dot columns are aggregated per column (min of mins, max of maxes,
  * mean of means); a NAN mean is a gap the line does not bridge. No curses here. */
 #ifndef DDPTOP_CHART_H

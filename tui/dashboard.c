@@ -2,7 +2,7 @@
  * back on every way out), the frame loop (draw only when the model's generation moved, a key
  * changed the UI or a one-second timer for ages is due; at most 10 frames a second; one
  * window per pane, wnoutrefresh each, one doupdate), and the controller's hooks. Keys are in
- * dashboard_keys.c, the panes in view_*.c. */
+ * dashboard_keys.c, the panes in pane_*.c. */
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -284,7 +284,7 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     d->pending = 0;
     if (d->lay.too_small) {
         werase(stdscr);
-        view_too_small(stdscr, d->rows, d->cols, &d->paint);
+        pane_too_small(stdscr, d->rows, d->cols, &d->paint);
         wnoutrefresh(stdscr);
         doupdate();
         return;
@@ -293,24 +293,24 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     const struct layout *l = &d->lay;
     int cap = layout_rank_capacity(&l->ranks, ui->grid);
     ranks_scroll_to_selection(ui, (int)j->n_ranks, cap, layout_grid_per_row(&l->ranks));
-    if (d->win[P_HEADER]) view_header_draw(d->win[P_HEADER], j, ui, p);
-    if (d->win[P_RANKS]) view_ranks_draw(d->win[P_RANKS], j, ui, p);
+    if (d->win[P_HEADER]) pane_header_draw(d->win[P_HEADER], j, ui, p);
+    if (d->win[P_RANKS]) pane_ranks_draw(d->win[P_RANKS], j, ui, p);
     if (d->win[P_CHART]) {
         chart_cache_update(&d->chart, j);
-        view_chart_draw(d->win[P_CHART], &d->chart, ui, p);
+        pane_chart_draw(d->win[P_CHART], &d->chart, ui, p);
     }
-    if (d->win[P_LOG]) view_log_draw(d->win[P_LOG], j, ui, p);
-    if (d->win[P_EVENTS]) view_events_draw(d->win[P_EVENTS], j, ui, p);
-    if (d->win[P_CHECK]) view_check_draw(d->win[P_CHECK], j, ui, p);
-    if (d->win[P_STATUS]) view_status_draw(d->win[P_STATUS], j, ui, p);
+    if (d->win[P_LOG]) pane_log_draw(d->win[P_LOG], j, ui, p);
+    if (d->win[P_EVENTS]) pane_events_draw(d->win[P_EVENTS], j, ui, p);
+    if (d->win[P_CHECK]) pane_check_draw(d->win[P_CHECK], j, ui, p);
+    if (d->win[P_STATUS]) pane_status_draw(d->win[P_STATUS], j, ui, p);
     for (int i = 0; i < P_COUNT; i++)
         if (d->win[i] && i != P_HELP) wnoutrefresh(d->win[i]);
     if (d->win[P_HELP] && ui->modal == KM_HELP) {
         if (ui->gpu_view) {
-            ui->n_gpu_lines = view_gpus_lines(j);
-            view_gpus_draw(d->win[P_HELP], j, ui, p);
+            ui->n_gpu_lines = pane_gpus_lines(j);
+            pane_gpus_draw(d->win[P_HELP], j, ui, p);
         } else {
-            view_help_draw(d->win[P_HELP], ui, p);
+            pane_help_draw(d->win[P_HELP], ui, p);
         }
         touchwin(d->win[P_HELP]);          /* on top of the panes drawn under it */
         wnoutrefresh(d->win[P_HELP]);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "frontend_session.h"
-#include "run/controller.h"
+#include "controller/controller.h"
 
 struct dashboard;
 

@@ -7,11 +7,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "dashboard.h"
 #include "layout.h"
 #include "theme.h"
-#include "views.h"
+#include "panes.h"
 
 enum pane { P_HEADER, P_RANKS, P_CHART, P_LOG, P_EVENTS, P_STATUS, P_HELP, P_CHECK, P_COUNT };
 

@@ -86,7 +86,7 @@ static void log_show_selected(struct ui_state *ui)
 
 /* [ and ]: another attempt in the log pane, from its newest line. ] at the newest attempt
  * unpins: the pane follows the current attempt again, through restarts. */
-static void log_attempt_step(struct dashboard *d, int dir)
+static void log_attempt_shift(struct dashboard *d, int dir)
 {
     struct ui_state *ui = &d->ui;
     int cur = d->job->attempt, shown = log_shown_attempt(d->job, ui);
@@ -362,7 +362,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         ui->follow = true;
         ui->mark = 0;
         return DK_REDRAW;
-    case UI_ATTEMPT_PREV: case UI_ATTEMPT_NEXT: log_attempt_step(d, a == UI_ATTEMPT_PREV ? -1 : 1);
+    case UI_ATTEMPT_PREV: case UI_ATTEMPT_NEXT: log_attempt_shift(d, a == UI_ATTEMPT_PREV ? -1 : 1);
         return DK_REDRAW;
     case UI_EVENTS_WRAP:
         ui->events_cut = !ui->events_cut;
@@ -391,7 +391,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         ui->modal = KM_HELP;
         ui->gpu_view = true;
         ui->help_top = 0;
-        ui->n_gpu_lines = d->job ? view_gpus_lines(d->job) : 0;
+        ui->n_gpu_lines = d->job ? pane_gpus_lines(d->job) : 0;
         return DK_REDRAW | DK_RELAYOUT;
     case UI_CANCEL:
         if (ui->modal != KM_COUNT) {

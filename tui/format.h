@@ -40,7 +40,7 @@ char *format_step_line(char *buf, size_t n, const struct metrics_sample *m);
 const char *format_rank_glyph(enum rank_state s, bool ascii);
 
 /* Display columns of the UTF-8 string s[0..len) (wcwidth; needs a UTF-8 LC_CTYPE for widths
- * of non-ASCII; invalid bytes and unprintables count 1, as the views draw them as one
+ * of non-ASCII; invalid bytes and unprintables count 1, as the panes draw them as one
  * replacement cell). */
 int format_width(const char *s, size_t len);
 /* Bytes of s[0..len) that fit in max_cols columns without splitting a character; *cols gets

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "frontend_session.h"
-#include "run/controller.h"
+#include "controller/controller.h"
 
 #define HEADLESS_QUEUE_MAX (8u * 1024 * 1024)   /* bytes waiting for stdout */
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "job/job.h"
 
 enum km_mode {

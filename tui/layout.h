@@ -3,7 +3,7 @@
  * and bounds without a terminal, as nvtop does with compute_sizes_from_layout.
  *
  * Every rect is in screen cells, y/x of its top-left corner. A rect with h == 0 or w == 0 is
- * hidden. A pane's rect includes its own title line (the views draw the title on the rect's
+ * hidden. A pane's rect includes its own title line (the panes draw the title on the rect's
  * first row; no box borders are assumed, so the whole rect is theirs to draw). Guarantees
  * when not too_small:
  *   - header (1 or 2 rows, full width, top) and status (1 row, full width, bottom) always;
@@ -16,7 +16,7 @@
  *   - everything lies inside [0, rows) x [0, cols).
  * Adapting: at 40x10 header + ranks + log (chart and events hidden); from about 80x24 every
  * pane; at >= LAYOUT_WIDE_COLS columns the chart sits beside the ranks and the events beside
- * the log. Below LAYOUT_MIN_COLS x LAYOUT_MIN_ROWS: too_small and every rect hidden (the views
+ * the log. Below LAYOUT_MIN_COLS x LAYOUT_MIN_ROWS: too_small and every rect hidden (the panes
  * print a "terminal too small" notice). */
 #ifndef DDPTOP_LAYOUT_H
 #define DDPTOP_LAYOUT_H
@@ -56,7 +56,7 @@ struct layout {
 /* Computes the layout for in; pure and cheap (call it on every resize or toggle). */
 void layout_compute(const struct layout_in *in, struct layout *out);
 
-/* Helpers the views and tests share. */
+/* Helpers the panes and tests share. */
 bool rect_visible(const struct rect *r);
 bool rect_overlaps(const struct rect *a, const struct rect *b);   /* both visible and meet */
 bool rect_inside(const struct rect *r, int rows, int cols);       /* hidden counts as inside */

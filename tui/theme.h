@@ -2,7 +2,7 @@
  * read from *.theme files (format in docs/themes.md), and resolved for what the terminal can
  * show (256, 16, 8 colours, or none / NO_COLOR -> attributes only). No curses here: colours
  * are plain ints (-1 the terminal's default, 0-255 xterm indexes) and attributes our own bits,
- * which the views turn into A_BOLD etc. and colour pairs. The default theme is compiled in,
+ * which the panes turn into A_BOLD etc. and colour pairs. The default theme is compiled in,
  * so ddptop looks right from any directory. */
 #ifndef DDPTOP_THEME_H
 #define DDPTOP_THEME_H
@@ -47,7 +47,7 @@ enum theme_role {
 
 #define THEME_COLOR_DEFAULT (-1)   /* the terminal's own foreground / background */
 
-/* Attribute bits (the views map them to curses attributes). */
+/* Attribute bits (the panes map them to curses attributes). */
 #define THEME_BOLD      0x01u
 #define THEME_DIM       0x02u
 #define THEME_REVERSE   0x04u

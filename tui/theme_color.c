@@ -1,7 +1,7 @@
 /* Themes, part 2: colour words, the xterm palette, and resolving a theme for one terminal:
  * 256-colour values mapped to the nearest of the 16 (or 8) basic colours, and no colour at
  * all (NO_COLOR, a monochrome terminal) turned into attributes that keep every state
- * apart. Pure functions; the views turn the result into curses pairs and attributes. */
+ * apart. Pure functions; the panes turn the result into curses pairs and attributes. */
 #include "theme.h"
 
 #include <stdlib.h>

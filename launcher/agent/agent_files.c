@@ -87,10 +87,10 @@ char *agent_files_prepare(const char *value, char *note, size_t notelen)
     struct stat st;
     if (!to && lstat(dir, &st) != 0) make_dirs(dir);
     if (!to && !dump_dir_ok(dir, why, sizeof why)) {
-        const char *run = n_moved < MADE_DIRS_MAX ? agent_nodedir_run(err, sizeof err) : NULL;
+        const char *own = n_moved < MADE_DIRS_MAX ? agent_nodedir_own(err, sizeof err) : NULL;
         if (n_moved >= MADE_DIRS_MAX) snprintf(err, sizeof err, "%d such directories were moved already", n_moved);
-        if (run) {
-            char *mine = xasprintf("%s/dumps-%d", run, n_moved);
+        if (own) {
+            char *mine = xasprintf("%s/dumps-%d", own, n_moved);
             if (mkdir(mine, 0700) == 0) {
                 moved[n_moved].from = xstrdup(dir);
                 moved[n_moved].why = xstrdup(why);

@@ -3,7 +3,7 @@
  * handlers' watched fds, all in one util/evloop.h loop. The handlers' struct agent_watch (an fd,
  * its events and a deadline they change in place) is handed to the event loop before each pass;
  * the deadlines, called again on every pass until moved, stay here. The link is stdin/stdout at first; a bridge may hand
- * over another (agent_sock.c), and the run side decides whether a lost link ends the agent.
+ * over another (agent_sock.c), and the ranks side decides whether a lost link ends the agent.
  * See agent.h. */
 #include "agent.h"
 #include "agent_outbox.h"
@@ -295,7 +295,7 @@ static void link_close(struct agent *ag)
     ag->out_broken = 0;
 }
 
-/* The link ended (end of input, or its output broke): the run side decides whether the agent
+/* The link ended (end of input, or its output broke): the ranks side decides whether the agent
  * waits for a controller to come back (its grace) or leaves as before. */
 static void link_drop(struct agent *ag)
 {

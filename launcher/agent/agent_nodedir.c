@@ -107,7 +107,7 @@ bool agent_nodedir_private(const char *dir, char *why, size_t whylen)
     return ok;
 }
 
-const char *agent_nodedir_run(char *err, size_t errlen)
+const char *agent_nodedir_own(char *err, size_t errlen)
 {
     if (!nd.path && !nd.why) {
         char **dirs = agent_nodedir_bases("runs");

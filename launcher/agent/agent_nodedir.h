@@ -33,7 +33,7 @@ bool agent_nodedir_ours(const char *dir, unsigned lax, bool tighten, char *why, 
 
 /* This agent's own directory (made on the first call, 0700, a fresh name each agent), or NULL
  * with err filled saying why no candidate was usable (the same answer on later calls). */
-const char *agent_nodedir_run(char *err, size_t errlen);
+const char *agent_nodedir_own(char *err, size_t errlen);
 /* Removes the agent's directory and what its ranks left in it (one level; the agent ends). */
 void agent_nodedir_remove(void);
 

@@ -1,4 +1,4 @@
-/* The run side of ddptop-agent: spawn the node's ranks (each under a keeper, see
+/* The ranks side of ddptop-agent: spawn the node's ranks (each under a keeper, see
  * agent_keeper.h), stream their stdout/stderr as "out" messages, report "status" every second
  * and "exit" when a rank ended, signal/stop them, dump their stacks, and make sure none outlives
  * the agent: on {"op":"exit"}, SIGTERM/SIGHUP/SIGINT, and when the controller is gone (its link
@@ -13,7 +13,7 @@
 /* Before agent_run: the heartbeat timer, the quit hook and the signal handlers. */
 void agent_ranks_init(struct agent *ag);
 /* After agent_run returns: stops every rank still running (SIGTERM, SIGKILL after a short
- * grace; bounded, a few seconds at most), reaps every keeper and frees what the run side holds.
+ * grace; bounded, a few seconds at most), reaps every keeper and frees what the ranks side holds.
  * Call before agent_free. */
 void agent_ranks_done(struct agent *ag);
 

@@ -1,4 +1,4 @@
-/* The run side's view of its link to the controller (docs/protocol.md "Reconnecting"): how long
+/* The ranks side's view of its link to the controller (docs/protocol.md "Reconnecting"): how long
  * the ranks may run without a controller, what happens when the link ends, the hello of a new
  * link (what this agent holds), the resume that replays the spool, and acknowledgements.
  *
@@ -32,7 +32,7 @@ static struct {
     int64_t away_since_ms;   /* when the link was lost; 0 while there is one */
 } lk = {.spool_max = SPOOL_DEFAULT};
 
-size_t run_spool_max(void)
+size_t ranks_spool_max(void)
 {
     return (size_t)lk.spool_max;
 }
@@ -43,9 +43,9 @@ static int link_lost(struct agent *ag, void *ctx)
 {
     (void)ctx;
     if (lk.grace_ms <= 0) return 0;
-    if (!run_unfinished() && outbox_durable_bytes(agent_outbox(ag)) == 0) return 0;
+    if (!ranks_unfinished() && outbox_durable_bytes(agent_outbox(ag)) == 0) return 0;
     lk.away_since_ms = mono_ms();
-    run_schedule();
+    ranks_schedule();
     return 1;
 }
 
@@ -62,7 +62,7 @@ static void relinked(struct agent *ag, void *ctx)
     cJSON_AddNumberToObject(m, "grace_ms", (double)lk.grace_ms);
     cJSON_AddNumberToObject(m, "spool_bytes", (double)outbox_bytes(agent_outbox(ag)));
     cJSON *ranks = cJSON_AddArrayToObject(m, "ranks");
-    for (struct run_rank *r = run_ranks(); r; r = r->next) {
+    for (struct agent_rank *r = ranks_all(); r; r = r->next) {
         if (r->exit_sent) continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "rank", r->rank);
@@ -75,16 +75,16 @@ static void relinked(struct agent *ag, void *ctx)
     }
     lk.away_since_ms = 0;
     agent_send_urgent(ag, m);
-    run_schedule();
+    ranks_schedule();
 }
 
-void run_link_init(struct agent *ag)
+void ranks_link_init(struct agent *ag)
 {
     lk.ag = ag;
     agent_on_link(ag, link_lost, relinked, NULL);
 }
 
-int run_link_config(const cJSON *req, const cJSON *id)
+int ranks_link_config(const cJSON *req, const cJSON *id)
 {
     long watchdog, grace, spool, node;
     struct agent *ag = lk.ag;
@@ -113,14 +113,14 @@ int run_link_config(const cJSON *req, const cJSON *id)
     return 0;
 }
 
-int64_t run_link_deadline(void)
+int64_t ranks_link_deadline(void)
 {
     int64_t last = agent_last_input_ms(lk.ag);
     if (lk.grace_ms > 0) return last + lk.grace_ms;
     return lk.watchdog_ms > 0 ? last + lk.watchdog_ms : 0;
 }
 
-int run_link_check(int64_t now_ms, int live)
+int ranks_link_check(int64_t now_ms, int live)
 {
     struct agent *ag = lk.ag;
     int64_t quiet = now_ms - agent_last_input_ms(ag);
@@ -158,7 +158,7 @@ static void ack_one(int rank, uint64_t seq, void *ctx)
     outbox_ack(ctx, rank, seq);
 }
 
-void run_link_ack(const cJSON *req)
+void ranks_link_ack(const cJSON *req)
 {
     const cJSON *ack = cJSON_GetObjectItemCaseSensitive(req, "ack");
     if (cJSON_IsObject(ack)) each_rank_seq(ack, ack_one, agent_outbox(lk.ag));
@@ -193,6 +193,6 @@ void agent_ranks_resume_op(struct agent *ag, const cJSON *req, const cJSON *id)
     cJSON_AddNumberToObject(m, "messages", (double)n);
     cJSON_AddNumberToObject(m, "bytes", (double)bytes);
     agent_send(ag, m);
-    run_heartbeat_start();
-    run_schedule();
+    ranks_heartbeat_start();
+    ranks_schedule();
 }

@@ -1,4 +1,4 @@
-/* The run side's messages about one rank: its exit (with the error file), its entry in the
+/* The ranks side's messages about one rank: its exit (with the error file), its entry in the
  * status heartbeat, the step seen in its metrics lines. Kept apart from agent_ranks.c, which
  * decides when they are sent. Signal names are the protocol's (wire/signals.h). */
 #include <stdio.h>
@@ -17,14 +17,14 @@
 #define ERROR_FILE_MAX 65536
 
 /* As an integer: a double would round nanoseconds since boot after about 104 days. */
-void run_add_mono_ns(cJSON *msg, int64_t ns)
+void ranks_add_mono_ns(cJSON *msg, int64_t ns)
 {
     char num[32];
     snprintf(num, sizeof num, "%lld", (long long)ns);
     cJSON_AddRawToObject(msg, "mono_ns", num);
 }
 
-void run_note_step(struct run_rank *r, const char *data, size_t len)
+void ranks_note_step(struct agent_rank *r, const char *data, size_t len)
 {
     struct step_line sl;
     if (len > STREAM_PIECE_MAX || !step_line_parse(data, len, &sl) || !sl.has_step) return;
@@ -32,7 +32,7 @@ void run_note_step(struct run_rank *r, const char *data, size_t len)
     r->have_step = 1;
 }
 
-char *run_error_file_text(struct run_rank *r)
+char *ranks_error_file_text(struct agent_rank *r)
 {
     struct strbuf raw, clean;
     char why[160];
@@ -48,14 +48,14 @@ char *run_error_file_text(struct run_rank *r)
     } else if (got < 0) {
         /* said where its log is read; the exit (its code) goes out as always */
         char *text = xasprintf("rank %d: error file %s %s; ignored", r->rank, r->error_file, why);
-        run_rank_say(r, text);
+        rank_say(r, text);
         free(text);
     }
     strbuf_done(&raw);
     return clean.buf; /* NULL when none was read */
 }
 
-cJSON *run_exit_msg(const struct run_rank *r, const char *error_text)
+cJSON *ranks_exit_msg(const struct agent_rank *r, const char *error_text)
 {
     int ws = r->wait_status;
     cJSON *msg = agent_reply_new(WIRE_EV_EXIT, NULL);
@@ -76,7 +76,7 @@ cJSON *run_exit_msg(const struct run_rank *r, const char *error_text)
         cJSON_AddNullToObject(msg, "signo");
     }
     cJSON_AddBoolToObject(msg, "by_us", r->by_us);
-    run_add_mono_ns(msg, r->exit_ns);
+    ranks_add_mono_ns(msg, r->exit_ns);
     if (!r->keeper_died) cJSON_AddNumberToObject(msg, "cpu_s", r->exit_cpu_s);
     if (error_text) cJSON_AddStringToObject(msg, "error_file", error_text);
     else cJSON_AddNullToObject(msg, "error_file");
@@ -88,7 +88,7 @@ cJSON *run_exit_msg(const struct run_rank *r, const char *error_text)
     return msg;
 }
 
-cJSON *run_status_entry(const struct run_rank *r, int64_t now_ms)
+cJSON *ranks_status_entry(const struct agent_rank *r, int64_t now_ms)
 {
     struct proc_stat ps;
     char state[2] = { 0, 0 };

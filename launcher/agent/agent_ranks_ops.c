@@ -42,7 +42,7 @@ static int req_ranks(struct agent *ag, const cJSON *req, const cJSON *id, const 
     if (!*list) return 0;
     if (!cJSON_IsArray(*list)) goto bad;
     cJSON_ArrayForEach(e, *list)
-        if (!run_is_int_in(e, 0, INT_MAX)) goto bad;
+        if (!ranks_is_int_in(e, 0, INT_MAX)) goto bad;
     return 0;
 bad:
     agent_send_error(ag, id, "\"ranks\" must be an array of rank numbers");
@@ -54,7 +54,7 @@ static int listed(const cJSON *list, int rank)
     const cJSON *e;
     if (!list) return 1;
     cJSON_ArrayForEach(e, list)
-        if (run_rank_number(e) == rank) return 1;
+        if (rank_number(e) == rank) return 1;
     return 0;
 }
 
@@ -74,8 +74,8 @@ void agent_ranks_signal_op(struct agent *ag, const cJSON *req, const cJSON *id)
     cJSON *msg = agent_reply_new(WIRE_EV_SIGNAL, id);
     cJSON_AddBoolToObject(msg, "ok", 1);
     cJSON *done = cJSON_AddArrayToObject(msg, "ranks");
-    for (struct run_rank *r = run_ranks(); r; r = r->next)
-        if (listed(list, r->rank) && run_rank_signal(r, sig, ending) == 0)
+    for (struct agent_rank *r = ranks_all(); r; r = r->next)
+        if (listed(list, r->rank) && rank_signal(r, sig, ending) == 0)
             cJSON_AddItemToArray(done, cJSON_CreateNumber(r->rank));
     agent_send(ag, msg);
 }
@@ -86,9 +86,9 @@ void agent_ranks_stop_op(struct agent *ag, const cJSON *req, const cJSON *id)
     if (agent_req_int(ag, req, id, "term_timeout_ms", 0, TERM_TIMEOUT_MAX_MS, TERM_TIMEOUT_DEFAULT_MS,
                       &timeout) < 0)
         return;
-    run_kill_all(SIGTERM); /* not again after Slurm's own SIGTERM: see run_kill_all */
-    if (run_slurm_terminated() && timeout < SLURM_TERM_GRACE_MS) timeout = SLURM_TERM_GRACE_MS;
-    run_stop_wait(id, mono_ms() + timeout);
+    ranks_kill_all(SIGTERM); /* not again after Slurm's own SIGTERM: see ranks_kill_all */
+    if (ranks_slurm_terminated() && timeout < SLURM_TERM_GRACE_MS) timeout = SLURM_TERM_GRACE_MS;
+    ranks_stop_wait(id, mono_ms() + timeout);
 }
 
 struct stacks_job {
@@ -231,13 +231,13 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     const cJSON *rk = cJSON_GetObjectItemCaseSensitive(req, "rank");
     int fds[2];
-    if (!run_is_int_in(rk, 0, INT_MAX)) {
+    if (!ranks_is_int_in(rk, 0, INT_MAX)) {
         agent_send_error(ag, id, "\"rank\" must be a rank number");
         return;
     }
-    struct run_rank *r = run_rank_find(run_rank_number(rk));
+    struct agent_rank *r = rank_find(rank_number(rk));
     if (!r || r->have_status || r->starting) {
-        agent_send_error(ag, id, "rank %d is not running on this node", run_rank_number(rk));
+        agent_send_error(ag, id, "rank %d is not running on this node", rank_number(rk));
         return;
     }
     if (stacks_running >= STACKS_MAX_RUNNING) {
@@ -286,8 +286,8 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
 
 void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
-    run_link_ack(req);
-    run_heartbeat_start();
+    ranks_link_ack(req);
+    ranks_heartbeat_start();
     agent_send(ag, agent_reply_new(WIRE_EV_PONG, id));
-    run_schedule();
+    ranks_schedule();
 }

@@ -30,12 +30,12 @@ extern char **environ;
 
 struct spawn_slot {
     const cJSON *ro;          /* the rank's object in the request (in sp->ranks) */
-    struct run_rank *r;       /* NULL when refused or not forked yet */
+    struct agent_rank *r;       /* NULL when refused or not forked yet */
     char *error;              /* refused before a keeper started: "still running", fork */
     int pid;                  /* the running rank's pid for "still running" */
 };
 
-struct run_spawn {
+struct rank_spawn {
     cJSON *id;                /* copy of the request's id, or NULL */
     cJSON *ranks;             /* copy of the request's ranks */
     char **argv;
@@ -44,12 +44,12 @@ struct run_spawn {
     int n, next;              /* slots, and the next one to fork */
     int doomed;               /* a stop came: ranks forked from now on are killed once started */
     struct spawn_slot *slot;
-    struct run_spawn *next_sp;
+    struct rank_spawn *next_sp;
 };
 
 static struct {
     struct agent *ag;
-    struct run_spawn *list;
+    struct rank_spawn *list;
 } sps;
 
 /* Checks the request's "ranks" (and each "env"); sends the error and returns -1 when wrong. */
@@ -64,14 +64,14 @@ static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ran
     cJSON_ArrayForEach(o, ranks) {
         const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "rank");
         const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
-        if (!cJSON_IsObject(o) || !run_is_int_in(rk, 0, INT_MAX)) {
+        if (!cJSON_IsObject(o) || !ranks_is_int_in(rk, 0, INT_MAX)) {
             agent_send_error(ag, id, "ranks[%d] must be an object with \"rank\", an integer from 0 to %d",
                              i, INT_MAX);
             return -1;
         }
         for (const cJSON *p = ranks->child; p != o; p = p->next)
-            if (run_rank_number(cJSON_GetObjectItemCaseSensitive(p, "rank")) == run_rank_number(rk)) {
-                agent_send_error(ag, id, "rank %d appears twice in \"ranks\"", run_rank_number(rk));
+            if (rank_number(cJSON_GetObjectItemCaseSensitive(p, "rank")) == rank_number(rk)) {
+                agent_send_error(ag, id, "rank %d appears twice in \"ranks\"", rank_number(rk));
                 return -1;
             }
         if (env && !cJSON_IsObject(env)) {
@@ -170,12 +170,12 @@ static void free_env(char **v, char **owned)
 }
 
 /* Forks one rank's keeper (or refuses the rank). */
-static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
+static void spawn_fork_one(struct rank_spawn *sp, struct spawn_slot *sl)
 {
-    int rank = run_rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank"));
+    int rank = rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank"));
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(sl->ro, "env");
     char err[512];
-    struct run_rank *old = run_rank_find(rank);
+    struct agent_rank *old = rank_find(rank);
     if (old) {
         sl->error = xstrdup("this rank is still running on this node (stop it first)");
         sl->pid = old->k.rank_pid;
@@ -190,7 +190,7 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
     if (cJSON_IsString(given)) {
         errfile = xstrdup(given->valuestring);
     } else if (!given) {
-        const char *dir = agent_nodedir_run(err, sizeof err);
+        const char *dir = agent_nodedir_own(err, sizeof err);
         if (dir) {
             errfile = xasprintf("%s/a%ld-r%d.error.json", dir, sp->attempt, rank);
             unlink(errfile);
@@ -221,19 +221,19 @@ static void spawn_fork_one(struct run_spawn *sp, struct spawn_slot *sl)
         free(no_dir);
         return;
     }
-    sl->r = run_rank_add_starting(rank, (int)sp->attempt, &k, errfile, ours, t0, sp,
+    sl->r = rank_add_starting(rank, (int)sp->attempt, &k, errfile, ours, t0, sp,
                                   mono_ms() + SPAWN_START_TIMEOUT_MS);
-    if (no_dir) run_rank_say(sl->r, no_dir);
+    if (no_dir) rank_say(sl->r, no_dir);
     if (trace_note[0]) {
         char *text = xasprintf("rank %d: %s", rank, trace_note);
-        run_rank_say(sl->r, text);
+        rank_say(sl->r, text);
         free(text);
     }
     free(no_dir);
-    if (sp->doomed) run_rank_signal(sl->r, SIGKILL, 1);
+    if (sp->doomed) rank_signal(sl->r, SIGKILL, 1);
 }
 
-static void spawn_free(struct run_spawn *sp)
+static void spawn_free(struct rank_spawn *sp)
 {
     for (int i = 0; i < sp->n; i++) free(sp->slot[i].error);
     for (char **a = sp->argv; a && *a; a++) free(*a);
@@ -245,10 +245,10 @@ static void spawn_free(struct run_spawn *sp)
     free(sp);
 }
 
-void run_spawn_first_msg(struct run_rank *r, const struct keeper_msg *m)
+void ranks_spawn_first_msg(struct agent_rank *r, const struct keeper_msg *m)
 {
     char err[512];
-    struct run_spawn *sp = r->spawn;
+    struct rank_spawn *sp = r->spawn;
     if (m->kind == KEEPER_STARTED) {
         r->starting = 0;
         r->k.rank_pid = m->a;
@@ -260,10 +260,10 @@ void run_spawn_first_msg(struct run_rank *r, const struct keeper_msg *m)
         keeper_failed_text(sp->argv[0], sp->workdir, m, err, sizeof err);
     else
         snprintf(err, sizeof err, "its keeper process reported nothing sensible before the rank started");
-    run_rank_start_failed(r, err);
+    rank_start_failed(r, err);
 }
 
-void run_spawn_check_timeout(struct run_rank *r, int64_t now_ms)
+void ranks_spawn_check_timeout(struct agent_rank *r, int64_t now_ms)
 {
     char err[512];
     if (!r->starting || now_ms < r->start_deadline_ms) return;
@@ -271,11 +271,11 @@ void run_spawn_check_timeout(struct run_rank *r, int64_t now_ms)
              r->spawn ? r->spawn->argv[0] : "?", SPAWN_START_TIMEOUT_MS);
     /* Its rank follows by PDEATHSIG; the keeper is reaped at its status pipe's end. */
     kill(r->k.keeper_pid, SIGKILL);
-    run_rank_start_failed(r, err);
+    rank_start_failed(r, err);
 }
 
 /* Answers the request once every slot is forked and resolved, then lets its ranks' exits out. */
-void run_spawn_resolved(struct run_spawn *sp)
+void ranks_spawn_resolved(struct rank_spawn *sp)
 {
     if (sp->next < sp->n) return;
     for (int i = 0; i < sp->n; i++)
@@ -284,9 +284,9 @@ void run_spawn_resolved(struct run_spawn *sp)
     cJSON *out = cJSON_AddArrayToObject(msg, "ranks");
     for (int i = 0; i < sp->n; i++) {
         struct spawn_slot *sl = &sp->slot[i];
-        struct run_rank *r = sl->r;
+        struct agent_rank *r = sl->r;
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", run_rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")));
+        cJSON_AddNumberToObject(o, "rank", rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")));
         if (r && !r->start_error) {
             cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
         } else {
@@ -296,54 +296,54 @@ void run_spawn_resolved(struct run_spawn *sp)
         cJSON_AddItemToArray(out, o);
     }
     agent_send(sps.ag, msg);
-    for (struct run_spawn **pp = &sps.list; *pp; pp = &(*pp)->next_sp)
+    for (struct rank_spawn **pp = &sps.list; *pp; pp = &(*pp)->next_sp)
         if (*pp == sp) {
             *pp = sp->next_sp;
             break;
         }
     /* Announcing may free a rank: collect them first. */
     int n = 0;
-    struct run_rank **rs = xcalloc((size_t)sp->n + 1, sizeof *rs);
+    struct agent_rank **rs = xcalloc((size_t)sp->n + 1, sizeof *rs);
     for (int i = 0; i < sp->n; i++)
         if (sp->slot[i].r) rs[n++] = sp->slot[i].r;
     spawn_free(sp);
     for (int i = 0; i < n; i++) {
         rs[i]->spawn = NULL;
-        run_rank_announce(rs[i]);
+        rank_announce(rs[i]);
     }
     free(rs);
 }
 
-void run_spawn_pump(void)
+void ranks_spawn_pump(void)
 {
     int64_t until = mono_ms() + SPAWN_SLICE_MS;
-    for (struct run_spawn *sp = sps.list, *next; sp; sp = next) {
+    for (struct rank_spawn *sp = sps.list, *next; sp; sp = next) {
         next = sp->next_sp;
         while (sp->next < sp->n && mono_ms() < until) {
             spawn_fork_one(sp, &sp->slot[sp->next]);
             sp->next++;
         }
         if (sp->next < sp->n) return;
-        run_spawn_resolved(sp); /* may free sp */
+        ranks_spawn_resolved(sp); /* may free sp */
     }
 }
 
-int64_t run_spawn_deadline(void)
+int64_t ranks_spawn_deadline(void)
 {
-    for (struct run_spawn *sp = sps.list; sp; sp = sp->next_sp)
+    for (struct rank_spawn *sp = sps.list; sp; sp = sp->next_sp)
         if (sp->next < sp->n) return mono_ms();
     return 0;
 }
 
-void run_spawn_doom(void)
+void ranks_spawn_doom(void)
 {
-    for (struct run_spawn *sp = sps.list; sp; sp = sp->next_sp) sp->doomed = 1;
+    for (struct rank_spawn *sp = sps.list; sp; sp = sp->next_sp) sp->doomed = 1;
 }
 
-void run_spawn_done(void)
+void ranks_spawn_done(void)
 {
     while (sps.list) {
-        struct run_spawn *sp = sps.list;
+        struct rank_spawn *sp = sps.list;
         sps.list = sp->next_sp;
         spawn_free(sp);
     }
@@ -359,7 +359,7 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
     int argc = cJSON_GetArraySize(argv), i = 0;
 
     sps.ag = ag;
-    run_heartbeat_start();
+    ranks_heartbeat_start();
     if (!cJSON_IsArray(argv) || argc < 1) {
         agent_send_error(ag, id, "\"argv\" must be a non-empty array of strings");
         return;
@@ -375,10 +375,10 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     if (agent_req_int(ag, req, id, "attempt", 0, INT_MAX, 0, &attempt) < 0 ||
-        spawn_check_ranks(ag, id, ranks) < 0 || run_link_config(req, id) < 0)
+        spawn_check_ranks(ag, id, ranks) < 0 || ranks_link_config(req, id) < 0)
         return;
 
-    struct run_spawn *sp = xcalloc(1, sizeof *sp);
+    struct rank_spawn *sp = xcalloc(1, sizeof *sp);
     sp->id = id ? cJSON_Duplicate(id, 1) : NULL;
     sp->ranks = cJSON_Duplicate(ranks, 1);
     sp->argv = xcalloc((size_t)argc + 1, sizeof *sp->argv);
@@ -391,9 +391,9 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
     i = 0;
     cJSON_ArrayForEach(ro, sp->ranks) sp->slot[i++].ro = ro;
     /* Later requests queue behind earlier ones, so ranks start in request order. */
-    struct run_spawn **pp = &sps.list;
+    struct rank_spawn **pp = &sps.list;
     while (*pp) pp = &(*pp)->next_sp;
     *pp = sp;
-    run_spawn_pump();
-    run_schedule();
+    ranks_spawn_pump();
+    ranks_schedule();
 }

@@ -2,7 +2,7 @@
  * (every second) with the monotonic time; everything here is a pure function of the model and
  * now_ms, so tests drive it with synthetic times. Each episode (a stall, a straggler) gives one
  * event naming rank and host. Whether a node is lost is the controller's business
- * (run/controller_link.c): the ranks of a silent node are unknown here, never stalled. */
+ * (controller/controller_link.c): the ranks of a silent node are unknown here, never stalled. */
 #ifndef DDPTOP_HANG_H
 #define DDPTOP_HANG_H
 

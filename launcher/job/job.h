@@ -94,7 +94,7 @@ struct rank_info {
     struct metric_series series;
     struct log_ring log;
     char *partial_text;       /* not used by the model; reserved for decoders */
-    /* The agent's numbering of its messages about this rank (run/controller_agent.c): the
+    /* The agent's numbering of its messages about this rank (controller/controller_agent.c): the
      * last one taken, and the base added to it for the log writer (a new agent starts from 1
      * again; the base keeps the numbers the log index records rising). */
     uint64_t seq, seq_base;

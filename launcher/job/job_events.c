@@ -1,4 +1,4 @@
-/* The job's events (job.h): a ring of the newest in memory for the views, and every one of
+/* The job's events (job.h): a ring of the newest in memory for the panes, and every one of
  * them handed to the sink, which writes it as a JSON line of LOGDIR/RUN_ID/events.jsonl
  * (record/run_events.c). */
 #include "job.h"

@@ -1,6 +1,6 @@
 /* Every change of a job's, node's or rank's state, one function per transition (the state
  * machines are drawn in docs/architecture.md). No other file assigns those states: the
- * controller (run/), the hang detector and the exit handling call these, so each transition
+ * controller (controller/), the hang detector and the exit handling call these, so each transition
  * has one place that says what it means and what goes with it (events stay with the callers,
  * which know why). Each bumps the job's generation, so views redraw. */
 #ifndef DDPTOP_JOB_STATE_H

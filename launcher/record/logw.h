@@ -6,7 +6,7 @@
  *
  * Every rank's bytes come with the agent's sequence number of the message that carried them
  * and the base the controller adds to it (a new agent starts again from 1; see
- * run/controller_agent.c). The index (LOG_INDEX_FILE, one line per rank: attempt, seq, base,
+ * controller/controller_agent.c). The index (LOG_INDEX_FILE, one line per rank: attempt, seq, base,
  * bytes of that attempt's file) is replaced every logw_sync, after the bytes it counts were
  * written; logw_durable gives what the last index holds, which is what the controller
  * acknowledges to the agents. A controller that re-adopts the run (`ddptop attach`) cuts each

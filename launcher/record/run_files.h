@@ -2,7 +2,7 @@
  * it makes the directory with its mode, takes the run's lock, starts the log writer (logw.h)
  * and records the controller (run_owner.h, controller.json), then becomes the job's sink
  * (job/job.h: struct job_sink) so that every byte a rank printed, every event and every GPU
- * sample the model takes reaches the writer's thread. The controller (run/) opens it after
+ * sample the model takes reaches the writer's thread. The controller (controller/) opens it after
  * job_new, flushes it on its timer and settles and closes it at the end; the model itself
  * does no I/O. */
 #ifndef DDPTOP_RUN_FILES_H

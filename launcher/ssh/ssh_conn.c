@@ -1,5 +1,5 @@
 /* SSH transport to one node: resolve, TCP connect, handshake, host key, auth, exec channel.
- * A nonblocking state machine stepped from the caller's poll() loop; see ssh_conn.h.
+ * A nonblocking state machine pumped from the caller's poll() loop; see ssh_conn.h.
  * We connect the TCP socket ourselves and hand it to libssh (SSH_OPTIONS_FD) because
  * ssh_connect would otherwise resolve and connect blocking, and a dead host would then stall
  * every other host. Agent deployment (probe, upload) lives in ssh_deploy.c, the agent's lines
@@ -59,7 +59,7 @@ void ssh_conn_fail(struct ssh_conn *c, const char *hint, const char *fmt, ...)
 /* The session and its socket; safe to call twice. Never while the upload thread runs. */
 void ssh_conn_teardown(struct ssh_conn *c)
 {
-    if (c->upload_running) return; /* the thread owns the session; step() finishes later */
+    if (c->upload_running) return; /* the thread owns the session; pump() finishes later */
     ssh_conn_resolve_cancel(c);
     if (c->channel) {
         ssh_channel_free(c->channel);
@@ -254,7 +254,7 @@ static void fail_timeout(struct ssh_conn *c)
                       c->user, c->address, c->port, t);
         break;
     case SSH_CONN_UPLOADING:
-        /* the thread notices the dead socket; step() reports once it has finished */
+        /* the thread notices the dead socket; pump() reports once it has finished */
         if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
         c->upload_timed_out = true;
         break;
@@ -406,8 +406,8 @@ static void step_once(struct ssh_conn *c, short revents)
     case SSH_CONN_RESOLVING: ssh_conn_resolve_poll(c); break;
     case SSH_CONN_CONNECTING: step_connecting(c, revents); break;
     case SSH_CONN_HANDSHAKE: step_handshake(c); break;
-    case SSH_CONN_AUTH: ssh_conn_auth_step(c); break;
-    case SSH_CONN_EXEC: ssh_conn_exec_step(c); break;
+    case SSH_CONN_AUTH: ssh_conn_auth_pump(c); break;
+    case SSH_CONN_EXEC: ssh_conn_exec_pump(c); break;
     case SSH_CONN_PROBING:
     case SSH_CONN_READY: ssh_conn_channel_io(c); break;
     case SSH_CONN_UPLOADING: ssh_conn_upload_poll(c, revents); break;
@@ -415,7 +415,7 @@ static void step_once(struct ssh_conn *c, short revents)
     }
 }
 
-void ssh_conn_step(struct ssh_conn *c, short revents)
+void ssh_conn_pump(struct ssh_conn *c, short revents)
 {
     /* a step that changes state may make the next one possible without new input */
     for (int guard = 0; guard < 16; guard++) {

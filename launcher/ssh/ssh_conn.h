@@ -57,7 +57,7 @@ void ssh_conn_start(struct ssh_conn *c);
  * connection waits on nothing but time (resolving) or is finished. */
 bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p);
 /* Advances the machine; revents from poll (0 on a timer tick). Never blocks. */
-void ssh_conn_step(struct ssh_conn *c, short revents);
+void ssh_conn_pump(struct ssh_conn *c, short revents);
 /* Monotonic ms by which the current stage must finish (0: no deadline now). */
 int64_t ssh_conn_deadline_ms(const struct ssh_conn *c);
 

@@ -84,10 +84,10 @@ void ssh_conn_resolve_poll(struct ssh_conn *c);
 void ssh_conn_resolve_cancel(struct ssh_conn *c);
 void ssh_conn_connect_next(struct ssh_conn *c);
 void ssh_conn_auth_begin(struct ssh_conn *c);
-void ssh_conn_auth_step(struct ssh_conn *c);
+void ssh_conn_auth_pump(struct ssh_conn *c);
 
 void ssh_conn_exec_begin(struct ssh_conn *c);
-void ssh_conn_exec_step(struct ssh_conn *c);
+void ssh_conn_exec_pump(struct ssh_conn *c);
 /* ssh_stream.c: in PROBING and READY, writes the queued requests, reads the channel (bounded)
  * and sees its end. */
 void ssh_conn_channel_io(struct ssh_conn *c);

@@ -187,7 +187,7 @@ static void auth_failed(struct ssh_conn *c, int rc)
     strbuf_done(&hint);
 }
 
-void ssh_conn_auth_step(struct ssh_conn *c)
+void ssh_conn_auth_pump(struct ssh_conn *c)
 {
     char *id = NULL;
     int rc = ssh_userauth_publickey_auto(c->session, NULL, NULL);

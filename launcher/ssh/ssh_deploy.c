@@ -42,7 +42,7 @@ void ssh_conn_exec_begin(struct ssh_conn *c)
     c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 1000;
 }
 
-void ssh_conn_exec_step(struct ssh_conn *c)
+void ssh_conn_exec_pump(struct ssh_conn *c)
 {
     int rc;
     if (!c->channel) {

@@ -16,9 +16,9 @@ int transport_pollfds(struct transport *t, struct pollfd *p, int max)
     return max > 0 ? t->ops->pollfds(t, p, max) : 0;
 }
 
-void transport_step(struct transport *t, short revents)
+void transport_pump(struct transport *t, short revents)
 {
-    t->ops->step(t, revents);
+    t->ops->pump(t, revents);
 }
 
 int64_t transport_deadline_ms(const struct transport *t)

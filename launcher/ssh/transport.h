@@ -5,9 +5,11 @@
  * the node). Each kind is an ops table (transport_int.h) that transport.c dispatches through;
  * callers choose a kind only by the constructor they call. All are driven the same way from
  * the controller's one loop: transport_pollfds gives the (fd, events) to watch,
- * transport_step takes their revents (0 on a timer tick, with transport_deadline_ms saying
+ * transport_pump takes their revents (0 on a timer tick, with transport_deadline_ms saying
  * when one is due), then transport_next_line hands out the lines that arrived. Nothing
- * blocks, except transport_free of an agent that is ended (it waits up to 3 s). */
+ * blocks, except transport_free: a local child agent that was neither detached nor abandoned
+ * is given up to 3 s to stop its ranks after end of file (then SIGKILL), and an SSH upload
+ * still in progress is cut (its socket shut down) and its thread joined. */
 #ifndef DDPTOP_TRANSPORT_H
 #define DDPTOP_TRANSPORT_H
 
@@ -50,7 +52,7 @@ void transport_start(struct transport *t);
 /* Up to max descriptors to poll (fd and events); returns how many were filled. */
 int transport_pollfds(struct transport *t, struct pollfd *p, int max);
 /* Advances it; revents of any of its fds (0 on a timer tick). Never blocks. */
-void transport_step(struct transport *t, short revents);
+void transport_pump(struct transport *t, short revents);
 /* Monotonic ms by which the current stage must end (0: none). */
 int64_t transport_deadline_ms(const struct transport *t);
 

@@ -239,7 +239,7 @@ static void local_closed(struct child_transport *c)
     local_fail(c, TRANSPORT_CLOSED, "%s", why);
 }
 
-static void child_step(struct transport *t, short revents)
+static void child_pump(struct transport *t, short revents)
 {
     struct child_transport *c = child_of(t);
     (void)revents; /* the pipes are nonblocking: flush and read whatever is there */
@@ -377,7 +377,7 @@ static const struct transport_ops child_ops = {
     .name = "child",
     .start = child_start,
     .pollfds = child_pollfds,
-    .step = child_step,
+    .pump = child_pump,
     .state = child_state,
     .connecting = child_connecting,
     .error = child_error,

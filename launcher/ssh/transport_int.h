@@ -15,7 +15,7 @@ struct transport_ops {
     /* Up to max (fd, events) to poll; returns how many. */
     int (*pollfds)(struct transport *t, struct pollfd *p, int max);
     /* The revents of its fds (0 on a timer tick): flush, read, advance. Never blocks. */
-    void (*step)(struct transport *t, short revents);
+    void (*pump)(struct transport *t, short revents);
     enum transport_state (*state)(const struct transport *t);
     bool (*connecting)(const struct transport *t);
     const char *(*error)(const struct transport *t);

@@ -44,9 +44,9 @@ static int ssh_pollfds(struct transport *t, struct pollfd *p, int max)
     return max > 0 && ssh_conn_pollfd(conn(t), p) ? 1 : 0;
 }
 
-static void ssh_step(struct transport *t, short revents)
+static void ssh_pump(struct transport *t, short revents)
 {
-    ssh_conn_step(conn(t), revents);
+    ssh_conn_pump(conn(t), revents);
 }
 
 static int64_t ssh_deadline_ms(const struct transport *t)
@@ -146,7 +146,7 @@ static const struct transport_ops ssh_ops = {
     .name = "ssh",
     .start = ssh_start,
     .pollfds = ssh_pollfds,
-    .step = ssh_step,
+    .pump = ssh_pump,
     .state = ssh_state,
     .connecting = ssh_connecting,
     .error = ssh_error,

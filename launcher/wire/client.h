@@ -2,7 +2,7 @@
  * node: request ids, the requests still waiting for their answer and whose they are, the
  * greeting's version check. It knows no transport: requests come out as lines for the caller
  * to send, and lines the caller received go in. Both the preflight (check/) and the run
- * (run/) speak through it, on the same connection. */
+ * (controller/) speak through it, on the same connection. */
 #ifndef DDPTOP_WIRE_CLIENT_H
 #define DDPTOP_WIRE_CLIENT_H
 

@@ -1,5 +1,5 @@
 /* libFuzzer harness for the controller's reading of what a node's agent says (docs/protocol.md
- * "Run requests"; launcher/run/controller_agent.c): every line goes through agent_message, the
+ * "Run requests"; launcher/controller/controller_agent.c): every line goes through agent_message, the
  * decoder ctl_agent_lines applies to each line its transport hands over (the fast path for
  * "out", the wire client's parse and id matching, then hello, spawned, out, status, exit,
  * error, notice, gpu, resume...), and the exits it returns are held and applied as there.
@@ -15,7 +15,7 @@
  * can be in; nothing crashes, leaks or reads past a line. */
 #include "fuzz_common.h"
 
-#include "../../launcher/run/controller_agent.c"
+#include "../../launcher/controller/controller_agent.c"
 
 #include "job/job.h"
 #include "job/job_state.h"
@@ -34,7 +34,6 @@ static struct controller *ctl_new(void)
     c->ranks = xcalloc(c->job->n_ranks, sizeof *c->ranks);
     c->metrics = metrics_parser_new(NULL, err, sizeof err);
     EXPECT(c->metrics);
-    c->sig_pipe[0] = c->sig_pipe[1] = -1;
     job_launching(c->job);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];

@@ -8,7 +8,7 @@
 
 static int attach_main(int argc, char **argv)
 {
-    return session_attach_main(argc - 1, argv + 1, cmd_run_again, view_cli_main);
+    return session_attach_main(argc - 1, argv + 1, cmd_run_again, cmd_view_main);
 }
 
 const struct cmd_entry cmd_attach_entry = {

@@ -12,7 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
 #include "util/cli.h"
@@ -22,7 +22,7 @@
     (rc = cli_opt_value(argc, argv, i, lng, shrt, &val)) < 0                                 \
         ? cli_fail(err, errlen, "%s needs a value (see ddptop check --help)", lng) : rc
 
-void check_cli_usage(FILE *f)
+void cmd_check_usage(FILE *f)
 {
     fputs("usage: ddptop check HOSTFILE [options] [-- CMD ARGS...]\n"
           "       ddptop check --slurm|--pbs [options] [-- CMD ARGS...]\n"
@@ -41,7 +41,7 @@ void check_cli_usage(FILE *f)
     fputs("\nExit status: 0 nothing failed, 1 a check failed, 2 usage or hostfile error.\n", f);
 }
 
-int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen)
+int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
     const char *val = NULL;
     struct hosts_source src = {0};
@@ -59,7 +59,7 @@ int check_cli_parse(int argc, char **argv, struct check_opts *o, struct hostlist
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            check_cli_usage(stdout);
+            cmd_check_usage(stdout);
             return 1;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -188,7 +188,7 @@ static void print_report(const struct check_opts *o, const struct check_report *
     strbuf_done(&out);
 }
 
-int check_run(const struct check_opts *o, const struct hostlist *hl)
+int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
 {
     struct run_opts ro;
     struct check_screen s = {0};
@@ -226,13 +226,13 @@ int check_run(const struct check_opts *o, const struct hostlist *hl)
     return rc;
 }
 
-int check_cli_main(int argc, char **argv)
+int cmd_check_main(int argc, char **argv)
 {
     struct check_opts o;
     struct hostlist hl;
     char err[1024] = "";
-    int rc = check_cli_parse(argc, argv, &o, &hl, err, sizeof err);
-    if (rc == 0) rc = check_run(&o, &hl);
+    int rc = cmd_check_parse(argc, argv, &o, &hl, err, sizeof err);
+    if (rc == 0) rc = cmd_check_run(&o, &hl);
     else if (rc == 1) rc = 0;
     else {
         fprintf(stderr, "ddptop check: %s\n", err);
@@ -245,7 +245,7 @@ int check_cli_main(int argc, char **argv)
 
 static int check_main(int argc, char **argv)
 {
-    return check_cli_main(argc - 1, argv + 1);
+    return cmd_check_main(argc - 1, argv + 1);
 }
 
 const struct cmd_entry cmd_check_entry = {
@@ -253,5 +253,5 @@ const struct cmd_entry cmd_check_entry = {
     .args = "HOSTFILE [options] [-- CMD ARGS...]\n--slurm|--pbs [options] [-- CMD ARGS...]",
     .summary = "preflight of a cluster",
     .main = check_main,
-    .usage = check_cli_usage,
+    .usage = cmd_check_usage,
 };

@@ -1,4 +1,4 @@
-/* `ddptop logs` (logs_cli.h). Rank logs are printed as they are on disk, like cat and tail
+/* `ddptop logs` (cmd_logs.h). Rank logs are printed as they are on disk, like cat and tail
  * print a file: with --rank and a pipe or a file as the output, it is exactly the file. On a
  * terminal a rank's bytes go through the sanitizer (util/sanitize.h) as on the dashboard: an
  * escape sequence in a log (OSC 52 writing the clipboard, a title change, a cursor move) is
@@ -57,7 +57,7 @@ struct logs {
     bool write_failed;
 };
 
-void logs_cli_usage(FILE *f)
+void cmd_logs_usage(FILE *f)
 {
     fputs("usage: ddptop logs RUN [--log-dir DIR] [--rank R] [--attempt N] [-f|--follow] [--raw]\n"
           "       ddptop logs RUN [--log-dir DIR] --events [-f|--follow]\n"
@@ -543,13 +543,13 @@ static int show(struct logs *L)
     return L->write_failed ? 1 : rc;
 }
 
-int logs_cli_main(int argc, char **argv)
+int cmd_logs_main(int argc, char **argv)
 {
     struct logs L = { .attempt = -1, .last_rank = -1 };
     char err[1024];
     int rc = parse(argc, argv, &L.o, err, sizeof err);
     if (rc > 0) {
-        logs_cli_usage(stdout);
+        cmd_logs_usage(stdout);
         return 0;
     }
     if (rc < 0) {
@@ -575,7 +575,7 @@ int logs_cli_main(int argc, char **argv)
 
 static int logs_main(int argc, char **argv)
 {
-    return logs_cli_main(argc - 1, argv + 1);
+    return cmd_logs_main(argc - 1, argv + 1);
 }
 
 const struct cmd_entry cmd_logs_entry = {
@@ -583,6 +583,6 @@ const struct cmd_entry cmd_logs_entry = {
     .args = "RUN [--rank R] [--attempt N] [-f] [--events]",
     .summary = "a run's logs, or its events; -f follows them",
     .main = logs_main,
-    .usage = logs_cli_usage,
+    .usage = cmd_logs_usage,
     .flags = CMD_QUIET_PIPE,
 };

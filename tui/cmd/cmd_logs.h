@@ -1,15 +1,15 @@
 /* `ddptop logs RUN`: a run's rank logs (each rank's file after a `==> rank R (HOST) <==`
  * header, or one rank's file byte for byte), following them like `tail -f` until the run's
  * controller exits, or its events.jsonl as readable lines (docs/logs.md, "Looking back").
- * Reads job/runs.h; writes nothing under the run. */
+ * Reads record/runs.h; writes nothing under the run. */
 #ifndef DDPTOP_LOGS_CLI_H
 #define DDPTOP_LOGS_CLI_H
 
 #include <stdio.h>
 
-void logs_cli_usage(FILE *f);
+void cmd_logs_usage(FILE *f);
 /* `ddptop logs ARGS`: returns the exit code (0 printed; 1 nothing to print or a read error;
  * 2 usage error, or no such run, attempt or rank). */
-int logs_cli_main(int argc, char **argv);
+int cmd_logs_main(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-/* `ddptop ls` (ls_cli.h): one row per run with its state, attempts, ranks, nodes, start,
+/* `ddptop ls` (cmd_ls.h): one row per run with its state, attempts, ranks, nodes, start,
  * duration and root cause. The table is for people: every text is made safe for a terminal
  * and the root cause is cut to the terminal's width (on a line of its own when the row
  * leaves it less than ROOM_MIN columns); --json has everything whole. */
@@ -21,7 +21,7 @@
 
 #define ROOM_MIN 24   /* columns the root cause needs beside the row */
 
-void ls_cli_usage(FILE *f)
+void cmd_ls_usage(FILE *f)
 {
     fputs("usage: ddptop ls [--log-dir DIR] [--json]\n"
           "Lists the runs under the log directory, newest first: run id, state (running,\n"
@@ -253,7 +253,7 @@ static void print_json(const struct run_list *l)
     free(text);
 }
 
-int ls_cli_main(int argc, char **argv)
+int cmd_ls_main(int argc, char **argv)
 {
     const char *log_dir = NULL, *val;
     bool json = false;
@@ -262,7 +262,7 @@ int ls_cli_main(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            ls_cli_usage(stdout);
+            cmd_ls_usage(stdout);
             return 0;
         }
         if (strcmp(a, "--json") == 0) {
@@ -296,7 +296,7 @@ int ls_cli_main(int argc, char **argv)
 
 static int ls_main(int argc, char **argv)
 {
-    return ls_cli_main(argc - 1, argv + 1);
+    return cmd_ls_main(argc - 1, argv + 1);
 }
 
 const struct cmd_entry cmd_ls_entry = {
@@ -304,6 +304,6 @@ const struct cmd_entry cmd_ls_entry = {
     .args = "[--log-dir DIR] [--json]",
     .summary = "the runs in the log directory",
     .main = ls_main,
-    .usage = ls_cli_usage,
+    .usage = cmd_ls_usage,
     .flags = CMD_QUIET_PIPE,
 };

@@ -1,4 +1,4 @@
-/* Command line of `ddptop run` (run_cli.h). Every value is checked here so that a typo is a
+/* Command line of `ddptop run` (cmd_run.h). Every value is checked here so that a typo is a
  * usage error (exit 2) before anything connects. */
 #include "cmd_run.h"
 
@@ -36,7 +36,7 @@ static int add_export(struct run_opts *o, const char *re, char *err, size_t errl
     return 0;
 }
 
-void run_cli_usage(FILE *f)
+void cmd_run_usage(FILE *f)
 {
     fputs("usage: ddptop run [HOSTFILE] [options] [-- CMD ARGS...]\n"
           "       ddptop run --slurm|--pbs [options] [-- CMD ARGS...]\n"
@@ -172,7 +172,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     return 1;
 }
 
-int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen)
+int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
     struct hosts_source src = {0};
     int rc;
@@ -187,7 +187,7 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            run_cli_usage(stdout);
+            cmd_run_usage(stdout);
             return 1;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -219,12 +219,12 @@ int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
     return 0;
 }
 
-int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl))
+int cmd_run_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl))
 {
     struct run_opts o;
     struct hostlist hl;
     char err[1024] = "";
-    int rc = run_cli_parse(argc, argv, &o, &hl, err, sizeof err);
+    int rc = cmd_run_parse(argc, argv, &o, &hl, err, sizeof err);
     o.argv = argv;
     o.argc = argc;
     if (rc == 0) {
@@ -323,7 +323,7 @@ static int run_main(int argc, char **argv)
 {
     session_args.run_id_at = 2;
     if (take_theme_option(&argc, argv) != 0) return 2;
-    return run_cli_main(argc - 1, argv + 1, run_frontend);
+    return cmd_run_main(argc - 1, argv + 1, run_frontend);
 }
 
 int cmd_run_again(int argc, char **argv)
@@ -344,7 +344,7 @@ int cmd_run_default(int argc, char **argv)
 {
     session_args.run_id_at = 1;
     if (take_theme_option(&argc, argv) != 0) return 2;
-    return run_cli_main(argc - 1, argv + 1, run_chosen_frontend);
+    return cmd_run_main(argc - 1, argv + 1, run_chosen_frontend);
 }
 
 const struct cmd_entry cmd_run_entry = {
@@ -352,6 +352,6 @@ const struct cmd_entry cmd_run_entry = {
     .args = "[HOSTFILE] [options] [-- CMD ARGS...]\n--slurm|--pbs [options] [-- CMD ARGS...]",
     .summary = "launch on every node, stream logs",
     .main = run_main,
-    .usage = run_cli_usage,
+    .usage = cmd_run_usage,
     .bare = cmd_run_default,
 };

@@ -7,18 +7,18 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "run/controller.h"
+#include "controller/controller.h"
 #include "hosts/hostfile.h"
 
 /* Parses the arguments after "run". Returns 0 (run: *o and *hl filled; o->local without
  * hosts), 1 (--help was printed), or -1 (usage or hostfile error: message in err, exit 2).
  * Either way the caller calls run_opts_done(o) and hostlist_free(hl). */
-int run_cli_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen);
-void run_cli_usage(FILE *f);
+int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen);
+void cmd_run_usage(FILE *f);
 
 /* Parses, then hands the options to `runner` (the headless printer or the dashboard, which
  * live in tui/). Returns the process exit code: runner's, 0 after --help, 2 on a usage error. */
-int run_cli_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl));
+int cmd_run_main(int argc, char **argv, int (*runner)(const struct run_opts *o, const struct hostlist *hl));
 
 /* The front end a run gets (cmd_run.c, below the parser): the dashboard in a session on a
  * terminal, the headless printer otherwise. main keeps its command line first (the session's

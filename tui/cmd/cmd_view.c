@@ -1,6 +1,6 @@
-/* `ddptop view RUN` (cmd_view.h): finds the run as `ddptop logs` does (job/runs.h), refuses a
+/* `ddptop view RUN` (cmd_view.h): finds the run as `ddptop logs` does (record/runs.h), refuses a
  * run whose controller is still at work (attach to it instead: two dashboards of one run
- * would disagree), reads the run back into a job model (job/run_replay.h) and shows it in the
+ * would disagree), reads the run back into a job model (record/run_replay.h) and shows it in the
  * dashboard with no controller behind it. The loop here is util/evloop.h's, much smaller than
  * the controller's: the terminal and the signals (SIGWINCH, and the signals that end us), a
  * frame when the dashboard wants one, never a blocking call. */
@@ -29,7 +29,7 @@ struct view_opts {
     const char *run, *log_dir, *theme;
 };
 
-void view_cli_usage(FILE *f)
+void cmd_view_usage(FILE *f)
 {
     fputs("usage: ddptop view RUN [--log-dir DIR] [--theme NAME]\n"
           "\n"
@@ -221,13 +221,13 @@ static int show(const struct view_opts *o, const char *dir)
     return rc;
 }
 
-int view_cli_main(int argc, char **argv)
+int cmd_view_main(int argc, char **argv)
 {
     struct view_opts o;
     char err[1024];
     int rc = parse(argc, argv, &o, err, sizeof err);
     if (rc > 0) {
-        view_cli_usage(stdout);
+        cmd_view_usage(stdout);
         return 0;
     }
     if (rc < 0) {
@@ -248,7 +248,7 @@ int view_cli_main(int argc, char **argv)
 
 static int view_main(int argc, char **argv)
 {
-    return view_cli_main(argc - 1, argv + 1);
+    return cmd_view_main(argc - 1, argv + 1);
 }
 
 const struct cmd_entry cmd_view_entry = {
@@ -256,5 +256,5 @@ const struct cmd_entry cmd_view_entry = {
     .args = "RUN [--log-dir DIR]",
     .summary = "a finished run's dashboard",
     .main = view_main,
-    .usage = view_cli_usage,
+    .usage = cmd_view_usage,
 };

@@ -1,5 +1,6 @@
-/* The controller of `ddptop run` and `ddptop check` (controller.h): connecting the agents,
- * launching, stopping, restarting and ending. Its phase is the job's state (job_state.h):
+/* The controller of `ddptop run` and `ddptop check` (controller.h), its phases: connecting the
+ * agents (their transports, --fanout, one Slurm step for srun), launching, stopping, restarting
+ * and ending; also the requests to a node's agent and run_opts' init and done. Its phase is the job's state (job_state.h):
  * CHECKING (agents connect and greet, the preflight runs on them: controller_check.c) ->
  * LAUNCHING (nodes lost or released since are connected again; all greeted) -> RUNNING (ranks
  * spawned) -> STOPPING / RESTARTING / FAILING (stop sent, waiting for answers) -> LAUNCHING

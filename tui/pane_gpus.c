@@ -9,9 +9,9 @@
 
 #include "format.h"
 #include "job/gpu.h"
-#include "views.h"
+#include "panes.h"
 
-int view_gpus_lines(const struct job *j)
+int pane_gpus_lines(const struct job *j)
 {
     int n = 0;
     for (size_t i = 0; i < j->n_nodes; i++)
@@ -63,19 +63,19 @@ static void gpu_line(WINDOW *w, int y, int wd, const struct gpu_info *g, const s
     if (cells < 0) cells = 0;
     sparkline(spark, sizeof spark, g, cells, p->ascii);
     wmove(w, y, x);
-    x += view_put(w, p, head, strlen(head), wd - 2 - x, a);
-    x += view_put(w, p, trouble, strlen(trouble), wd - 2 - x, a | A_BOLD);
-    x += view_put(w, p, spark, strlen(spark), wd - 2 - x, p->role[ROLE_OK]);
-    view_put(w, p, nums, strlen(nums), wd - 2 - x, a);
+    x += pane_put(w, p, head, strlen(head), wd - 2 - x, a);
+    x += pane_put(w, p, trouble, strlen(trouble), wd - 2 - x, a | A_BOLD);
+    x += pane_put(w, p, spark, strlen(spark), wd - 2 - x, p->role[ROLE_OK]);
+    pane_put(w, p, nums, strlen(nums), wd - 2 - x, a);
 }
 
-void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p)
+void pane_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w), rows = h - 2, line = 0;
     char buf[200];
-    attr_t a = view_overlay_frame(w, p, " GPUs: utilisation now and its last minute (Esc, q or G closes; "
+    attr_t a = pane_overlay_frame(w, p, " GPUs: utilisation now and its last minute (Esc, q or G closes; "
                                         "Up/Down scroll) ");
-    int total = view_gpus_lines(j), top = ui->help_top;
+    int total = pane_gpus_lines(j), top = ui->help_top;
     if (top > total - rows) top = total - rows;
     if (top < 0) top = 0;
     for (size_t i = 0; i < j->n_nodes; i++) {
@@ -86,7 +86,7 @@ void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, c
             else snprintf(buf, sizeof buf, "%s: %d GPU%s%s%s", j->nodes[i].name, ng->n, ng->n == 1 ? "" : "s",
                           ng->n ? ", " : "", ng->n ? ng->g[0].name : "");
             wmove(w, 1 + line - top, 2);
-            view_put(w, p, buf, strlen(buf), wd - 4, a | A_BOLD);
+            pane_put(w, p, buf, strlen(buf), wd - 4, a | A_BOLD);
         }
         line++;
         for (int k = 0; ng->seen && k < ng->n; k++, line++)
@@ -94,7 +94,7 @@ void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, c
     }
     if (total == 0) {
         wmove(w, 1, 2);
-        view_put(w, p, "no nodes yet", 12, wd - 4, a);
+        pane_put(w, p, "no nodes yet", 12, wd - 4, a);
     }
     wbkgdset(w, ' ');
 }

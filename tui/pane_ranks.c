@@ -12,7 +12,7 @@
 #include "job/gpu.h"
 #include "job/job_state.h"
 #include "util/util.h"
-#include "views.h"
+#include "panes.h"
 
 enum col_id { C_RANK, C_HOST, C_LR, C_PID, C_STATE, C_STEP, C_LOSS, C_STEPT, C_AGE, C_CPU,
               C_GPU, C_GMEM, C_GTEMP, C_GPOW, C_N };
@@ -67,7 +67,7 @@ static void choose_columns(int width, bool gpus, bool shown[C_N], int *host_w)
     *host_w = columns[C_HOST].width + (slack > 14 ? 14 : slack);
 }
 
-attr_t view_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p)
+attr_t pane_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p)
 {
     if (job_rank_unknown(j, r)) return p->role[ROLE_WARN];
     switch (r->state) {
@@ -159,8 +159,8 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
         if (!shown[c]) continue;
         int cw = c == C_HOST ? host_w : columns[c].width;
         format_pad(buf, sizeof buf, columns[c].title, cw, columns[c].right, p->ascii);
-        x += view_put(w, p, buf, strlen(buf), wd - x, p->role[ROLE_DIM] | A_BOLD);
-        if (x < wd) x += view_put(w, p, " ", 1, wd - x, p->role[ROLE_DIM]);
+        x += pane_put(w, p, buf, strlen(buf), wd - x, p->role[ROLE_DIM] | A_BOLD);
+        if (x < wd) x += pane_put(w, p, " ", 1, wd - x, p->role[ROLE_DIM]);
     }
 
     int cap = h - 2;
@@ -169,7 +169,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
         if (ri < 0 || (size_t)ri >= j->n_ranks) break;
         const struct rank_info *r = &j->ranks[ri];
         bool sel = ri == ui->selected;
-        attr_t ra = view_rank_attr(j, r, p);
+        attr_t ra = pane_rank_attr(j, r, p);
         attr_t rowa = sel ? p->role[ROLE_SELECTION] : ra;
         wmove(w, 2 + row, 0);
         if (sel) {
@@ -188,8 +188,8 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
             /* the state stays in its colour on the selected row too */
             if (c == C_STATE && sel) a = ra | A_REVERSE;
             else if (c >= C_FIRST_GPU && !sel) a = gpu_cell_attr(j, r, (enum col_id)c, p, rowa);
-            x += view_put(w, p, buf, strlen(buf), wd - x, a);
-            if (x < wd) x += view_put(w, p, " ", 1, wd - x, rowa);
+            x += pane_put(w, p, buf, strlen(buf), wd - x, a);
+            if (x < wd) x += pane_put(w, p, " ", 1, wd - x, rowa);
         }
     }
 }
@@ -206,17 +206,17 @@ static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
             long ri = (long)(ui->ranks_top + row) * per_row + k;
             if (ri >= (long)j->n_ranks) return;
             const struct rank_info *r = &j->ranks[ri];
-            attr_t a = view_rank_attr(j, r, p);
+            attr_t a = pane_rank_attr(j, r, p);
             if (ri == ui->selected) a = p->role[ROLE_SELECTION];
             wmove(w, 1 + row, k * LAYOUT_GRID_CELL_W);
             const char *g = job_rank_unknown(j, r) ? "?" : format_rank_glyph(r->state, p->ascii);
             if (r->state == RANK_RUNNING && r->straggler) g = p->ascii ? "s" : "\u25d1";
-            view_put(w, p, g, strlen(g), LAYOUT_GRID_CELL_W, a);
+            pane_put(w, p, g, strlen(g), LAYOUT_GRID_CELL_W, a);
         }
     }
 }
 
-void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct paint *p)
 {
     size_t count[RANK_LOST + 1] = { 0 };
@@ -252,7 +252,7 @@ void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                  at);
     }
     werase(w);
-    view_title(w, p, title, ui->focus == KM_RANKS);
+    pane_title(w, p, title, ui->focus == KM_RANKS);
     if (ui->grid) draw_grid(w, j, ui, p);
     else draw_table(w, j, ui, p);
 }

@@ -9,7 +9,7 @@
 
 #include "chart.h"
 #include "format.h"
-#include "views.h"
+#include "panes.h"
 
 /* Per rank: the newest point already counted, compared by value (the series is a ring
  * without a running total, so a point is recognised by its contents). */
@@ -151,7 +151,7 @@ static void ensure_scratch(struct chart_cache *c, size_t cells)
     c->scratch_cells = cells;
 }
 
-void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
+void pane_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
                      const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
@@ -159,14 +159,14 @@ void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui
     snprintf(title, sizeof title, " Loss: mean, min-max band across ranks%s",
              ui->log_scale ? "  [log]" : "");
     werase(w);
-    view_title(w, p, title, false);
+    pane_title(w, p, title, false);
     const int label_w = 8;
     int cw = wd - label_w - 1, ch = h - 2;   /* title row above, step labels below */
     if (cw < 2 || ch < 1) return;
     if (c->n == 0) {
         wmove(w, 1, 1);
         const char *m = "no loss reported yet";
-        view_put(w, p, m, strlen(m), wd - 2, p->role[ROLE_DIM]);
+        pane_put(w, p, m, strlen(m), wd - 2, p->role[ROLE_DIM]);
         return;
     }
     ensure_scratch(c, (size_t)cw * (size_t)ch);
@@ -193,8 +193,8 @@ void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui
         char buf[32];
         format_pad(buf, sizeof buf, lab ? lab : "", label_w - 1, true, p->ascii);
         wmove(w, 1 + row, 0);
-        view_put(w, p, buf, strlen(buf), label_w - 1, axis);
-        view_put(w, p, p->ascii ? "|" : "\u2502", p->ascii ? 1 : 3, 1, axis);
+        pane_put(w, p, buf, strlen(buf), label_w - 1, axis);
+        pane_put(w, p, p->ascii ? "|" : "\u2502", p->ascii ? 1 : 3, 1, axis);
         /* the cells are ours (braille from chart.c), not remote bytes: straight to curses,
          * one run of cells per colour, which keeps a 1,024-rank frame cheap */
         wmove(w, 1 + row, label_w);
@@ -228,15 +228,15 @@ void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui
     }
     /* steps under the plot: first and last */
     wmove(w, h - 1, label_w);
-    view_put(w, p, out.x_left, strlen(out.x_left), cw, axis);
+    pane_put(w, p, out.x_left, strlen(out.x_left), cw, axis);
     int rl = (int)strlen(out.x_right);
     if (cw - rl > (int)strlen(out.x_left) + 1) {
         wmove(w, h - 1, label_w + cw - rl);
-        view_put(w, p, out.x_right, strlen(out.x_right), rl, axis);
+        pane_put(w, p, out.x_right, strlen(out.x_right), rl, axis);
     }
     if (out.clamped && wd > 40) {
         const char *m = " (values <= 0 at the bottom)";
         wmove(w, h - 1, label_w + cw / 2 - 14 > label_w ? label_w + cw / 2 - 14 : label_w);
-        view_put(w, p, m, strlen(m), cw / 2, p->role[ROLE_DIM]);
+        pane_put(w, p, m, strlen(m), cw / 2, p->role[ROLE_DIM]);
     }
 }

@@ -1,8 +1,12 @@
-/* Internals of the controller shared by its files: controller_run.c (construction, the loop,
- * actions), controller.c (launching, stopping, ending), controller_agent.c (the agents' lines
- * into the job model), controller_link.c (silent and unreachable nodes, reconnects),
- * controller_adopt.c (the run's record, taking a run over), controller_check.c,
- * controller_stacks.c, controller_gpu.c. Other modules use controller.h. */
+/* Internals of the controller shared by its files (declared below under the file that defines
+ * them): controller_run.c (construction, the job's shape, the loop and its timers, the actions,
+ * the front end's draw), controller.c (the requests to a node, connecting the agents,
+ * launching, stopping, restarting, ending; run_opts' init and done), controller_check.c (the
+ * preflight as the first phase), controller_stacks.c (stack dumps, the hang action),
+ * controller_link.c (silent and unreachable nodes, reconnects, acknowledgements),
+ * controller_agent.c (the agents' lines into the job model), controller_adopt.c (the run's
+ * record, taking a run over), controller_gpu.c (GPU telemetry). Other modules use
+ * controller.h. */
 #ifndef DDPTOP_CONTROLLER_INT_H
 #define DDPTOP_CONTROLLER_INT_H
 
@@ -173,6 +177,12 @@ int64_t ctl_hello_timeout_ms(const struct controller *c);
  * --fanout allows; start_queued starts more as others finish connecting. */
 void ctl_connect_nodes(struct controller *c);
 void ctl_start_queued(struct controller *c);
+/* Sends stop to every node; the job is `during` until every node answered, then `after_state`
+ * unless it restarts (after == AFTER_RESTART, or auto_restart with attempts left). */
+void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
+                    enum after_stop after, bool auto_restart);
+/* attempt + 1 and launch again (why: for the event). */
+void ctl_restart(struct controller *c, const char *why);
 
 /* controller_run.c */
 void ctl_draw(struct controller *c);
@@ -187,12 +197,6 @@ void ctl_check_node_up(struct controller *c, size_t node, const cJSON *hello);
 /* Node i is gone during the preflight (never connected, or its agent went away). */
 void ctl_check_node_down(struct controller *c, size_t node, const char *why, const char *hint);
 int64_t ctl_check_deadline_ms(const struct controller *c);
-/* Sends stop to every node; the job is `during` until every node answered, then `after_state`
- * unless it restarts (after == AFTER_RESTART, or auto_restart with attempts left). */
-void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
-                    enum after_stop after, bool auto_restart);
-/* attempt + 1 and launch again (why: for the event). */
-void ctl_restart(struct controller *c, const char *why);
 
 /* controller_stacks.c: stack dumps (the dashboard's and --on-hang's) and the hang action. */
 void ctl_stacks_user(struct controller *c, int rank);      /* the front end's ACT_STACKS */

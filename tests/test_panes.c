@@ -1,4 +1,4 @@
-/* The dashboard's views without a terminal: selection scrolling through thousands of ranks,
+/* The dashboard's panes without a terminal: selection scrolling through thousands of ranks,
  * the chart's per-step aggregate (incremental, no double counting, a restarted attempt
  * replaces the steps it re-runs), the log pane's positions, search and error jumps (rank and
  * merged), and what the panes put on a curses screen written to /dev/null (read back with
@@ -18,7 +18,7 @@
 #include "job_files.h"
 #include "tap.h"
 #include "util/util.h"
-#include "views.h"
+#include "panes.h"
 
 static char tmpdir[] = "/tmp/ddptop-test-views.XXXXXX";
 
@@ -216,7 +216,7 @@ static void test_drawing(void)
     ui.now_ms = mono_ms();
 
     WINDOW *w = newwin(10, 100, 0, 0);
-    view_ranks_draw(w, j, &ui, &p);
+    pane_ranks_draw(w, j, &ui, &p);
     char row[512];
     row_text(w, 2, row, sizeof row);
     CHECK(strstr(row, "4242") != NULL);
@@ -229,26 +229,26 @@ static void test_drawing(void)
     delwin(w);
 
     w = newwin(8, 100, 0, 0);
-    view_log_draw(w, j, &ui, &p);
+    pane_log_draw(w, j, &ui, &p);
     CHECK(any_row_contains(w, "^[[31mred^[[0m text"));
     CHECK(any_row_contains(w, "Log of rank 0"));
     delwin(w);
 
     w = newwin(2, 120, 0, 0);
-    view_header_draw(w, j, &ui, &p);
+    pane_header_draw(w, j, &ui, &p);
     CHECK(any_row_contains(w, "world 3"));
     CHECK(any_row_contains(w, "loss 2.5"));
     delwin(w);
 
     w = newwin(8, 30, 0, 0);
-    view_too_small(w, 8, 30, &p);
+    pane_too_small(w, 8, 30, &p);
     CHECK(any_row_contains(w, "terminal too small"));
     delwin(w);
 
     /* the help overlay lists every key of the table (first lines at least) */
     ui.help_lines = keymap_help_lines(&ui.n_help);
     w = newwin(40, 80, 0, 0);
-    view_help_draw(w, &ui, &p);
+    pane_help_draw(w, &ui, &p);
     CHECK(any_row_contains(w, "restart"));
     CHECK(any_row_contains(w, "quit"));
     delwin(w);
@@ -307,7 +307,7 @@ static void test_step_lines_in_words(void)
     struct ui_state ui;
     init_ui(&ui);
     WINDOW *w = newwin(6, 100, 0, 0);
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "step 12  loss 4.87  100.0 ms/step  12.3k tok/s"));
     CHECK(!any_row_contains(w, "\"event\""));
     CHECK(any_row_contains(w, "{\"loss\": 3.25}"));
@@ -322,7 +322,7 @@ static void test_step_lines_in_words(void)
     CHECK_INT(log_src_find(j, &ui, 0, -1, "step 12"), 2);
     /* a search hit in the words is highlighted there (the line is drawn, not the JSON) */
     snprintf(ui.search, sizeof ui.search, "loss 4.87");
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "step 12  loss 4.87"));
     delwin(w);
     /* the log file holds exactly what the rank wrote */
@@ -378,7 +378,7 @@ static void test_events_wrap(void)
     struct ui_state ui;
     init_ui(&ui);
     WINDOW *w = newwin(8, 40, 0, 0);
-    view_events_draw(w, j, &ui, &sc.p);
+    pane_events_draw(w, j, &ui, &sc.p);
     char got[1024], want[1024] = "", row[512];
     events_text(w, 1, got, sizeof got);
     squeeze(ev, want, sizeof want);
@@ -389,13 +389,13 @@ static void test_events_wrap(void)
     CHECK(strncmp(row, "         ", 9) == 0 && row[9] != ' ');   /* under the kind word */
     /* an event after it: both whole, the newest below */
     job_event_add(j, EV_EXIT, 0, 0, "%s", ev2);
-    view_events_draw(w, j, &ui, &sc.p);
+    pane_events_draw(w, j, &ui, &sc.p);
     events_text(w, 1, got, sizeof got);
     squeeze(ev2, want, sizeof want);
     CHECK_STR(got, want);
     /* w: one row each, cut with an ellipsis ('~' without UTF-8) */
     ui.events_cut = true;
-    view_events_draw(w, j, &ui, &sc.p);
+    pane_events_draw(w, j, &ui, &sc.p);
     row_text(w, 1, row, sizeof row);
     CHECK(strstr(row, "launch") != NULL && row[39] == '~');
     row_text(w, 2, row, sizeof row);
@@ -405,14 +405,14 @@ static void test_events_wrap(void)
     /* a pane of three event rows: the newest event whole, the older one's end above it */
     ui.events_cut = false;
     w = newwin(4, 40, 0, 0);
-    view_events_draw(w, j, &ui, &sc.p);
+    pane_events_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "rank 0 on localhost"));
     CHECK(any_row_contains(w, "code 0"));
     CHECK(any_row_contains(w, "attempt-0)"));
     CHECK(!any_row_contains(w, "launch"));
     /* one event taller than the pane: its first rows, the last one ending in '~' */
     ui.events_back = 1;
-    view_events_draw(w, j, &ui, &sc.p);
+    pane_events_draw(w, j, &ui, &sc.p);
     row_text(w, 1, row, sizeof row);
     CHECK(strstr(row, "launch") != NULL);
     row_text(w, 3, row, sizeof row);
@@ -445,7 +445,7 @@ static void test_log_attempts(void)
     CHECK_INT(first, 2);                     /* only the marker, no line of attempt 1 yet */
     CHECK_INT(end, 3);
     WINDOW *w = newwin(6, 100, 0, 0);
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "--- attempt 1"));
     CHECK(!any_row_contains(w, "old line"));
     add_line(j, 0, "new line one");
@@ -459,7 +459,7 @@ static void test_log_attempts(void)
     const char *t = log_src_text(j, &ui, 2, &len, &rank, &stream);
     CHECK(t && strncmp(t, "--- attempt 1", 13) == 0 && rank == -1 && stream == LOG_SYSTEM);
     CHECK(log_src_text(j, &ui, 1, &len, NULL, NULL) == NULL);
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "new line one"));
     CHECK(any_row_contains(w, "new line two"));
     CHECK(!any_row_contains(w, "old line"));
@@ -476,7 +476,7 @@ static void test_log_attempts(void)
     log_src_range(j, &ui, &first, &end);
     CHECK_INT(first, 1);
     CHECK_INT(end, 3);
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "old line one") && any_row_contains(w, "old line two"));
     CHECK(!any_row_contains(w, "new line"));
     CHECK(any_row_contains(w, "attempt 0 of 0-1"));
@@ -490,7 +490,7 @@ static void test_log_attempts(void)
     log_src_range(j, &ui, &first, &end);
     CHECK_INT(first, 3);                     /* the marker where rank 1's old line was */
     CHECK_INT(end, 7);
-    view_log_draw(w, j, &ui, &sc.p);
+    pane_log_draw(w, j, &ui, &sc.p);
     CHECK(any_row_contains(w, "[r1] new of rank 1"));
     CHECK(any_row_contains(w, "--- attempt 1"));
     CHECK(!any_row_contains(w, "old"));

@@ -1,7 +1,7 @@
 /* The header (job state, run id, attempt, nodes, world size, elapsed, step spread, tokens/s,
  * mean loss) and the status line at the bottom (key hints, y/n questions, the search being
- * typed). Also the two drawing helpers every view uses: view_put, which is the only way text
- * reaches the screen (every byte through the sanitizer), and view_title. */
+ * typed). Also the two drawing helpers every pane uses: pane_put, which is the only way text
+ * reaches the screen (every byte through the sanitizer), and pane_title. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +9,13 @@
 
 #include "format.h"
 #include "util/sanitize.h"
-#include "views.h"
+#include "panes.h"
 
-/* Scratch for view_put: views run one at a time on the loop's thread, and reusing the buffer
+/* Scratch for pane_put: panes run one at a time on the loop's thread, and reusing the buffer
  * keeps a frame free of allocations once it has grown. */
 static struct strbuf put_buf;
 
-int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
+int pane_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr)
 {
     if (max_cols <= 0 || len == 0) return 0;
@@ -42,11 +42,11 @@ int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int
     return cols;
 }
 
-/* Text we wrote ourselves (numbers, labels): still through view_put, so a host name inside
+/* Text we wrote ourselves (numbers, labels): still through pane_put, so a host name inside
  * is made safe too. */
 static int put_str(WINDOW *w, const struct paint *p, const char *s, int max_cols, attr_t attr)
 {
-    return view_put(w, p, s, strlen(s), max_cols, attr);
+    return pane_put(w, p, s, strlen(s), max_cols, attr);
 }
 
 static void fill_rest(WINDOW *w, attr_t attr)
@@ -61,7 +61,7 @@ static void fill_rest(WINDOW *w, attr_t attr)
     wmove(w, y, x);
 }
 
-void view_title(WINDOW *w, const struct paint *p, const char *title, bool focused)
+void pane_title(WINDOW *w, const struct paint *p, const char *title, bool focused)
 {
     attr_t a = p->role[focused ? ROLE_TITLE_FOCUS : ROLE_TITLE];
     wmove(w, 0, 0);
@@ -140,7 +140,7 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
     return n;
 }
 
-void view_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p)
 {
     struct hdr_field f[16];
@@ -194,7 +194,7 @@ static const char *status_hints(const struct job *j, const struct ui_state *ui)
     }
 }
 
-void view_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p)
 {
     int wd = getmaxx(w);
@@ -211,7 +211,7 @@ void view_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     }
     if (ui->modal == KM_SEARCH) {
         int x = put_str(w, p, "/", wd, st | A_BOLD);
-        x += view_put(w, p, ui->input, ui->input_len, wd - x - 1, st);
+        x += pane_put(w, p, ui->input, ui->input_len, wd - x - 1, st);
         if (x < wd) put_str(w, p, "_", 1, st | A_BLINK);
         return;
     }

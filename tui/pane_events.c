@@ -10,7 +10,7 @@
 #include "format.h"
 #include "util/sanitize.h"
 #include "util/util.h"
-#include "views.h"
+#include "panes.h"
 
 static enum theme_role event_role(enum job_event_kind k)
 {
@@ -64,7 +64,7 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
     int wd = getmaxx(w), used = 0;
     attr_t a = p->role[ROLE_FAIL] | A_BOLD;
     wmove(w, y, 0);
-    int x = view_put(w, p, "ROOT CAUSE: ", 12, wd, a);
+    int x = pane_put(w, p, "ROOT CAUSE: ", 12, wd, a);
     char *s = sanitize_str(j->cause.summary ? j->cause.summary : "?",
                            j->cause.summary ? strlen(j->cause.summary) : 1, 0);
     size_t len = strlen(s), off = 0;
@@ -79,7 +79,7 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
             if (k > 0) n = k;
         }
         wmove(w, y + used, x);
-        view_put(w, p, s + off, n, wd - x, a);
+        pane_put(w, p, s + off, n, wd - x, a);
         off += n;
         used++;
         x = 2;
@@ -89,8 +89,8 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
     const char *last = j->cause.last_lines[j->cause.n_last_lines - 1];
     if (!last) return used;
     wmove(w, y + used, 0);
-    x = view_put(w, p, "  last output: ", 15, wd, p->role[ROLE_DIM]);
-    view_put(w, p, last, strlen(last), wd - x, p->role[ROLE_FAIL]);
+    x = pane_put(w, p, "  last output: ", 15, wd, p->role[ROLE_DIM]);
+    pane_put(w, p, last, strlen(last), wd - x, p->role[ROLE_FAIL]);
     return used + 1;
 }
 
@@ -123,7 +123,7 @@ static void put_cut(WINDOW *w, const struct paint *p, const char *s, size_t len,
     memcpy(whole, s, len);
     whole[len] = '\0';
     format_truncate(cut, len + 8, whole, max_cols, p->ascii);
-    view_put(w, p, cut, strlen(cut), max_cols, a);
+    pane_put(w, p, cut, strlen(cut), max_cols, a);
     free(whole);
     free(cut);
 }
@@ -145,19 +145,19 @@ static void draw_event(WINDOW *w, const struct paint *p, const struct job_event 
                 char tm[16], head[64];
                 wall_hms(ev->wall_ns, tm, sizeof tm);
                 snprintf(head, sizeof head, "%s %-9s ", tm, event_word(ev->kind));
-                x = view_put(w, p, head, strlen(head), wd, p->role[ROLE_DIM]);
+                x = pane_put(w, p, head, strlen(head), wd, p->role[ROLE_DIM]);
             }
             if (cut || (off + n < len && row == max_rows - 1)) {
                 put_cut(w, p, s + off, len - off, wd - x, a);   /* the pane ends here */
                 return;
             }
-            view_put(w, p, s + off, n, wd - x, a);
+            pane_put(w, p, s + off, n, wd - x, a);
         }
         off += n;
     }
 }
 
-void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
@@ -165,7 +165,7 @@ void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     snprintf(title, sizeof title, " Events %zu%s", j->ev_count,
              ui->events_back ? "  [scrolled: End follows]" : "");
     werase(w);
-    view_title(w, p, title, ui->focus == KM_EVENTS);
+    pane_title(w, p, title, ui->focus == KM_EVENTS);
     int y = 1 + draw_root_cause(w, j, p, 1, h - 1);
     int rows = h - y;
     if (rows <= 0) return;
@@ -223,13 +223,13 @@ static void draw_check_line(WINDOW *w, const struct paint *p, const char *s, int
                 br = words[k].role;
             }
         }
-        if (best > i) x += view_put(w, p, s + i, best - i, wd - x, p->role[ROLE_NORMAL]);
-        if (best < len && x < wd) x += view_put(w, p, s + best, bw, wd - x, p->role[br] | A_BOLD);
+        if (best > i) x += pane_put(w, p, s + i, best - i, wd - x, p->role[ROLE_NORMAL]);
+        if (best < len && x < wd) x += pane_put(w, p, s + best, bw, wd - x, p->role[br] | A_BOLD);
         i = best + bw;
     }
 }
 
-void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
@@ -242,7 +242,7 @@ void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         snprintf(title, sizeof title, " Preflight: checking %zu node%s (ssh, env, tcp)...",
                  j->n_nodes, j->n_nodes == 1 ? "" : "s");
     werase(w);
-    view_title(w, p, title, true);
+    pane_title(w, p, title, true);
     if (!ui->n_check) {
         /* the report comes complete; meanwhile, which nodes are asked */
         for (size_t i = 0; i < j->n_nodes && (int)i + 1 < h; i++) {
@@ -250,7 +250,7 @@ void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
             char line[160];
             snprintf(line, sizeof line, "%-24s %s", j->nodes[i].name ? j->nodes[i].name : "?",
                      "checking");
-            view_put(w, p, line, strlen(line), wd - 1, p->role[ROLE_DIM]);
+            pane_put(w, p, line, strlen(line), wd - 1, p->role[ROLE_DIM]);
         }
         return;
     }

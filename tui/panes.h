@@ -1,7 +1,7 @@
 /* The dashboard's views: what each pane draws, as functions of (model, UI state, window).
  * No view reads the clock, a file or the network, and no view changes the model: the
  * dashboard (dashboard.c) owns the UI state, keeps scroll positions consistent, turns keys
- * into changes of that state and calls the views once per frame. Shared here: the UI state,
+ * into changes of that state and calls the panes once per frame. Shared here: the UI state,
  * the paint (theme roles resolved to curses attributes), the log pane's line positions (which
  * the search keys use too) and the chart's per-step aggregate across ranks. */
 #ifndef DDPTOP_VIEWS_H
@@ -102,7 +102,7 @@ struct chart_cache {
     size_t n, cap;
     int attempt;              /* the attempt the points came from */
     bool trim_pending;        /* a new attempt began: its first points replace later steps */
-    void *seen;               /* per rank: the newest point already counted (view_chart.c) */
+    void *seen;               /* per rank: the newest point already counted (pane_chart.c) */
     size_t n_ranks;
     double *x, *mean, *lo, *hi;    /* scratch for chart_compute */
     uint8_t *line, *band;
@@ -110,42 +110,42 @@ struct chart_cache {
 };
 
 /* Text with attributes: sanitized, cut to max_cols display columns, '?' for non-ASCII when
- * p->ascii. Returns the columns drawn. (view_header.c) */
-int view_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
+ * p->ascii. Returns the columns drawn. (pane_header.c) */
+int pane_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr);
 /* An overlay's frame (help, GPUs): cleared in the help colour, boxed, the title on its top
  * border. Returns the colour to write in. */
-attr_t view_overlay_frame(WINDOW *w, const struct paint *p, const char *title);
+attr_t pane_overlay_frame(WINDOW *w, const struct paint *p, const char *title);
 /* The GPU view (G): every GPU of every node, now and its last minute, in the overlay window. */
-void view_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
+void pane_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
 /* How many lines it has for this job (nodes' headings and GPUs). */
-int view_gpus_lines(const struct job *j);
+int pane_gpus_lines(const struct job *j);
 
 /* A pane's title row: the text, the rest of the row in the same role. */
-void view_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
+void pane_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
 
 /* The header (1 or 2 rows) and the status line (keys, questions, the search being typed). */
-void view_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p);
-void view_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p);
 
 /* The ranks table (or grid). The first shown is ui->ranks_top, kept valid by the dashboard
  * with ranks_scroll_to_selection. */
-void view_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct paint *p);
 /* Moves ranks_top so that the selection stays visible with `capacity` ranks on screen
  * (grid: per_row cells per row), scrolling one line at a time. */
 void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row);
 /* The attribute of a rank by state (stalled, straggler, failed ...). */
-attr_t view_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p);
+attr_t pane_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p);
 
 /* The loss chart. */
 void chart_cache_init(struct chart_cache *c);
 void chart_cache_done(struct chart_cache *c);
 /* Reads the points added to the ranks' series since the last call. */
 void chart_cache_update(struct chart_cache *c, const struct job *j);
-void view_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
+void pane_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui,
                      const struct paint *p);
 
 /* The attempt the log pane shows: the job's current one, or the one [ pinned. */
@@ -171,17 +171,17 @@ bool log_is_error_line(const char *s, size_t len);
  * shows it ("step 12  loss 4.870  100.0 ms/step  12.3k tok/s"), into buf; false for every
  * other line, which is shown as it is. A search finds a step line by either text. */
 bool log_step_text(const char *s, size_t len, char *buf, size_t n);
-void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                    const struct paint *p);
 
 /* Events and the root cause; the preflight pane. */
-void view_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p);
-void view_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct paint *p);
 
 /* The help overlay (every key from the keymap table) and the too-small notice. */
-void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p);
-void view_too_small(WINDOW *w, int rows, int cols, const struct paint *p);
+void pane_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p);
+void pane_too_small(WINDOW *w, int rows, int cols, const struct paint *p);
 
 #endif

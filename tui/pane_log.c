@@ -13,7 +13,7 @@
 #include "format.h"
 #include "job/metrics_parse.h"
 #include "util/sanitize.h"
-#include "views.h"
+#include "panes.h"
 
 static struct strbuf line_buf;   /* scratch: one sanitized line */
 static char marker_buf[96];      /* the attempt marker's text (log_src_text) */
@@ -234,16 +234,16 @@ static void draw_line(WINDOW *w, const struct paint *p, int y, int x0, const cha
     while (i < n && x < wd) {
         long hit = nlen ? find_icase(s + i, n - i, needle, nlen) : -1;
         size_t plain = hit < 0 ? n - i : (size_t)hit;
-        if (plain) x += view_put(w, p, s + i, plain, wd - x, a);
+        if (plain) x += pane_put(w, p, s + i, plain, wd - x, a);
         i += plain;
         if (hit >= 0 && x < wd) {
-            x += view_put(w, p, s + i, nlen, wd - x, p->role[ROLE_SEARCH_MATCH]);
+            x += pane_put(w, p, s + i, nlen, wd - x, p->role[ROLE_SEARCH_MATCH]);
             i += nlen;
         }
     }
 }
 
-void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                    const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
@@ -279,7 +279,7 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         break;
     }
     werase(w);
-    view_title(w, p, title, ui->focus == KM_LOG);
+    pane_title(w, p, title, ui->focus == KM_LOG);
     int rows = h - 1;
     if (rows <= 0) return;
 
@@ -291,7 +291,7 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                         : shown != j->attempt ? "(none of this attempt's lines is left in memory:"
                                                 " see its log file)"
                         : "(no output yet)";
-        view_put(w, p, m, strlen(m), wd - 1, p->role[ROLE_DIM]);
+        pane_put(w, p, m, strlen(m), wd - 1, p->role[ROLE_DIM]);
         return;
     }
     uint64_t bottom = end - 1;
@@ -308,7 +308,7 @@ void view_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         if (ui->log_mode == LOGV_ALL && rank >= 0) {
             char pre[24];
             snprintf(pre, sizeof pre, "[r%d] ", rank);
-            x = view_put(w, p, pre, strlen(pre), wd, p->role[ROLE_RANK_PREFIX_0 + rank % 8]);
+            x = pane_put(w, p, pre, strlen(pre), wd, p->role[ROLE_RANK_PREFIX_0 + rank % 8]);
         }
         bool err = log_is_error_line(t, len);
         attr_t a = line_attr(p, stream, err);

@@ -433,7 +433,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
     /* the wake hook, the signals, the input, then the nodes' revents into c->rev */
     if (evloop_run_once(c->el, timeout) < 0) return;
-    /* After a quiet spell the next pass polls the agents first: stepping a connection without
+    /* After a quiet spell the next pass polls the agents first: pumping a connection without
      * its revents would read only what libssh already buffered, and the SSH window would let
      * a node send just a trickle per spell. */
     if (!quiet) {
@@ -445,7 +445,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             uint64_t before;
             if (!nd->t || nd->queued) continue;
             before = transport_bytes_in(nd->t);
-            transport_step(nd->t, c->rev[i]);
+            transport_pump(nd->t, c->rev[i]);
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "format.h"
-#include "views.h"
+#include "panes.h"
 
-attr_t view_overlay_frame(WINDOW *w, const struct paint *p, const char *title)
+attr_t pane_overlay_frame(WINDOW *w, const struct paint *p, const char *title)
 {
     int h = getmaxy(w), wd = getmaxx(w);
     attr_t a = p->role[ROLE_HELP];
@@ -20,14 +20,14 @@ attr_t view_overlay_frame(WINDOW *w, const struct paint *p, const char *title)
         wattrset(w, A_NORMAL);
     }
     wmove(w, 0, 2);
-    view_put(w, p, title, strlen(title), wd - 4, a | A_BOLD);
+    pane_put(w, p, title, strlen(title), wd - 4, a | A_BOLD);
     return a;
 }
 
-void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
+void pane_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
-    attr_t a = view_overlay_frame(w, p, " Keys (Esc or q closes, Up/Down scroll) ");
+    attr_t a = pane_overlay_frame(w, p, " Keys (Esc or q closes, Up/Down scroll) ");
     int rows = h - 2;
     int top = ui->help_top;
     if (top > (int)ui->n_help - rows) top = (int)ui->n_help - rows;
@@ -37,12 +37,12 @@ void view_help_draw(WINDOW *w, const struct ui_state *ui, const struct paint *p)
         /* section headings are the lines that do not start with a space */
         attr_t la = l[0] != ' ' ? a | A_BOLD : a;
         wmove(w, 1 + y, 2);
-        view_put(w, p, l, strlen(l), wd - 4, la);
+        pane_put(w, p, l, strlen(l), wd - 4, la);
     }
     wbkgdset(w, ' ');
 }
 
-void view_too_small(WINDOW *w, int rows, int cols, const struct paint *p)
+void pane_too_small(WINDOW *w, int rows, int cols, const struct paint *p)
 {
     char l1[64], l2[64];
     snprintf(l1, sizeof l1, "terminal too small");
@@ -56,7 +56,7 @@ void view_too_small(WINDOW *w, int rows, int cols, const struct paint *p)
         int x = (cols - len) / 2;
         if (x < 0) x = 0;
         wmove(w, y + i, x);
-        view_put(w, p, lines[i], strlen(lines[i]), cols - x, i == 0 ? p->role[ROLE_WARN] | A_BOLD
+        pane_put(w, p, lines[i], strlen(lines[i]), cols - x, i == 0 ? p->role[ROLE_WARN] | A_BOLD
                                                                      : p->role[ROLE_NORMAL]);
     }
 }
