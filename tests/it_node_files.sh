@@ -362,6 +362,6 @@ PY
 
 PYTHONPATH="$PWD/tests/lib" AGENT="$AGENT" DDPTOP="$DDPTOP" TMP="$tmp" SECRET="$secret" \
     SECRET_FILE="$tmp/secret" \
-    unshare --mount --propagation private sh -c \
-    'mount -t tmpfs -o size=64m,mode=1777 tmpfs /tmp && mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm &&
-     exec /usr/bin/python3 "$0"' "$tmp/driver.py"
+    unshare --mount --propagation private bash -c \
+    '. "$1" && private_tmp_mount 64m /dev/shm && exec /usr/bin/python3 "$0"' "$tmp/driver.py" \
+    "$PWD/tests/lib/private_tmp.sh"

@@ -12,7 +12,8 @@ if [ -z "${DDPTOP_IN_NS:-}" ]; then
 fi
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
-mount -t tmpfs -o mode=1777,size=64m tmpfs /tmp || { tap_fail "a private /tmp (tmpfs in a mount namespace)"; tap_done; exit 1; }
+. tests/lib/private_tmp.sh
+private_tmp_mount 64m || { tap_fail "a private /tmp (tmpfs in a mount namespace)"; tap_done; exit 1; }
 
 BUILD_DIR=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}
 DDPTOP=$BUILD_DIR/ddptop
