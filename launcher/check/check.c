@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_mesh.h"
 #include "util/cli.h"
 #include "util/util.h"
 
@@ -16,6 +17,7 @@ void check_opts_init(struct check_opts *o)
     o->ssh.login_timeout_s = 60;
     o->max_skew_ms = 500;
     o->master_port = 29500;
+    o->mesh_seed = -1;
 }
 
 void check_opts_done(struct check_opts *o)
@@ -57,5 +59,25 @@ int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t e
     o->env[o->n_env].key = xstrndup(kv, kl);
     o->env[o->n_env].value = xstrdup(eq + 1);
     o->n_env++;
+    return 0;
+}
+
+int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+    const char *val = NULL;
+    int rc, seed;
+    if ((rc = cli_opt_value(argc, argv, i, "--mesh", NULL, &val)) != 0) {
+        int m = rc < 0 ? -1 : check_mesh_mode_parse(val);
+        if (m < 0) return cli_fail(err, errlen, "--mesh wants full, sample or auto%s%s%s", val ? ", not '" : "",
+                                   val ? val : "", val ? "'" : "");
+        o->mesh = m;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--mesh-seed", NULL, &val)) != 0) {
+        if (rc < 0) return cli_fail(err, errlen, "--mesh-seed needs a value (the \"seed\" of a --json report)");
+        if (cli_parse_int("--mesh-seed", val, 0, 2147483647, &seed, err, errlen) < 0) return -1;
+        o->mesh_seed = seed;
+        return 1;
+    }
     return 0;
 }

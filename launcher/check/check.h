@@ -16,6 +16,8 @@ struct check_opts {
     int fanout;              /* hosts connecting at once */
     int max_skew_ms;
     int master_port;
+    int mesh;                /* --mesh: enum check_mesh_mode (auto: full up to 64 nodes) */
+    long mesh_seed;          /* --mesh-seed: the sample's seed; -1: a new one each run */
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
     int via;                 /* enum hosts_via, resolved: ssh, srun or tm (docs/slurm.md) */
@@ -29,7 +31,7 @@ struct check_opts {
     int verbose;
 };
 
-/* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500. */
+/* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500, mesh auto. */
 void check_opts_init(struct check_opts *o);
 void check_opts_done(struct check_opts *o);
 /* Reads the hosts of src into *hl (hosts_source_load: salloc first for --salloc) and decides how
@@ -37,5 +39,8 @@ void check_opts_done(struct check_opts *o);
 int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen);
 /* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
 int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);
+/* --mesh and --mesh-seed, shared by check and run: 1 when argv[*i] was one of them (and its
+ * value taken), 0 when not, -1 with a message on a bad value. */
+int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
 
 #endif

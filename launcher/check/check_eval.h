@@ -46,5 +46,11 @@ void check_eval_nccl(struct check_report *r, const struct check_node_info *nodes
 void check_eval_tcp(struct check_report *r, const struct check_node_info *nodes, size_t n,
                     const bool *tested, const char *const *listen_err, const char *master_err,
                     int master_port, const struct check_tcp_result *res, size_t n_res);
+/* The failed connections of res grouped by cause (unknown host, refused, no route, no answer,
+ * ...) and by node sets (check_tcp_group.c): raises st[i] to warn or fail and appends the
+ * findings that concern node i to msg[i] ("; " between them), the same text on every node a
+ * finding concerns. */
+void check_tcp_group(const struct check_node_info *nodes, size_t n, const struct check_tcp_result *res,
+                     size_t n_res, enum check_status *st, struct strbuf *msg);
 
 #endif

@@ -197,26 +197,24 @@ void check_eval_tcp(struct check_report *r, const struct check_node_info *nodes,
                     const bool *tested, const char *const *listen_err, const char *master_err,
                     int master_port, const struct check_tcp_result *res, size_t n_res)
 {
-    size_t *fails = xcalloc(n ? n : 1, sizeof *fails);
     size_t *ok_out = xcalloc(n ? n : 1, sizeof *ok_out), *ok_in = xcalloc(n ? n : 1, sizeof *ok_in);
+    size_t *probes = xcalloc(n ? n : 1, sizeof *probes), *probed_by = xcalloc(n ? n : 1, sizeof *probed_by);
     enum check_status *st = xcalloc(n ? n : 1, sizeof *st);
     struct strbuf *msg = xcalloc(n ? n : 1, sizeof *msg);
     double *max_ms = xcalloc(n ? n : 1, sizeof *max_ms);
     bool *rdv_ok = xcalloc(n ? n : 1, sizeof *rdv_ok);
+    cJSON **failures = xcalloc(n ? n : 1, sizeof *failures);
 
     for (size_t i = 0; i < n; i++) {
         strbuf_init(&msg[i]);
         st[i] = CHECK_PASS;
     }
     for (size_t k = 0; k < n_res; k++) {
-        if (res[k].done && res[k].ok) continue;
-        fails[res[k].src]++;
-        fails[res[k].dst]++;
-    }
-    /* A failing pair is blamed on the end that fails with the most peers (a node whose
-     * firewall drops inbound traffic fails with everyone); the other end gets a warning. */
-    for (size_t k = 0; k < n_res; k++) {
         const struct check_tcp_result *t = &res[k];
+        if (!t->rendezvous) {
+            probes[t->src]++;
+            probed_by[t->dst]++;
+        }
         if (t->done && t->ok) {
             if (t->rendezvous) {
                 rdv_ok[t->src] = true;
@@ -227,17 +225,16 @@ void check_eval_tcp(struct check_report *r, const struct check_node_info *nodes,
             if (t->ms > max_ms[t->src]) max_ms[t->src] = t->ms;
             continue;
         }
-        size_t ends[2] = {t->src, t->dst};
-        for (int e = 0; e < 2; e++) {
-            size_t me = ends[e], other = ends[1 - e];
-            enum check_status s = fails[me] >= fails[other] ? CHECK_FAIL : CHECK_WARN;
-            if (e == 1 && me == ends[0]) break;
-            if (s > st[me]) st[me] = s;
-            if (msg[me].len) strbuf_adds(&msg[me], "; ");
-            strbuf_addf(&msg[me], "%s -> %s:%d%s: %s", nodes[t->src].name, nodes[t->dst].name, t->port,
-                        t->rendezvous ? " (rendezvous)" : "", t->done ? t->error : "no answer");
-        }
+        /* --json keeps every failed pair, once, at its source (bounded by its probes) */
+        if (!failures[t->src]) failures[t->src] = cJSON_CreateArray();
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "to", nodes[t->dst].name);
+        cJSON_AddNumberToObject(e, "port", t->port);
+        cJSON_AddBoolToObject(e, "rendezvous", t->rendezvous);
+        cJSON_AddStringToObject(e, "error", t->done && t->error ? t->error : "no answer");
+        cJSON_AddItemToArray(failures[t->src], e);
     }
+    check_tcp_group(nodes, n, res, n_res, st, msg);
     for (size_t i = 0; i < n; i++) {
         struct check_result *cr = &r->rows[i].checks[CHECK_TCP];
         cJSON *f;
@@ -249,8 +246,12 @@ void check_eval_tcp(struct check_report *r, const struct check_node_info *nodes,
         f = check_result_fields(cr);
         cJSON_AddNumberToObject(f, "peers_reached", (double)ok_out[i]);
         cJSON_AddNumberToObject(f, "reached_by", (double)ok_in[i]);
+        cJSON_AddNumberToObject(f, "probes", (double)probes[i]);
+        cJSON_AddNumberToObject(f, "probed_by", (double)probed_by[i]);
         cJSON_AddBoolToObject(f, "rendezvous_ok", rdv_ok[i]);
         check_fields_add_ms(f, "max_connect_ms", max_ms[i]);
+        cJSON_AddItemToObject(f, "failures", failures[i] ? failures[i] : cJSON_CreateArray());
+        failures[i] = NULL;
         if (i == 0 && master_err) {
             char hint[200];
             snprintf(hint, sizeof hint, "pick a free --master-port, or stop what listens on port %d on %s",
@@ -273,17 +274,22 @@ void check_eval_tcp(struct check_report *r, const struct check_node_info *nodes,
         } else {
             check_result_set(cr, st[i], msg[i].buf,
                              st[i] == CHECK_FAIL
-                                 ? "open TCP between the nodes (firewall, security groups): NCCL connects "
-                                   "to random ports, the rendezvous to --master-port"
-                                 : "the other end of these connections fails with most peers: fix that node first");
+                                 ? "open TCP between the nodes (firewall, security groups, routes, /etc/hosts): "
+                                   "NCCL connects to random ports, the rendezvous to --master-port"
+                                 : "the other end of these connections fails with most peers: fix that end first");
         }
     }
-    for (size_t i = 0; i < n; i++) strbuf_done(&msg[i]);
-    free(fails);
+    for (size_t i = 0; i < n; i++) {
+        strbuf_done(&msg[i]);
+        cJSON_Delete(failures[i]);
+    }
     free(ok_out);
     free(ok_in);
+    free(probes);
+    free(probed_by);
     free(st);
     free(msg);
     free(max_ms);
     free(rdv_ok);
+    free(failures);
 }

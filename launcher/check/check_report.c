@@ -151,6 +151,17 @@ cJSON *check_report_json(const struct check_report *r)
         }
         cJSON_AddItemToArray(hosts, h);
     }
+    if (r->mesh.mode) {
+        cJSON *m = cJSON_AddObjectToObject(doc, "mesh");
+        cJSON_AddStringToObject(m, "mode", r->mesh.mode);
+        cJSON_AddStringToObject(m, "requested", r->mesh.requested ? r->mesh.requested : "auto");
+        cJSON_AddNumberToObject(m, "seed", (double)r->mesh.seed);
+        cJSON_AddNumberToObject(m, "nodes", (double)r->mesh.nodes);
+        cJSON_AddNumberToObject(m, "pairs", (double)r->mesh.pairs);
+        cJSON_AddNumberToObject(m, "pairs_all", (double)r->mesh.pairs_all);
+        cJSON_AddNumberToObject(m, "rendezvous", (double)r->mesh.rendezvous);
+        cJSON_AddNumberToObject(m, "min_probed_by", (double)r->mesh.min_probed_by);
+    }
     check_report_summary(r, &p, &w, &f);
     sum = cJSON_AddObjectToObject(doc, "summary");
     cJSON_AddNumberToObject(sum, "pass", (double)p);
@@ -282,4 +293,27 @@ void check_report_details(const struct check_report *r, struct strbuf *out, bool
     }
     check_report_summary(r, &p, &w, &f);
     strbuf_addf(out, "\n%zu host%s: %zu pass, %zu warn, %zu fail\n", r->n, r->n == 1 ? "" : "s", p, w, f);
+    check_report_mesh_line(r, out);
+}
+
+/* 1047552 -> "1,047,552" */
+static void add_count(struct strbuf *out, size_t v)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%zu", v);
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0) strbuf_adds(out, ",");
+        strbuf_add(out, digits + i, 1);
+    }
+}
+
+void check_report_mesh_line(const struct check_report *r, struct strbuf *out)
+{
+    if (!r->mesh.mode || strcmp(r->mesh.mode, "sample") != 0) return;
+    strbuf_adds(out, "sampled mesh: ");
+    add_count(out, r->mesh.pairs);
+    strbuf_adds(out, " of ");
+    add_count(out, r->mesh.pairs_all);
+    strbuf_addf(out, " pairs (every node probed by >= %zu peers, seed %ld); --mesh full to probe all\n",
+                r->mesh.min_probed_by, r->mesh.seed);
 }

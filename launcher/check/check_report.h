@@ -37,9 +37,22 @@ struct check_row {
     struct check_result checks[CHECK_KINDS];
 };
 
+/* The tcp check's mesh (check_mesh.h) as the preflight planned it: its coverage in --json
+ * ("mesh") and, when sampled, one line under the details. */
+struct check_report_mesh {
+    const char *mode;        /* "full" or "sample"; NULL: the tcp phase did not run */
+    const char *requested;   /* --mesh: "auto", "full", "sample" */
+    long seed;               /* the sample's seed (--mesh-seed probes the same pairs) */
+    size_t nodes;            /* in the mesh (nodes that got to the tcp phase) */
+    size_t pairs, pairs_all; /* probed, and n(n-1) */
+    size_t rendezvous;       /* probes to the first node's --master-port */
+    size_t min_probed_by;    /* the fewest peers probing any node */
+};
+
 struct check_report {
     struct check_row *rows;
     size_t n;
+    struct check_report_mesh mesh;
     const char *link;  /* what the first column checks: NULL "ssh", or "srun", "tm" (the JSON
                         * key stays "ssh": scripts read it whatever the transport) */
 };
@@ -78,5 +91,8 @@ void check_report_table(const struct check_report *r, struct strbuf *out, bool c
 /* Everything not passing: "HOST  CHECK  STATUS  detail" then an indented "fix: hint" line,
  * and a closing summary line. */
 void check_report_details(const struct check_report *r, struct strbuf *out, bool colour);
+/* "sampled mesh: 4,096 of 1,047,552 pairs (every node probed by >= 3 peers, seed S); --mesh full
+ * to probe all" and '\n' when the mesh was sampled; nothing otherwise (details ends with it). */
+void check_report_mesh_line(const struct check_report *r, struct strbuf *out);
 
 #endif

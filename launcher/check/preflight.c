@@ -347,25 +347,46 @@ void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg
 
 static void tcp_add(struct preflight *p, size_t src, size_t dst, int port, bool rdv)
 {
-    p->tcp = xrealloc(p->tcp, (p->n_tcp + 1) * sizeof *p->tcp);
+    /* doubling: a full mesh of 1,024 nodes is a million pairs */
+    if ((p->n_tcp & (p->n_tcp - 1)) == 0) p->tcp = xrealloc(p->tcp, (p->n_tcp ? 2 * p->n_tcp : 1) * sizeof *p->tcp);
     p->tcp[p->n_tcp++] = (struct check_tcp_result){.src = src, .dst = dst, .port = port, .rendezvous = rdv};
+}
+
+/* A seed that fits a JSON number exactly and --mesh-seed's range. */
+static long new_seed(void)
+{
+    uint32_t x;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = (uint32_t)(wall_ns() ^ (int64_t)getpid());
+    return (long)(x & 0x7fffffff);
 }
 
 static void tcp_begin(struct preflight *p)
 {
     size_t *alive = xcalloc(p->n ? p->n : 1, sizeof *alive), na = 0, np;
     struct check_pair *pairs = NULL;
-    uint64_t seed = (uint64_t)wall_ns() ^ ((uint64_t)getpid() << 32);
+    struct check_report_mesh *mesh = &p->r.mesh;
     int timeout_ms = stage_ms(p) < 3000 ? (int)stage_ms(p) : 3000;
     p->tcp_started = true;
     p->dirty = true;
     for (size_t i = 0; i < p->n; i++)
         if (p->nodes[i].alive && p->nodes[i].phase == NP_TCP_WAIT && !p->nodes[i].listen_err) alive[na++] = i;
-    np = check_mesh_pairs(na, seed, &pairs);
+    /* The plan is over the nodes that got here, in hostfile order: with every node alive, the
+     * same hostfile and seed give the same pairs (--mesh-seed). */
+    mesh->seed = p->o->mesh_seed >= 0 ? p->o->mesh_seed : new_seed();
+    mesh->requested = check_mesh_mode_name(p->o->mesh);
+    mesh->mode = check_mesh_mode_name(check_mesh_resolve(p->o->mesh, na));
+    np = check_mesh_pairs(na, p->o->mesh, (uint64_t)mesh->seed, &pairs);
+    mesh->nodes = na;
+    mesh->pairs = np;
+    mesh->pairs_all = na * (na ? na - 1 : 0);
+    mesh->min_probed_by = check_mesh_min_in(na, pairs, np);
     for (size_t k = 0; k < np; k++)
         tcp_add(p, alive[pairs[k].src], alive[pairs[k].dst], p->nodes[alive[pairs[k].dst]].eph_port, false);
     if (na && alive[0] == 0 && !p->nodes[0].master_err)
         for (size_t k = 0; k < na; k++) tcp_add(p, alive[k], 0, p->o->master_port, true);
+    mesh->rendezvous = p->n_tcp - np;
+    logv(p, "tcp", "%s mesh of %zu nodes: %zu pairs, %zu to the rendezvous port (seed %ld)", mesh->mode, na, np,
+         mesh->rendezvous, mesh->seed);
     for (size_t k = 0; k < p->n_tcp; k++) {
         struct check_tcp_result *t = &p->tcp[k];
         cJSON *m = request(p, t->src, WIRE_OP_CONNECT, TAG_CONNECT + (int)k);

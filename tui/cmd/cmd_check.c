@@ -33,6 +33,9 @@ void cmd_check_usage(FILE *f)
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --max-skew-ms MS     clock offset that fails (default 500; a tenth warns)\n"
           "  --master-port P      rendezvous port tested on the first host (default 29500)\n"
+          "  --mesh MODE          tcp probes: full (every pair), sample (ring + 3 random peers per\n"
+          "                       node: O(N)), auto (full up to 64 nodes; the default)\n"
+          "  --mesh-seed N        the sample's seed (\"mesh\": {\"seed\"} of --json): probe the same pairs\n"
           "  --env K=V            environment the ranks would get (repeatable; hostfile keys win)\n"
           "  -v, --verbose        progress on stderr (twice: libssh messages too)\n"
           "  -h, --help           this text\n",
@@ -71,6 +74,9 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = ssh_cli_option("check", argc, argv, i, &o->ssh, err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
+        rc = check_opts_mesh_option(o, argc, argv, i, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;

@@ -79,6 +79,8 @@ void cmd_run_usage(FILE *f)
           "                       its agents instead of launching (ddptop attach RUN does this for you)\n"
           "  --no-check           skip the preflight checks (ssh, env, tcp)\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
+          "  --mesh MODE          the preflight's TCP probes: full, sample or auto (full up to 64 nodes)\n"
+          "  --mesh-seed N        the sampled mesh's seed (from ddptop check --json: the same pairs)\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
@@ -165,6 +167,8 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (!p) return -1;
         metrics_parser_free(p);
         o->loss_regex = val;
+    } else if ((rc = check_opts_mesh_option(&o->check, argc, argv, &i, err, errlen)) != 0) {
+        if (rc < 0) return -1;
     } else {
         return 0;
     }
