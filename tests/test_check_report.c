@@ -289,6 +289,29 @@ static void test_fold_small_and_addresses(void)
     check_report_done(&r);
 }
 
+/* Findings that differ only in their numbers (a clock offset per host, on a loaded machine)
+ * are one line with each number's range; words and addresses with digits stay as they are. */
+static void test_fold_numbers(void)
+{
+    struct check_report r;
+    build_many(&r, 100);
+    for (size_t i = 0; i < r.n; i++)
+        check_result_setf(&r.rows[i].checks[CHECK_CLOCK], CHECK_WARN, "run ddptop check again",
+                          "offset -%zu.5 ms (+/- %zu.25 ms) to login1 at 10.0.0.1, torch 2.4.0: above 500",
+                          600 + i, 700 + (i % 7));
+    char *txt = report_text(&r, 0);
+    if (getenv("SHOW")) printf("%s", txt);
+    CHECK(count_lines(txt) <= 15);
+    CHECK(strstr(txt, "\nn[0001-0100]  clock  warn  offset -699.5..-600.5 ms (+/- 700.25..706.25 ms) to login1 at "
+                      "10.0.0.1, torch 2.4.0: above 500\n") != NULL);
+    free(txt);
+    /* --all: each host's own numbers */
+    txt = report_text(&r, CHECK_TEXT_ALL);
+    CHECK(strstr(txt, "\nn0100  clock  warn  offset -699.5 ms (+/- 701.25 ms) to login1") != NULL);
+    free(txt);
+    check_report_done(&r);
+}
+
 static void test_fold_normalise(void)
 {
     char *s = check_fold_normalise("n1: n1 -> n10:29500 via n1.ib0, n1. and 10.0.0.1:22 (n1)", "n1", "10.0.0.1");
@@ -311,6 +334,7 @@ int main(void)
     RUN(test_fold_odd_one_out);
     RUN(test_fold_all_and_json);
     RUN(test_fold_small_and_addresses);
+    RUN(test_fold_numbers);
     RUN(test_fold_normalise);
     return tap_done();
 }

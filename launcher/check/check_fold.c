@@ -67,9 +67,94 @@ void check_fold_rows(const struct check_report *r, bool fold, struct check_folds
     }
 }
 
+static bool word_char(char c);
+
 static bool nullable_eq(const char *a, const char *b)
 {
     return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Where a number starts at s[i] ("-756.986", "80", not the 1 of "n1", "10.0.0.1" or "2.4.0"):
+ * its length, else 0. */
+static size_t number_at(const char *s, size_t i)
+{
+    size_t j = i;
+    if (i > 0 && (word_char(s[i - 1]) || s[i - 1] == '.')) return 0;
+    if (s[j] == '-' || s[j] == '+') j++;
+    if (!(s[j] >= '0' && s[j] <= '9')) return 0;
+    while (s[j] >= '0' && s[j] <= '9') j++;
+    if (s[j] == '.' && s[j + 1] >= '0' && s[j + 1] <= '9')
+        for (j++; s[j] >= '0' && s[j] <= '9'; j++) {}
+    if (word_char(s[j]) || (s[j] == '.' && s[j + 1] >= '0' && s[j + 1] <= '9')) return 0;
+    return j - i;
+}
+
+/* text with every number as '\1' (text is remote and cleaned of control bytes only when
+ * printed: a '\1' of its own becomes '?' here, so it cannot pass for a number). The numbers'
+ * strings go to *nums. */
+static char *mask_numbers(const char *text, char ***nums, size_t *n_nums)
+{
+    struct strbuf sb;
+    size_t cap = 0;
+    *nums = NULL;
+    *n_nums = 0;
+    strbuf_init(&sb);
+    for (size_t i = 0; text[i];) {
+        size_t len = number_at(text, i);
+        if (len) {
+            if (*n_nums == cap) *nums = xrealloc(*nums, (cap = cap ? cap * 2 : 4) * sizeof **nums);
+            (*nums)[(*n_nums)++] = xstrndup(text + i, len);
+            strbuf_adds(&sb, "\1");
+            i += len;
+            continue;
+        }
+        strbuf_add(&sb, text[i] == '\1' ? "?" : text + i, 1);
+        /* the rest of a word is no number: skip it whole */
+        for (i++; word_char(text[i - 1]) && word_char(text[i]); i++) strbuf_add(&sb, text + i, 1);
+    }
+    return sb.buf ? sb.buf : xstrdup("");
+}
+
+static void nums_take(struct check_fold *g, char **nums, size_t n, bool first)
+{
+    if (first) {
+        g->nums = xcalloc(n ? n : 1, sizeof *g->nums);
+        g->n_nums = n;
+    }
+    for (size_t i = 0; i < n && i < g->n_nums; i++) {
+        struct check_fold_num *x = &g->nums[i];
+        double v = strtod(nums[i], NULL);
+        if (first || v < x->lo) {
+            free(x->lo_s);
+            x->lo_s = xstrdup(nums[i]);
+            x->lo = v;
+        }
+        if (first || v > x->hi) {
+            free(x->hi_s);
+            x->hi_s = xstrdup(nums[i]);
+            x->hi = v;
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(nums[i]);
+    free(nums);
+}
+
+char *check_fold_detail(const struct check_fold *g)
+{
+    struct strbuf sb;
+    size_t k = 0;
+    strbuf_init(&sb);
+    for (const char *p = g->detail ? g->detail : ""; *p; p++) {
+        if (*p != '\1') {
+            strbuf_add(&sb, p, 1);
+            continue;
+        }
+        const struct check_fold_num *x = k < g->n_nums ? &g->nums[k++] : NULL;
+        if (!x) continue;
+        if (strcmp(x->lo_s, x->hi_s) == 0) strbuf_adds(&sb, x->lo_s);
+        else strbuf_addf(&sb, "%s..%s", x->lo_s, x->hi_s);
+    }
+    return sb.buf ? sb.buf : xstrdup("");
 }
 
 void check_fold_findings(const struct check_report *r, bool fold, struct check_folds *out)
@@ -86,9 +171,12 @@ void check_fold_findings(const struct check_report *r, bool fold, struct check_f
             if ((res->status == CHECK_SKIP || res->status == CHECK_PENDING) && row_failed) continue;
             const char *detail = res->detail ? res->detail : "not run";
             const char *hint = res->hint && *res->hint ? res->hint : NULL;
-            char *d = check_fold_normalise(detail, row->host, row->address);
+            char *plain = check_fold_normalise(detail, row->host, row->address), **nums;
+            size_t n_nums;
+            char *d = mask_numbers(plain, &nums, &n_nums);
             char *t = hint ? check_fold_normalise(hint, row->host, row->address) : NULL;
             unsigned long h = 14695981039346656037ul;
+            free(plain);
             h = hash_add(h, &k, sizeof k);
             h = hash_add(h, &res->status, sizeof res->status);
             h = hash_str(hash_str(h, d), t);
@@ -102,6 +190,7 @@ void check_fold_findings(const struct check_report *r, bool fold, struct check_f
             if (g) {
                 free(d);
                 free(t);
+                nums_take(g, nums, n_nums, false);
             } else {
                 g = folds_new(out, &cap);
                 g->kind = k;
@@ -109,6 +198,7 @@ void check_fold_findings(const struct check_report *r, bool fold, struct check_f
                 g->detail = d;
                 g->hint = t;
                 g->hash = h;
+                nums_take(g, nums, n_nums, true);
             }
             fold_add_row(g, i);
         }
@@ -121,6 +211,11 @@ void check_folds_done(struct check_folds *f)
         free(f->v[i].rows);
         free(f->v[i].detail);
         free(f->v[i].hint);
+        for (size_t k = 0; k < f->v[i].n_nums; k++) {
+            free(f->v[i].nums[k].lo_s);
+            free(f->v[i].nums[k].hi_s);
+        }
+        free(f->v[i].nums);
     }
     free(f->v);
     memset(f, 0, sizeof *f);

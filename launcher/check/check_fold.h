@@ -14,6 +14,12 @@
  * a line per host reads best there. */
 #define CHECK_FOLD_MAX_SPELLED 8
 
+/* A number in a shared finding: the least and the greatest of the hosts' (as they wrote them). */
+struct check_fold_num {
+    double lo, hi;
+    char *lo_s, *hi_s;
+};
+
 /* Hosts that share one line, in the order of the report's rows. */
 struct check_fold {
     size_t *rows;
@@ -21,7 +27,10 @@ struct check_fold {
     int kind;                  /* findings: the check (enum check_kind); rows: -1 */
     enum check_status status;  /* findings: the verdict */
     char *detail, *hint;       /* findings: the text with the host's own name and address as
-                                * "<host>" and "<address>" (hint NULL: none) */
+                                * "<host>" and "<address>" (hint NULL: none); in detail each
+                                * number is a '\1', its values in nums */
+    struct check_fold_num *nums;
+    size_t n_nums;
     unsigned long hash;
 };
 
@@ -36,11 +45,15 @@ bool check_fold_wanted(const struct check_report *r, unsigned flags);
  * each group's first row. */
 void check_fold_rows(const struct check_report *r, bool fold, struct check_folds *out);
 /* The findings the details list (not the passes, not the skips of a failed host), grouped by
- * (check, verdict, text, fix) with each host's own name and address normalised out; fold
- * false: one group per finding. In the order of each group's first finding (host, check). */
+ * (check, verdict, text, fix) with each host's own name and address normalised out and the
+ * numbers of the text let vary (a clock offset of -612 ms and one of -618 ms are one finding,
+ * "-618..-612"); fold false: one group per finding. In the order of each group's first
+ * finding (host, check). */
 void check_fold_findings(const struct check_report *r, bool fold, struct check_folds *out);
 void check_folds_done(struct check_folds *f);
 
+/* The group's detail with each number as its value or "least..greatest", malloc'd. */
+char *check_fold_detail(const struct check_fold *g);
 /* The group's hosts as one hostlist ("n[001-255,257]"), malloc'd. */
 char *check_fold_hosts(const struct check_report *r, const struct check_fold *g);
 /* The text with whole-word occurrences of host replaced by "<host>" and of address (when it

@@ -315,7 +315,8 @@ void check_report_details(const struct check_report *r, struct strbuf *out, unsi
         const struct check_fold *g = &f.v[i];
         const struct check_result *res = &r->rows[g->rows[0]].checks[g->kind];
         /* one host: its own words; several: the words they share */
-        const char *detail = g->n > 1 ? g->detail : res->detail ? res->detail : "not run";
+        char *shared = g->n > 1 ? check_fold_detail(g) : NULL;
+        const char *detail = shared ? shared : res->detail ? res->detail : "not run";
         const char *hint = g->n > 1 ? g->hint : res->hint;
         if (i == 0) strbuf_adds(out, "\n");
         add_padded(out, hosts[i], wh);
@@ -333,6 +334,7 @@ void check_report_details(const struct check_report *r, struct strbuf *out, unsi
             strbuf_adds(out, "\n");
         }
         free(hosts[i]);
+        free(shared);
     }
     free(hosts);
     check_report_summary(r, &p, &w, &f_n);
