@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "check/check_fold.h"
-#include "check/check_report.h"
+#include "check/check_report_text.h"
 #include "tap.h"
 
 /* Three hosts: a passing one, one with a clock warning, one unreachable. */

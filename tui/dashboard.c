@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "check/check_report_text.h"
 #include "dashboard.h"
 #include "dashboard_int.h"
 #include "headless.h"

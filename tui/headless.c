@@ -16,7 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "check/check_report_text.h"
 #include "job/job_stats.h"
 #include "util/sanitize.h"
 #include "util/util.h"

@@ -9,9 +9,9 @@
 #include "hosts/hostlist.h"
 #include "util/util.h"
 
-bool check_fold_wanted(const struct check_report *r, unsigned flags)
+bool check_fold_wanted(const struct check_report *r, bool all)
 {
-    return !(flags & CHECK_TEXT_ALL) && r->n > CHECK_FOLD_MAX_SPELLED;
+    return !all && r->n > CHECK_FOLD_MAX_SPELLED;
 }
 
 static unsigned long hash_add(unsigned long h, const void *data, size_t n)

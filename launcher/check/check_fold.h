@@ -39,8 +39,8 @@ struct check_folds {
     size_t n;
 };
 
-/* Whether a report of these rows folds under these flags (CHECK_TEXT_ALL, the size). */
-bool check_fold_wanted(const struct check_report *r, unsigned flags);
+/* Whether a report of these rows folds: not with all (--all), not up to 8 hosts. */
+bool check_fold_wanted(const struct check_report *r, bool all);
 /* The rows grouped by their verdict columns; fold false: one group per row. In the order of
  * each group's first row. */
 void check_fold_rows(const struct check_report *r, bool fold, struct check_folds *out);

@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
+#include "check/check_report_text.h"
 #include "controller/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
