@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "check/check_report_text.h"
 #include "dashboard.h"
 #include "dashboard_int.h"
 #include "headless.h"
@@ -443,9 +443,9 @@ static void fe_on_check(void *ctx, const struct check_report *r)
     struct dashboard *d = ctx;
     struct strbuf sb;
     strbuf_init(&sb);
-    check_report_table(r, &sb, false);
+    check_report_table(r, &sb, 0);
     strbuf_adds(&sb, "\n");
-    check_report_details(r, &sb, false);
+    check_report_details(r, &sb, 0);
     free_lines(d->ui.check_lines, d->ui.n_check);
     d->ui.check_lines = split_lines(sb.buf, &d->ui.n_check);
     d->ui.check_top = 0;

@@ -16,7 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "check/check_report_text.h"
 #include "job/job_stats.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -192,8 +192,8 @@ static void on_check(void *ctx, const struct check_report *r)
     struct headless *h = ctx;
     struct strbuf out;
     strbuf_init(&out);
-    check_report_table(r, &out, false);
-    check_report_details(r, &out, false);
+    check_report_table(r, &out, 0);
+    check_report_details(r, &out, 0);
     say_block(h, "[ddptop] check: ", out.buf ? out.buf : "", out.len);
     strbuf_done(&out);
     flush_out(h, false);

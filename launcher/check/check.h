@@ -13,6 +13,7 @@
 struct check_opts {
     struct ssh_conn_opts ssh;
     bool json;
+    bool all;                /* --all: a line per host in the text report (no folding) */
     int fanout;              /* hosts connecting at once */
     int max_skew_ms;
     int master_port;

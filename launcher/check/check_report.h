@@ -1,7 +1,6 @@
 /* Results of `ddptop check` and their text: the per-host, per-check model that the checks
- * fill in, the table, the details of everything not passing, and the --json document (schema
- * "ddptop_check": 1, documented in docs/check.md). Drawing the table live on a terminal is the
- * front end's (tui/cmd/cmd_check.c): here only the rows are made. */
+ * fill in and the --json document (schema "ddptop_check": 1, documented in docs/check.md). The
+ * table and the details: check_report_text.h. */
 #ifndef DDPTOP_CHECK_REPORT_H
 #define DDPTOP_CHECK_REPORT_H
 
@@ -85,14 +84,8 @@ int check_report_exit_code(const struct check_report *r);
 /* The whole --json document (caller frees with cJSON_Delete). Pending checks appear as skip. */
 cJSON *check_report_json(const struct check_report *r);
 
-/* The table: a header line and one line per host, each ending in '\n'. With colour, statuses
- * get ANSI colours. */
-void check_report_table(const struct check_report *r, struct strbuf *out, bool colour);
-/* Everything not passing: "HOST  CHECK  STATUS  detail" then an indented "fix: hint" line,
- * and a closing summary line. */
-void check_report_details(const struct check_report *r, struct strbuf *out, bool colour);
 /* "sampled mesh: 4,096 of 1,047,552 pairs (every node probed by >= 3 peers, seed S); --mesh full
- * to probe all" and '\n' when the mesh was sampled; nothing otherwise (details ends with it). */
+ * to probe all" and '\n' when the mesh was sampled; nothing otherwise (the details end with it). */
 void check_report_mesh_line(const struct check_report *r, struct strbuf *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check_eval.h"
+#include "hosts/hostlist.h"
 #include "util/util.h"
 
 #define TG_PAIRS_SHOWN 3     /* scattered failing pairs named in one finding */
@@ -33,74 +34,22 @@ static enum tg_cause cause_of(const struct check_tcp_result *t)
 
 /* ---- node sets as text -------------------------------------------------------------------- */
 
-/* Splits a name into a prefix and trailing digits (the hostlist form: n017 = "n" + "017"). */
-static size_t digits_at_end(const char *s, size_t len)
-{
-    size_t d = 0;
-    while (d < len && s[len - 1 - d] >= '0' && s[len - 1 - d] <= '9') d++;
-    return d > 9 ? 0 : d; /* longer runs would not fit the value; treated as plain names */
-}
-
-/* A local hostlist compressor: consecutive names (in the order given) of one prefix and digit
- * width whose numbers follow each other become a range, runs of one prefix share the brackets:
- * n001 n002 n003 n007 -> n[001-003,007]. Written here until launcher/hosts/hostlist.c has a
- * shared one; tcp_add_set is the one caller to point at it. */
-static void hostset_compress_local(struct strbuf *sb, const char *const *names, size_t k)
-{
-    size_t i = 0;
-    while (i < k) {
-        const char *a = names[i];
-        size_t la = strlen(a), da = digits_at_end(a, la), pl = la - da, j = i;
-        if (i) strbuf_adds(sb, ",");
-        if (!da) {
-            strbuf_adds(sb, a);
-            i++;
-            continue;
-        }
-        /* names[i..j) share the prefix and the digit width */
-        while (j < k) {
-            size_t lb = strlen(names[j]);
-            if (lb != la || digits_at_end(names[j], lb) != da || strncmp(names[j], a, pl) != 0) break;
-            j++;
-        }
-        if (j - i == 1) {
-            strbuf_adds(sb, a);
-            i = j;
-            continue;
-        }
-        strbuf_addf(sb, "%.*s[", (int)pl, a);
-        for (size_t r = i; r < j;) {
-            unsigned long v0 = strtoul(names[r] + pl, NULL, 10), v = v0;
-            size_t e = r + 1;
-            while (e < j && strtoul(names[e] + pl, NULL, 10) == v + 1) {
-                v++;
-                e++;
-            }
-            strbuf_addf(sb, "%s%s", r > i ? "," : "", names[r] + pl);
-            if (e - r > 1) strbuf_addf(sb, "-%s", names[e - 1] + pl);
-            r = e;
-        }
-        strbuf_adds(sb, "]");
-        i = j;
-    }
-}
-
-/* Node set idx[0..k) (ascending node indexes) as a hostlist; bounded by TG_SET_CHARS. */
+/* Node set idx[0..k) (ascending node indexes) as a hostlist (hostlist_compress); bounded by
+ * TG_SET_CHARS. */
 static void tcp_add_set(struct strbuf *sb, const struct check_node_info *nodes, const size_t *idx, size_t k)
 {
     const char **names = xcalloc(k ? k : 1, sizeof *names);
-    struct strbuf tmp;
     for (size_t i = 0; i < k; i++) names[i] = nodes[idx[i]].name;
-    strbuf_init(&tmp);
-    hostset_compress_local(&tmp, names, k);
-    if (tmp.len > TG_SET_CHARS) {
+    char *set = hostlist_compress(names, k);
+    size_t len = set ? strlen(set) : 0;
+    if (len > TG_SET_CHARS) {
         size_t cut = TG_SET_CHARS;
-        while (cut > 0 && tmp.buf[cut] != ',') cut--;
-        strbuf_addf(sb, "%.*s... (%zu nodes)", (int)cut, tmp.buf, k);
+        while (cut > 0 && set[cut] != ',') cut--;
+        strbuf_addf(sb, "%.*s... (%zu nodes)", (int)cut, set, k);
     } else {
-        strbuf_adds(sb, tmp.len ? tmp.buf : "(none)");
+        strbuf_adds(sb, len ? set : "(none)");
     }
-    strbuf_done(&tmp);
+    free(set);
     free(names);
 }
 

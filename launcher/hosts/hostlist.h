@@ -21,4 +21,16 @@ unsigned long digits_value(const char *s, size_t n);
 int hostlist_validate(const char *expr, char *err, size_t errlen);
 void hostlist_names_free(char **names, int n);
 
+/* The other direction: names -> one Slurm-style list, short enough to read in a report line
+ * ("n[001-255,257],gpu[1-4]"). Each name's last run of digits is the number; names with the
+ * same text around it share one bracket group (zero padding kept, consecutive numbers as
+ * ranges); groups appear in the order of their first name, joined with commas. Duplicates
+ * count once. Names with '[', ']' or ',' are not hostnames and are copied as they are.
+ * Always returns a malloc'd string ("" for none). hostlist_expand_list reads it back. */
+char *hostlist_compress(const char *const *names, size_t n);
+/* Comma-joined hostlist expressions, as SLURM_JOB_NODELIST and hostlist_compress write them
+ * ("n[1-2],gpu[01-04]"): all their names in order (count returned, free with
+ * hostlist_names_free), or -1 with a message in err. */
+int hostlist_expand_list(const char *list, char ***names, char *err, size_t errlen);
+
 #endif

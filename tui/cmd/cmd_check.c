@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "check/check.h"
+#include "check/check_report_text.h"
 #include "controller/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
@@ -30,6 +31,8 @@ void cmd_check_usage(FILE *f)
           "CMD (optional) is the training command: its binary's sha256 is compared across nodes.\n"
           "\n"
           "  --json               one JSON document on stdout (schema: docs/check.md)\n"
+          "  --all                a line per host (by default hosts with the same results\n"
+          "                       share one, named as a hostlist: n[001-255])\n"
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --max-skew-ms MS     clock offset that fails (default 500; a tenth warns)\n"
           "  --master-port P      rendezvous port tested on the first host (default 29500)\n"
@@ -80,6 +83,7 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;
+        else if (strcmp(a, "--all") == 0) o->all = true;
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
         else if (strcmp(a, "-vv") == 0) o->verbose += 2;
         else if ((rc = TAKE("--fanout", NULL)) != 0) {
@@ -104,28 +108,43 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
 
 struct check_screen {
     bool live, colour, progress;
+    unsigned flags;          /* CHECK_TEXT_*: colour, --all */
+    bool cut;                /* the live table was cut to the terminal's height */
     char last_progress[120];
     /* the live table: lines drawn so far (the cursor goes back up over them) and when */
     size_t drawn_lines;
     int64_t last_draw_ms;
 };
 
+/* Lines the live table may take: the terminal's height less the cursor's line and one for
+ * the note; 0 when stdout is no terminal. */
+static size_t live_budget(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row < 4) return 0;
+    return (size_t)ws.ws_row - 2;
+}
+
 /* The live table on a terminal (btop's split: the report makes the rows, check_report_table;
  * the front end draws them): redraws the table in place (cursor up + clear line), at most
- * every 100 ms unless force. */
+ * every 100 ms unless force. Folded, the table's length changes as verdicts come in: what a
+ * shorter table leaves below is cleared, and a table taller than the terminal is cut (the
+ * cursor cannot go back above the screen) with a note; print_report then prints it whole. */
 static void screen_live(struct check_screen *s, const struct check_report *r, FILE *tty, bool force)
 {
     struct strbuf sb, table;
     int64_t now = mono_ms();
-    size_t lines = 0;
+    size_t lines = 0, total = 0, budget = live_budget();
     if (!force && s->drawn_lines && now - s->last_draw_ms < 100) return;
     s->last_draw_ms = now;
     strbuf_init(&sb);
     strbuf_init(&table);
     /* back to the table's first line, then rewrite every line: widths may have changed */
     if (s->drawn_lines) strbuf_addf(&sb, "\r\033[%zuA", s->drawn_lines);
-    check_report_table(r, &table, s->colour);
-    for (const char *p = table.buf; p && *p;) {
+    check_report_table(r, &table, s->flags);
+    for (size_t i = 0; i < table.len; i++) total += table.buf[i] == '\n';
+    s->cut = budget && total > budget;
+    for (const char *p = table.buf; p && *p && lines < (s->cut ? budget - 1 : total);) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         strbuf_adds(&sb, "\r\033[2K");
@@ -134,6 +153,12 @@ static void screen_live(struct check_screen *s, const struct check_report *r, FI
         p += len + (nl ? 1 : 0);
         lines++;
     }
+    if (s->cut) {
+        strbuf_addf(&sb, "\r\033[2K... %zu more lines (the whole table follows when every host is checked)\n",
+                    total - lines);
+        lines++;
+    }
+    if (s->drawn_lines > lines) strbuf_adds(&sb, "\033[J"); /* a shorter table: clear the rest */
     strbuf_done(&table);
     s->drawn_lines = lines;
     fwrite(sb.buf, 1, sb.len, tty);
@@ -186,8 +211,8 @@ static void print_report(const struct check_opts *o, const struct check_report *
         free(txt);
         cJSON_Delete(doc);
     } else {
-        if (!s->live) check_report_table(r, &out, s->colour);
-        check_report_details(r, &out, s->colour);
+        if (!s->live || s->cut) check_report_table(r, &out, s->flags);
+        check_report_details(r, &out, s->flags);
     }
     fwrite(out.buf, 1, out.len, stdout);
     fflush(stdout);
@@ -206,7 +231,9 @@ int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
     const char *nc = getenv("NO_COLOR");
     int rc;
     s.colour = tty && !(nc && *nc);
-    s.live = !o->json && tty && table_fits_terminal(hl->n);
+    s.flags = (s.colour ? CHECK_TEXT_COLOUR : 0) | (o->all ? CHECK_TEXT_ALL : 0);
+    /* a line per host only when they all fit; folded, screen_live cuts what does not */
+    s.live = !o->json && tty && (o->all ? table_fits_terminal(hl->n) : live_budget() > 0);
     /* -v prints log lines instead; both on one terminal would garble each other */
     s.progress = !s.live && !o->verbose && isatty(STDERR_FILENO);
     run_opts_init(&ro);
@@ -226,6 +253,7 @@ int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
         fprintf(stderr, "ddptop check: stopped before every host was checked\n");
     } else {
         if (s.live) screen_live(&s, r, stdout, true);
+        if (s.cut) printf("\r\033[%zuA\033[J", s.drawn_lines); /* the whole table replaces it */
         print_report(o, r, &s);
     }
     controller_free(c);
