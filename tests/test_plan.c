@@ -457,31 +457,40 @@ static void test_cli_on_hang(void)
 static void test_roles_and_rank_map(void)
 {
     enum node_role ro[5] = {NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE};
-    int rpn[5] = {2, 2, 4, 2, 2}, first[5], nr[5];
+    const char *names[5] = {"n0", "n1", "n2", "n3", "n4"};
+    int rpn[5] = {2, 2, 4, 2, 2};
+    char e[256];
+    struct job *j = job_new("r0", NULL, 0, names, NULL, rpn, 5, e, sizeof e);
+    CHECK_INT(j->world_size, 12);   /* no roles: every node, today's map */
+    CHECK_INT(j->nodes[4].first_rank, 10);
     CHECK_INT(plan_roles(ro, 5, 3), 3);
     CHECK(ro[0] == NODE_ACTIVE && ro[2] == NODE_ACTIVE && ro[3] == NODE_SPARE && ro[4] == NODE_SPARE);
-    CHECK_INT(plan_rank_map(ro, rpn, 5, first, nr), 8);
-    CHECK_INT(first[0], 0); CHECK_INT(first[1], 2); CHECK_INT(first[2], 4);
-    CHECK_INT(nr[2], 2); CHECK_INT(nr[3], -1);
+    job_set_roles(j, ro, NULL, 0);
+    CHECK_INT(j->world_size, 8);
+    CHECK_INT(j->nodes[1].first_rank, 2); CHECK_INT(j->nodes[2].first_rank, 4);
+    CHECK_INT(j->nodes[2].node_rank, 2); CHECK_INT(j->nodes[3].node_rank, -1); CHECK_INT(j->nodes[3].n_ranks, 0);
     /* node 0 fails: node 1 becomes node rank 0 (MASTER_ADDR's), the first spare joins */
     ro[0] = NODE_EXCLUDED;
     CHECK_INT(plan_roles(ro, 5, 3), 3);
     CHECK(ro[0] == NODE_EXCLUDED && ro[3] == NODE_ACTIVE && ro[4] == NODE_SPARE);
-    CHECK_INT(plan_rank_map(ro, rpn, 5, first, nr), 8);
-    CHECK_INT(nr[0], -1); CHECK_INT(nr[1], 0); CHECK_INT(first[1], 0);
-    CHECK_INT(first[2], 2); CHECK_INT(nr[3], 2); CHECK_INT(first[3], 6);
+    job_set_roles(j, ro, NULL, 0);
+    CHECK_INT(j->world_size, 8);
+    CHECK_INT(j->nodes[0].node_rank, -1); CHECK_INT(j->nodes[1].node_rank, 0); CHECK_INT(j->nodes[1].first_rank, 0);
+    CHECK_INT(j->nodes[2].first_rank, 2); CHECK_INT(j->nodes[3].node_rank, 2); CHECK_INT(j->nodes[3].first_rank, 6);
     /* a middle node fails, then another: no spare left, fewer nodes, a smaller world */
     ro[2] = NODE_EXCLUDED;
     CHECK_INT(plan_roles(ro, 5, 3), 3);
-    CHECK_INT(plan_rank_map(ro, rpn, 5, first, nr), 6);
-    CHECK_INT(first[4], 4); CHECK_INT(nr[4], 2);
+    job_set_roles(j, ro, NULL, 1);
+    CHECK_INT(j->world_size, 6);
+    CHECK_INT(j->nodes[4].first_rank, 4); CHECK_INT(j->nodes[4].node_rank, 2);
     ro[1] = NODE_EXCLUDED;
     CHECK_INT(plan_roles(ro, 5, 3), 2);
-    CHECK_INT(plan_rank_map(ro, rpn, 5, first, nr), 4);
-    CHECK_INT(first[3], 0); CHECK_INT(nr[3], 0); CHECK_INT(first[4], 2); CHECK_INT(nr[4], 1);
-    /* no roles: every node, today's map */
-    CHECK_INT(plan_rank_map(NULL, rpn, 5, first, nr), 12);
-    CHECK_INT(first[4], 10); CHECK_INT(nr[4], 4);
+    job_set_roles(j, ro, NULL, 2);
+    CHECK_INT(j->world_size, 4);
+    CHECK_INT(j->nodes[3].first_rank, 0); CHECK_INT(j->nodes[3].node_rank, 0);
+    CHECK_INT(j->nodes[4].first_rank, 2); CHECK_INT(j->nodes[4].node_rank, 1);
+    CHECK_INT(j->ranks[3].node, 4); CHECK_INT(j->ranks[3].local_rank, 1);
+    job_free(j);
 
     int lo, hi;
     char err[256];

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -165,7 +164,15 @@ void job_set_roles(struct job *j, const enum node_role *roles, const char *const
         rpn[i] = j->nodes[i].want_ranks;
         ro[i] = roles ? roles[i] : NODE_ACTIVE;
     }
-    size_t world = (size_t)plan_rank_map(ro, rpn, j->n_nodes, first, nr);
+    /* ranks contiguous in hostfile order of the active nodes; the others start where the next
+     * active one would */
+    size_t world = 0;
+    int next_nr = 0;
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        first[i] = (int)world;
+        nr[i] = ro[i] == NODE_ACTIVE ? next_nr++ : -1;
+        if (ro[i] == NODE_ACTIVE) world += (size_t)rpn[i];
+    }
     for (size_t r = world; r < j->n_ranks; r++) { /* the world shrank */
         log_ring_free(&j->ranks[r].log);
         free(j->ranks[r].series.pts);

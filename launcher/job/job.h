@@ -265,7 +265,7 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
 void job_free(struct job *j);
 
 /* Gives every node its role (roles[i]; NULL: all active) and recomputes the rank map over the
- * active nodes: their ranks contiguous in hostfile order (plan_rank_map), n_ranks and
+ * active nodes: their ranks contiguous in hostfile order, n_ranks and
  * world_size their sum. Ranks that still exist keep their history; a smaller world frees the
  * rest, a larger one adds fresh ranks. Call between attempts only. whys[i]: why an excluded node
  * is (NULL keeps the one it has), attempt: when. */

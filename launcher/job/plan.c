@@ -111,19 +111,6 @@ size_t plan_roles(enum node_role *roles, size_t n, int max)
     return active;
 }
 
-int plan_rank_map(const enum node_role *roles, const int *ranks_per_node, size_t n, int *first_rank,
-                  int *node_rank)
-{
-    int next = 0, k = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool on = !roles || roles[i] == NODE_ACTIVE;
-        first_rank[i] = next;
-        node_rank[i] = on ? k++ : -1;
-        if (on) next += ranks_per_node[i];
-    }
-    return next;
-}
-
 int plan_exports(const char *const *regex, size_t n_regex, char *const *envp,
                      struct env_list *out, char *err, size_t errlen)
 {

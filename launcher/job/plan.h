@@ -34,15 +34,9 @@ int plan_parse_nnodes(const char *s, size_t n_hosts, int *min, int *max, char *e
 
 /* The roles of n nodes for an attempt (docs/run.md "Spare nodes"): nodes already
  * NODE_EXCLUDED stay so; of the others, the first max in hostfile order are NODE_ACTIVE, the
- * rest NODE_SPARE. Returns how many are active (fewer than max when too few are left). */
+ * rest NODE_SPARE. Returns how many are active (fewer than max when too few are left). The rank
+ * map over the active nodes is job_set_roles'. */
 size_t plan_roles(enum node_role *roles, size_t n, int max);
-
-/* The rank map over the active nodes: ranks contiguous in hostfile order of the active nodes
- * (node i gets ranks_per_node[i] of them from first_rank[i]), node_rank[i] its NODE_RANK among
- * them; a node not active gets first_rank where the next active one would start, node_rank
- * -1. Returns the world size. */
-int plan_rank_map(const enum node_role *roles, const int *ranks_per_node, size_t n, int *first_rank,
-                  int *node_rank);
 
 /* The controller's variables whose whole name matches one of the POSIX extended regexes
  * (--export 'NCCL_.*' forwards NCCL_DEBUG, not MY_NCCL_X). envp is environ-style.
