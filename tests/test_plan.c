@@ -12,6 +12,7 @@
 #include "controller/controller.h"
 #include "hosts/hostfile.h"
 #include "cmd/cmd_run.h"
+#include "job/job.h"
 #include "job/plan.h"
 #include "util/util.h"
 #include "tap.h"
@@ -451,8 +452,102 @@ static void test_cli_on_hang(void)
     CHECK_INT(a, HANG_ACTION_STOP);
 }
 
+/* --nnodes: roles (the first MAX usable nodes in hostfile order are active, the rest spares,
+ * excluded ones stay out) and the rank map over the active nodes. */
+static void test_roles_and_rank_map(void)
+{
+    enum node_role ro[5] = {NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE};
+    const char *names[5] = {"n0", "n1", "n2", "n3", "n4"};
+    int rpn[5] = {2, 2, 4, 2, 2};
+    char e[256];
+    struct job *j = job_new("r0", NULL, 0, names, NULL, rpn, 5, e, sizeof e);
+    CHECK_INT(j->world_size, 12);   /* no roles: every node, today's map */
+    CHECK_INT(j->nodes[4].first_rank, 10);
+    CHECK_INT(plan_roles(ro, 5, 3), 3);
+    CHECK(ro[0] == NODE_ACTIVE && ro[2] == NODE_ACTIVE && ro[3] == NODE_SPARE && ro[4] == NODE_SPARE);
+    job_set_roles(j, ro, NULL, 0);
+    CHECK_INT(j->world_size, 8);
+    CHECK_INT(j->nodes[1].first_rank, 2); CHECK_INT(j->nodes[2].first_rank, 4);
+    CHECK_INT(j->nodes[2].node_rank, 2); CHECK_INT(j->nodes[3].node_rank, -1); CHECK_INT(j->nodes[3].n_ranks, 0);
+    /* node 0 fails: node 1 becomes node rank 0 (MASTER_ADDR's), the first spare joins */
+    ro[0] = NODE_EXCLUDED;
+    CHECK_INT(plan_roles(ro, 5, 3), 3);
+    CHECK(ro[0] == NODE_EXCLUDED && ro[3] == NODE_ACTIVE && ro[4] == NODE_SPARE);
+    job_set_roles(j, ro, NULL, 0);
+    CHECK_INT(j->world_size, 8);
+    CHECK_INT(j->nodes[0].node_rank, -1); CHECK_INT(j->nodes[1].node_rank, 0); CHECK_INT(j->nodes[1].first_rank, 0);
+    CHECK_INT(j->nodes[2].first_rank, 2); CHECK_INT(j->nodes[3].node_rank, 2); CHECK_INT(j->nodes[3].first_rank, 6);
+    /* a middle node fails, then another: no spare left, fewer nodes, a smaller world */
+    ro[2] = NODE_EXCLUDED;
+    CHECK_INT(plan_roles(ro, 5, 3), 3);
+    job_set_roles(j, ro, NULL, 1);
+    CHECK_INT(j->world_size, 6);
+    CHECK_INT(j->nodes[4].first_rank, 4); CHECK_INT(j->nodes[4].node_rank, 2);
+    ro[1] = NODE_EXCLUDED;
+    CHECK_INT(plan_roles(ro, 5, 3), 2);
+    job_set_roles(j, ro, NULL, 2);
+    CHECK_INT(j->world_size, 4);
+    CHECK_INT(j->nodes[3].first_rank, 0); CHECK_INT(j->nodes[3].node_rank, 0);
+    CHECK_INT(j->nodes[4].first_rank, 2); CHECK_INT(j->nodes[4].node_rank, 1);
+    CHECK_INT(j->ranks[3].node, 4); CHECK_INT(j->ranks[3].local_rank, 1);
+    job_free(j);
+
+    int lo, hi;
+    char err[256];
+    CHECK_INT(plan_parse_nnodes("3", 4, &lo, &hi, err, sizeof err), 0);
+    CHECK(lo == 3 && hi == 3);
+    CHECK_INT(plan_parse_nnodes("2:4", 4, &lo, &hi, err, sizeof err), 0);
+    CHECK(lo == 2 && hi == 4);
+    CHECK_INT(plan_parse_nnodes("5", 4, &lo, &hi, err, sizeof err), -1);
+    CHECK(strstr(err, "the hosts give 4") != NULL);
+    CHECK_INT(plan_parse_nnodes("3:2", 4, &lo, &hi, err, sizeof err), -1);
+    CHECK(strstr(err, "MIN (3) is larger than MAX (2)") != NULL);
+    CHECK_INT(plan_parse_nnodes("0", 4, &lo, &hi, err, sizeof err), -1);
+    CHECK_INT(plan_parse_nnodes("2:", 4, &lo, &hi, err, sizeof err), -1);
+    CHECK_INT(plan_parse_nnodes("x", 4, &lo, &hi, err, sizeof err), -1);
+    CHECK(strstr(err, "N or MIN:MAX") != NULL);
+}
+
+/* The model keeps every node; job_set_roles moves the rank map and keeps ranks' history. */
+static void test_job_set_roles(void)
+{
+    const char *names[4] = {"n0", "n1", "n2", "n3"};
+    int rpn[4] = {2, 2, 2, 2};
+    char err[256];
+    struct job *j = job_new("r1", NULL, 2, names, NULL, rpn, 4, err, sizeof err);
+    enum node_role ro[4] = {NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE, NODE_ACTIVE};
+    CHECK_INT(j->world_size, 8);
+    plan_roles(ro, 4, 3);
+    job_set_roles(j, ro, NULL, 0);
+    CHECK_INT(j->world_size, 6);
+    CHECK_INT((int)j->n_ranks, 6);
+    CHECK_INT((int)j->n_nodes, 4);
+    CHECK_INT(j->nodes[3].n_ranks, 0);
+    CHECK(j->nodes[3].role == NODE_SPARE);
+    const char *why[4] = {"lost (agent killed)", NULL, NULL, NULL};
+    ro[0] = NODE_EXCLUDED;
+    plan_roles(ro, 4, 3);
+    job_set_roles(j, ro, why, 0);
+    CHECK_INT(j->world_size, 6);
+    CHECK_STR(j->nodes[0].excluded, "lost (agent killed)");
+    CHECK_INT(j->nodes[0].excluded_attempt, 0);
+    CHECK_INT(j->nodes[1].node_rank, 0);
+    CHECK_INT(j->ranks[0].node, 1);
+    CHECK_INT(j->ranks[5].node, 3);
+    CHECK_INT(j->ranks[5].local_rank, 1);
+    ro[1] = NODE_EXCLUDED;
+    plan_roles(ro, 4, 3);
+    job_set_roles(j, ro, NULL, 1);
+    CHECK_INT(j->world_size, 4);
+    CHECK_INT(j->ranks[0].node, 2);
+    CHECK_STR(job_rank_host(j, 3), "n3");
+    job_free(j);
+}
+
 int main(void)
 {
+    RUN(test_roles_and_rank_map);
+    RUN(test_job_set_roles);
     RUN(test_ranks_per_node);
     RUN(test_rank_env_contract);
     RUN(test_rank_env_precedence);

@@ -236,9 +236,17 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
         flush_out(h, true);
         return;
     }
+    size_t active = 0, excluded = 0;
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        active += j->nodes[i].role == NODE_ACTIVE;
+        excluded += j->nodes[i].role == NODE_EXCLUDED;
+    }
     say(h, "%s after %d attempt%s in %lldm%02llds: %d rank%s on %zu node%s (%s)", job_state_name(j->state), j->attempt + 1,
         j->attempt ? "s" : "", (long long)(secs / 60), (long long)(secs % 60), j->world_size, j->world_size == 1 ? "" : "s",
-        j->n_nodes, j->n_nodes == 1 ? "" : "s", states.buf ? states.buf : "no ranks");
+        active, active == 1 ? "" : "s", states.buf ? states.buf : "no ranks");
+    if (active != j->n_nodes) /* --nnodes */
+        say(h, "nodes: %zu active, %zu spare, %zu excluded (see the events)", active, j->n_nodes - active - excluded,
+            excluded);
     if (st.n_step) {
         if (st.n_loss && isfinite(st.loss_mean))
             say(h, "step min/median/max %ld/%ld/%ld, mean loss %.4g", st.step_min, st.step_median, st.step_max, st.loss_mean);

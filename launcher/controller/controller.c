@@ -96,6 +96,18 @@ void ctl_node_lost_as(struct controller *c, size_t i, const char *why, const cha
     struct cnode *nd = &c->nodes[i];
     struct node_info *ni = &c->job->nodes[i];
     if (nd->lost) return;
+    if (c->job->state != JOB_CHECKING && !ctl_node_active(c, i)) {
+        /* a spare's or an excluded node's agent: no ranks there, nothing fails */
+        nd->lost = nd->stopped = true;
+        nd->away = false;
+        if (nd->t) transport_close(nd->t);
+        return;
+    }
+    if (job_is_running(c->job) || c->job->state == JOB_LAUNCHING) {
+        char *fault = xasprintf("lost (%s)", why);
+        ctl_spare_fault(c, i, fault);
+        free(fault);
+    }
     nd->lost = true;
     nd->stopped = true;
     nd->away = false;
@@ -122,7 +134,12 @@ void ctl_node_lost_as(struct controller *c, size_t i, const char *why, const cha
         ctl_rank_failed_begin_stop(c);
     } else if (c->job->state == JOB_LAUNCHING) {
         /* No node runs ranks while agents connect. Without every node there is no launch, and
-         * restarting would meet the same node: the job ends here. */
+         * restarting would meet the same node: the job ends here, unless a spare takes its
+         * place (--nnodes) */
+        if (ctl_spare_on(c) && ctl_spare_replace(c)) {
+            ctl_connect_nodes(c);
+            return;
+        }
         c->after = AFTER_END;
         ctl_finish(c, JOB_FAILED);
     }
@@ -226,8 +243,11 @@ void ctl_connect_nodes(struct controller *c)
             job_event_add(c->job, EV_INFO, -1, -1, "PBS job: no pbs_tmrsh on PATH, agents started over SSH");
     }
     bool *need = xcalloc(c->n ? c->n : 1, sizeof *need);
-    for (size_t i = 0; i < c->n; i++)
-        need[i] = !c->nodes[i].t || c->nodes[i].lost || c->nodes[i].released || c->nodes[i].away;
+    for (size_t i = 0; i < c->n; i++) {
+        /* the preflight checks spares too; an attempt connects its active nodes only */
+        bool wanted = c->job->state == JOB_CHECKING ? c->job->nodes[i].role != NODE_EXCLUDED : ctl_node_active(c, i);
+        need[i] = wanted && (!c->nodes[i].t || c->nodes[i].lost || c->nodes[i].released || c->nodes[i].away);
+    }
     for (size_t i = 0; i < c->n; i++) {
         /* a node still unreachable gets a fresh agent: its old one stops its ranks itself */
         if (need[i] && c->nodes[i].t) transport_detach(c->nodes[i].t);
@@ -274,9 +294,10 @@ static struct rank_env_in rank_env_in_for(const struct controller *c, size_t i, 
     const struct job *j = c->job;
     const struct node_info *ni = &j->nodes[i];
     return (struct rank_env_in){
-        .rank = ni->first_rank + k, .local_rank = k, .node = (int)i, .local_world_size = ni->n_ranks,
-        .world_size = j->world_size, .nnodes = (int)j->n_nodes,
-        .master_addr = c->o.local ? "127.0.0.1" : transport_address(c->nodes[0].t),
+        .rank = ni->first_rank + k, .local_rank = k, .node = ni->node_rank, .local_world_size = ni->n_ranks,
+        .world_size = j->world_size, .nnodes = (int)ctl_active_count(c),
+        /* the first active node: node 0 unless it was excluded (--nnodes) */
+        .master_addr = c->o.local ? "127.0.0.1" : transport_address(c->nodes[ctl_first_active(c)].t),
         .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
         .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
         .n_cli_env = c->o.check.n_env, .host = c->o.local ? NULL : &c->hl->hosts[i],
@@ -338,18 +359,21 @@ static void spawn_all(struct controller *c)
     }
     for (size_t r = 0; r < j->n_ranks; r++) c->ranks[r] = (struct crank){0};
     c->stop_for_hang = false;
+    ctl_spare_faults_clear(c); /* a fault excludes a node after the attempt it happened in */
     /* Once per run, as torchrun warns once per launch: not per node, rank or attempt. */
     for (size_t i = 0; i < c->n && !c->omp_noticed; i++) {
+        if (!ctl_node_active(c, i)) continue;
         struct rank_env_in in = rank_env_in_for(c, i, 0);
         if (!plan_omp_defaulted(&in)) continue;
         job_event_add(j, EV_INFO, -1, -1, "%s", plan_omp_notice);
         c->omp_noticed = true;
     }
     job_event_add(j, EV_LAUNCH, -1, -1, "attempt %d: launching %d rank%s on %zu node%s (run %s, logs in %s/attempt-%d)",
-                  j->attempt, j->world_size, j->world_size == 1 ? "" : "s", j->n_nodes, j->n_nodes == 1 ? "" : "s",
-                  j->run_id, j->log_dir, j->attempt);
+                  j->attempt, j->world_size, j->world_size == 1 ? "" : "s", ctl_active_count(c),
+                  ctl_active_count(c) == 1 ? "" : "s", j->run_id, j->log_dir, j->attempt);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
+        if (!ctl_node_active(c, i)) continue;
         nd->spawn_answered = false;
         nd->stop_id = 0;
         nd->stopped = false;
@@ -370,7 +394,7 @@ static void connect_progress(struct controller *c)
     for (size_t i = 0; i < c->n && c->job->state == JOB_LAUNCHING; i++) {
         struct cnode *nd = &c->nodes[i];
         enum transport_state st;
-        if (nd->hello) continue;
+        if (nd->hello || !ctl_node_active(c, i)) continue;
         all = false;
         if (nd->queued) continue;
         st = transport_state(nd->t);
@@ -491,8 +515,14 @@ static void stop_complete(struct controller *c)
     struct job *j = c->job;
     job_ranks_stopped(j);
     for (size_t i = 0; i < c->n; i++)
-        if (!c->nodes[i].lost) job_node_ready(j, i);
+        if (!c->nodes[i].lost && ctl_node_active(c, i)) job_node_ready(j, i);
     run_files_flush(c->files);
+    /* --nnodes: the nodes that failed through their own fault leave before a restart */
+    bool restarts = c->after == AFTER_RESTART || (c->after == AFTER_END && c->auto_restart && j->attempt < j->max_restarts);
+    if (restarts && ctl_spare_on(c) && !ctl_spare_replace(c)) {
+        ctl_finish(c, JOB_FAILED);
+        return;
+    }
     if (c->after == AFTER_QUIT) {
         c->quit = true;
         ctl_finish(c, c->stop_state == JOB_FAILED ? JOB_FAILED : JOB_STOPPED);
@@ -550,7 +580,8 @@ static void run_progress(struct controller *c)
     if (!done) return;
     job_event_add(j, EV_DONE, -1, -1, "all %d rank%s exited with code 0 (attempt %d)", j->world_size,
                   j->world_size == 1 ? "" : "s", j->attempt);
-    for (size_t i = 0; i < c->n; i++) job_node_done(j, i);
+    for (size_t i = 0; i < c->n; i++)
+        if (ctl_node_active(c, i)) job_node_done(j, i);
     ctl_finish(c, JOB_DONE);
 }
 

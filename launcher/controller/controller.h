@@ -22,6 +22,7 @@ struct run_opts {
     struct check_opts check;     /* SSH options, --env, --fanout, --timeout, --master-port, cmd */
     int nproc_per_node;          /* 0: hostfile slots, else 1; -1: "gpu" (the node's GPU count) */
     int max_restarts;
+    int nnodes_min, nnodes_max;  /* --nnodes MIN:MAX (0: absent, every node runs ranks) */
     const char *log_dir;         /* default ./ddptop-logs */
     unsigned log_mode;           /* --log-mode: of the run's files (0: LOG_MODE_DEFAULT, 0600) */
     const char *run_id;          /* NULL: generated */

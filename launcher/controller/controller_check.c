@@ -72,6 +72,17 @@ static void remap_by_gpus(struct controller *c)
         return;
     }
     nj = ctl_make_job(c, gpus, err, sizeof err);
+    if (nj) { /* the roles and why the excluded are stay (--nnodes) */
+        enum node_role *roles = xcalloc(c->n ? c->n : 1, sizeof *roles);
+        const char **whys = xcalloc(c->n ? c->n : 1, sizeof *whys);
+        for (size_t i = 0; i < c->n; i++) {
+            roles[i] = c->job->nodes[i].role;
+            whys[i] = c->job->nodes[i].excluded;
+        }
+        job_set_roles(nj, roles, whys, -1);
+        free(roles);
+        free(whys);
+    }
     same = nj && nj->n_ranks == c->job->n_ranks;
     for (size_t i = 0; nj && same && i < c->n; i++) same = nj->nodes[i].n_ranks == c->job->nodes[i].n_ranks;
     /* the run's files follow the new shape (the writer starts again for its ranks) */
@@ -115,6 +126,8 @@ static void check_complete(struct controller *c)
         return;
     }
     remap_by_gpus(c);
+    /* --nnodes: the failed nodes are excluded and the good ones launch when enough are left */
+    if (ctl_spare_on(c)) ctl_spare_after_check(c, r, &refused);
     job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
                   pass == 1 ? "" : "s", warn, fail,
                   refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");

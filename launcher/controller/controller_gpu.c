@@ -137,7 +137,22 @@ void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m)
         xids[k][1] = (int)xx[1];
         k++;
     }
+    /* --nnodes: an XID or new uncorrectable ECC errors make the node's fault (docs/run.md) */
+    const struct node_gpus *ng = &c->job->nodes[i].gpus;
+    unsigned long long ecc_was = 0, ecc_now = 0;
+    for (int q = 0; ng->seen && q < ng->n; q++) ecc_was += ng->g[q].has_ecc ? ng->g[q].ecc : 0;
+    for (int q = 0; ng->seen && q < n; q++) ecc_now += g[q].has_ecc ? g[q].ecc : 0;
     job_gpu_sample(c->job, (int)i, g, n, (const int (*)[2])xids, k);
+    if (k > 0) {
+        const char *mean = gpu_xid_meaning(xids[0][1]);
+        char *why = xasprintf("GPU %d XID %d%s%s%s", xids[0][0], xids[0][1], mean ? " (" : "", mean ? mean : "", mean ? ")" : "");
+        ctl_spare_fault(c, i, why);
+        free(why);
+    } else if (ecc_now > ecc_was) {
+        char *why = xasprintf("GPU: %llu new uncorrectable ECC error%s", ecc_now - ecc_was, ecc_now - ecc_was == 1 ? "" : "s");
+        ctl_spare_fault(c, i, why);
+        free(why);
+    }
     free(g);
     free(xids);
 }

@@ -73,6 +73,7 @@ struct cnode {
     cJSON **exits;            /* exit messages held back to be ordered by the agent's clock */
     size_t n_exits;
     int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
+    char *fault;              /* --nnodes: it failed this attempt through its own fault (why) */
     unsigned bad_numbers;     /* numbers out of range in its messages (ctl_bad_number) */
     struct evloop_watch *ew[2]; /* its transport's fds in the event loop (transport_pollfds) */
 };
@@ -255,6 +256,24 @@ void ctl_start_snapshot(struct controller *c);
 void ctl_record_write(struct controller *c);
 int ctl_adopt_read(struct controller *c, char *err, size_t errlen);
 void ctl_adopt_begin(struct controller *c);
+
+/* controller_spare.c: spare nodes (--nnodes). */
+bool ctl_spare_on(const struct controller *c);                 /* --nnodes given (a run) */
+bool ctl_node_active(const struct controller *c, size_t node); /* runs ranks this attempt */
+size_t ctl_active_count(const struct controller *c);
+size_t ctl_first_active(const struct controller *c);           /* MASTER_ADDR's node */
+/* The first roles: the first MAX nodes active, the rest spares. */
+void ctl_spare_init(struct controller *c);
+/* Node failed through its own fault (lost, agent gone, XID/ECC): excluded before the next
+ * attempt. Only the first why of an attempt is kept; nothing without --nnodes. */
+void ctl_spare_fault(struct controller *c, size_t node, const char *why);
+void ctl_spare_faults_clear(struct controller *c);
+/* Excludes the nodes with a fault, spares take their places (events, Slurm's drain hint).
+ * false: fewer than MIN are left; the root cause says so and the job must end. */
+bool ctl_spare_replace(struct controller *c);
+/* After the preflight: nodes whose ssh, env or tcp failed are excluded; false with *refused
+ * when fewer than MIN good ones are left. The spares' agents are let go. */
+bool ctl_spare_after_check(struct controller *c, const struct check_report *r, bool *refused);
 
 /* GPU telemetry (controller_gpu.c). */
 void ctl_gpu_watch(struct controller *c, size_t i);

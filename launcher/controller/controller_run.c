@@ -163,6 +163,12 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
         goto fail;
     }
+    if (o->nnodes_max > 0 && (o->local || (size_t)o->nnodes_max > c->n)) {
+        snprintf(err, errlen, "--nnodes %d:%d wants %d node%s, the hosts give %zu%s", o->nnodes_min, o->nnodes_max,
+                 o->nnodes_max, o->nnodes_max == 1 ? "" : "s", o->local ? 0 : c->n,
+                 o->local ? " (no HOSTFILE: this machine only)" : "; give more hosts or a smaller --nnodes");
+        goto fail;
+    }
     if (o->run_id && !util_run_id_ok(o->run_id)) {
         snprintf(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", o->run_id);
         goto fail;
@@ -211,6 +217,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     }
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
+    ctl_spare_init(c);
     if (c->job->log_dir) {
         c->files = run_files_open(c->job, err, errlen);
         if (!c->files) goto fail;

@@ -80,7 +80,10 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
         n->name = xstrdup(node_names && node_names[i] ? node_names[i] : "localhost");
         n->state = NODE_CONNECTING;
         n->first_rank = (int)n_ranks;
-        n->n_ranks = ranks_per_node[i];
+        n->n_ranks = n->want_ranks = ranks_per_node[i];
+        n->role = NODE_ACTIVE;
+        n->node_rank = (int)i;
+        n->excluded_attempt = -1;
         n_ranks += (size_t)ranks_per_node[i];
     }
     j->n_ranks = n_ranks;
@@ -128,6 +131,7 @@ void job_free(struct job *j)
     for (size_t i = 0; i < j->n_nodes; i++) {
         free(j->nodes[i].name);
         free(j->nodes[i].error);
+        free(j->nodes[i].excluded);
         free(j->nodes[i].gpus.g);
         free(j->nodes[i].gpus.visible);
     }
@@ -139,6 +143,73 @@ void job_free(struct job *j)
     free(j->run_id);
     free(j->log_dir);
     free(j);
+}
+
+static void rank_init(struct job *j, struct rank_info *r, int64_t now)
+{
+    memset(r, 0, sizeof *r);
+    rank_reset_attempt(r, now);
+    r->log.max_lines = j->log_max_lines;
+    r->log.max_bytes = j->log_max_bytes;
+    r->series.max = j->series_max;
+}
+
+void job_set_roles(struct job *j, const enum node_role *roles, const char *const *whys, int attempt)
+{
+    size_t n = j->n_nodes ? j->n_nodes : 1;
+    int *rpn = xcalloc(n, sizeof *rpn), *first = xcalloc(n, sizeof *first), *nr = xcalloc(n, sizeof *nr);
+    enum node_role *ro = xcalloc(n, sizeof *ro);
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        rpn[i] = j->nodes[i].want_ranks;
+        ro[i] = roles ? roles[i] : NODE_ACTIVE;
+    }
+    /* ranks contiguous in hostfile order of the active nodes; the others start where the next
+     * active one would */
+    size_t world = 0;
+    int next_nr = 0;
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        first[i] = (int)world;
+        nr[i] = ro[i] == NODE_ACTIVE ? next_nr++ : -1;
+        if (ro[i] == NODE_ACTIVE) world += (size_t)rpn[i];
+    }
+    for (size_t r = world; r < j->n_ranks; r++) { /* the world shrank */
+        log_ring_free(&j->ranks[r].log);
+        free(j->ranks[r].series.pts);
+        free(j->ranks[r].partial_text);
+    }
+    if (world != j->n_ranks) j->ranks = xrealloc(j->ranks, (world ? world : 1) * sizeof *j->ranks);
+    for (size_t r = j->n_ranks; r < world; r++) rank_init(j, &j->ranks[r], now);
+    j->n_ranks = world;
+    j->world_size = (int)world;
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        struct node_info *ni = &j->nodes[i];
+        if (ro[i] == NODE_EXCLUDED && ni->role != NODE_EXCLUDED) ni->excluded_attempt = attempt;
+        ni->role = ro[i];
+        ni->first_rank = first[i];
+        ni->n_ranks = ro[i] == NODE_ACTIVE ? rpn[i] : 0;
+        ni->node_rank = nr[i];
+        if (ro[i] == NODE_EXCLUDED && whys && whys[i]) {
+            free(ni->excluded);
+            ni->excluded = xstrdup(whys[i]);
+        }
+        for (int k = 0; k < ni->n_ranks; k++) {
+            struct rank_info *r = &j->ranks[ni->first_rank + k];
+            r->rank = ni->first_rank + k;
+            r->local_rank = k;
+            r->node = (int)i;
+        }
+    }
+    j->generation++;
+    free(rpn);
+    free(first);
+    free(nr);
+    free(ro);
+}
+
+const char *node_role_name(enum node_role r)
+{
+    return r == NODE_SPARE ? "spare" : r == NODE_EXCLUDED ? "excluded" : "active";
 }
 
 void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes)

@@ -57,6 +57,14 @@ enum node_state {
     NODE_DONE,        /* its ranks ended and the agent was told to exit */
 };
 
+/* A node's part in the present attempt (--nnodes, docs/run.md "Spare nodes"): without
+ * --nnodes every node is active. */
+enum node_role {
+    NODE_ACTIVE,      /* runs ranks in this attempt (first_rank, n_ranks; node_rank) */
+    NODE_SPARE,       /* known to the run, takes the place of an excluded node */
+    NODE_EXCLUDED,    /* failed through its own fault: never used again in this run (why) */
+};
+
 /* How the controller hears from a node whose agent holds ranks (docs/run.md "When the
  * controller loses a node"). Apart from node_state: a RUNNING node may be silent. */
 enum node_link {
@@ -137,7 +145,12 @@ struct node_info {
     const struct host *host;  /* NULL for the local (embedded) node */
     char *name;               /* hostfile name, or "localhost" */
     enum node_state state;
-    int first_rank, n_ranks;
+    int first_rank, n_ranks;  /* n_ranks 0 when not active */
+    enum node_role role;
+    int node_rank;            /* NODE_RANK among the active nodes; -1 when not active */
+    int want_ranks;           /* the ranks it runs when active (plan_ranks_per_node) */
+    char *excluded;           /* NODE_EXCLUDED: why ("lost (agent killed by signal 9)") */
+    int excluded_attempt;     /* the attempt it was excluded after (-1: the preflight) */
     int64_t last_heartbeat_ms;
     enum node_link link;
     int64_t link_since_wall_ns; /* when link last changed (wall clock, for people) */
@@ -250,6 +263,15 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
                     const char *const *node_names, const struct host *const *hosts,
                     const int *ranks_per_node, size_t n_nodes, char *err, size_t errlen);
 void job_free(struct job *j);
+
+/* Gives every node its role (roles[i]; NULL: all active) and recomputes the rank map over the
+ * active nodes: their ranks contiguous in hostfile order, n_ranks and
+ * world_size their sum. Ranks that still exist keep their history; a smaller world frees the
+ * rest, a larger one adds fresh ranks. Call between attempts only. whys[i]: why an excluded node
+ * is (NULL keeps the one it has), attempt: when. */
+void job_set_roles(struct job *j, const enum node_role *roles, const char *const *whys, int attempt);
+/* "active", "spare", "excluded" */
+const char *node_role_name(enum node_role r);
 
 /* Starts attempt j->attempt (resets per-attempt state; the sink opens attempt-N's logs). */
 int job_attempt_begin(struct job *j, char *err, size_t errlen);

@@ -66,6 +66,51 @@ int plan_ranks_per_node(int nproc, const struct host *h, int gpu_count)
     return slots ? slots : 1;
 }
 
+/* A whole decimal number in [1, 100000] from s up to end, or -1. */
+static int nnodes_num(const char *s, const char *end)
+{
+    long v = 0;
+    if (s == end || end - s > 6) return -1;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        v = v * 10 + (*s - '0');
+    }
+    return v >= 1 && v <= 100000 ? (int)v : -1;
+}
+
+int plan_parse_nnodes(const char *s, size_t n_hosts, int *min, int *max, char *err, size_t errlen)
+{
+    const char *colon = strchr(s, ':'), *end = s + strlen(s);
+    int lo = nnodes_num(s, colon ? colon : end), hi = colon ? nnodes_num(colon + 1, end) : lo;
+    if (lo < 0 || hi < 0) {
+        snprintf(err, errlen, "--nnodes wants N or MIN:MAX (whole numbers from 1), not '%s'", s);
+        return -1;
+    }
+    if (lo > hi) {
+        snprintf(err, errlen, "--nnodes %s: MIN (%d) is larger than MAX (%d)", s, lo, hi);
+        return -1;
+    }
+    if ((size_t)hi > n_hosts) {
+        snprintf(err, errlen, "--nnodes %s: wants %d node%s, the hosts give %zu; give more hosts or a "
+                 "smaller --nnodes", s, hi, hi == 1 ? "" : "s", n_hosts);
+        return -1;
+    }
+    *min = lo;
+    *max = hi;
+    return 0;
+}
+
+size_t plan_roles(enum node_role *roles, size_t n, int max)
+{
+    size_t active = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (roles[i] == NODE_EXCLUDED) continue;
+        roles[i] = max >= 0 && active >= (size_t)max ? NODE_SPARE : NODE_ACTIVE;
+        if (roles[i] == NODE_ACTIVE) active++;
+    }
+    return active;
+}
+
 int plan_exports(const char *const *regex, size_t n_regex, char *const *envp,
                      struct env_list *out, char *err, size_t errlen)
 {

@@ -28,6 +28,16 @@ void env_list_free(struct env_list *l);
  * node. */
 int plan_ranks_per_node(int nproc, const struct host *h, int gpu_count);
 
+/* --nnodes N or MIN:MAX (torchrun's form): N is MIN:N with MIN = N. With n_hosts nodes in the
+ * hostfile, 1 <= MIN <= MAX <= n_hosts. Returns 0, or -1 with a message naming the value. */
+int plan_parse_nnodes(const char *s, size_t n_hosts, int *min, int *max, char *err, size_t errlen);
+
+/* The roles of n nodes for an attempt (docs/run.md "Spare nodes"): nodes already
+ * NODE_EXCLUDED stay so; of the others, the first max in hostfile order are NODE_ACTIVE, the
+ * rest NODE_SPARE. Returns how many are active (fewer than max when too few are left). The rank
+ * map over the active nodes is job_set_roles'. */
+size_t plan_roles(enum node_role *roles, size_t n, int max);
+
 /* The controller's variables whose whole name matches one of the POSIX extended regexes
  * (--export 'NCCL_.*' forwards NCCL_DEBUG, not MY_NCCL_X). envp is environ-style.
  * Returns 0, or -1 with "--export RE: why" in err for a bad regex. */

@@ -94,6 +94,22 @@ static void add_launch_fields(cJSON *o, const struct job *j)
         free(safe);
         cJSON_AddItemToArray(per, cJSON_CreateNumber(j->nodes[i].n_ranks));
     }
+    /* --nnodes: every node's role, and the excluded ones with why (docs/run.md "Spare nodes") */
+    bool roles = false;
+    for (size_t i = 0; i < j->n_nodes; i++) roles |= j->nodes[i].role != NODE_ACTIVE;
+    if (!roles) return;
+    cJSON *ro = cJSON_AddArrayToObject(o, "roles"), *ex = cJSON_AddArrayToObject(o, "excluded");
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        const struct node_info *n = &j->nodes[i];
+        cJSON_AddItemToArray(ro, cJSON_CreateString(node_role_name(n->role)));
+        if (n->role != NODE_EXCLUDED) continue;
+        cJSON *e = cJSON_CreateObject();
+        json_add_text(e, "host", n->name, strlen(n->name));
+        json_add_text(e, "why", n->excluded ? n->excluded : "?", strlen(n->excluded ? n->excluded : "?"));
+        if (n->excluded_attempt >= 0) cJSON_AddNumberToObject(e, "attempt", n->excluded_attempt);
+        else cJSON_AddNullToObject(e, "attempt"); /* the preflight */
+        cJSON_AddItemToArray(ex, e);
+    }
 }
 
 char *run_events_line(const struct job *j, const struct job_event *ev)

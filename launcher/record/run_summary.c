@@ -19,7 +19,7 @@
 
 void run_summary_init(struct run_summary *s)
 {
-    *s = (struct run_summary){ .ranks = -1, .cause_attempt = -1, .exit_code = -1 };
+    *s = (struct run_summary){ .ranks = -1, .cause_attempt = -1, .exit_code = -1, .active_nodes = -1 };
 }
 
 void run_summary_done(struct run_summary *s)
@@ -27,6 +27,8 @@ void run_summary_done(struct run_summary *s)
     for (size_t i = 0; s->hosts && i < s->n_nodes; i++) free(s->hosts[i]);
     free(s->hosts);
     free(s->ranks_per_node);
+    for (size_t i = 0; i < s->n_excluded; i++) free(s->excluded[i]);
+    free(s->excluded);
     free(s->root_cause);
     free(s->end_text);
     run_summary_init(s);
@@ -205,6 +207,30 @@ static int launch_check(struct run_summary *s, const cJSON *o, const char *text,
     return 0;
 }
 
+/* --nnodes: the launch's roles (how many nodes are active) and its excluded nodes, at most one
+ * per node it names. */
+static void take_roles(struct run_summary *s, const cJSON *o)
+{
+    const cJSON *ro = cJSON_GetObjectItemCaseSensitive(o, "roles"), *ex = cJSON_GetObjectItemCaseSensitive(o, "excluded");
+    const cJSON *e;
+    for (size_t i = 0; i < s->n_excluded; i++) free(s->excluded[i]);
+    free(s->excluded);
+    s->excluded = NULL;
+    s->n_excluded = 0;
+    s->active_nodes = -1;
+    if (!cJSON_IsArray(ro) || (size_t)cJSON_GetArraySize(ro) != s->n_nodes) return;
+    s->active_nodes = 0;
+    cJSON_ArrayForEach(e, ro) s->active_nodes += cJSON_IsString(e) && strcmp(e->valuestring, "active") == 0;
+    if (!cJSON_IsArray(ex)) return;
+    s->excluded = xcalloc(s->n_nodes ? s->n_nodes : 1, sizeof *s->excluded);
+    cJSON_ArrayForEach(e, ex) {
+        const char *host = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "host"));
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "why"));
+        if (s->n_excluded == s->n_nodes) break;
+        s->excluded[s->n_excluded++] = xasprintf("%s: %s", host ? host : "?", why ? why : "?");
+    }
+}
+
 /* The rank map of a launch (launch_check believed it): its fields, or for older files what
  * its text says. */
 static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
@@ -236,6 +262,7 @@ static void take_launch(struct run_summary *s, const cJSON *o, const char *text)
         if ((p = strstr(text, " on ")) && sscanf(p, " on %zu node", &nodes) == 1) s->n_nodes = nodes;
     }
     s->ranks = ranks < 0 || ranks > RUN_RANKS_MAX ? -1 : ranks;
+    take_roles(s, o);
 }
 
 int run_summary_feed(struct run_summary *s, const char *line, size_t len)

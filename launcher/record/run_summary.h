@@ -44,6 +44,9 @@ struct run_summary {
     char **hosts;               /* its node names in hostfile order (NULL: unknown) */
     int *ranks_per_node;
     size_t n_nodes;
+    int active_nodes;           /* nodes that run ranks in it (--nnodes); -1: all of them */
+    char **excluded;            /* --nnodes: the nodes it excluded, "HOST: why" (NULL: none) */
+    size_t n_excluded;
     int64_t start_ns;           /* wall clock of the first event; 0 unknown */
     int64_t last_ns;            /* of the newest event */
     int64_t end_ns;             /* of the `end` event; 0 while there is none */

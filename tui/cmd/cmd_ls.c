@@ -95,6 +95,20 @@ static char *last_column(const struct run_entry *e)
 {
     const struct run_summary *s = &e->sum;
     if (e->note) return xasprintf("note: %s", e->note);
+    if (s->n_excluded) { /* --nnodes: the nodes left out, then the root cause */
+        struct strbuf sb;
+        char *rest;
+        s = &e->sum;
+        strbuf_init(&sb);
+        strbuf_adds(&sb, "excluded ");
+        for (size_t i = 0; i < s->n_excluded; i++) strbuf_addf(&sb, "%s%s", i ? "; " : "", s->excluded[i]);
+        struct run_entry plain = *e;
+        plain.sum.n_excluded = 0;
+        rest = last_column(&plain);
+        if (*rest) strbuf_addf(&sb, " | %s", rest);
+        free(rest);
+        return sb.buf;
+    }
     if (s->root_cause && s->cause_attempt != s->attempts - 1)
         return xasprintf("attempt %d: %s", s->cause_attempt, s->root_cause);
     if (s->root_cause) return xstrdup(s->root_cause);
@@ -159,7 +173,9 @@ static void print_table(const struct run_list *l, int width)
         }
         r[2] = xasprintf("%d", e->sum.attempts);
         r[3] = e->sum.ranks >= 0 ? xasprintf("%d", e->sum.ranks) : xstrdup("-");
-        r[4] = e->sum.n_nodes ? xasprintf("%zu", e->sum.n_nodes) : xstrdup("-");
+        r[4] = e->sum.active_nodes >= 0 ? xasprintf("%d of %zu", e->sum.active_nodes, e->sum.n_nodes)
+               : e->sum.n_nodes                ? xasprintf("%zu", e->sum.n_nodes)
+                                               : xstrdup("-");
         r[5] = xstrdup(start);
         r[6] = xstrdup(dur);
         for (int c = 0; c < NCOL; c++)
@@ -222,6 +238,9 @@ static cJSON *entry_json(const struct run_entry *e)
     cJSON_AddNumberToObject(o, "attempts", s->attempts);
     cJSON_AddItemToObject(o, "ranks", num_or_null(s->ranks, s->ranks >= 0));
     cJSON_AddItemToObject(o, "nodes", num_or_null((double)s->n_nodes, s->n_nodes > 0));
+    cJSON_AddItemToObject(o, "active_nodes", num_or_null(s->active_nodes, s->active_nodes >= 0));
+    cJSON *exl = cJSON_AddArrayToObject(o, "excluded");
+    for (size_t i = 0; i < s->n_excluded; i++) cJSON_AddItemToArray(exl, cJSON_CreateString(s->excluded[i]));
     cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
     for (size_t i = 0; s->hosts && i < s->n_nodes; i++)
         cJSON_AddItemToArray(hosts, cJSON_CreateString(s->hosts[i]));

@@ -48,6 +48,9 @@ void cmd_run_usage(FILE *f)
           "                       gpu: the node's GPU count as the preflight found it)\n"
           "  --master-port P      rendezvous port on the first node (default 29500)\n"
           "  --max-restarts N     restart the whole job up to N times after a failure (default 0)\n"
+          "  --nnodes N|MIN:MAX   run on N (MAX) nodes of the hosts and keep the rest as spares: a node\n"
+          "                       that fails through its own fault (lost, XID/ECC, preflight) is excluded\n"
+          "                       and a spare takes its place; with none left, down to MIN nodes\n"
           "  --log-dir DIR        logs go to DIR/RUN_ID/ (default ./ddptop-logs)\n"
           "  --log-mode MODE      who may read the run's logs: private (the default: files 0600,\n"
           "                       directories 0700), group (0640, 0750), or an octal file mode\n"
@@ -114,6 +117,9 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         }
     } else if ((rc = VALUE("--master-port")) != 0) {
         if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--nnodes")) != 0) {
+        /* checked against the hosts' count when they are known (controller_new) */
+        if (rc < 0 || plan_parse_nnodes(val, 100000, &o->nnodes_min, &o->nnodes_max, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--max-restarts")) != 0) {
         if (rc < 0 || cli_parse_int("--max-restarts", val, 0, 10000, &o->max_restarts, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--gpu-interval")) != 0) {
