@@ -49,18 +49,13 @@ static void choose(int width, bool shown[N_N], int *node_w)
 
 static const char *link_word(const struct node_info *nd)
 {
-    switch (nd->state) {
-    case NODE_LOST: return "lost";
-    case NODE_FAILED: return "failed";
-    case NODE_CONNECTING: return "connecting";
-    case NODE_DONE: return "done";
-    default: break;
-    }
-    switch (nd->link) {
-    case LINK_SILENT: return "silent";
-    case LINK_UNREACHABLE: return "unreachable";
-    case LINK_UP: break;
-    }
+    if (nd->state == NODE_LOST) return "lost";
+    if (nd->state == NODE_FAILED) return "failed";
+    /* issue 17's link states first: a silent node is what one looks for here */
+    if (nd->link == LINK_SILENT) return "silent";
+    if (nd->link == LINK_UNREACHABLE) return "unreachable";
+    if (nd->state == NODE_CONNECTING) return "connecting";
+    if (nd->state == NODE_DONE) return "done";
     return "up";
 }
 
