@@ -307,7 +307,11 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     dashboard_view_refresh(d);
     if (ui->selected >= (int)j->n_ranks) ui->selected = j->n_ranks ? (int)j->n_ranks - 1 : 0;
     if (ui->selected < 0) ui->selected = 0;
-    ranks_scroll_to_selection(ui, &d->view, cap, layout_grid_per_row(&l->ranks));
+    /* only kept in range here: keys scroll to the selection (dashboard_keys.c), a rank moving
+     * in the attention order does not */
+    int per_row = grid ? layout_grid_per_row(&l->ranks) : 1;
+    if (ui->node_view) ranks_scroll_to(&ui->nodes_top, -1, (int)d->view.n_nodes_shown, cap, 1);
+    else ranks_scroll_to(&ui->ranks_top, -1, (int)d->view.n, cap, per_row);
     if (d->win[P_HEADER]) pane_header_draw(d->win[P_HEADER], j, ui, p);
     if (d->win[P_RANKS]) {
         if (ui->node_view) pane_nodes_draw(d->win[P_RANKS], j, ui, &d->view, p);

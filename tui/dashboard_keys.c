@@ -108,6 +108,18 @@ static void log_attempt_shift(struct dashboard *d, int dir)
     ui->mark = 0;
 }
 
+/* The table scrolls to the selection only when a key moved it: a rank that moves in the
+ * attention order (its state changed) does not scroll the table, so the top rows, the most
+ * urgent ones, stay on screen until a key scrolls away from them. */
+static void scroll_to_selection(struct dashboard *d)
+{
+    struct ui_state *ui = &d->ui;
+    bool grid = ui->grid && !ui->node_view;
+    dashboard_view_refresh(d);
+    ranks_scroll_to_selection(ui, &d->view, layout_rank_capacity(&d->lay.ranks, grid),
+                              grid ? layout_grid_per_row(&d->lay.ranks) : 1);
+}
+
 static void select_rank(struct dashboard *d, long r)
 {
     long n = d->job ? (long)d->job->n_ranks : 0;
@@ -117,6 +129,7 @@ static void select_rank(struct dashboard *d, long r)
         d->ui.selected = (int)r;
         log_show_selected(&d->ui);
     }
+    scroll_to_selection(d);
 }
 
 static void focus_move(struct dashboard *d, int dir)
@@ -247,12 +260,16 @@ static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
     if (outside && a != UI_END) at = 0;
     if (at >= n) at = n - 1;
     if (at < 0) at = 0;
-    if (nodes) ui->node_selected = v->nodes[at];
-    else select_rank(d, v->idx[at]);
+    if (nodes) {
+        ui->node_selected = v->nodes[at];
+        scroll_to_selection(d);
+    } else {
+        select_rank(d, v->idx[at]);
+    }
 }
 
 /* After a filter changed: a selection the filter hides moves to the first rank shown (the log
- * shows that one), and the table starts from the top. */
+ * shows that one), and the table starts from the top (the most urgent rows). */
 static void filter_changed(struct dashboard *d)
 {
     struct ui_state *ui = &d->ui;
@@ -451,6 +468,8 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
     case UI_ORDER:
         dashboard_view_refresh(d);
         ui->order = d->view.attention ? ORDER_RANK : ORDER_ATTENTION;
+        ui->ranks_top = 0;
+        ui->nodes_top = 0;
         dashboard_notice(d, "%s: %s (o: %s)", ui->node_view ? "nodes" : "ranks",
                          ui->order == ORDER_RANK ? "by rank" : "attention first",
                          ui->order == ORDER_RANK ? "attention first" : "by rank");
