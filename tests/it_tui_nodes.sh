@@ -85,7 +85,7 @@ ms=$MS
 rows=$(grep -Ec '^127\.0\.0\.[0-9]+ ' <<<"$SCREEN")
 distinct=$(grep -Eo '^127\.0\.0\.[0-9]+ ' <<<"$SCREEN" | sort -u | wc -l)
 if [ "$ms" -ge 0 ] && [ "$rows" = 16 ] && [ "$distinct" = 16 ] &&
-   [[ $(first_row) =~ ^127\.0\.0\.11\ .*S1 ]]; then
+   [[ $(first_row) =~ ^127\.0\.0\.11\ .*(S|◐)1\  ]]; then
     tap_ok "v: one row per node (16), the stalled rank's node 127.0.0.11 first with S1"
 else
     tap_fail "v: one row per node (16 rows: $rows, $distinct distinct), 127.0.0.11 first with S1" "$SCREEN"
@@ -145,8 +145,9 @@ if [ "$ms" -ge 0 ] && grep -q '448 shown' <<<"$SCREEN" && ! grep -Eq '127\.0\.0\
 else
     tap_fail "H 127.0.0.1? : 448 ranks of 7 nodes, hosts: $hosts" "$SCREEN"
 fi
-# the help lists the new keys
+# the help lists the new keys (its second page: the ranks pane's section)
 key_ms '?' 'this help'
+key_ms NPage 'one row per rank'
 if grep -q 'one row per rank / one row per node' <<<"$SCREEN" && grep -q 'attention first / by rank' <<<"$SCREEN"; then
     tap_ok "the help lists v and o"
 else
