@@ -49,30 +49,27 @@ static void test_scroll_keeps_selection_visible(void)
     int max_jump = 0;
     for (int s = 0; s < n; s++) {
         int before = ui.ranks_top;
-        ui.selected = s;
-        ranks_scroll_to_selection(&ui, n, cap, 1);
-        CHECK(ui.selected >= ui.ranks_top && ui.selected < ui.ranks_top + cap);
+        ranks_scroll_to(&ui.ranks_top, s, n, cap, 1);
+        CHECK(s >= ui.ranks_top && s < ui.ranks_top + cap);
         if (abs(ui.ranks_top - before) > max_jump) max_jump = abs(ui.ranks_top - before);
     }
     CHECK_INT(max_jump, 1);              /* smooth: one line at a time */
     CHECK_INT(ui.ranks_top, n - cap);
-    ui.selected = 3;
-    ranks_scroll_to_selection(&ui, n, cap, 1);
+    ranks_scroll_to(&ui.ranks_top, 3, n, cap, 1);
     CHECK_INT(ui.ranks_top, 3);
-    /* out of range selections are clamped; fewer ranks than rows: top 0 */
-    ui.selected = 99999;
-    ranks_scroll_to_selection(&ui, 7, cap, 1);
-    CHECK_INT(ui.selected, 6);
+    /* out of range places are clamped; fewer ranks than rows: top 0 */
+    ranks_scroll_to(&ui.ranks_top, 99999, 7, cap, 1);
     CHECK_INT(ui.ranks_top, 0);
     /* grid: 10 per row, 5 rows on screen */
     init_ui(&ui);
-    ui.grid = true;
-    ui.selected = 4999;
-    ranks_scroll_to_selection(&ui, n, 50, 10);
+    ranks_scroll_to(&ui.ranks_top, 4999, n, 50, 10);
     CHECK_INT(ui.ranks_top, 500 - 5);
-    ui.selected = 0;
-    ranks_scroll_to_selection(&ui, n, 50, 10);
+    ranks_scroll_to(&ui.ranks_top, 0, n, 50, 10);
     CHECK_INT(ui.ranks_top, 0);
+    /* a selection the filter hides (-1): the top only stays in range */
+    ui.ranks_top = 4990;
+    ranks_scroll_to(&ui.ranks_top, -1, 100, cap, 1);
+    CHECK_INT(ui.ranks_top, 80);
 }
 
 static void test_chart_aggregate(void)
@@ -216,7 +213,13 @@ static void test_drawing(void)
     ui.now_ms = mono_ms();
 
     WINDOW *w = newwin(10, 100, 0, 0);
-    pane_ranks_draw(w, j, &ui, &p);
+    struct rank_view v;
+    rank_view_init(&v);
+    struct rank_view_opts vo;
+    ranks_view_opts(&ui, 8, &vo);
+    rank_view_update(&v, j, &vo);
+    pane_ranks_draw(w, j, &ui, &v, &p);
+    rank_view_done(&v);
     char row[512];
     row_text(w, 2, row, sizeof row);
     CHECK(strstr(row, "4242") != NULL);

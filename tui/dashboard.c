@@ -204,9 +204,10 @@ static void layout_update(struct dashboard *d)
         .rows = d->rows, .cols = d->cols,
         .show_help = d->ui.modal == KM_HELP,
         .log_maximized = d->ui.log_max,
-        .grid_mode = d->ui.grid,
+        .grid_mode = d->ui.grid && !d->ui.node_view,
         .show_check = d->ui.show_check,
-        .n_ranks = j ? (int)j->n_ranks : 0,
+        /* the node view sizes the pane by its nodes */
+        .n_ranks = !j ? 0 : d->ui.node_view ? (int)j->n_nodes : (int)j->n_ranks,
         /* the GPU view takes what the screen has: its lines grow with the samples */
         .help_lines = d->ui.gpu_view ? 10000 : (int)d->ui.n_help + 2,
         .check_lines = d->ui.n_check ? (int)d->ui.n_check + 1 : 0,
@@ -265,6 +266,15 @@ static void size_check(struct dashboard *d)
     }
 }
 
+void dashboard_view_refresh(struct dashboard *d)
+{
+    if (!d->job) return;
+    bool grid = d->ui.grid && !d->ui.node_view;
+    struct rank_view_opts o;
+    ranks_view_opts(&d->ui, d->have_lay ? layout_rank_capacity(&d->lay.ranks, grid) : 0, &o);
+    rank_view_update(&d->view, d->job, &o);
+}
+
 static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
 {
     struct ui_state *ui = &d->ui;
@@ -291,10 +301,22 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
     }
     const struct paint *p = &d->paint;
     const struct layout *l = &d->lay;
-    int cap = layout_rank_capacity(&l->ranks, ui->grid);
-    ranks_scroll_to_selection(ui, (int)j->n_ranks, cap, layout_grid_per_row(&l->ranks));
+    bool grid = ui->grid && !ui->node_view;
+    int cap = layout_rank_capacity(&l->ranks, grid);
+    d->job = j;
+    dashboard_view_refresh(d);
+    if (ui->selected >= (int)j->n_ranks) ui->selected = j->n_ranks ? (int)j->n_ranks - 1 : 0;
+    if (ui->selected < 0) ui->selected = 0;
+    /* only kept in range here: keys scroll to the selection (dashboard_keys.c), a rank moving
+     * in the attention order does not */
+    int per_row = grid ? layout_grid_per_row(&l->ranks) : 1;
+    if (ui->node_view) ranks_scroll_to(&ui->nodes_top, -1, (int)d->view.n_nodes_shown, cap, 1);
+    else ranks_scroll_to(&ui->ranks_top, -1, (int)d->view.n, cap, per_row);
     if (d->win[P_HEADER]) pane_header_draw(d->win[P_HEADER], j, ui, p);
-    if (d->win[P_RANKS]) pane_ranks_draw(d->win[P_RANKS], j, ui, p);
+    if (d->win[P_RANKS]) {
+        if (ui->node_view) pane_nodes_draw(d->win[P_RANKS], j, ui, &d->view, p);
+        else pane_ranks_draw(d->win[P_RANKS], j, ui, &d->view, p);
+    }
     if (d->win[P_CHART]) {
         chart_cache_update(&d->chart, j);
         pane_chart_draw(d->win[P_CHART], &d->chart, ui, p);
@@ -332,6 +354,8 @@ static void fe_on_input(void *ctx, struct controller *c)
     d->ctl = c;
     d->job = controller_job(c);
     dashboard_read_keys(d);
+    /* a key is answered now, not at the next model change or the one-second timer */
+    if (d->key_frame && d->job) dashboard_tick(d, d->job);
 }
 
 void dashboard_read_keys(struct dashboard *d)
@@ -350,7 +374,9 @@ void dashboard_read_keys(struct dashboard *d)
             d->pending |= DK_RELAYOUT | DK_REDRAW;
             continue;
         }
-        d->pending |= dashboard_key(d, (int)ch, rc == KEY_CODE_YES);
+        unsigned f = dashboard_key(d, (int)ch, rc == KEY_CODE_YES);
+        d->pending |= f;
+        if (f) d->key_frame = true;
     }
 }
 
@@ -370,7 +396,11 @@ int dashboard_tick(struct dashboard *d, const struct job *j)
     }
     bool want = d->pending || j->generation != d->drawn_gen || now >= d->next_timer_ms;
     if (!want) return (int)(d->next_timer_ms - now);
-    if (now - d->last_frame_ms < FRAME_MIN_MS) return (int)(FRAME_MIN_MS - (now - d->last_frame_ms));
+    /* the model's changes draw at most 10 frames a second; a key's frame goes out at once (keys
+     * come at a person's pace, and 100 ms more would be felt) */
+    if (!d->key_frame && now - d->last_frame_ms < FRAME_MIN_MS)
+        return (int)(FRAME_MIN_MS - (now - d->last_frame_ms));
+    d->key_frame = false;
     draw_frame(d, j, now);
     d->drawn_gen = j->generation;
     d->last_frame_ms = now;
@@ -489,6 +519,7 @@ struct dashboard *dashboard_new(const char *theme, char *err, size_t errlen)
     d->ui.log_mode = LOGV_RANK;
     d->ui.help_lines = keymap_help_lines(&d->ui.n_help);
     chart_cache_init(&d->chart);
+    rank_view_init(&d->view);
     return d;
 }
 
@@ -497,6 +528,7 @@ void dashboard_free(struct dashboard *d)
     if (!d) return;
     terminal_give_back(d);
     chart_cache_done(&d->chart);
+    rank_view_done(&d->view);
     keymap_help_free(d->ui.help_lines, d->ui.n_help);
     free_lines(d->ui.check_lines, d->ui.n_check);
     free_lines(d->ui.stacks, d->ui.n_stacks);

@@ -34,11 +34,13 @@ struct dashboard {
     bool no_color;
     struct ui_state ui;
     struct chart_cache chart;
+    struct rank_view view;        /* the ranks pane's order and filters (a cache of the model) */
     struct layout lay;
     bool have_lay;
     WINDOW *win[P_COUNT];
     int rows, cols;
     unsigned pending;             /* DK_* flags not yet acted on */
+    bool key_frame;               /* a key changed the UI: its frame is drawn at once */
     uint64_t drawn_gen;
     int64_t last_frame_ms, next_timer_ms, last_size_check_ms;
 };
@@ -50,6 +52,9 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key);
  * question). */
 int dashboard_log_rows(const struct dashboard *d);
 size_t dashboard_running_ranks(const struct job *j);
+/* Brings d->view up to the model and the UI's order and filters (dashboard.c; cheap when
+ * nothing moved). */
+void dashboard_view_refresh(struct dashboard *d);
 /* The paint for the current theme and terminal (dashboard.c). */
 void dashboard_build_paint(struct dashboard *d);
 

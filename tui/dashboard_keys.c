@@ -4,6 +4,7 @@
  * theme, help) or goes to the controller (restart, stop, stacks, quit, launch anyway), asking
  * y/n first where keymap.h says so. Handlers return DK_* flags the frame loop acts on once. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -107,6 +108,18 @@ static void log_attempt_shift(struct dashboard *d, int dir)
     ui->mark = 0;
 }
 
+/* The table scrolls to the selection only when a key moved it: a rank that moves in the
+ * attention order (its state changed) does not scroll the table, so the top rows, the most
+ * urgent ones, stay on screen until a key scrolls away from them. */
+static void scroll_to_selection(struct dashboard *d)
+{
+    struct ui_state *ui = &d->ui;
+    bool grid = ui->grid && !ui->node_view;
+    dashboard_view_refresh(d);
+    ranks_scroll_to_selection(ui, &d->view, layout_rank_capacity(&d->lay.ranks, grid),
+                              grid ? layout_grid_per_row(&d->lay.ranks) : 1);
+}
+
 static void select_rank(struct dashboard *d, long r)
 {
     long n = d->job ? (long)d->job->n_ranks : 0;
@@ -116,6 +129,7 @@ static void select_rank(struct dashboard *d, long r)
         d->ui.selected = (int)r;
         log_show_selected(&d->ui);
     }
+    scroll_to_selection(d);
 }
 
 static void focus_move(struct dashboard *d, int dir)
@@ -162,7 +176,6 @@ static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
     int per_row = ui->grid ? layout_grid_per_row(&d->lay.ranks) : 1;
     if (per_row < 1) per_row = 1;
     if (rank_page < 1) rank_page = 1;
-    long n_ranks = d->job ? (long)d->job->n_ranks : 0;
     switch (m) {
     case KM_HELP: {
         int *t = &ui->help_top;
@@ -221,21 +234,74 @@ static void move_keys(struct dashboard *d, enum km_mode m, enum ui_action a)
     default:
         break;
     }
-    /* ranks: table rows, or grid rows and cells */
-    long sel = ui->selected;
+    /* ranks: table rows, or grid rows and cells, as places in the view (its order and
+     * filters); the node view moves among its nodes */
+    dashboard_view_refresh(d);
+    const struct rank_view *v = &d->view;
+    bool nodes = ui->node_view;
+    long n = nodes ? (long)v->n_nodes_shown : (long)v->n;
+    if (nodes) per_row = 1;
+    if (n <= 0) return;
+    long at = nodes ? (ui->node_selected >= 0 && (size_t)ui->node_selected < v->nodes_cap
+                           ? v->node_pos[ui->node_selected] : -1)
+                    : rank_view_pos(v, ui->selected);
+    bool outside = at < 0;          /* filtered out: any move lands on the first shown */
     switch (a) {
-    case UI_UP: sel -= per_row; break;
-    case UI_DOWN: sel += per_row; break;
-    case UI_LEFT: if (ui->grid) sel--; break;
-    case UI_RIGHT: if (ui->grid) sel++; break;
-    case UI_PAGE_UP: sel -= (long)rank_page; break;
-    case UI_PAGE_DOWN: sel += (long)rank_page; break;
-    case UI_HOME: sel = 0; break;
-    case UI_END: sel = n_ranks - 1; break;
+    case UI_UP: at -= per_row; break;
+    case UI_DOWN: at += per_row; break;
+    case UI_LEFT: if (ui->grid && !nodes) at--; break;
+    case UI_RIGHT: if (ui->grid && !nodes) at++; break;
+    case UI_PAGE_UP: at -= (long)rank_page; break;
+    case UI_PAGE_DOWN: at += (long)rank_page; break;
+    case UI_HOME: at = 0; break;
+    case UI_END: at = n - 1; break;
     default: break;
     }
-    if (sel < 0) sel = 0;
-    select_rank(d, sel);
+    if (outside && a != UI_END) at = 0;
+    if (at >= n) at = n - 1;
+    if (at < 0) at = 0;
+    if (nodes) {
+        ui->node_selected = v->nodes[at];
+        scroll_to_selection(d);
+    } else {
+        select_rank(d, v->idx[at]);
+    }
+}
+
+/* After a filter changed: a selection the filter hides moves to the first rank shown (the log
+ * shows that one), and the table starts from the top (the most urgent rows). */
+static void filter_changed(struct dashboard *d)
+{
+    struct ui_state *ui = &d->ui;
+    dashboard_view_refresh(d);
+    const struct rank_view *v = &d->view;
+    ui->ranks_top = 0;
+    ui->nodes_top = 0;
+    if (v->n && rank_view_pos(v, ui->selected) < 0) select_rank(d, v->idx[0]);
+    if (v->n_nodes_shown && (ui->node_selected < 0 || (size_t)ui->node_selected >= v->nodes_cap ||
+                             v->node_pos[ui->node_selected] < 0))
+        ui->node_selected = v->nodes[0];
+}
+
+static bool filters_on(const struct ui_state *ui)
+{
+    return ui->filter != RF_ALL || ui->host_filter[0] || ui->filter_node;
+}
+
+/* Enter on a node: the rank table shows that node's ranks (the most urgent selected). */
+static void open_node(struct dashboard *d)
+{
+    struct ui_state *ui = &d->ui;
+    const struct job *j = d->job;
+    if (ui->node_selected < 0 || (size_t)ui->node_selected >= j->n_nodes) return;
+    ui->node_view = false;
+    ui->filter_node = ui->node_selected + 1;
+    ui->filter = RF_ALL;
+    ui->host_filter[0] = '\0';
+    /* the node's ranks in attention order put its worst first: that one is selected */
+    filter_changed(d);
+    if (d->view.n) select_rank(d, d->view.idx[0]);
+    dashboard_notice(d, "the ranks of node %s (Esc: every rank)", j->nodes[ui->node_selected].name);
 }
 
 static void search_input(struct ui_state *ui, int key)
@@ -302,6 +368,10 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         move_keys(d, m, a);
         return DK_REDRAW;
     case UI_OPEN:
+        if (m == KM_RANKS && ui->node_view) {
+            open_node(d);
+            return DK_REDRAW | DK_RELAYOUT;
+        }
         if (m == KM_EVENTS) {
             int r = events_rank(j);
             if (r >= 0) select_rank(d, r);
@@ -330,13 +400,32 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         return DK_REDRAW;
     case UI_SEARCH:
         ui->modal = KM_SEARCH;
+        ui->input_host = false;
         ui->input_len = 0;
         ui->input[0] = '\0';
+        return DK_REDRAW;
+    case UI_FILTER_HOST:
+        /* the search's input line, started from the filter in effect */
+        ui->modal = KM_SEARCH;
+        ui->input_host = true;
+        snprintf(ui->input, sizeof ui->input, "%s", ui->host_filter);
+        ui->input_len = strlen(ui->input);
         return DK_REDRAW;
     case UI_TEXT_INPUT: search_input(ui, key); return DK_REDRAW;
     case UI_TEXT_DELETE: search_delete(ui); return DK_REDRAW;
     case UI_TEXT_ACCEPT:
         ui->modal = KM_COUNT;
+        if (ui->input_host) {
+            ui->input_host = false;
+            snprintf(ui->host_filter, sizeof ui->host_filter, "%s", ui->input);
+            ui->filter_node = 0;
+            filter_changed(d);
+            if (ui->host_filter[0])
+                dashboard_notice(d, "host %s: %zu rank%s, %zu node%s (H changes it, Esc clears it)",
+                                 ui->host_filter, d->view.n, d->view.n == 1 ? "" : "s",
+                                 d->view.n_nodes_shown, d->view.n_nodes_shown == 1 ? "" : "s");
+            return DK_REDRAW;
+        }
         snprintf(ui->search, sizeof ui->search, "%s", ui->input);
         ui->mark = 0;
         if (ui->search[0]) log_find(d, -1, ui->search);
@@ -370,6 +459,27 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
                          ui->events_cut ? "wrap" : "one row each");
         return DK_REDRAW;
     case UI_GRID: ui->grid = !ui->grid; ui->ranks_top = 0; return DK_REDRAW | DK_RELAYOUT;
+    case UI_NODES:
+        ui->node_view = !ui->node_view;
+        if (ui->node_view && (size_t)ui->selected < j->n_ranks)
+            ui->node_selected = j->ranks[ui->selected].node;   /* the selected rank's node */
+        filter_changed(d);
+        return DK_REDRAW | DK_RELAYOUT;
+    case UI_ORDER:
+        dashboard_view_refresh(d);
+        ui->order = d->view.attention ? ORDER_RANK : ORDER_ATTENTION;
+        ui->ranks_top = 0;
+        ui->nodes_top = 0;
+        dashboard_notice(d, "%s: %s (o: %s)", ui->node_view ? "nodes" : "ranks",
+                         ui->order == ORDER_RANK ? "by rank" : "attention first",
+                         ui->order == ORDER_RANK ? "attention first" : "by rank");
+        return DK_REDRAW;
+    case UI_FILTER_STATE:
+        ui->filter = (enum rank_filter)((ui->filter + 1) % RF_COUNT);
+        filter_changed(d);
+        dashboard_notice(d, "state filter: %s, %zu rank%s (F: next, Esc: all)", rank_filter_name(ui->filter),
+                         d->view.n, d->view.n == 1 ? "" : "s");
+        return DK_REDRAW;
     case UI_LOG_SCALE: ui->log_scale = !ui->log_scale; return DK_REDRAW;
     case UI_MAXIMIZE: ui->log_max = !ui->log_max; return DK_REDRAW | DK_RELAYOUT;
     case UI_NEXT_THEME: {
@@ -397,6 +507,7 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         if (ui->modal != KM_COUNT) {
             bool was_help = ui->modal == KM_HELP;
             ui->modal = KM_COUNT;
+            ui->input_host = false;
             ui->gpu_view = false;
             return DK_REDRAW | (was_help ? DK_RELAYOUT : 0);
         }
@@ -410,6 +521,12 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
         } else if (ui->search[0]) {
             ui->search[0] = '\0';
             ui->mark = 0;
+        } else if (filters_on(ui)) {
+            ui->filter = RF_ALL;
+            ui->host_filter[0] = '\0';
+            ui->filter_node = 0;
+            filter_changed(d);
+            dashboard_notice(d, "every rank shown (F, H or Enter on a node filter them)");
         }
         return DK_REDRAW;
     case UI_CONFIRM: {

@@ -30,9 +30,14 @@ static const struct km_binding table[] = {
     { SCROLLERS, KEY_HOME, UI_HOME, "first rank / top of the scrollback" },
     { SCROLLERS, KEY_END, UI_END, "last rank / newest line" },
     /* Enter depends on the pane */
-    { M(RANKS), '\n', UI_OPEN, "open the selected rank's log" },
-    { M(RANKS), '\r', UI_OPEN, "open the selected rank's log" },
-    { M(RANKS), KEY_ENTER, UI_OPEN, "open the selected rank's log" },
+    { M(RANKS), '\n', UI_OPEN, "open the rank's log; node view: that node's ranks" },
+    { M(RANKS), '\r', UI_OPEN, "open the rank's log; node view: that node's ranks" },
+    { M(RANKS), KEY_ENTER, UI_OPEN, "open the rank's log; node view: that node's ranks" },
+    /* issue 19: thousands of ranks */
+    { M(RANKS), 'v', UI_NODES, "ranks pane: one row per rank / one row per node" },
+    { M(RANKS), 'o', UI_ORDER, "ranks: attention first / by rank" },
+    { M(RANKS), 'F', UI_FILTER_STATE, "ranks: next state filter (attention, failed, ...)" },
+    { M(RANKS), 'H', UI_FILTER_HOST, "ranks: filter by host (a glob or part of a name)" },
     { M(EVENTS), '\n', UI_OPEN, "open the log of the event's rank" },
     { M(EVENTS), '\r', UI_OPEN, "open the log of the event's rank" },
     { M(EVENTS), KEY_ENTER, UI_OPEN, "open the log of the event's rank" },
@@ -65,7 +70,7 @@ static const struct km_binding table[] = {
     { FOCUS | M(CHECK), KEY_F(1), UI_HELP, "this help" },
     { FOCUS | M(CHECK) | M(HELP) | M(SEARCH) | M(CONFIRM), CTRL('L'), UI_REDRAW,
       "redraw the screen" },
-    { FOCUS, ESC, UI_CANCEL, "back: restore a maximized log, clear the search" },
+    { FOCUS, ESC, UI_CANCEL, "back: a maximized log, the search, then filters" },
     { FOCUS | M(CHECK), 'q', UI_QUIT, "quit (stops the ranks; asks while they run)" },
     { FOCUS | M(CHECK), 'd', UI_DETACH, "detach: the job goes on (ddptop attach comes back)" },
     /* preflight refused */
@@ -78,10 +83,10 @@ static const struct km_binding table[] = {
     { M(HELP), '?', UI_CANCEL, "close the help" },
     { M(HELP), 'G', UI_CANCEL, "close the GPU view" },
     /* typing a search */
-    { M(SEARCH), '\n', UI_TEXT_ACCEPT, "search" },
-    { M(SEARCH), '\r', UI_TEXT_ACCEPT, "search" },
-    { M(SEARCH), KEY_ENTER, UI_TEXT_ACCEPT, "search" },
-    { M(SEARCH), ESC, UI_CANCEL, "cancel the search" },
+    { M(SEARCH), '\n', UI_TEXT_ACCEPT, "search / set the host filter (empty: none)" },
+    { M(SEARCH), '\r', UI_TEXT_ACCEPT, "search / set the host filter (empty: none)" },
+    { M(SEARCH), KEY_ENTER, UI_TEXT_ACCEPT, "search / set the host filter (empty: none)" },
+    { M(SEARCH), ESC, UI_CANCEL, "cancel" },
     { M(SEARCH), KEY_BACKSPACE, UI_TEXT_DELETE, "delete a character" },
     { M(SEARCH), 127, UI_TEXT_DELETE, "delete a character" },
     { M(SEARCH), CTRL('H'), UI_TEXT_DELETE, "delete a character" },
@@ -154,7 +159,8 @@ static const char *const action_names[UI_ACTION_COUNT] = {
     [UI_NEXT_ERROR] = "next-error", [UI_FOLLOW] = "follow", [UI_ALL_RANKS] = "all-ranks",
     [UI_ATTEMPT_PREV] = "attempt-prev", [UI_ATTEMPT_NEXT] = "attempt-next",
     [UI_EVENTS_WRAP] = "events-wrap",
-    [UI_GRID] = "grid", [UI_LOG_SCALE] = "log-scale", [UI_MAXIMIZE] = "maximize",
+    [UI_GRID] = "grid", [UI_NODES] = "nodes", [UI_ORDER] = "order",
+    [UI_FILTER_STATE] = "filter-state", [UI_FILTER_HOST] = "filter-host", [UI_LOG_SCALE] = "log-scale", [UI_MAXIMIZE] = "maximize",
     [UI_NEXT_THEME] = "next-theme", [UI_HELP] = "help", [UI_GPUS] = "gpus", [UI_QUIT] = "quit",
     [UI_CANCEL] = "cancel", [UI_CONFIRM] = "confirm", [UI_LAUNCH_ANYWAY] = "launch-anyway",
     [UI_REDRAW] = "redraw", [UI_DETACH] = "detach", [UI_QUIT_OR_DETACH] = "quit-or-detach",
@@ -298,7 +304,7 @@ char **keymap_help_lines(size_t *n_lines)
     add_section(&l, KM_EVENTS, "Events pane:");
     add_section(&l, KM_CHECK, "Preflight results (the moving keys, t, ?, q and Ctrl-L work too):");
     add_section(&l, KM_HELP, "This help (the moving keys scroll it):");
-    add_section(&l, KM_SEARCH, "Typing a search:");
+    add_section(&l, KM_SEARCH, "Typing a search (/) or a host filter (H):");
     add_section(&l, KM_CONFIRM, "A question:");
     if (l.oom) {
         keymap_help_free(l.v, l.n);

@@ -46,6 +46,10 @@ enum ui_action {
     UI_ATTEMPT_NEXT,          /* the log shows the next attempt (at the current: follows it) */
     UI_EVENTS_WRAP,           /* toggle wrapped / one-row events */
     UI_GRID,                  /* toggle ranks table / grid */
+    UI_NODES,                 /* toggle the ranks pane: one row per rank / per node */
+    UI_ORDER,                 /* ranks: attention first / by rank */
+    UI_FILTER_STATE,          /* ranks: the next state filter (all, attention, failed, ...) */
+    UI_FILTER_HOST,           /* ranks: type a host filter (KM_SEARCH with ui->input_host) */
     UI_LOG_SCALE,             /* toggle the chart's log scale */
     UI_MAXIMIZE,              /* toggle the log taking the body */
     UI_NEXT_THEME,

@@ -189,8 +189,8 @@ static const char *status_hints(const struct job *j, const struct ui_state *ui)
     case KM_EVENTS:
         return " ? help  Up/Down scroll  Enter rank  Tab focus  r restart  K stop  q quit";
     default:
-        return " ? help  q quit  r restart  K stop  s stacks  / search  g grid  a all ranks"
-               "  L log scale  t theme  Tab focus";
+        return " ? help  q quit  r restart  K stop  s stacks  / search  v nodes  o order"
+               "  F state  H host  g grid  a all ranks  Tab focus";
     }
 }
 
@@ -210,7 +210,7 @@ void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         return;
     }
     if (ui->modal == KM_SEARCH) {
-        int x = put_str(w, p, "/", wd, st | A_BOLD);
+        int x = put_str(w, p, ui->input_host ? "host (glob or part of a name): " : "/", wd, st | A_BOLD);
         x += pane_put(w, p, ui->input, ui->input_len, wd - x - 1, st);
         if (x < wd) put_str(w, p, "_", 1, st | A_BLINK);
         return;

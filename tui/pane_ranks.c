@@ -1,9 +1,11 @@
 /* The ranks pane: a table with a row per rank (rank, host, local rank, pid, state glyph and
  * word, step, loss, step time, age of the last output, CPU%, and once a node sent GPU samples
  * its GPU's utilisation, memory, temperature and power) or, with `g`, a compact grid of
- * one cell per rank coloured by state for jobs of thousands of ranks. Only the rows on screen
- * are formatted, so a frame costs the same for 8 ranks and for 8,000. Columns that do not fit
- * a narrow terminal are dropped, least useful first. */
+ * one cell per rank coloured by state for jobs of thousands of ranks. The rows are the places
+ * of a rank_view (rank_view.h: attention first or by rank, filtered by state and host). Only
+ * the rows on screen are formatted, so a frame costs one pass over the ranks (the title's
+ * counts, the view's classes) plus the screen, for 8 ranks as for 8,000. Columns that do not
+ * fit a narrow terminal are dropped, least useful first. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,7 +146,7 @@ static attr_t gpu_cell_attr(const struct job *j, const struct rank_info *r, enum
 }
 
 static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui,
-                       const struct paint *p)
+                       const struct rank_view *v, const struct paint *p)
 {
     int h = getmaxy(w), wd = getmaxx(w);
     bool shown[C_N];
@@ -165,8 +167,9 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
 
     int cap = h - 2;
     for (int row = 0; row < cap; row++) {
-        int ri = ui->ranks_top + row;
-        if (ri < 0 || (size_t)ri >= j->n_ranks) break;
+        int at = ui->ranks_top + row;
+        if (at < 0 || (size_t)at >= v->n) break;
+        int ri = v->idx[at];
         const struct rank_info *r = &j->ranks[ri];
         bool sel = ri == ui->selected;
         attr_t ra = pane_rank_attr(j, r, p);
@@ -195,7 +198,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
 }
 
 static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
-                      const struct paint *p)
+                      const struct rank_view *v, const struct paint *p)
 {
     int h = getmaxy(w);
     struct rect rr = { 0, 0, h, getmaxx(w) };
@@ -203,8 +206,9 @@ static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
     if (per_row < 1) per_row = 1;
     for (int row = 0; row < h - 1; row++) {
         for (int k = 0; k < per_row; k++) {
-            long ri = (long)(ui->ranks_top + row) * per_row + k;
-            if (ri >= (long)j->n_ranks) return;
+            long at = (long)(ui->ranks_top + row) * per_row + k;
+            if (at >= (long)v->n) return;
+            int ri = v->idx[at];
             const struct rank_info *r = &j->ranks[ri];
             attr_t a = pane_rank_attr(j, r, p);
             if (ri == ui->selected) a = p->role[ROLE_SELECTION];
@@ -216,8 +220,37 @@ static void draw_grid(WINDOW *w, const struct job *j, const struct ui_state *ui,
     }
 }
 
+/* What the title says of the view: its order, its filters and how many it shows. */
+static int view_title(char *buf, size_t n, const struct job *j, const struct ui_state *ui,
+                      const struct rank_view *v)
+{
+    int k = 0;
+    bool filtered = v->n != j->n_ranks || ui->filter != RF_ALL || ui->host_filter[0] ||
+                    ui->filter_node;
+    if (v->attention) k += snprintf(buf + k, n - (size_t)k, " [attention first]");
+    if (!filtered) return k;
+    k += snprintf(buf + k, n - (size_t)k, " [%zu shown:", v->n);
+    if (ui->filter != RF_ALL)
+        k += snprintf(buf + k, n - (size_t)k, " %s", rank_filter_name(ui->filter));
+    if (ui->filter_node > 0 && (size_t)ui->filter_node <= j->n_nodes)
+        k += snprintf(buf + k, n - (size_t)k, " node %.40s", j->nodes[ui->filter_node - 1].name);
+    if (ui->host_filter[0]) k += snprintf(buf + k, n - (size_t)k, " host %.40s", ui->host_filter);
+    k += snprintf(buf + k, n - (size_t)k, "; Esc all]");
+    return k;
+}
+
+void ranks_view_opts(const struct ui_state *ui, int rows, struct rank_view_opts *o)
+{
+    o->order = ui->order;
+    o->filter = ui->filter;
+    o->host = ui->host_filter;
+    o->node = ui->filter_node - 1;
+    o->rows = rows;
+    o->grid = ui->grid && !ui->node_view;
+}
+
 void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
-                     const struct paint *p)
+                     const struct rank_view *v, const struct paint *p)
 {
     size_t count[RANK_LOST + 1] = { 0 };
     size_t stragglers = 0, unknown = 0;
@@ -233,8 +266,9 @@ void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         if ((unsigned)r->state <= RANK_LOST) count[r->state]++;
         if (r->straggler) stragglers++;
     }
-    char title[256];
+    char title[384];
     int n = snprintf(title, sizeof title, " Ranks %zu%s", j->n_ranks, ui->grid ? " (grid)" : "");
+    n += view_title(title + n, 200, j, ui, v);
     static const enum rank_state order[] = { RANK_RUNNING, RANK_STALLED, RANK_FAILED,
                                              RANK_LOST, RANK_EXITED, RANK_STOPPED, RANK_PENDING };
     for (size_t i = 0; i < sizeof order / sizeof *order && n < (int)sizeof title - 40; i++)
@@ -253,28 +287,51 @@ void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     }
     werase(w);
     pane_title(w, p, title, ui->focus == KM_RANKS);
-    if (ui->grid) draw_grid(w, j, ui, p);
-    else draw_table(w, j, ui, p);
+    if (ui->grid) draw_grid(w, j, ui, v, p);
+    else draw_table(w, j, ui, v, p);
+    if (v->n == 0 && getmaxy(w) > 2)
+        mvwaddstr(w, ui->grid ? 1 : 2, 1, "no rank passes the filter (F cycles, H host, Esc all)");
 }
 
-void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row)
+void ranks_scroll_to(int *top, int sel, int n, int capacity, int per_row)
 {
-    if (n_ranks <= 0) { ui->selected = 0; ui->ranks_top = 0; return; }
-    if (ui->selected < 0) ui->selected = 0;
-    if (ui->selected >= n_ranks) ui->selected = n_ranks - 1;
-    int rows_total = n_ranks, sel_row = ui->selected, rows_cap = capacity;
-    if (ui->grid) {
-        if (per_row < 1) per_row = 1;
-        rows_total = (n_ranks + per_row - 1) / per_row;
-        sel_row = ui->selected / per_row;
-        rows_cap = capacity / per_row;
-    }
+    if (per_row < 1) per_row = 1;
+    int rows_total = (n + per_row - 1) / per_row, rows_cap = capacity / per_row;
     if (rows_cap < 1) rows_cap = 1;
-    /* one line at a time: the view moves only as far as needed to keep the selection in */
-    if (sel_row < ui->ranks_top) ui->ranks_top = sel_row;
-    if (sel_row >= ui->ranks_top + rows_cap) ui->ranks_top = sel_row - rows_cap + 1;
+    if (sel >= n) sel = n - 1;
+    if (sel >= 0) {
+        int sel_row = sel / per_row;
+        /* one line at a time: the view moves only as far as needed to keep the selection in */
+        if (sel_row < *top) *top = sel_row;
+        if (sel_row >= *top + rows_cap) *top = sel_row - rows_cap + 1;
+    }
     int max_top = rows_total - rows_cap;
     if (max_top < 0) max_top = 0;
-    if (ui->ranks_top > max_top) ui->ranks_top = max_top;
-    if (ui->ranks_top < 0) ui->ranks_top = 0;
+    if (*top > max_top) *top = max_top;
+    if (*top < 0) *top = 0;
+}
+
+void ranks_scroll_to_selection(struct ui_state *ui, const struct rank_view *v, int capacity,
+                               int per_row)
+{
+    if (ui->node_view) {
+        int sel = ui->node_selected >= 0 && (size_t)ui->node_selected < v->nodes_cap &&
+                  v->node_pos ? v->node_pos[ui->node_selected] : -1;
+        ranks_scroll_to(&ui->nodes_top, sel, (int)v->n_nodes_shown, capacity, 1);
+        return;
+    }
+    ranks_scroll_to(&ui->ranks_top, rank_view_pos(v, ui->selected), (int)v->n, capacity,
+                    ui->grid ? per_row : 1);
+}
+
+attr_t pane_attn_attr(enum rank_attn c, const struct paint *p)
+{
+    switch (c) {
+    case ATTN_FAILED: case ATTN_LOST: return p->role[ROLE_FAIL];
+    case ATTN_STALLED: return p->role[ROLE_STALLED];
+    case ATTN_UNKNOWN: case ATTN_THROTTLE: return p->role[ROLE_WARN];
+    case ATTN_STRAGGLER: return p->role[ROLE_STRAGGLER];
+    case ATTN_REST: case ATTN_COUNT: break;
+    }
+    return p->role[ROLE_NORMAL];
 }

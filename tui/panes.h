@@ -15,6 +15,7 @@
 #include "job/job.h"
 #include "keymap.h"
 #include "layout.h"
+#include "rank_view.h"
 #include "theme.h"
 
 /* Theme roles as curses attributes (colour pair | bold ...), for one terminal. */
@@ -79,6 +80,16 @@ struct ui_state {
     size_t n_help;
     int help_top;
     bool gpu_view;            /* the overlay shows every GPU (G) instead of the keys */
+
+    /* issue 19: the ranks pane by node, its order and filters (rank_view.h) */
+    bool node_view;           /* v: one row per node instead of one per rank */
+    int node_selected;        /* node view: the selected node */
+    int nodes_top;            /* node view: first place shown */
+    enum rank_order order;    /* o: attention first / by rank (auto: attention when they do not fit) */
+    enum rank_filter filter;  /* F: the state filter */
+    char host_filter[128];    /* H: a glob (or substring) on node names; "" none */
+    int filter_node;          /* 1 + the node whose ranks alone are shown (Enter on a node); 0 none */
+    bool input_host;          /* KM_SEARCH types the host filter, not a log search */
     int n_gpu_lines;          /* its line count at the last frame (for scrolling) */
 
     enum ui_action confirm;   /* the action a y/n question is about */
@@ -130,13 +141,27 @@ void pane_header_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
 void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       const struct paint *p);
 
-/* The ranks table (or grid). The first shown is ui->ranks_top, kept valid by the dashboard
- * with ranks_scroll_to_selection. */
+/* The ranks table (or grid): the ranks of the view v (its order and filters) from place
+ * ui->ranks_top, kept valid by the dashboard with ranks_scroll_to_selection. Only the rows on
+ * screen are formatted. */
 void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
-                     const struct paint *p);
-/* Moves ranks_top so that the selection stays visible with `capacity` ranks on screen
- * (grid: per_row cells per row), scrolling one line at a time. */
-void ranks_scroll_to_selection(struct ui_state *ui, int n_ranks, int capacity, int per_row);
+                     const struct rank_view *v, const struct paint *p);
+/* What the view is asked for by the UI state, with `rows` rank rows on screen. */
+void ranks_view_opts(const struct ui_state *ui, int rows, struct rank_view_opts *o);
+/* Moves *top (a place in a list of n items, per_row of them a row) so that place sel stays
+ * visible with `capacity` items on screen, scrolling one line at a time; sel < 0: only keeps
+ * *top in range. */
+void ranks_scroll_to(int *top, int sel, int n, int capacity, int per_row);
+/* The same for the ranks pane: the selected rank's place in v (grid: per_row cells a row), or
+ * in the node view the selected node's. */
+void ranks_scroll_to_selection(struct ui_state *ui, const struct rank_view *v, int capacity,
+                               int per_row);
+/* The node view (v): one row per node of the view (its ranks' states as counts, min and
+ * median step, median loss, its GPUs, how the controller hears from it). */
+void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                     const struct rank_view *v, const struct paint *p);
+/* The role of an attention class (rank_view.h): failed, stalled, straggler, warn, normal. */
+attr_t pane_attn_attr(enum rank_attn c, const struct paint *p);
 /* The attribute of a rank by state (stalled, straggler, failed ...). */
 attr_t pane_rank_attr(const struct job *j, const struct rank_info *r, const struct paint *p);
 
