@@ -49,6 +49,9 @@ static void choose(int width, bool shown[N_N], int *node_w)
 
 static const char *link_word(const struct node_info *nd)
 {
+    /* --nnodes: a node out of this attempt says so first (why is in the events pane) */
+    if (nd->role == NODE_EXCLUDED) return "excluded";
+    if (nd->role == NODE_SPARE) return "spare";
     if (nd->state == NODE_LOST) return "lost";
     if (nd->state == NODE_FAILED) return "failed";
     /* issue 17's link states first: a silent node is what one looks for here */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check/check_report.h"
+#include "hosts/hostlist.h"
 #include "job/root_cause.h"
 #include "util/util.h"
 #include "wire/protocol.h"
@@ -87,17 +88,19 @@ static void release_node(struct controller *c, size_t i)
  * (printed, never run: draining needs the operator's rights). */
 static void drain_hint(struct controller *c)
 {
-    struct strbuf names = {0};
     bool slurm = c->o.check.via == HOSTS_VIA_SRUN || c->o.check.slurm_jobid;
     if (!slurm) return;
+    const char **names = xcalloc(c->n ? c->n : 1, sizeof *names);
+    size_t k = 0;
     for (size_t i = 0; i < c->n; i++)
-        if (c->job->nodes[i].role == NODE_EXCLUDED)
-            strbuf_addf(&names, "%s%s", names.len ? "," : "", c->job->nodes[i].name);
-    if (names.len)
+        if (c->job->nodes[i].role == NODE_EXCLUDED) names[k++] = c->job->nodes[i].name;
+    char *set = k ? hostlist_compress(names, k) : NULL;
+    if (set)
         job_event_add(c->job, EV_INFO, -1, -1, "to keep Slurm from giving the excluded node%s out again: "
                       "scontrol update nodename=%s state=drain reason=\"ddptop run %s: node failed\"",
-                      strchr(names.buf, ',') ? "s" : "", names.buf, c->job->run_id);
-    strbuf_done(&names);
+                      k > 1 ? "s" : "", set, c->job->run_id);
+    free(set);
+    free(names);
 }
 
 /* The nodes with a fault are excluded (why[i]), the roles planned again. Returns false, with
