@@ -13,7 +13,8 @@
 #     presses of ?, opening and closing the help, each timed from send-keys until capture-pane
 #     shows the change; median and worst);
 #  3. the same run with the preflight (no --no-check): the time to every rank's first line and
-#     where the launch began, and the controller's VmHWM.
+#     where the launch began, and the controller's VmHWM. A preflight that fails nodes refuses
+#     the launch; the bench says so (when, which rows) and presses Enter (launch anyway).
 # "Time to every rank's first line": from the moment `ddptop run` is started until every
 # rank's log (LOGDIR/RUN/attempt-0/rank-R.log, written by the controller as the lines arrive)
 # holds a line, polled every 0.5 s. Rerun with `make bench BENCH_PARTS=scale` (docs/performance.md).
@@ -61,27 +62,36 @@ crc=$?
 CHECK_MS=$(($(now_ms) - t0))
 scale_bed_kill
 PROBES=$(/usr/bin/python3 - "$SCALE_DIR/check.json" "$NODES" <<'PY'
-import json, statistics, sys
+import collections, json, re, statistics, sys
 d = json.load(open(sys.argv[1]))
 hosts = d["hosts"]
 if len(hosts) != int(sys.argv[2]):
     sys.exit(f"{len(hosts)} hosts in the report, want {sys.argv[2]}")
-per, fails = [], 0
+# Probes a node made: the check's own count where it has one; else the peers it reached, the
+# rendezvous port when reached, and each failed connection it made, which its detail lists as
+# "HOST -> PEER:PORT: error" (the failures it was the target of read "PEER -> HOST:...").
+per, fails, causes = [], 0, collections.Counter()
 for h in hosts:
     t = h["checks"]["tcp"]
     if t.get("status") != "pass":
         fails += 1
+        for m in re.finditer(r"\S+ -> \S+?:\d+(?: \(rendezvous\))?: ([^;]+)", t.get("detail", "")):
+            causes[m.group(1)] += 1
     if "probes" in t:
         per.append(int(t["probes"]))
     else:
-        per.append(int(t.get("peers_reached", 0)) + (1 if t.get("rendezvous_ok") else 0))
+        per.append(int(t.get("peers_reached", 0)) + (1 if t.get("rendezvous_ok") else 0) +
+                   t.get("detail", "").count(h["host"] + " -> "))
 print(f"{statistics.median(per):g} {min(per)} {max(per)} {sum(per)} {fails}")
+for c, k in causes.most_common(3):
+    print(f"# failed connections (as listed on both ends): {k} x {c}", file=sys.stderr)
 PY
-) || { echo "bench: ddptop check --pbs --json (exit $crc) gave no usable report:" >&2; head -20 "$SCALE_DIR/check.err" >&2; exit 1; }
+2>"$SCALE_DIR/causes") || { echo "bench: ddptop check --pbs --json (exit $crc) gave no usable report:" >&2; head -20 "$SCALE_DIR/check.err" "$SCALE_DIR/causes" >&2; exit 1; }
 read -r P_MED P_MIN P_MAX P_SUM P_FAIL <<<"$PROBES"
 echo
 echo "ddptop check over $NODES nodes: $(sec "$CHECK_MS") (exit $crc), TCP probes per node:" \
      "median $P_MED (min $P_MIN, max $P_MAX), $P_SUM in all; $P_FAIL nodes not passing TCP"
+sed 's/^# /  /' "$SCALE_DIR/causes"
 
 # --- the run in the dashboard ---
 controller_pid() { # the dashboard's controller: ddptop under the ddptop-session server
@@ -122,10 +132,17 @@ start_run() {
         "LANG=C.UTF-8 $SCALE_DDPTOP run --pbs $* --hang-timeout 0 --log-dir $SCALE_DIR/logs --run-id $run -- $TICKER 1000; sleep 3600"
     end=$((SECONDS + 600))
     CTL=""
+    REFUSED=""
     while [ $SECONDS -lt $end ]; do
         [ -z "$CTL" ] && CTL=$(controller_pid)
         n=$(reporting "$run")
         [ "$n" -ge "$RANKS" ] && break
+        # A preflight that fails nodes refuses the launch and asks: say so, launch anyway.
+        if [ "$n" = 0 ] && [ -z "$REFUSED" ] && T capture-pane -p -t "$run" | grep -q 'Preflight refused the launch'; then
+            REFUSED="refused at $(sec $(($(now_ms) - t0))), $(T capture-pane -p -t "$run" | grep -cE '^n[0-9]+ .* fail ') failing rows on screen; Enter pressed: launched anyway"
+            T capture-pane -p -t "$run" | grep -E '^HOST|^n[0-9]+ .* fail ' | head -6 >"$SCALE_DIR/refused-$run"
+            T send-keys -t "$run" Enter
+        fi
         sleep 0.5
     done
     FIRST_MS=$(($(now_ms) - t0))
@@ -178,6 +195,7 @@ sleep 2
 # --- 3. with the preflight ---
 start_run pre || exit 1
 FIRST_PRE=$FIRST_MS
+REFUSED_PRE=$REFUSED
 LAUNCH_PRE=$(launch_s pre "$RUN_T0")
 HWM_PRE=$(status_kb "$CTL" VmHWM)
 scale_bed_kill
@@ -190,7 +208,7 @@ echo
 echo "| figure | measured | goal |"
 echo "|---|---:|---|"
 echo "| time to every rank's first line, without the preflight | $(sec "$FIRST_PLAIN") (launch at $LAUNCH_PLAIN) | |"
-echo "| time to every rank's first line, with the preflight | $(sec "$FIRST_PRE") (launch at $LAUNCH_PRE) | |"
+echo "| time to every rank's first line, with the preflight | $(sec "$FIRST_PRE") (launch at $LAUNCH_PRE${REFUSED_PRE:+; the preflight $REFUSED_PRE}) | |"
 echo "| \`ddptop check\` over $NODES nodes | $(sec "$CHECK_MS") | |"
 echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN, max $P_MAX; $P_SUM in all) | O(1) per node, not N-1 |"
 echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
@@ -198,6 +216,10 @@ echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM
 echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
 echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)) |"
 echo
+if [ -n "$REFUSED_PRE" ]; then
+    echo "the preflight's refusal (first failing rows):"
+    sed 's/^/  /' "$SCALE_DIR/refused-pre"
+fi
 echo "processes on the bed during the run: $PROCS; the dashboard's header:"
 printf '%s\n' "$SCREEN"
 echo "machine: $(nproc) cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
