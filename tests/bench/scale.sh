@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Benchmark (issue 19): a thousand nodes on the scale test bed (tests/lib/scale.sh: simulated
+# nodes n0001.. on 127.0.0.1 in a private mount namespace, agents through the pbs_tmrsh TEST
+# DOUBLE), BENCH_SCALE_NODES (default 1,024) x BENCH_SCALE_RANKS (default 8) ranks, every rank
+# build/bench/bench_ticker 1000: a runtime step line at once, then one a second. Measures:
+#  1. `ddptop check --pbs --json` over the nodes: its wall time and the preflight's TCP probes
+#     per node (from the JSON: the "probes" field where the check has one, else peers reached
+#     + the rendezvous port);
+#  2. `ddptop run --no-check` with the dashboard open in tmux (200x50): the time to every
+#     rank's first line, then, once every rank reports, the controller's CPU over
+#     BENCH_SCALE_SECONDS (default 30) (utime + stime of the controller process, /proc/PID/stat),
+#     its VmRSS and VmHWM, and the time the dashboard takes to answer a key (BENCH_SCALE_KEYS
+#     presses of ?, opening and closing the help, each timed from send-keys until capture-pane
+#     shows the change; median and worst);
+#  3. the same run with the preflight (no --no-check): the time to every rank's first line and
+#     where the launch began, and the controller's VmHWM. A preflight that fails nodes refuses
+#     the launch; the bench says so (when, which rows) and presses Enter (launch anyway).
+# "Time to every rank's first line": from the moment `ddptop run` is started until every
+# rank's log (LOGDIR/RUN/attempt-0/rank-R.log, written by the controller as the lines arrive)
+# holds a line, polled every 0.5 s. Rerun with `make bench BENCH_PARTS=scale` (docs/performance.md).
+set -u
+. "$(dirname "$0")/../lib/scale.sh"
+scale_bed_reexec "$@"
+cd "$SCALE_ROOT" || exit 1
+
+NODES=${BENCH_SCALE_NODES:-1024}
+RPN=${BENCH_SCALE_RANKS:-8}
+SECS=${BENCH_SCALE_SECONDS:-30}
+KEYS=${BENCH_SCALE_KEYS:-9}
+RANKS=$((NODES * RPN))
+TICKER=$SCALE_BUILD/bench/bench_ticker
+SOCK=ddpt-scale-$$
+. tests/lib/tmux.sh
+cleanup() {
+    scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
+    tmux_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for f in "$SCALE_BUILD/ddptop" "$SCALE_BUILD/ddptop-agent" "$TICKER"; do
+    [ -x "$f" ] || { echo "bench: $f not built (make all bench-programs)" >&2; exit 1; }
+done
+command -v tmux >/dev/null || { echo "bench: tmux missing (make deps)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "bench: the scale bed needs root (a mount namespace, a bind mount, a cgroup)" >&2; exit 1; }
+
+echo "scale benchmark: $NODES simulated nodes x $RPN ranks = $RANKS ranks, one metrics line a second each."
+echo "WARNING: this starts $((RANKS * 2 + NODES)) processes on this machine and keeps all its"
+echo "$(nproc) cores busy for several minutes (three phases of 1-3 minutes each at 1,024 x 8)."
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+scale_bed_start "$NODES" "$RPN" || exit 1
+mkdir -m 700 "$SCALE_DIR/xdg" && export XDG_RUNTIME_DIR=$SCALE_DIR/xdg
+HZ=$(getconf CLK_TCK)
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+sec() { awk -v ms="$1" 'BEGIN { printf "%.1f s", ms / 1000 }'; }
+
+# --- 1. ddptop check: probes per node ---
+t0=$(now_ms)
+NO_COLOR=1 timeout 600 "$SCALE_DDPTOP" check --pbs --json >"$SCALE_DIR/check.json" 2>"$SCALE_DIR/check.err"
+crc=$?
+CHECK_MS=$(($(now_ms) - t0))
+scale_bed_kill
+PROBES=$(/usr/bin/python3 - "$SCALE_DIR/check.json" "$NODES" <<'PY'
+import collections, json, re, statistics, sys
+d = json.load(open(sys.argv[1]))
+hosts = d["hosts"]
+if len(hosts) != int(sys.argv[2]):
+    sys.exit(f"{len(hosts)} hosts in the report, want {sys.argv[2]}")
+# Probes a node made: the check's own count where it has one; else the peers it reached, the
+# rendezvous port when reached, and each failed connection it made, which its detail lists as
+# "HOST -> PEER:PORT: error" (the failures it was the target of read "PEER -> HOST:...").
+per, fails, causes = [], 0, collections.Counter()
+for h in hosts:
+    t = h["checks"]["tcp"]
+    if t.get("status") != "pass":
+        fails += 1
+        for m in re.finditer(r"\S+ -> \S+?:\d+(?: \(rendezvous\))?: ([^;]+)", t.get("detail", "")):
+            causes[m.group(1)] += 1
+    if "probes" in t:
+        per.append(int(t["probes"]))
+    else:
+        per.append(int(t.get("peers_reached", 0)) + (1 if t.get("rendezvous_ok") else 0) +
+                   t.get("detail", "").count(h["host"] + " -> "))
+print(f"{statistics.median(per):g} {min(per)} {max(per)} {sum(per)} {fails}")
+for c, k in causes.most_common(3):
+    print(f"# failed connections (as listed on both ends): {k} x {c}", file=sys.stderr)
+PY
+2>"$SCALE_DIR/causes") || { echo "bench: ddptop check --pbs --json (exit $crc) gave no usable report:" >&2; head -20 "$SCALE_DIR/check.err" "$SCALE_DIR/causes" >&2; exit 1; }
+read -r P_MED P_MIN P_MAX P_SUM P_FAIL <<<"$PROBES"
+echo
+echo "ddptop check over $NODES nodes: $(sec "$CHECK_MS") (exit $crc), TCP probes per node:" \
+     "median $P_MED (min $P_MIN, max $P_MAX), $P_SUM in all; $P_FAIL nodes not passing TCP"
+sed 's/^# /  /' "$SCALE_DIR/causes"
+
+# --- the run in the dashboard ---
+controller_pid() { # the dashboard's controller: ddptop under the ddptop-session server
+    local p
+    for p in $(scale_bed_procs); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddptop ] || continue
+        [ "$(cat "/proc/$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)/comm" 2>/dev/null)" = ddptop-session ] &&
+            { echo "$p"; return 0; }
+    done
+    return 1
+}
+reporting() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -size +0 2>/dev/null | wc -l; }
+cpu_ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
+status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# launch_s RUN T0_MS: seconds from T0 to the run's launch event
+launch_s() {
+    /usr/bin/python3 - "$SCALE_DIR/logs/$1/events.jsonl" "$2" <<'PY'
+import datetime, json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("kind") == "launch":
+        t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        print(f"{t - int(sys.argv[2]) / 1000:.1f} s")
+        break
+else:
+    print("n/a")
+PY
+}
+# start_run RUN [ARGS...]: the run in a new tmux session RUN; sets CTL (the controller) and
+# FIRST_MS (time to every rank's first line), or fails saying why.
+start_run() {
+    local run=$1 t0 n=0 end
+    shift
+    t0=$(now_ms)
+    RUN_T0=$t0
+    T new-session -d -s "$run" -x 200 -y 50 \
+        "LANG=C.UTF-8 $SCALE_DDPTOP run --pbs $* --hang-timeout 0 --log-dir $SCALE_DIR/logs --run-id $run -- $TICKER 1000; sleep 3600"
+    end=$((SECONDS + 600))
+    CTL=""
+    REFUSED=""
+    while [ $SECONDS -lt $end ]; do
+        [ -z "$CTL" ] && CTL=$(controller_pid)
+        n=$(reporting "$run")
+        [ "$n" -ge "$RANKS" ] && break
+        # A preflight that fails nodes refuses the launch and asks: say so, launch anyway.
+        if [ "$n" = 0 ] && [ -z "$REFUSED" ] && T capture-pane -p -t "$run" | grep -q 'Preflight refused the launch'; then
+            REFUSED="refused at $(sec $(($(now_ms) - t0))); Enter pressed: launched anyway"
+            T capture-pane -p -t "$run" | grep -E '^HOST|fail' | head -8 >"$SCALE_DIR/refused-$run"
+            T send-keys -t "$run" Enter
+        fi
+        sleep 0.5
+    done
+    FIRST_MS=$(($(now_ms) - t0))
+    if [ "$n" -lt "$RANKS" ] || [ -z "$CTL" ]; then
+        echo "bench: $run: $n of $RANKS ranks reported within 600 s (controller ${CTL:-not found}); the screen:" >&2
+        T capture-pane -p -t "$run" | head -20 >&2
+        return 1
+    fi
+}
+help_open() { T capture-pane -p -t "$1" | grep -q 'this help'; }
+# key_ms SESSION WANT_OPEN: presses ? and times until the help is open (1) / closed (0)
+key_ms() {
+    local t0 end
+    t0=$(date +%s%N)
+    T send-keys -t "$1" '?'
+    end=$((t0 + 5000000000))
+    while [ "$(date +%s%N)" -lt "$end" ]; do
+        if help_open "$1"; then [ "$2" = 1 ] && break; else [ "$2" = 0 ] && break; fi
+    done
+    echo $((($(date +%s%N) - t0) / 1000000))
+}
+
+# --- 2. without the preflight, the dashboard open ---
+start_run plain --no-check || exit 1
+FIRST_PLAIN=$FIRST_MS
+LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
+sleep 5
+c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
+sleep "$SECS"
+c1=$(cpu_ticks "$CTL"); t1=$(date +%s%N)
+[ -n "$c1" ] || { echo "bench: the controller ended during the measurement" >&2; exit 1; }
+CPU=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" \
+    'BEGIN { printf "%.1f", 100 * (b - a) / hz / ((t1 - t0) / 1e9) }')
+RSS=$(status_kb "$CTL" VmRSS)
+HWM=$(status_kb "$CTL" VmHWM)
+LAT=()
+for ((k = 0; k < KEYS; k++)); do
+    LAT+=("$(key_ms plain 1)")
+    sleep 0.3
+    LAT+=("$(key_ms plain 0)")
+    sleep 0.3
+done
+read -r K_MED K_MAX <<<"$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
+SCREEN=$(T capture-pane -p -t plain | head -3)
+PROCS=$(scale_bed_count)
+scale_bed_kill
+T kill-session -t plain 2>/dev/null
+sleep 2
+
+# --- 3. with the preflight ---
+start_run pre || exit 1
+FIRST_PRE=$FIRST_MS
+REFUSED_PRE=$REFUSED
+LAUNCH_PRE=$(launch_s pre "$RUN_T0")
+HWM_PRE=$(status_kb "$CTL" VmHWM)
+scale_bed_kill
+T kill-session -t pre 2>/dev/null
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
+verdict() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 < g + 0) ? "met" : "NOT met" }'; }
+echo
+echo "| figure | measured | goal |"
+echo "|---|---:|---|"
+echo "| time to every rank's first line, without the preflight | $(sec "$FIRST_PLAIN") (launch at $LAUNCH_PLAIN) | |"
+echo "| time to every rank's first line, with the preflight | $(sec "$FIRST_PRE") (launch at $LAUNCH_PRE${REFUSED_PRE:+; the preflight $REFUSED_PRE}) | |"
+echo "| \`ddptop check\` over $NODES nodes | $(sec "$CHECK_MS") | |"
+echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN, max $P_MAX; $P_SUM in all) | O(1) per node, not N-1 |"
+echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
+echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM") | under 256 MiB ($(verdict "$HWM" 262144)) |"
+echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
+echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)) |"
+echo
+if [ -n "$REFUSED_PRE" ]; then
+    echo "the preflight's refusal (its screen's lines with fail):"
+    sed 's/^/  /' "$SCALE_DIR/refused-pre"
+fi
+echo "processes on the bed during the run: $PROCS; the dashboard's header:"
+printf '%s\n' "$SCREEN"
+echo "machine: $(nproc) cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
+     "$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)), $(uname -sr);" \
+     "load average $LOAD0 before, $LOAD1 after; $(date -u '+%Y-%m-%d %H:%M UTC')"
