@@ -156,7 +156,10 @@ void agent_net_listen_op(struct agent *ag, const cJSON *req, const cJSON *id)
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p),
                               .sin_addr.s_addr = htonl(INADDR_ANY) };
     socklen_t salen = sizeof sa;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0) {
+    /* SOMAXCONN (the kernel's net.core.somaxconn, 4096 on Debian 12): at 1,024 nodes every
+     * other node connects to the rendezvous port at once; a backlog of 128 dropped their SYNs,
+     * and the retries (1 s, 3 s, 7 s) ran past the probe's time limit on a loaded node */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
         close(fd);
         if (e == EADDRINUSE) reply_fail(ag, WIRE_EV_LISTEN, id, "port %d is in use", p);
