@@ -46,6 +46,7 @@ struct wrank {
     int w_attempt;
     uint64_t w_seq, w_base, w_bytes;
     bool unsynced;            /* written since its last fdatasync */
+    dev_t dev;                /* the file system it is on (one syncfs covers its ranks) */
 };
 
 struct logw {
