@@ -18,6 +18,7 @@
 #include "job/root_cause.h"
 #include "job_files.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -260,12 +261,6 @@ static void test_silent_node_not_stalled(void)
     tjob_free(j);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 /* The documented defaults: --hang-timeout 300, --straggler-steps 3, 1.5x, 10 s. */
 static void test_defaults(void)
 {
@@ -330,6 +325,6 @@ int main(void)
     RUN_OPTS(test_straggler_two_ranks);
     RUN_OPTS(test_silent_node_not_stalled);
     RUN_OPTS(test_first_stalled_and_cause);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

@@ -22,6 +22,7 @@
 #include "job/rank_report.h"
 #include "job_files.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -505,12 +506,6 @@ static void test_names(void)
     CHECK_STR(job_state_name((enum job_state)99), "?");
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 /* A run taken over: its history read back (here a job built by hand, as run_replay builds one)
  * goes into the new job. Rank 0 exited, rank 1's node was lost (the crash of an assert once),
  * rank 2 ran; the log tail, step and events come along. */
@@ -561,6 +556,6 @@ int main(void)
     RUN(test_stats);
     RUN(test_names);
     RUN(test_take_history);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

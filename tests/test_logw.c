@@ -15,6 +15,7 @@
 
 #include "record/logw.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -320,12 +321,6 @@ static void test_read_incomplete(void)
     free(dir);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-logw.XXXXXX");
@@ -338,6 +333,6 @@ int main(void)
     RUN(test_modes);
     RUN(test_log_mode_parse);
     RUN(test_read_incomplete);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

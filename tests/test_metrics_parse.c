@@ -14,6 +14,7 @@
 #include "job/metrics_parse.h"
 #include "job_files.h"
 #include "tap.h"
+#include "tmptree.h"
 
 static char err[512];
 
@@ -293,12 +294,7 @@ static void test_feed_infers_steps(void)
     CHECK_INT(j->ranks[1].step, 3);
     metrics_parser_free(p);
     tjob_free(j);
-    char path[128];
-    snprintf(path, sizeof path, "%s/feed/events.jsonl", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/feed", dir);
-    rmdir(path);
-    rmdir(dir);
+    tmptree_remove(dir); /* the run's files: events, index, lock, controller.json */
 }
 
 int main(void)

@@ -15,6 +15,7 @@
 #include "job/root_cause.h"
 #include "job_files.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -259,12 +260,6 @@ static void test_node_cause(void)
     }
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-rc-XXXXXX");
@@ -275,6 +270,6 @@ int main(void)
     RUN(test_error_file_format);
     RUN(test_events_jsonl_root_cause);
     RUN(test_node_cause);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

@@ -18,6 +18,7 @@
 #include "record/run_files.h"
 #include "record/run_owner.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -188,12 +189,6 @@ static void test_open_errors(void)
     free(file);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-run-files-XXXXXX");
@@ -202,6 +197,6 @@ int main(void)
     RUN(test_sink_writes_the_run);
     RUN(test_rebind_to_a_new_shape);
     RUN(test_open_errors);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

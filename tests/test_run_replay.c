@@ -17,6 +17,7 @@
 #include "job/job.h"
 #include "record/run_replay.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -239,12 +240,6 @@ static void test_reused_id_and_missing(void)
     free(dir);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 /* A gpu.jsonl line of more GPUs than a node reports is not a sample; counts that do not fit
  * are left unknown, not cast. */
 static void test_gpu_line_bounds(void)
@@ -285,6 +280,6 @@ int main(void)
     RUN(test_large_log_tail);
     RUN(test_reused_id_and_missing);
     RUN(test_gpu_line_bounds);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }

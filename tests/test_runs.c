@@ -25,6 +25,7 @@
 #include "record/runs.h"
 #include "job_files.h"
 #include "tap.h"
+#include "tmptree.h"
 #include "util/util.h"
 
 static char tmpdir[64];
@@ -159,12 +160,6 @@ static void test_summary_times_and_rank_map(void)
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
 
 static void write_file(const char *path, const char *text)
 {
@@ -559,6 +554,6 @@ int main(void)
     RUN(test_round_trip_from_the_job);
     RUN(test_one_controller_per_run);
     RUN(test_takeover_record_is_ours);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmptree_remove(tmpdir);
     return tap_done();
 }
