@@ -34,9 +34,27 @@ netns_ns() { # netns_ns NAME: create a namespace with lo up and remember it
     ip -n "$1" link set lo up
 }
 
+# Namespaces of an earlier run that was killed before its trap ran (SIGKILL, a lost machine
+# session): ddpt-PID-* whose PID is gone. Removed, with their root veth (dptPIDr), so that a
+# killed run leaves nothing for long.
+netns_sweep_dead() {
+    local ns pid
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^ddpt-[0-9]+-'); do
+        pid=${ns#ddpt-}
+        pid=${pid%%-*}
+        kill -0 "$pid" 2>/dev/null && continue
+        local pids
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+        ip netns del "$ns" 2>/dev/null
+        ip link del "dpt${pid}r" 2>/dev/null
+    done
+}
+
 # netns_setup N: N node namespaces 10.77.X.2 .. 10.77.X.(N+1), plus switch and root veth.
 netns_setup() {
     local n=$1 i x
+    netns_sweep_dead
     NETNS_SWITCH="$NETNS_PREFIX-sw"
     netns_ns "$NETNS_SWITCH" || return 1
     ip -n "$NETNS_SWITCH" link add br0 type bridge || return 1
