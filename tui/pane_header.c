@@ -42,6 +42,26 @@ int pane_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int
     return cols;
 }
 
+int pane_cell(WINDOW *w, const struct paint *p, int x, int wd, const char *text, int width, bool right,
+              attr_t attr, attr_t gap)
+{
+    char buf[128];
+    format_pad(buf, sizeof buf, text, width, right, p->ascii);
+    x += pane_put(w, p, buf, strlen(buf), wd - x, attr);
+    if (x < wd) x += pane_put(w, p, " ", 1, wd - x, gap);
+    return x;
+}
+
+void pane_row_begin(WINDOW *w, int y, int wd, bool selected, attr_t attr)
+{
+    if (selected) {
+        wattrset(w, attr);
+        for (int i = 0; i < wd; i++) mvwaddch(w, y, i, ' ');
+        wattrset(w, A_NORMAL);
+    }
+    wmove(w, y, 0);
+}
+
 /* Text we wrote ourselves (numbers, labels): still through pane_put, so a host name inside
  * is made safe too. */
 static int put_str(WINDOW *w, const struct paint *p, const char *s, int max_cols, attr_t attr)

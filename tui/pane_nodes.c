@@ -131,15 +131,14 @@ void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     bool shown[N_N];
     int node_w;
     choose(wd, shown, &node_w);
-    char buf[128], txt[96];
+    char txt[96];
     wmove(w, 1, 0);
     int x = 0;
     for (int c = 0; c < N_N; c++) {
         if (!shown[c]) continue;
         int cw = c == N_NODE ? node_w : ncols[c].width;
-        format_pad(buf, sizeof buf, ncols[c].title, cw, ncols[c].right, p->ascii);
-        x += pane_put(w, p, buf, strlen(buf), wd - x, p->role[ROLE_DIM] | A_BOLD);
-        if (x < wd) x += pane_put(w, p, " ", 1, wd - x, p->role[ROLE_DIM]);
+        x = pane_cell(w, p, x, wd, ncols[c].title, cw, ncols[c].right, p->role[ROLE_DIM] | A_BOLD,
+                      p->role[ROLE_DIM]);
     }
     for (int row = 0; row < h - 2; row++) {
         int at = ui->nodes_top + row;
@@ -150,22 +149,15 @@ void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         bool sel = node == ui->node_selected;
         attr_t na = pane_attn_attr((enum rank_attn)s.worst, p);
         attr_t rowa = sel ? p->role[ROLE_SELECTION] : na;
-        if (sel) {
-            wattrset(w, rowa);
-            for (int i = 0; i < wd; i++) mvwaddch(w, 2 + row, i, ' ');
-            wattrset(w, A_NORMAL);
-        }
-        wmove(w, 2 + row, 0);
+        pane_row_begin(w, 2 + row, wd, sel, rowa);
         x = 0;
         for (int c = 0; c < N_N; c++) {
             if (!shown[c]) continue;
             int cw = c == N_NODE ? node_w : ncols[c].width;
             cell(j, node, &s, (enum ncol)c, p->ascii, txt, sizeof txt);
-            format_pad(buf, sizeof buf, txt, cw, ncols[c].right, p->ascii);
             attr_t a = rowa;
             if (sel && (c == N_RANKS || c == N_LINK)) a = na | A_REVERSE;
-            x += pane_put(w, p, buf, strlen(buf), wd - x, a);
-            if (x < wd) x += pane_put(w, p, " ", 1, wd - x, rowa);
+            x = pane_cell(w, p, x, wd, txt, cw, ncols[c].right, a, rowa);
         }
     }
     if (v->n_nodes_shown == 0 && h > 2)

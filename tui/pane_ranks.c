@@ -152,7 +152,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
     bool shown[C_N];
     int host_w;
     choose_columns(wd, job_has_gpus(j), shown, &host_w);
-    char buf[128], cell[96];
+    char cell[96];
 
     /* column header */
     wmove(w, 1, 0);
@@ -160,9 +160,8 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
     for (int c = 0; c < C_N; c++) {
         if (!shown[c]) continue;
         int cw = c == C_HOST ? host_w : columns[c].width;
-        format_pad(buf, sizeof buf, columns[c].title, cw, columns[c].right, p->ascii);
-        x += pane_put(w, p, buf, strlen(buf), wd - x, p->role[ROLE_DIM] | A_BOLD);
-        if (x < wd) x += pane_put(w, p, " ", 1, wd - x, p->role[ROLE_DIM]);
+        x = pane_cell(w, p, x, wd, columns[c].title, cw, columns[c].right, p->role[ROLE_DIM] | A_BOLD,
+                      p->role[ROLE_DIM]);
     }
 
     int cap = h - 2;
@@ -174,25 +173,17 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
         bool sel = ri == ui->selected;
         attr_t ra = pane_rank_attr(j, r, p);
         attr_t rowa = sel ? p->role[ROLE_SELECTION] : ra;
-        wmove(w, 2 + row, 0);
-        if (sel) {
-            wattrset(w, rowa);
-            for (int i = 0; i < wd; i++) mvwaddch(w, 2 + row, i, ' ');
-            wattrset(w, A_NORMAL);
-            wmove(w, 2 + row, 0);
-        }
+        pane_row_begin(w, 2 + row, wd, sel, rowa);
         x = 0;
         for (int c = 0; c < C_N; c++) {
             if (!shown[c]) continue;
             int cw = c == C_HOST ? host_w : columns[c].width;
             cell_text(j, r, (enum col_id)c, ui, p, cell, sizeof cell);
-            format_pad(buf, sizeof buf, cell, cw, columns[c].right, p->ascii);
             attr_t a = rowa;
             /* the state stays in its colour on the selected row too */
             if (c == C_STATE && sel) a = ra | A_REVERSE;
             else if (c >= C_FIRST_GPU && !sel) a = gpu_cell_attr(j, r, (enum col_id)c, p, rowa);
-            x += pane_put(w, p, buf, strlen(buf), wd - x, a);
-            if (x < wd) x += pane_put(w, p, " ", 1, wd - x, rowa);
+            x = pane_cell(w, p, x, wd, cell, cw, columns[c].right, a, rowa);
         }
     }
 }

@@ -124,6 +124,12 @@ struct chart_cache {
  * p->ascii. Returns the columns drawn. (pane_header.c) */
 int pane_put(WINDOW *w, const struct paint *p, const char *text, size_t len, int max_cols,
              attr_t attr);
+/* A table's cell (the rank and node tables): text padded to width (right-aligned when right)
+ * in attr at column x, then one space in gap. Returns the column after it. (pane_header.c) */
+int pane_cell(WINDOW *w, const struct paint *p, int x, int wd, const char *text, int width, bool right,
+              attr_t attr, attr_t gap);
+/* A table's row y begins: the selected row is filled in attr first; the cursor at its start. */
+void pane_row_begin(WINDOW *w, int y, int wd, bool selected, attr_t attr);
 /* An overlay's frame (help, GPUs): cleared in the help colour, boxed, the title on its top
  * border. Returns the colour to write in. */
 attr_t pane_overlay_frame(WINDOW *w, const struct paint *p, const char *title);
