@@ -467,6 +467,19 @@ void ctl_record_end(struct controller *c)
 /* Every agent is told to exit (an agent with a grace waits for us otherwise) and its
  * transport closed; a node still unreachable is left to its agent's grace. abandon: nobody
  * is told anything, every agent waits (ddptop attach can take the run over). */
+void ctl_release_node(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    if (!nd->t || nd->released) return;
+    if (ctl_node_usable(nd)) {
+        int id;
+        ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
+    }
+    transport_close(nd->t);
+    nd->released = true;
+    nd->holds_ranks = false;
+}
+
 void ctl_release_all(struct controller *c, bool abandon)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -476,13 +489,7 @@ void ctl_release_all(struct controller *c, bool abandon)
             transport_detach(nd->t);
             continue;
         }
-        if (ctl_node_usable(nd)) {
-            int id;
-            ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
-        }
-        transport_close(nd->t);
-        nd->released = true;
-        nd->holds_ranks = false;
+        ctl_release_node(c, i);
     }
 }
 

@@ -166,6 +166,9 @@ void ctl_finish(struct controller *c, enum job_state st);
 /* Tells every agent to exit and closes its transport; with abandon (or for a node still
  * unreachable) the agents are left waiting for a controller instead. */
 void ctl_release_all(struct controller *c, bool abandon);
+/* One agent no longer needed (a spare after the preflight, a node out of the active set, or
+ * all of them at the end): told to exit, its transport closed; connected afresh if needed. */
+void ctl_release_node(struct controller *c, size_t i);
 /* The `end` event of the job's present state (DONE, FAILED, STOPPED, CHECK_FAILED) for
  * `ddptop ls`: a stop that a signal asked for is an interruption. */
 void ctl_record_end(struct controller *c);

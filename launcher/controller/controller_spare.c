@@ -69,21 +69,6 @@ void ctl_spare_faults_clear(struct controller *c)
     }
 }
 
-/* An agent that is no longer needed (a spare after the preflight, a node that left the
- * active set) is told to exit; it is connected afresh if it is needed again. */
-static void release_node(struct controller *c, size_t i)
-{
-    struct cnode *nd = &c->nodes[i];
-    if (!nd->t || nd->released) return;
-    if (ctl_node_usable(nd)) {
-        int id;
-        ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
-    }
-    transport_close(nd->t);
-    nd->released = true;
-    nd->holds_ranks = false;
-}
-
 /* Under Slurm, the command that keeps the scheduler from handing the excluded nodes out again
  * (printed, never run: draining needs the operator's rights). */
 static void drain_hint(struct controller *c)
@@ -178,7 +163,7 @@ static bool replan(struct controller *c, char **why, const char *when)
         free(c->ranks);
         c->ranks = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *c->ranks);
         for (size_t i = 0; i < c->n; i++)
-            if (!ctl_node_active(c, i)) release_node(c, i);
+            if (!ctl_node_active(c, i)) ctl_release_node(c, i);
     }
     drain_hint(c);
     free(roles);
@@ -233,6 +218,6 @@ bool ctl_spare_after_check(struct controller *c, const struct check_report *r, b
     free(why);
     if (ok)
         for (size_t i = 0; i < c->n; i++)
-            if (!ctl_node_active(c, i)) release_node(c, i);
+            if (!ctl_node_active(c, i)) ctl_release_node(c, i);
     return ok;
 }
