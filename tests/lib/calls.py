@@ -21,16 +21,15 @@ import subprocess
 import sys
 from collections import deque
 
+# the rooms and the strongly connected components are the include checker's (one rule for both)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from includes import components, room  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OBJ = None
 TOPS = ("launcher", "tui")   # the programs ddptop and ddptop-agent; runtime/ is another program
 DEFINED = set("TWVDRBGSCi")  # a definition another object can link against
 UNDEFINED = set("Uw")
-
-
-def room(path):
-    parts = path.split("/")
-    return parts[1] if parts[0] in TOPS and len(parts) > 2 else parts[0]
 
 
 def sources():
@@ -155,7 +154,7 @@ def cmd_rooms(rules):
 def cmd_circles():
     g, missing, n = graph()
     bad = report_missing(missing)
-    for comp in components(g):
+    for comp in (sorted(c) for c in components(g)):
         if len({room(f) for f in comp}) < 2:
             continue   # files of one room may call each other
         bad += 1
@@ -181,46 +180,6 @@ def cmd_circles():
     if not bad:
         print(f"{n} files, no call circle between rooms")
     return 1 if bad or n == 0 else 0
-
-
-def components(graph):
-    """Strongly connected components with more than one file (Tarjan, iterative)."""
-    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = n[0]
-        n[0] += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = n[0]
-                    n[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph[w]))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
 
 
 def main(argv):
