@@ -68,16 +68,6 @@ static void fmt_duration(int64_t ns, char *buf, size_t n)
     else snprintf(buf, n, "%lldd%02lldh", s / 86400, s / 3600 % 24);
 }
 
-static void fmt_iso(int64_t ns, char *buf, size_t n)
-{
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    char base[32];
-    gmtime_r(&t, &tm);
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03dZ", base, (int)(ns / 1000000 % 1000));
-}
-
 /* How long it ran: to its end, to now while it runs, else to its last event or when its
  * controller last wrote, whichever is later (a controller killed leaves no end). -1 unknown. */
 static int64_t duration_ns(const struct run_entry *e)
@@ -244,9 +234,9 @@ static cJSON *entry_json(const struct run_entry *e)
     cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
     for (size_t i = 0; s->hosts && i < s->n_nodes; i++)
         cJSON_AddItemToArray(hosts, cJSON_CreateString(s->hosts[i]));
-    if (s->start_ns) fmt_iso(s->start_ns, when, sizeof when);
+    if (s->start_ns) util_iso_time(s->start_ns, when, sizeof when);
     cJSON_AddItemToObject(o, "start", str_or_null(s->start_ns ? when : NULL));
-    if (s->end_ns) fmt_iso(s->end_ns, when, sizeof when);
+    if (s->end_ns) util_iso_time(s->end_ns, when, sizeof when);
     cJSON_AddItemToObject(o, "end", str_or_null(s->end_ns ? when : NULL));
     cJSON_AddItemToObject(o, "duration_s", num_or_null((double)dur / 1e9, dur >= 0));
     cJSON_AddItemToObject(o, "exit_code", num_or_null(s->exit_code, s->exit_code >= 0));
