@@ -34,6 +34,7 @@ static void rank_reset_attempt(struct rank_info *r, int64_t now)
     r->pid = 0;
     r->exit_code = 0;
     r->term_signal = 0;
+    r->oom_kills = -1;
     r->proc_state = '?';
     r->cpu_pct = -1;
     r->gpu = -1;

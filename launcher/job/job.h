@@ -91,6 +91,9 @@ struct rank_info {
     int gpu;                  /* NVML index of the GPU it uses on its node (job/gpu.c); -1 */
     int exit_code;            /* valid when exited */
     int term_signal;          /* 0 when not killed by a signal */
+    int oom_kills;            /* the kernel's OOM kills in the rank's cgroup while it ran (the
+                               * delta of memory.events oom_kill, read by its agent and carried
+                               * by the exit message); -1 unknown */
     char proc_state;          /* /proc state R S D T Z, '?' unknown */
     double cpu_pct;           /* from the agent's per-second status; < 0 unknown */
     int64_t last_output_ms;   /* mono_ms() here when its last line arrived; 0 none yet */
