@@ -349,6 +349,45 @@ static void test_rank_env_flight_recorder(void)
     hostlist_free(&hl);
 }
 
+/* NCCL_DEBUG=INFO with the init subsystems when the user set neither variable; a user value of
+ * either (hostfile key, --env, --export, ddptop's own environment) leaves both as given. */
+static void test_rank_env_nccl_debug(void)
+{
+    struct hostlist hl;
+    char err[256];
+    CHECK_INT(hostfile_parse_text("h", "a slots=2\nb slots=2 NCCL_DEBUG_SUBSYS=ALL\n", &hl, err, sizeof err), 0);
+    struct rank_env_in in = in_2x2(&hl, 0);
+    struct env_list e = {0};
+    plan_rank_env(&in, &e);
+    CHECK(plan_nccl_debug_defaulted(&in));
+    CHECK_STR(env_list_get(&e, "NCCL_DEBUG"), "INFO");
+    CHECK_STR(env_list_get(&e, "NCCL_DEBUG_SUBSYS"), "INIT,BOOTSTRAP,ENV");
+    env_list_free(&e);
+
+    in = in_2x2(&hl, 2);                  /* node b sets the subsystems only: no NCCL_DEBUG */
+    plan_rank_env(&in, &e);
+    CHECK(!plan_nccl_debug_defaulted(&in));
+    CHECK(env_list_get(&e, "NCCL_DEBUG") == NULL);
+    CHECK_STR(env_list_get(&e, "NCCL_DEBUG_SUBSYS"), "ALL");
+    env_list_free(&e);
+
+    const char *users[] = { "WARN", "", "TRACE" };
+    for (int k = 0; k < 3; k++) {
+        in = in_2x2(&hl, 1);
+        struct host_env cli[] = {{"NCCL_DEBUG", (char *)users[k]}};
+        char launcher_kv[32];
+        snprintf(launcher_kv, sizeof launcher_kv, "NCCL_DEBUG=%s", users[k]);
+        char *launcher_env[] = {launcher_kv, NULL};
+        if (k == 2) in.launcher_env = launcher_env;   /* ddptop's own environment */
+        else { in.cli_env = cli; in.n_cli_env = 1; }   /* --env */
+        plan_rank_env(&in, &e);
+        CHECK_STR(env_list_get(&e, "NCCL_DEBUG"), users[k]);
+        CHECK(env_list_get(&e, "NCCL_DEBUG_SUBSYS") == NULL);
+        env_list_free(&e);
+    }
+    hostlist_free(&hl);
+}
+
 static void test_exit_codes(void)
 {
     CHECK_INT(plan_exit_code(JOB_DONE), 0);
@@ -554,6 +593,7 @@ int main(void)
     RUN(test_rank_env_torchrun_keys);
     RUN(test_rank_env_omp);
     RUN(test_rank_env_flight_recorder);
+    RUN(test_rank_env_nccl_debug);
     RUN(test_default_argv_local);
     RUN(test_default_argv_remote_is_inert);
     RUN(test_run_id_and_token);

@@ -236,6 +236,31 @@ static void trace_defaults(const struct rank_env_in *in, struct env_list *out)
     }
 }
 
+/* NCCL's debug output, at the least that says how NCCL set up (docs/run.md, "NCCL's own
+ * account"): INFO for the subsystems NCCL itself prints by default at INFO (src/debug.cc,
+ * 2.23 on; before, INIT and ENV, and BOOTSTRAP was unknown and is ignored). INIT gives the
+ * version, the NET/IB or NET/Socket "Using" line, the network, every channel's "via
+ * P2P/SHM/NET" line and Init START/COMPLETE; BOOTSTRAP the bootstrap interface (INIT before
+ * 2.23); ENV the NCCL_* settings NCCL read. None of them prints per collective. A user value of
+ * either variable wins and leaves the other as the user has it. */
+const char *const plan_nccl_debug_vars[] = { "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", NULL };
+static const char *const nccl_debug_defaults[] = { "INFO", "INIT,BOOTSTRAP,ENV" };
+
+bool plan_nccl_debug_defaulted(const struct rank_env_in *in)
+{
+    return !plan_user_value(in, "NCCL_DEBUG") && !plan_user_value(in, "NCCL_DEBUG_SUBSYS");
+}
+
+static void nccl_debug_defaults_set(const struct rank_env_in *in, struct env_list *out)
+{
+    bool dflt = plan_nccl_debug_defaulted(in);
+    for (size_t i = 0; plan_nccl_debug_vars[i]; i++) {
+        const char *v = plan_user_value(in, plan_nccl_debug_vars[i]);
+        if (v) env_list_set(out, plan_nccl_debug_vars[i], v);
+        else if (dflt) env_list_set(out, plan_nccl_debug_vars[i], nccl_debug_defaults[i]);
+    }
+}
+
 bool plan_omp_defaulted(const struct rank_env_in *in)
 {
     return in->local_world_size > 1 && !plan_user_value(in, "OMP_NUM_THREADS");
@@ -281,6 +306,7 @@ void plan_rank_env(const struct rank_env_in *in, struct env_list *out)
         else if (!omp || plan_omp_defaulted(in)) env_list_set(out, key, "1");
     }
     trace_defaults(in, out);
+    nccl_debug_defaults_set(in, out);
 }
 
 /* $0 names the program in sh's own messages ("ddptop-train: not found"). */

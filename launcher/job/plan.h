@@ -94,6 +94,12 @@ extern const char *const plan_default_vars[];
  * TORCH_FR_DUMP_TEMP_FILE): a buffer of 2000 entries, a dump on NCCL's timeout, and the dump
  * file's prefix plan_trace_default_prefix (NULL-terminated, in that order). */
 extern const char *const plan_trace_vars[];
+/* NCCL_DEBUG and NCCL_DEBUG_SUBSYS: plan_rank_env sets NCCL_DEBUG=INFO and
+ * NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV when the user set neither (plan_user_value), so that
+ * NCCL says at init how it set up and nothing per step; a user value of either leaves both as
+ * the user has them (NULL-terminated). */
+extern const char *const plan_nccl_debug_vars[];
+bool plan_nccl_debug_defaulted(const struct rank_env_in *in);
 /* "/tmp/ddptop-nccl-RUN_ID/aATTEMPT-rank-": a directory per run on each node (its agent makes
  * it at spawn and removes it when it stayed empty); PyTorch appends the rank. Caller frees. */
 char *plan_trace_default_prefix(const char *run_id, int attempt);
