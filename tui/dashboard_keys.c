@@ -37,29 +37,27 @@ static void log_scroll(struct dashboard *d, long delta)
     if (end <= first) return;
     int rows = dashboard_log_rows(d);
     uint64_t bottom = log_bottom(d, first, end);
+    /* rows are the lines shown: NCCL's folded lines are stepped over */
+    long moved;
+    uint64_t nb = log_src_move(d->job, ui, bottom, delta, &moved);
     /* the top row never goes above the oldest line */
-    uint64_t min_bottom = first + (uint64_t)rows - 1 < end - 1 ? first + (uint64_t)rows - 1 : end - 1;
-    int64_t nb = (int64_t)bottom + delta;
-    if (nb < (int64_t)min_bottom) nb = (int64_t)min_bottom;
-    if (nb >= (int64_t)end - 1 && ui->log_mode != LOGV_STACKS) {
+    uint64_t top = log_src_move(d->job, ui, nb, -(long)(rows - 1), &moved);
+    if (moved > -(long)(rows - 1)) nb = log_src_move(d->job, ui, top, rows - 1, NULL);
+    long after;
+    log_src_move(d->job, ui, nb, 1, &after);
+    if (after == 0 && ui->log_mode != LOGV_STACKS) {
         ui->follow = true;
         return;
     }
-    if (nb > (int64_t)end - 1) nb = (int64_t)end - 1;
     ui->follow = false;
-    ui->log_pos = (uint64_t)nb;
+    ui->log_pos = nb;
 }
 
 /* Shows position pos in the middle of the log pane and marks it. */
 static void log_jump(struct dashboard *d, uint64_t pos)
 {
-    uint64_t first, end;
-    log_src_range(d->job, &d->ui, &first, &end);
-    uint64_t half = (uint64_t)dashboard_log_rows(d) / 2;
-    uint64_t b = pos + half;
-    if (b > end - 1) b = end - 1;
     d->ui.follow = false;
-    d->ui.log_pos = b;
+    d->ui.log_pos = log_src_move(d->job, &d->ui, pos, dashboard_log_rows(d) / 2, NULL);
     d->ui.mark = pos;
 }
 
@@ -481,6 +479,12 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
                          d->view.n, d->view.n == 1 ? "" : "s");
         return DK_REDRAW;
     case UI_LOG_SCALE: ui->log_scale = !ui->log_scale; return DK_REDRAW;
+    case UI_NCCL_LINES:
+        ui->show_nccl = !ui->show_nccl;
+        if (ui->log_mode == LOGV_STACKS) ui->log_mode = LOGV_RANK;
+        dashboard_notice(d, "NCCL's INFO lines %s (I: %s; the log files keep them all)",
+                         ui->show_nccl ? "shown" : "folded", ui->show_nccl ? "fold them" : "show them");
+        return DK_REDRAW;
     case UI_MAXIMIZE: ui->log_max = !ui->log_max; return DK_REDRAW | DK_RELAYOUT;
     case UI_NEXT_THEME: {
         char name[64], err[256];

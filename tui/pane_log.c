@@ -5,7 +5,8 @@
  * lines arrive, and the search keys share this code with the drawing. One attempt is shown
  * at a time (the current one unless [ pinned an earlier one), after a marker line of our own;
  * the runtime's JSON step lines are shown in words (the ring and the log file keep them
- * raw). */
+ * raw). NCCL's INFO lines are folded away unless I shows them (the model flags each once,
+ * LOG_LINE_NCCL): the rows, the scrolling and the search walk over the lines shown. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,48 @@ const char *log_src_text(const struct job *j, const struct ui_state *ui, uint64_
     return l->text ? l->text : "";
 }
 
+bool log_src_folded(const struct job *j, const struct ui_state *ui, uint64_t pos)
+{
+    if (ui->show_nccl || ui->log_mode == LOGV_STACKS) return false;
+    int rk;
+    const struct log_line *l = raw_line(j, ui, pos, &rk);
+    return l && (l->flags & LOG_LINE_NCCL);
+}
+
+uint64_t log_src_move(const struct job *j, const struct ui_state *ui, uint64_t pos, long delta,
+                      long *moved)
+{
+    uint64_t first, end;
+    log_src_range(j, ui, &first, &end);
+    long n = 0;
+    if (end > first) {
+        if (pos < first) pos = first;
+        if (pos >= end) pos = end - 1;
+        uint64_t p = pos;
+        while (delta < 0 ? n > delta : n < delta) {
+            if (delta < 0 ? p == first : p + 1 >= end) break;
+            p = delta < 0 ? p - 1 : p + 1;
+            if (log_src_folded(j, ui, p)) continue;
+            pos = p;
+            n += delta < 0 ? -1 : 1;
+        }
+    }
+    if (moved) *moved = n;
+    return pos;
+}
+
+size_t log_src_folded_count(const struct job *j, const struct ui_state *ui)
+{
+    if (ui->log_mode == LOGV_STACKS) return 0;
+    if (ui->log_mode == LOGV_RANK) {
+        const struct log_ring *r = rank_ring(j, ui->selected);
+        return r ? r->nccl : 0;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j->n_ranks; i++) n += j->ranks[i].log.nccl;
+    return n;
+}
+
 bool log_step_text(const char *s, size_t len, char *buf, size_t n)
 {
     struct metrics_sample m;
@@ -194,6 +237,7 @@ uint64_t log_src_find(const struct job *j, const struct ui_state *ui, uint64_t f
     for (int64_t i = 1; i <= span; i++) {
         int64_t off = ((cur + step * i) % span + span) % span;   /* wraps around once */
         uint64_t pos = first + (uint64_t)off;
+        if (log_src_folded(j, ui, pos)) continue;   /* like less: what is shown */
         size_t len;
         int stream = LOG_STDOUT;
         const char *t = log_src_text(j, ui, pos, &len, NULL, &stream);
@@ -264,13 +308,20 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         snprintf(att, sizeof att, "  attempt %d of 0-%d (] next)", shown, j->attempt);
     else if (j->attempt > 0)
         snprintf(att, sizeof att, "  attempt %d", shown);
+    /* NCCL's INFO lines: how many are folded away, and the key that shows them */
+    char fold[64] = "";
+    size_t nccl = log_src_folded_count(j, ui);
+    if (nccl && !ui->show_nccl)
+        snprintf(fold, sizeof fold, "  %zu NCCL line%s folded (I shows)", nccl, nccl == 1 ? "" : "s");
+    else if (nccl)
+        snprintf(fold, sizeof fold, "  NCCL lines shown (I folds)");
     switch (ui->log_mode) {
     case LOGV_RANK:
-        snprintf(title, sizeof title, " Log of rank %d (%s)%s%s%s%s", ui->selected, hostbuf, att,
-                 flags, ui->search[0] ? "  search: " : "", ui->search);
+        snprintf(title, sizeof title, " Log of rank %d (%s)%s%s%s%s%s", ui->selected, hostbuf, att,
+                 fold, flags, ui->search[0] ? "  search: " : "", ui->search);
         break;
     case LOGV_ALL:
-        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s%s", att, flags,
+        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s%s%s", att, fold, flags,
                  ui->search[0] ? "  search: " : "", ui->search);
         break;
     case LOGV_STACKS:
@@ -296,15 +347,20 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     }
     uint64_t bottom = end - 1;
     if (!ui->follow && ui->log_pos >= first && ui->log_pos < end) bottom = ui->log_pos;
-    uint64_t top = bottom + 1 >= first + (uint64_t)rows ? bottom + 1 - (uint64_t)rows : first;
+    /* the rows shown, from the bottom up, over the folded lines (the walk stops at the top of
+     * the pane, so a frame costs its rows plus the folded lines between them) */
+    if (log_src_folded(j, ui, bottom)) bottom = log_src_move(j, ui, bottom, -1, NULL);
+    uint64_t top = log_src_move(j, ui, bottom, -(long)(rows - 1), NULL);
     int y = 1;
-    for (uint64_t pos = top; pos <= bottom && y < h; pos++, y++) {
+    for (uint64_t pos = top; pos <= bottom && y < h; pos++) {
+        if (log_src_folded(j, ui, pos)) continue;
+        int row = y++;
         size_t len;
         int rank = -1, stream = LOG_STDOUT;
         const char *t = log_src_text(j, ui, pos, &len, &rank, &stream);
         if (!t) continue;
         int x = 0;
-        wmove(w, y, 0);
+        wmove(w, row, 0);
         if (ui->log_mode == LOGV_ALL && rank >= 0) {
             char pre[24];
             snprintf(pre, sizeof pre, "[r%d] ", rank);
@@ -321,6 +377,6 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
             a = p->role[ROLE_DIM];
         }
         if (pos == ui->mark) a |= A_BOLD | A_UNDERLINE;
-        draw_line(w, p, y, x, t, len, a, ui->search[0] ? ui->search : NULL, ui->log_hscroll);
+        draw_line(w, p, row, x, t, len, a, ui->search[0] ? ui->search : NULL, ui->log_hscroll);
     }
 }

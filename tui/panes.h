@@ -55,6 +55,7 @@ struct ui_state {
     int log_hscroll;          /* columns scrolled sideways */
     char search[128];         /* the active search ("" none), matched case-insensitively */
     uint64_t mark;            /* the line the last search or error jump found (0 none) */
+    bool show_nccl;           /* I: NCCL's INFO lines shown (default: folded away) */
     bool log_pinned;          /* [ ]: the pane shows attempt log_attempt; false: the current
                                * attempt, whichever it is (a restart moves the pane along) */
     int log_attempt;
@@ -198,6 +199,14 @@ const char *log_src_text(const struct job *j, const struct ui_state *ui, uint64_
 uint64_t log_src_find(const struct job *j, const struct ui_state *ui, uint64_t from, int dir,
                       const char *needle);
 bool log_is_error_line(const char *s, size_t len);
+/* True when position pos is one of NCCL's INFO lines (LOG_LINE_NCCL) and they are folded. */
+bool log_src_folded(const struct job *j, const struct ui_state *ui, uint64_t pos);
+/* Position pos moved by delta lines shown (negative: older), over the folded ones, stopping
+ * at the first or last line; *moved (may be NULL) gets the lines actually moved. */
+uint64_t log_src_move(const struct job *j, const struct ui_state *ui, uint64_t pos, long delta,
+                      long *moved);
+/* NCCL's INFO lines held in memory for the pane's rank (all ranks in merged mode). */
+size_t log_src_folded_count(const struct job *j, const struct ui_state *ui);
 /* The runtime's JSON step line ({"event":"step",...}, docs/metrics.md) in words, as the pane
  * shows it ("step 12  loss 4.870  100.0 ms/step  12.3k tok/s"), into buf; false for every
  * other line, which is shown as it is. A search finds a step line by either text. */

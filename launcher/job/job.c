@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -261,6 +262,18 @@ void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq)
     if (j->sink) j->sink->log(j->sink->ctx, rank, attempt, seq, j->ranks[rank].seq_base, NULL, 0, false);
 }
 
+/* NCCL's INFO and TRACE lines get LOG_LINE_NCCL once, here, so the log pane folds them
+ * without looking at the text again at every frame. Its WARN lines are what went wrong:
+ * they stay in sight. */
+static bool nccl_foldable(const char *text, size_t len)
+{
+    if (!nccl_line_is(text, len)) return false;
+    size_t n = len < 256 ? len : 256;
+    for (size_t i = 0; i + 11 <= n; i++)
+        if (memcmp(text + i, " NCCL WARN ", 11) == 0) return false;
+    return true;
+}
+
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
                   const char *text, size_t len, int64_t wall)
 {
@@ -281,6 +294,7 @@ void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flag
         line.len = (uint32_t)keep;
         line.flags |= LOG_LINE_TRUNCATED;
     }
+    if (stream != LOG_SYSTEM && nccl_foldable(text, len)) line.flags |= LOG_LINE_NCCL;
     log_ring_push(&r->log, &line);
     j->generation++;
 }

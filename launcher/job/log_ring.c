@@ -9,6 +9,7 @@ static void log_ring_drop_oldest(struct log_ring *r)
 {
     struct log_line *l = &r->lines[r->head];
     r->bytes -= l->len;
+    if (l->flags & LOG_LINE_NCCL) r->nccl--;
     free(l->text);
     l->text = NULL;
     r->head = (r->head + 1) % r->cap;
@@ -52,6 +53,7 @@ void log_ring_push(struct log_ring *r, struct log_line *line)
     r->lines[(r->head + r->count) % r->cap] = *line;
     r->count++;
     r->bytes += line->len;
+    if (line->flags & LOG_LINE_NCCL) r->nccl++;
     r->total++;
 }
 

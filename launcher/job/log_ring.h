@@ -12,6 +12,8 @@
 #define LOG_LINE_SPLIT   0x2   /* a piece of a line longer than 64 KiB; more follows */
 #define LOG_LINE_TRUNCATED 0x4 /* set by the model: only the first max_bytes are kept in memory
                                   (the log file has the whole line) */
+#define LOG_LINE_NCCL    0x8   /* set by the model: one of NCCL's INFO/TRACE lines (job/nccl.h),
+                                  which the dashboard's log pane folds away by default */
 
 struct log_line {
     uint64_t seq;             /* per rank, from 1, across attempts */
@@ -29,6 +31,7 @@ struct log_ring {
     size_t cap, head, count;  /* lines[(head + i) % cap] for i in [0, count) is oldest..newest */
     size_t bytes, max_bytes;  /* text bytes held; oldest lines dropped above max_bytes */
     uint64_t total;           /* lines ever appended */
+    size_t nccl;              /* lines held with LOG_LINE_NCCL */
     size_t max_lines;         /* cap grows on demand up to this */
 };
 
