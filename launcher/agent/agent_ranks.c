@@ -536,8 +536,11 @@ static void send_status(void)
     cJSON *msg = agent_reply_new(WIRE_EV_STATUS, NULL);
     ranks_add_mono_ns(msg, mono_ns());
     cJSON *arr = cJSON_AddArrayToObject(msg, "ranks");
-    for (struct agent_rank *r = ranks.list; r; r = r->next)
+    for (struct agent_rank *r = ranks.list; r; r = r->next) {
         if (!r->exit_sent && !r->spawn) cJSON_AddItemToArray(arr, ranks_status_entry(r, now));
+        /* a rank that moved itself to another cgroup is followed there */
+        if (!r->have_status && !r->starting && r->k.rank_pid > 0) oom_follow(&r->cg, r->k.rank_pid);
+    }
     agent_send(ranks.ag, msg);
 }
 

@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "agent_keeper.h"
+#include "agent_oom.h"
 #include "agent_stream.h"
 #include "wire/json_num.h"
 #include "wire/signals.h"
@@ -61,6 +62,7 @@ struct agent_rank {
     int have_step;
     uint64_t dropped_lines;       /* output dropped while the spool was full, not yet said */
     uint64_t dropped_bytes;
+    struct rank_cgroup cg;        /* its cgroup's OOM kill count (agent_oom.h) */
     struct agent_rank *next;
 };
 

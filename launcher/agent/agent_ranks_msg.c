@@ -1,6 +1,7 @@
 /* The ranks side's messages about one rank: its exit (with the error file), its entry in the
  * status heartbeat, the step seen in its metrics lines. Kept apart from agent_ranks.c, which
  * decides when they are sent. Signal names are the protocol's (wire/signals.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,12 @@ cJSON *ranks_exit_msg(const struct agent_rank *r, const char *error_text)
         cJSON_AddNullToObject(msg, "signo");
     }
     cJSON_AddBoolToObject(msg, "by_us", r->by_us);
+    /* SIGKILL or 137 (a shell's report of it): was it the kernel's OOM killer? */
+    if (!r->keeper_died && ((WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL) ||
+                            (WIFEXITED(ws) && WEXITSTATUS(ws) == 137))) {
+        long long n = oom_kills_since(&r->cg);
+        if (n >= 0) cJSON_AddNumberToObject(msg, "oom_kills", (double)n);
+    }
     ranks_add_mono_ns(msg, r->exit_ns);
     if (!r->keeper_died) cJSON_AddNumberToObject(msg, "cpu_s", r->exit_cpu_s);
     if (error_text) cJSON_AddStringToObject(msg, "error_file", error_text);

@@ -252,6 +252,7 @@ void ranks_spawn_first_msg(struct agent_rank *r, const struct keeper_msg *m)
     if (m->kind == KEEPER_STARTED) {
         r->starting = 0;
         r->k.rank_pid = m->a;
+        oom_follow(&r->cg, r->k.rank_pid);
         /* A stop came while it started: the signal it missed, and the end is ours. */
         if (r->doomed) kill(-r->k.rank_pid, SIGKILL);
         return;

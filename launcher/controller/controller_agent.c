@@ -376,6 +376,8 @@ static void apply_exit(struct controller *c, size_t i, const cJSON *m)
         return;
     }
     st = c->job->ranks[rank].state;
+    /* the kernel's OOM kills in the rank's cgroup (absent from older agents: unknown) */
+    c->job->ranks[rank].oom_kills = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "oom_kills", 0, 1000000, -1);
     if ((st == RANK_RUNNING || st == RANK_STALLED || st == RANK_PENDING) &&
         job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
         ctl_rank_failed_begin_stop(c);

@@ -3,6 +3,8 @@
  * root cause (root_cause.c), both of which build on the model. */
 #include "rank_report.h"
 
+#include <stdio.h>
+
 #include "job.h"
 #include "job_state.h"
 #include "root_cause.h"
@@ -40,12 +42,17 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
     } else {
         job_rank_ended(j, rank, RANK_FAILED);
         failed = true;
+        /* its agent counted the OOM kills in its cgroup (SIGKILL or 137 only; -1 unknown) */
+        char oom[96] = "";
+        if (r->oom_kills > 0)
+            snprintf(oom, sizeof oom, " (the kernel's OOM killer: %d kill%s in its cgroup)",
+                     r->oom_kills, r->oom_kills == 1 ? "" : "s");
         if (term_signal)
-            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s", rank, host,
-                          signals_label(term_signal));
+            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s killed by %s%s", rank, host,
+                          signals_label(term_signal), oom);
         else
-            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s exited with code %d",
-                          rank, host, exit_code);
+            job_event_add(j, EV_FAILURE, rank, r->node, "rank %d on %s exited with code %d%s",
+                          rank, host, exit_code, oom);
         root_cause_rank(j, rank, exit_code, term_signal, error_file, error_len);
     }
     j->generation++;
