@@ -153,4 +153,12 @@ check_env "NCCL_DEBUG= (empty) in ddptop's environment reaches the rank empty" \
     "env NCCL_DEBUG= NCCL_DEBUG_SUBSYS=unset" 2 env NCCL_DEBUG= "$DDPTOP"
 check_env "NCCL_DEBUG_SUBSYS=COLL alone leaves NCCL_DEBUG unset" \
     "env NCCL_DEBUG=unset NCCL_DEBUG_SUBSYS=COLL" 3 env NCCL_DEBUG_SUBSYS=COLL "$DDPTOP"
+# The node's own NCCL configuration file (NCCL lets the environment win over it, so ddptop's
+# INFO would): the agent leaves both variables unset there, and NCCL reads the file's WARN.
+printf 'NCCL_SOCKET_IFNAME=lo\nNCCL_DEBUG=WARN\n' >"$D/nccl.conf"
+check_env "NCCL_DEBUG in the node's NCCL_CONF_FILE: ddptop sets neither variable" \
+    "env NCCL_DEBUG=unset NCCL_DEBUG_SUBSYS=unset" 4 env NCCL_CONF_FILE="$D/nccl.conf" "$DDPTOP"
+printf 'NCCL_SOCKET_IFNAME=lo\n#NCCL_DEBUG=WARN\n' >"$D/nccl-other.conf"
+check_env "a configuration file without NCCL_DEBUG: ddptop's defaults" \
+    "env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV" 5 env NCCL_CONF_FILE="$D/nccl-other.conf" "$DDPTOP"
 tap_done

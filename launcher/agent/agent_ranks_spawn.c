@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent_envdefault.h"
 #include "agent_files.h"
 #include "agent_nodedir.h"
 #include "agent_ranks_int.h"
@@ -77,6 +78,18 @@ static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ran
         if (env && !cJSON_IsObject(env)) {
             agent_send_error(ag, id, "ranks[%d].env must be an object of strings", i);
             return -1;
+        }
+        const cJSON *dflt = cJSON_GetObjectItemCaseSensitive(o, "env_default");
+        if (dflt && !cJSON_IsObject(dflt)) {
+            agent_send_error(ag, id, "ranks[%d].env_default must be an object of strings", i);
+            return -1;
+        }
+        cJSON_ArrayForEach(e, dflt) {
+            if (!e->string[0] || strchr(e->string, '=') || !cJSON_IsString(e)) {
+                agent_send_error(ag, id, "ranks[%d].env_default.%.64s must be a variable name with a string",
+                                 i, e->string);
+                return -1;
+            }
         }
         cJSON_ArrayForEach(e, env) {
             if (!e->string[0] || strchr(e->string, '=')) {
@@ -205,7 +218,10 @@ static void spawn_fork_one(struct rank_spawn *sp, struct spawn_slot *sl)
     size_t n_set = trace_env(env, set, moved, trace_note, sizeof trace_note);
     if (ours) set[n_set++] = (struct env_set){ ERROR_FILE_VAR, errfile };
     char **owned;
-    char **envp = build_env(env, set, n_set, &owned);
+    /* ddptop's defaults (NCCL_DEBUG) where the node sets none of them itself */
+    cJSON *with_defaults = envdefault_apply(env, cJSON_GetObjectItemCaseSensitive(sl->ro, "env_default"));
+    char **envp = build_env(with_defaults ? with_defaults : env, set, n_set, &owned);
+    cJSON_Delete(with_defaults);
     struct keeper_spec spec = { .argv = sp->argv, .envp = envp, .workdir = sp->workdir,
                                 .start_timeout_ms = SPAWN_START_TIMEOUT_MS };
     struct keeper k;

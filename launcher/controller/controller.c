@@ -343,7 +343,16 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
         cJSON_AddNumberToObject(r, "rank", in.rank);
         cJSON_AddNumberToObject(r, "local_rank", k);
         e = cJSON_AddObjectToObject(r, "env");
-        for (size_t v = 0; v < env.n; v++) cJSON_AddStringToObject(e, env.v[v].key, env.v[v].value);
+        /* ddptop's NCCL_DEBUG goes as a default: the agent drops it where the node's own
+         * environment or NCCL's configuration files set NCCL_DEBUG(_SUBSYS) */
+        bool dflt = plan_nccl_debug_defaulted(&in);
+        cJSON *d = dflt ? cJSON_AddObjectToObject(r, "env_default") : NULL;
+        for (size_t v = 0; v < env.n; v++) {
+            bool nccl = false;
+            for (size_t q = 0; dflt && plan_nccl_debug_vars[q]; q++)
+                nccl = nccl || strcmp(env.v[v].key, plan_nccl_debug_vars[q]) == 0;
+            cJSON_AddStringToObject(nccl ? d : e, env.v[v].key, env.v[v].value);
+        }
         env_list_free(&env);
         cJSON_AddItemToArray(ranks, r);
     }
