@@ -503,6 +503,77 @@ static void test_log_attempts(void)
     scr_close(&sc);
 }
 
+/* Issue 20: NCCL's INFO lines are marked once as they are kept (LOG_LINE_NCCL, counted by the
+ * ring), folded out of the pane's rows, its moves and its search unless shown; WARN lines stay. */
+static void test_nccl_folded(void)
+{
+    struct scr sc;
+    if (!scr_open(&sc)) { tap_skip("nccl folded", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(1, "localhost");
+    if (!j) { CHECK(0); scr_close(&sc); return; }
+    add_line(j, 0, "own a");                                                     /* 1 */
+    for (int i = 0; i < 5; i++) add_line(j, 0, "n1:42:42 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"); /* 2-6 */
+    add_line(j, 0, "own b");                                                     /* 7 */
+    add_line(j, 0, "n1:42:42 [0] NCCL WARN NET/IB : Got completion from peer");  /* 8 */
+    for (int i = 0; i < 3; i++) add_line(j, 0, "n1:42:42 [0] NCCL INFO Connected all rings"); /* 9-11 */
+    add_line(j, 0, "own c");                                                     /* 12 */
+    const struct log_ring *r = &j->ranks[0].log;
+    CHECK_INT((int)r->nccl, 8);
+    CHECK(log_ring_at(r, 1)->flags & LOG_LINE_NCCL);
+    CHECK(!(log_ring_at(r, 7)->flags & LOG_LINE_NCCL));              /* WARN */
+    CHECK(!(log_ring_at(r, 0)->flags & LOG_LINE_NCCL));
+    struct ui_state ui;
+    init_ui(&ui);
+    CHECK_INT((int)log_src_folded_count(j, &ui), 8);
+    CHECK(log_src_folded(j, &ui, 3));
+    CHECK(!log_src_folded(j, &ui, 8));
+    /* moves count the lines shown */
+    long moved;
+    CHECK_INT((int)log_src_move(j, &ui, 12, -2, &moved), 7);
+    CHECK_INT((int)moved, -2);
+    CHECK_INT((int)log_src_move(j, &ui, 12, -10, &moved), 1);
+    CHECK_INT((int)moved, -3);
+    CHECK_INT((int)log_src_move(j, &ui, 1, 1, NULL), 7);
+    CHECK_INT((int)log_src_move(j, &ui, 8, 5, &moved), 12);
+    CHECK_INT((int)moved, 1);
+    /* four rows: the title and the newest three lines shown */
+    WINDOW *w = newwin(4, 100, 0, 0);
+    pane_log_draw(w, j, &ui, &sc.p);
+    char row[128];
+    row_text(w, 0, row, sizeof row);
+    CHECK(strstr(row, "8 NCCL lines folded (I shows)") != NULL);
+    row_text(w, 1, row, sizeof row);
+    CHECK(strncmp(row, "own b", 5) == 0);
+    row_text(w, 3, row, sizeof row);
+    CHECK(strncmp(row, "own c", 5) == 0);
+    CHECK(!any_row_contains(w, "NCCL INFO"));
+    CHECK(any_row_contains(w, "NCCL WARN"));
+    /* scrolled to a folded line: the rows end at the line shown before it */
+    ui.follow = false;
+    ui.log_pos = 10;
+    pane_log_draw(w, j, &ui, &sc.p);
+    row_text(w, 3, row, sizeof row);
+    CHECK(strstr(row, "NCCL WARN") != NULL);
+    row_text(w, 1, row, sizeof row);
+    CHECK(strncmp(row, "own a", 5) == 0);
+    /* a search looks at what is shown */
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "Connected all rings"), 0);
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "own"), 12);
+    ui.show_nccl = true;
+    CHECK_INT(log_src_find(j, &ui, 0, -1, "Connected all rings"), 11);
+    ui.follow = true;
+    pane_log_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "NCCL INFO Connected all rings"));
+    CHECK(any_row_contains(w, "NCCL lines shown (I folds)"));
+    CHECK_INT((int)log_src_move(j, &ui, 12, -2, NULL), 10);
+    delwin(w);
+    /* lines dropped from the ring leave the count */
+    log_ring_set_limits(&j->ranks[0].log, 4, 1u << 20);
+    CHECK_INT((int)j->ranks[0].log.nccl, 3);   /* lines 9-12 are left */
+    tjob_free(j);
+    scr_close(&sc);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
@@ -513,6 +584,7 @@ int main(void)
     RUN(test_step_lines_in_words);
     RUN(test_events_wrap);
     RUN(test_log_attempts);
+    RUN(test_nccl_folded);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);
