@@ -69,7 +69,7 @@ for raw in sys.stdin:
         say('{"ev":"stopped","id":1e300}')
         say('{"ev":"exit","rank":1e300,"code":3,"q":2}')
         say('{"ev":"exit","rank":0,"pid":5,"attempt":0,"code":3,"signal":null,"signo":null,'
-            '"by_us":false,"mono_ns":1e300,"error_file":null,"q":2}')
+            '"by_us":false,"mono_ns":1e300,"error_file":null,"oom_kills":1e300,"q":2}')
     elif op == "stop":
         say('{"ev":"stopped","id":%d}' % rid)
     elif op == "exit":
@@ -104,6 +104,8 @@ tap_check "the rank's output is in its log, and only its valid line" \
     test "$(cat "$tmp/logs/hostile/attempt-0/rank-0.log" 2>/dev/null)" = hi
 tap_check "the root cause is the rank's exit code 3" \
     grep -q 'root cause: rank 0 on localhost exited with code 3' "$tmp/run.out"
+tap_check "a bad oom_kills is ignored: no event blames the OOM killer" \
+    sh -c "! grep -q 'OOM killer' '$EV'"
 tap_check "no sanitizer report from the controller" \
     sh -c "! grep -Eq 'runtime error|AddressSanitizer' '$tmp/run.err' '$tmp/run.out'"
 
