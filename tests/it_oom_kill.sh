@@ -69,7 +69,7 @@ cat >"$T/rank.sh" <<'EOF'
 #!/bin/sh
 echo $$ >"$1/cgroup.procs" || exit 9
 echo "rank in $(grep -E '^0::|memory' /proc/self/cgroup | head -1)"
-sleep 2.5
+sleep 4
 case $2 in
 oom) exec /usr/bin/python3 -c 'import sys; print("allocating 1 GiB", flush=True); b = bytearray(1 << 30); b[::4096] = b"x" * len(b[::4096]); print("not killed", len(b))' ;;
 kill) kill -KILL $$ ;;
