@@ -5,7 +5,8 @@
 # oom_kill count (cgroup v2 memory.events, or memory.oom_control of the v1 memory controller)
 # when it sees the cgroup and at the rank's end, sends the difference with the exit, and the
 # failure event says the OOM killer took the rank. A rank that kills itself with SIGKILL in the
-# same kind of cgroup gets no such words. The cgroups are removed at the end, even on failure.
+# same kind of cgroup gets no such words. And the usual case: ddptop, its agent and the rank
+# all in the limited cgroup from the start. The cgroups are removed at the end, even on failure.
 # Needs root and a memory controller (v2 at /sys/fs/cgroup, or v1 at /sys/fs/cgroup/memory):
 # without them it fails and says why.
 set -u
@@ -97,6 +98,33 @@ if cg_make oom; then
         tap_ok "the rank was killed while it allocated"
     else
         tap_fail "the rank was killed while it allocated" "$(cat "$T/logs/oom/attempt-0/rank-0.log" 2>&1)"
+    fi
+fi
+
+# The usual case (a Slurm step's or a container's cgroup): ddptop, its agent and the rank all
+# start inside the limited cgroup; the agent reads the count at the spawn.
+if cg_make whole; then
+    printf '#!/bin/sh\ncg=$1; shift\necho $$ >"$cg/cgroup.procs" || exit 9\nexec "$@"\n' >"$T/inside.sh"
+    cat >"$T/alloc.sh" <<'EOF'
+#!/bin/sh
+exec /usr/bin/python3 -c 'print("allocating 1 GiB", flush=True); b = bytearray(1 << 30); b[::4096] = b"x" * len(b[::4096]); print("not killed", len(b))'
+EOF
+    chmod +x "$T/inside.sh" "$T/alloc.sh"
+    # room for ddptop and its agent beside the rank (v1: the swap limit first, it bounds the other)
+    if [ -e "$CG/memory.max" ]; then echo 128M >"$CG/memory.max"; else
+        [ ! -e "$CG/memory.memsw.limit_in_bytes" ] || echo 128M >"$CG/memory.memsw.limit_in_bytes"
+        echo 128M >"$CG/memory.limit_in_bytes"
+    fi
+    NO_COLOR=1 timeout 90 "$T/inside.sh" "$CG" "$DDPTOP" run --headless --no-check --max-restarts 0 \
+        --master-port "$(sshd_pick_port)" --log-dir "$T/logs" --run-id whole -- "$T/alloc.sh" \
+        >"$T/whole.out" 2>&1 </dev/null
+    rc=$?
+    ev=$(failure_event whole)
+    if [ "$rc" = 1 ] && grep -q "killed by SIGKILL (the kernel's OOM killer: 1 kill in its cgroup)" <<<"$ev"; then
+        tap_ok "ddptop and its rank in one limited cgroup: the failure event names the OOM killer"
+    else
+        tap_fail "ddptop and its rank in one limited cgroup: the failure event names the OOM killer" \
+            "exit $rc, event: $ev" "$(tail -5 "$T/whole.out")"
     fi
 fi
 
