@@ -461,6 +461,7 @@ void ctl_record_end(struct controller *c)
                       : st == JOB_STOPPED ? (c->signals ? RUN_INTERRUPTED : RUN_STOPPED)
                       : RUN_FAILED;
     if (c->o.check_only) return; /* `ddptop check` writes no run */
+    root_cause_settle(c->job);
     job_event_end(c->job, rs, plan_exit_code(st));
 }
 
@@ -511,6 +512,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 
 void ctl_restart(struct controller *c, const char *why)
 {
+    root_cause_settle(c->job); /* its class and event belong to the attempt that ended */
     c->job->attempt++;
     job_event_add(c->job, EV_RESTART, -1, -1, "restarting (%s): attempt %d%s", why, c->job->attempt,
                   c->user_argv ? "" : "; ddptop-train resumes from its snapshot");

@@ -117,7 +117,10 @@ void job_cause_clear(struct job *j)
     for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
     free(c->last_lines);
     free(c->error_file);
-    *c = (struct root_cause){ .rank = -1, .node = -1 };
+    free(c->evidence);
+    free(c->detail);
+    free(c->lagging);
+    *c = (struct root_cause){ .rank = -1, .node = -1, .evidence_rank = -1 };
 }
 
 void job_free(struct job *j)

@@ -203,6 +203,18 @@ struct root_cause {
     char **last_lines;        /* up to 20 of its last output lines (raw bytes) */
     size_t n_last_lines;
     char *error_file;         /* TORCHELASTIC_ERROR_FILE contents (PyTorch @record), or NULL */
+    /* Its class (failure_class.h), decided once: at the first failure the class waits
+     * (pending) for the attempt's other ranks to end or ROOT_CAUSE_SETTLE_MS, whichever is
+     * first, since their lines (a watchdog's, a peer's reset) may come after the failure. */
+    bool pending;
+    int64_t pending_since_ms; /* mono_ms() when root_cause_tick first saw it pending; 0 */
+    int failure;              /* enum failure_class; 0 (FAILURE_NONE) until classified */
+    char *evidence;           /* the line that proved it (raw bytes, bounded), or NULL */
+    int evidence_rank;        /* the rank that printed it; -1 */
+    char *detail;             /* "rank 3 is 3 collectives behind (...)", or NULL */
+    const char *fix;          /* one line (static); NULL */
+    int *lagging;             /* the ranks that fell behind (collective timeout, hang) */
+    size_t n_lagging;
 };
 
 /* Where the model hands what is to be kept on disk: the run's files (record/run_files.c sets

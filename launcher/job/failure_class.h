@@ -1,0 +1,31 @@
+/* The class of a failed attempt's root cause, read from the output of its ranks in the model's
+ * rings (pure: no I/O, no clock). The failing rank's own last lines decide the class
+ * (failure_line.h names what each line proves); the other ranks' lines add what only they
+ * know: for a collective timeout, the last sequence number each rank reached, and so the
+ * ranks that fell behind. docs/failures.md lists the classes, their evidence and their fixes. */
+#ifndef DDPTOP_FAILURE_CLASS_H
+#define DDPTOP_FAILURE_CLASS_H
+
+#include <stddef.h>
+
+#include "failure_line.h"
+#include "job.h"
+
+#define FAILURE_SCAN_LINES  200   /* last lines of the attempt looked at per rank */
+#define FAILURE_EVIDENCE_MAX 512  /* bytes kept of the evidence line */
+
+/* Classifies c, the root cause of a rank's failure (c->rank, its exit code or signal set):
+ * fills failure, evidence, evidence_rank, detail, fix and lagging. */
+void failure_classify(const struct job *j, struct root_cause *c);
+
+/* The sequence-number analysis alone, for a hang (c->failure FAILURE_HANG): when any rank of
+ * the attempt printed PyTorch's watchdog numbers, fills detail ("rank 3 is 3 collectives
+ * behind (last SeqNum 1231, the others 1234, ALLREDUCE)"), lagging and evidence; returns
+ * whether it did. */
+bool failure_seq_analyse(const struct job *j, struct root_cause *c);
+
+/* The node a peer address names: a node whose hostfile name is the address, or the local
+ * node (no host) for a loopback address. -1: none of the job's. */
+int failure_node_of_addr(const struct job *j, const char *addr);
+
+#endif
