@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "job/failure_line.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 #include "panes.h"
@@ -54,6 +55,39 @@ static void wall_hms(int64_t wall_ns, char *buf, size_t n)
     else util_clock_text(wall_ns, buf, n);
 }
 
+/* One row "  word: text" cut to the width (text sanitised: it may hold a rank's bytes). */
+static void cause_row(WINDOW *w, const struct paint *p, int y, const char *word, const char *text,
+                      attr_t a)
+{
+    int wd = getmaxx(w);
+    char *t = sanitize_str(text, strlen(text), 0);
+    wmove(w, y, 0);
+    int x = pane_put(w, p, word, strlen(word), wd, p->role[ROLE_DIM]);
+    pane_put(w, p, t, strlen(t), wd - x, a);
+    free(t);
+}
+
+/* The root cause's class and what it found ("collective timeout: rank 3 on n4 is 3
+ * collectives behind ..."), then, with room, the line that proved it and the fix. Rows used. */
+static int draw_cause_class(WINDOW *w, const struct root_cause *c, const struct paint *p, int y, int rows)
+{
+    if (c->failure == FAILURE_NONE || rows < 2) return 0;
+    char *line = xasprintf("%s%s%s", failure_class_label(c->failure), c->detail ? ": " : "",
+                           c->detail ? c->detail : "");
+    cause_row(w, p, y, "  class: ", line, p->role[ROLE_FAIL] | A_BOLD);
+    free(line);
+    int used = 1;
+    if (rows - used >= 5 && c->evidence) {
+        cause_row(w, p, y + used, "  evidence: ", c->evidence, p->role[ROLE_FAIL]);
+        used++;
+    }
+    if (rows - used >= 4 && c->fix && *c->fix) {
+        cause_row(w, p, y + used, "  fix: ", c->fix, p->role[ROLE_NORMAL]);
+        used++;
+    }
+    return used;
+}
+
 /* The root cause: the summary, wrapped over up to 3 rows (it names rank, host and signal,
  * which must not be cut off in a narrow pane), then the last line the rank printed (the rest
  * is in its log). Returns the rows used. */
@@ -85,6 +119,7 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
         x = 2;
     }
     free(s);
+    used += draw_cause_class(w, &j->cause, p, y + used, rows - used);
     if (rows - used < 3 || j->cause.n_last_lines == 0) return used;
     const char *last = j->cause.last_lines[j->cause.n_last_lines - 1];
     if (!last) return used;
