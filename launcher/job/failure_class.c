@@ -254,6 +254,35 @@ static void classify_from(const struct job *j, struct root_cause *c, const struc
     }
 }
 
+/* PyTorch's error file (TORCHELASTIC_ERROR_FILE, made readable by root_cause.c): the
+ * exception's message when the rank printed nothing that tells (its stderr went elsewhere). */
+static void classify_error_file(struct root_cause *c)
+{
+    const char *t = c->error_file;
+    const char *best = NULL, *exc = NULL;
+    size_t best_len = 0, exc_len = 0, best_rank = sizeof line_order / sizeof *line_order;
+    while (t && *t) {
+        size_t n = strcspn(t, "\n");
+        enum failure_class fc = failure_line_class(t, n);
+        for (size_t i = 0; fc != FAILURE_NONE && i < best_rank; i++)
+            if (line_order[i] == fc && (i != 3 || failure_line_ib(t, n))) {
+                best = t, best_len = n, best_rank = i;
+                c->failure = fc;
+            }
+        if (!exc && failure_line_exception(t, n)) exc = t, exc_len = n;
+        t += n + (t[n] == '\n');
+    }
+    if (!best && exc) {
+        c->failure = FAILURE_PYTHON_EXCEPTION;
+        best = exc, best_len = exc_len;
+    }
+    if (!best) return;
+    if (best_len > FAILURE_EVIDENCE_MAX) best_len = FAILURE_EVIDENCE_MAX;
+    free(c->evidence);
+    c->evidence = xstrndup(best, best_len);
+    c->evidence_rank = c->rank;
+}
+
 void failure_classify(const struct job *j, struct root_cause *c)
 {
     c->failure = FAILURE_UNKNOWN;
@@ -298,6 +327,8 @@ void failure_classify(const struct job *j, struct root_cause *c)
             c->failure = FAILURE_PYTHON_EXCEPTION;
             set_evidence(c, c->rank, wline(w, (size_t)o.exc));
             c->detail = user_frame_before(w, (size_t)o.exc);
+        } else if (c->failure == FAILURE_UNKNOWN && c->error_file) {
+            classify_error_file(c);
         }
     }
     c->fix = failure_class_fix(c->failure);
