@@ -300,7 +300,11 @@ void failure_classify(const struct job *j, struct root_cause *c)
     bool killed = sig == SIGKILL || (!sig && ec == 128 + SIGKILL);
     if (segv) {
         c->failure = FAILURE_SEGFAULT;
-        c->detail = xasprintf("%s", (sig ? sig : ec - 128) == SIGBUS ? "bus error (SIGBUS)" : "segmentation fault (SIGSEGV)");
+        int s = sig ? sig : ec - 128;
+        c->detail = sig ? xasprintf("%s, killed by %s", s == SIGBUS ? "bus error" : "invalid memory access",
+                                    s == SIGBUS ? "SIGBUS" : "SIGSEGV")
+                        : xasprintf("%s, exit status %d (%s)", s == SIGBUS ? "bus error" : "invalid memory access",
+                                    ec, s == SIGBUS ? "SIGBUS" : "SIGSEGV");
         for (size_t k = w->n; k-- > 0;) {
             const struct log_line *l = wline(w, k);
             if (memmem(l->text, l->len, "Segmentation fault", 18) || memmem(l->text, l->len, "Bus error", 9)) {
