@@ -224,7 +224,8 @@ static void test_hang_seq(void)
     /* without them: where the ranks are */
     j = job4();
     CHECK(root_cause_hang(j, 1, 20000, "rank 1 in freeze (job.py)"));
-    CHECK_STR(j->cause.detail, "rank 1 in freeze (job.py)");
+    CHECK(j->cause.detail == NULL);
+    CHECK(strstr(j->cause.summary, "rank 1 in freeze (job.py)") != NULL);
     CHECK_INT(j->cause.n_lagging, 0);
     job_free(j);
 }

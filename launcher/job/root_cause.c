@@ -247,7 +247,7 @@ bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
     collect_last_lines(j, r, c);
     set_class(c, FAILURE_HANG, NULL);
     /* PyTorch's watchdog may have said who is behind before ddptop saw the stall */
-    if (!failure_seq_analyse(j, c) && where) c->detail = xstrdup(where);
+    failure_seq_analyse(j, c);   /* where every rank is is in the summary already */
     job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
     return true;
 }
