@@ -264,7 +264,8 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
             say(h, "step min/median/max %ld/%ld/%ld", st.step_min, st.step_median, st.step_max);
     }
     if (j->cause.set && j->cause.failure != FAILURE_NONE && j->cause.failure != FAILURE_UNKNOWN &&
-        j->cause.failure != FAILURE_NODE_LOST)   /* "node n3 lost: ..." says it already */
+        j->cause.failure != FAILURE_NODE_LOST &&   /* "node n3 lost: ..." says it already */
+        (j->cause.failure != FAILURE_HANG || j->cause.detail))
         say(h, "root cause: %s (%s%s%s)", j->cause.summary ? j->cause.summary : "?",
             failure_class_label(j->cause.failure), j->cause.detail ? ": " : "",
             j->cause.detail ? j->cause.detail : "");

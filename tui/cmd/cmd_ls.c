@@ -103,7 +103,8 @@ static char *last_column(const struct run_entry *e)
         /* its class first (docs/failures.md), what the class found, then the rank's end */
         char *cls = NULL;
         if (s->cause_class && s->cause_class_name && strcmp(s->cause_class_name, "unknown") != 0 &&
-            strcmp(s->cause_class_name, "node_lost") != 0)   /* its summary says so already */
+            strcmp(s->cause_class_name, "node_lost") != 0 &&   /* its summary says so already */
+            (strcmp(s->cause_class_name, "hang") != 0 || s->cause_detail))
             cls = xasprintf("%s%s%s; ", s->cause_class, s->cause_detail ? ": " : "",
                             s->cause_detail ? s->cause_detail : "");
         char *out = s->cause_attempt != s->attempts - 1
