@@ -12,7 +12,9 @@
 #   3. four ranks playing PyTorch's watchdog lines (tests/fixtures/failures/
 #      watchdog_rank3_behind.txt, formats of ProcessGroupNCCL.cpp 2.1-2.5) with rank 0
 #      aborting first: class collective_timeout, rank 3 three collectives behind, in the final
-#      line, `ddptop ls` and events.jsonl.
+#      line, `ddptop ls` and events.jsonl;
+#   4. the same lines in a job that hangs instead (--on-hang stop): the hang's root cause names
+#      rank 3 behind, by the same analysis.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -213,6 +215,43 @@ if grep -q '^    class: collective timeout' <<<"$ev" && grep -q '^    evidence: 
     tap_ok "watchdog: logs --events shows the class and the evidence"
 else
     tap_fail "watchdog: logs --events shows the class and the evidence" "$ev"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 4. The same lines in a job that hangs instead (the watchdog logs, the process stays: as with
+#    TORCH_NCCL_ASYNC_ERROR_HANDLING=0): --on-hang stop, the hang's root cause names rank 3.
+cat >"$T/hang.py" <<'PY'
+import os, sys, time
+rank = int(os.environ["RANK"])
+lines, who = [], 0
+for l in open(sys.argv[1], encoding="utf-8"):
+    l = l.rstrip("\n")
+    if l.startswith("#") or l.startswith("step "):
+        continue
+    if l.startswith("@rank "):
+        who = int(l[6:])
+    elif who == rank:
+        lines.append(l)
+for step in range(1, 4 if rank != 3 else 3):
+    print(f"step {step} loss {1.0 / step:.3f}", flush=True)
+    time.sleep(0.3)
+for l in lines:
+    print(l, file=sys.stderr, flush=True)
+time.sleep(120)
+PY
+rj_run "$T/hang.out" --limit 90 "${COMMON[@]}" --nproc-per-node 4 --master-port "$(sshd_pick_port)" \
+    --run-id "$RID-hang" --hang-timeout 4 --on-hang stop \
+    -- "$PY" "$T/hang.py" "$PWD/tests/fixtures/failures/watchdog_rank3_behind.txt"
+rj_expect_rc "hang: --on-hang stop fails the job" 1
+ev_assert "hang: events.jsonl: class hang, rank 3 first to stall and lagging, 3 collectives behind" \
+    "$LOGS/$RID-hang/events.jsonl" \
+    'cause["class"] == "hang"' 'cause["hang"] is True' 'cause["rank"] == 3' 'cause["lagging_ranks"] == [3]' \
+    'cause["detail"].startswith("rank 3 on localhost is 3 collectives behind (last SeqNum 1231")'
+l=$(final_line "$T/hang.out")
+if grep -qF "(hang: rank 3 on localhost is 3 collectives behind (last SeqNum 1231, the others 1234, ALLREDUCE))" <<<"$l"; then
+    tap_ok "hang: the final line names rank 3, 3 collectives behind"
+else
+    tap_fail "hang: the final line names rank 3, 3 collectives behind" "got: $l" "$(tail -20 "$T/hang.out")"
 fi
 
 if wait_until 10 no_marker_pids "$T"; then
