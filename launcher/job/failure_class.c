@@ -15,11 +15,12 @@ struct window {
     size_t n;
 };
 
-static void window_take(const struct job *j, int rank, struct window *w)
+static void window_take_n(const struct job *j, int rank, struct window *w, size_t max)
 {
     const struct rank_info *r = &j->ranks[rank];
     size_t tmp[FAILURE_SCAN_LINES], n = 0;
-    for (size_t i = r->log.count; i-- > 0 && n < FAILURE_SCAN_LINES;) {
+    if (max > FAILURE_SCAN_LINES) max = FAILURE_SCAN_LINES;
+    for (size_t i = r->log.count; i-- > 0 && n < max;) {
         const struct log_line *l = log_ring_at(&r->log, i);
         if (l->attempt != j->attempt) break;
         if (l->stream == LOG_SYSTEM) continue;
@@ -28,6 +29,11 @@ static void window_take(const struct job *j, int rank, struct window *w)
     w->r = r;
     w->n = n;
     for (size_t k = 0; k < n; k++) w->idx[k] = tmp[n - 1 - k];
+}
+
+static void window_take(const struct job *j, int rank, struct window *w)
+{
+    window_take_n(j, rank, w, FAILURE_SCAN_LINES);
 }
 
 static const struct log_line *wline(const struct window *w, size_t k)
@@ -113,8 +119,10 @@ bool failure_seq_analyse(const struct job *j, struct root_cause *c)
     struct window *w = xmalloc(sizeof *w);
     long top = -1;
     int top_rank = -1;
+    size_t per = FAILURE_SCAN_BUDGET / n;
+    if (per < FAILURE_SCAN_MIN) per = FAILURE_SCAN_MIN;
     for (size_t r = 0; r < n; r++) {
-        window_take(j, (int)r, w);
+        window_take_n(j, (int)r, w, per);
         seq_of_rank(w, &s[r]);
         if (s[r].reached > top || (s[r].reached == top && top >= 0 && !s[top_rank].op[0] && s[r].op[0])) {
             top = s[r].reached;
@@ -163,7 +171,7 @@ bool failure_seq_analyse(const struct job *j, struct root_cause *c)
     if (!nl) { free(lag); c->lagging = NULL; }
     /* the line that shows it: the lagging rank's own, else the rank that got furthest */
     int er = worst >= 0 ? worst : (c->rank >= 0 && s[c->rank].line >= 0 ? c->rank : top_rank);
-    window_take(j, er, w);
+    window_take_n(j, er, w, per);
     set_evidence(c, er, wline(w, (size_t)s[er].line));
     free(silent);
     free(s);
