@@ -94,14 +94,11 @@ static void seq_of_rank(const struct window *w, struct rank_seq *s)
         struct watchdog_seq q;
         if (!failure_line_watchdog(l->text, l->len, &q)) continue;
         long v = q.seq > q.enqueued ? q.seq : q.enqueued;
-        if (v < 0) continue;
-        if (v > s->reached || s->line < 0 || (q.op[0] && !s->op[0] && v == s->reached)) {
-            if (v > s->reached || !s->op[0]) {
-                s->reached = v;
-                s->line = (long)k;
-            }
-            if (q.op[0]) memcpy(s->op, q.op, sizeof s->op);
-        }
+        /* the furthest number, and its line: the one naming the collective when two do */
+        if (v < 0 || v < s->reached || (v == s->reached && (s->op[0] || !q.op[0]))) continue;
+        s->reached = v;
+        s->line = (long)k;
+        if (q.op[0]) memcpy(s->op, q.op, sizeof s->op);   /* else the timed-out work's stays */
     }
 }
 
