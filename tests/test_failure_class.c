@@ -191,6 +191,7 @@ static void test_each_class(void)
         { "segfault.txt", 0, 0, SIGKILL, -1, "oom_kill", NULL, -1, "likely" },
         { "segfault.txt", 0, 137, 0, -1, "oom_kill", NULL, -1, "likely" },
         { "segfault.txt", 0, 0, SIGKILL, 0, "unknown", NULL, -1, "not the OOM killer" },
+        { "segfault.txt", 0, 0, SIGTERM, -1, "preempted", NULL, -1, "likely: SIGTERM not sent by ddptop" },
         /* nothing that tells: unknown, today's lines */
         { "segfault.txt", 1, 3, 0, -1, "unknown", NULL, -1, NULL },
     };

@@ -330,6 +330,9 @@ void failure_classify(const struct job *j, struct root_cause *c)
         if (c->failure == FAILURE_UNKNOWN && killed && r->oom_kills != 0) {
             c->failure = FAILURE_OOM_KILL;
             c->detail = xstrdup("likely: SIGKILL not sent by ddptop (the node's OOM kill count is unknown)");
+        } else if (c->failure == FAILURE_UNKNOWN && sig == SIGTERM) {
+            c->failure = FAILURE_PREEMPTED;
+            c->detail = xstrdup("likely: SIGTERM not sent by ddptop (a scheduler's or an operator's)");
         } else if (c->failure == FAILURE_UNKNOWN && killed) {
             c->detail = xstrdup("SIGKILL not sent by ddptop, and not the OOM killer (its cgroup counted none)");
         } else if (c->failure == FAILURE_UNKNOWN && o.exc >= 0) {
