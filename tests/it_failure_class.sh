@@ -175,17 +175,26 @@ for l in open(sys.argv[1], encoding="utf-8"):
         who = int(l[6:])
     elif who == rank:
         lines.append(l)
+def barrier(name):               # every rank at this point (files in argv[2])
+    open(os.path.join(sys.argv[2], f"{name}.{rank}"), "w").close()
+    while len([f for f in os.listdir(sys.argv[2]) if f.startswith(name + ".")]) < 4:
+        time.sleep(0.02)
+
+barrier("started")
 time.sleep(1.0)                  # the collective's timeout runs out on every rank at once
 for l in lines:
     print(l, file=sys.stderr, flush=True)
     time.sleep(0.02)
+barrier("printed")
 if rank == 0:
-    time.sleep(0.5)              # the others' lines are out first
+    time.sleep(0.2)
     os.abort()                   # terminate called after throwing ... c10::DistBackendError
 time.sleep(60)
 PY
+mkdir -p "$T/wd-sync"
 rj_run "$T/wd.out" --limit 60 "${COMMON[@]}" --nproc-per-node 4 --master-port "$(sshd_pick_port)" \
-    --run-id "$RID-wd" -- "$PY" "$T/watchdog.py" "$PWD/tests/fixtures/failures/watchdog_rank3_behind.txt"
+    --run-id "$RID-wd" -- "$PY" "$T/watchdog.py" "$PWD/tests/fixtures/failures/watchdog_rank3_behind.txt" \
+    "$T/wd-sync"
 rj_expect_rc "watchdog: the job fails" 1
 ev_assert "watchdog: events.jsonl: collective_timeout, rank 0 first, rank 3 lagging with its own line" \
     "$LOGS/$RID-wd/events.jsonl" \
