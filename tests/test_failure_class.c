@@ -126,6 +126,9 @@ static void test_seq_lines(void)
     CHECK(failure_line_exception("torch.distributed.DistBackendError: x", 37));
     CHECK(!failure_line_exception("step 12: Error", 14));
     CHECK(!failure_line_exception("  File x", 8));
+    l = "gpu1:1:2 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu2.cluster<50233>";
+    CHECK(failure_line_peer(l, strlen(l), addr, sizeof addr));
+    CHECK_STR(addr, "gpu2.cluster");
     CHECK_INT(failure_class_parse("collective_timeout"), FAILURE_COLLECTIVE_TIMEOUT);
     CHECK_INT(failure_class_parse("nonsense"), FAILURE_NONE);
 }
@@ -178,6 +181,9 @@ static void test_each_class(void)
         { "gloo_reset.txt", 0, 1, 0, -1, "connection_reset", "Connection closed by peer [10.0.0.2]:47913", 0,
           "rank 0 on 10.0.0.1 lost its connection to peer 10.0.0.2: node 10.0.0.2, rank 1" },
         { "gloo_read_reset.txt", 3, 1, 0, -1, "connection_reset", "Connection reset by peer", 3, "node 10.0.0.1, rank 0" },
+        { "nccl_socket_reset.txt", 2, 1, 0, -1, "connection_reset",
+          "NCCL WARN socketProgress: Connection closed by remote peer 10.0.0.4<50233>", 2,
+          "rank 2 on 10.0.0.3 lost its connection to peer 10.0.0.4: node 10.0.0.4, rank 3" },
         { "python_exception.txt", 2, 1, 0, -1, "python_exception", "ValueError: Expected input batch_size (32)", 2,
           "File \"/home/u/train.py\", line 42, in step" },
         { "disk_full.txt", 0, 1, 0, -1, "disk_full", "OSError: [Errno 28] No space left on device", 0,
@@ -231,6 +237,22 @@ static void test_hang_seq(void)
     job_free(j);
 }
 
+/* A peer's address or host name to the job's node. */
+static void test_node_of_addr(void)
+{
+    const char *names[] = { "gpu1", "gpu2.cluster.example", "10.0.0.3" };
+    int per[] = { 1, 1, 1 };
+    struct job *j = job_new("na", NULL, 0, names, NULL, per, 3, err, sizeof err);
+    if (!j) { CHECK(0); return; }
+    CHECK_INT(failure_node_of_addr(j, "gpu1.cluster"), 0);    /* NCCL's resolved name */
+    CHECK_INT(failure_node_of_addr(j, "gpu2"), 1);
+    CHECK_INT(failure_node_of_addr(j, "10.0.0.3"), 2);
+    CHECK_INT(failure_node_of_addr(j, "10.0.0.30"), -1);
+    CHECK_INT(failure_node_of_addr(j, "10"), -1);
+    CHECK_INT(failure_node_of_addr(j, "127.0.0.1"), -1);       /* no local node in this job */
+    job_free(j);
+}
+
 /* Node and scheduler causes are classed at once. */
 static void test_told(void)
 {
@@ -252,6 +274,7 @@ int main(void)
     RUN(test_each_class);
     RUN(test_error_file);
     RUN(test_hang_seq);
+    RUN(test_node_of_addr);
     RUN(test_told);
     return tap_done();
 }

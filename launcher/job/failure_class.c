@@ -1,6 +1,7 @@
 /* A failed attempt's class from its ranks' last lines (failure_class.h). */
 #include "failure_class.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,16 +179,32 @@ bool failure_seq_analyse(const struct job *j, struct root_cause *c)
 
 /* ---- the failing rank's own lines ---- */
 
+/* "gpu2" of "gpu2.cluster.example" (its length); the whole of an address. */
+static size_t short_len(const char *name)
+{
+    size_t n = strcspn(name, ".");
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)name[i])) return n;
+    return strlen(name);   /* an IPv4 address: all of it */
+}
+
 int failure_node_of_addr(const struct job *j, const char *addr)
 {
-    bool loop = strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0;
+    bool loop = strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 || strcmp(addr, "localhost") == 0;
     for (size_t i = 0; i < j->n_nodes; i++) {
         const struct node_info *n = &j->nodes[i];
         if (strcmp(n->name, addr) == 0) return (int)i;
     }
+    /* NCCL names a peer by its host name when it resolves: "gpu2.cluster" is node gpu2 */
+    size_t al = short_len(addr);
+    for (size_t i = 0; i < j->n_nodes; i++) {
+        const struct node_info *n = &j->nodes[i];
+        size_t nl = short_len(n->name);
+        if (al == nl && strncmp(n->name, addr, al) == 0) return (int)i;
+    }
     for (size_t i = 0; loop && i < j->n_nodes; i++) {
         const struct node_info *n = &j->nodes[i];
-        if (!n->host || strcmp(n->name, "localhost") == 0) return (int)i;
+        if (strcmp(n->name, "localhost") == 0) return (int)i;   /* the local (embedded) node */
     }
     return -1;
 }
@@ -218,7 +235,7 @@ static char *peer_detail(const struct job *j, const struct root_cause *c, const 
  * what the process ran out of, then the network, then any Python exception. */
 static const enum failure_class line_order[] = {
     FAILURE_PREEMPTED, FAILURE_DISK_FULL, FAILURE_CUDA_OOM, FAILURE_NCCL_ERROR /* IB */,
-    FAILURE_COLLECTIVE_TIMEOUT, FAILURE_NCCL_ERROR, FAILURE_CONN_RESET,
+    FAILURE_COLLECTIVE_TIMEOUT, FAILURE_CONN_RESET /* names the peer */, FAILURE_NCCL_ERROR,
 };
 
 struct own {

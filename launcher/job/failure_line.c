@@ -203,7 +203,22 @@ bool failure_line_peer(const char *t, size_t len, char *buf, size_t n)
             return true;
         }
     }
-    /* NCCL's "ADDR<PORT>", or an address after "peer " */
+    /* NCCL's "ADDR<PORT>" (ncclSocketToString: a host name when it resolves, else the
+     * address) */
+    for (const char *p = t; p < end; p++) {
+        if (*p != '<' || p == t || p + 1 >= end || !isdigit((unsigned char)p[1])) continue;
+        const char *q = p + 1;
+        while (q < end && isdigit((unsigned char)*q)) q++;
+        if (q >= end || *q != '>') continue;
+        const char *b = p;
+        while (b > t && (isalnum((unsigned char)b[-1]) || b[-1] == '.' || b[-1] == '-' || b[-1] == ':' ||
+                         b[-1] == '_'))
+            b--;
+        if (b == p) continue;
+        snprintf(buf, n, "%.*s", (int)(p - b), b);
+        return true;
+    }
+    /* an address anywhere else in the line */
     for (const char *p = t; p < end; p++) {
         if (!isdigit((unsigned char)*p) || (p > t && (isalnum((unsigned char)p[-1]) || p[-1] == '.'))) continue;
         size_t l = ipv4_at(p, end);

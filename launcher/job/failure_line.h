@@ -56,8 +56,9 @@ struct watchdog_seq {
 };
 bool failure_line_watchdog(const char *text, size_t len, struct watchdog_seq *out);
 
-/* The peer address a connection error names: gloo's "[10.0.0.2]:12345", NCCL's
- * "10.0.0.2<45678>", or "peer 10.0.0.2". Writes it without port into buf; false when none. */
+/* The peer a connection error names: gloo's "[10.0.0.2]:12345", NCCL's "10.0.0.2<45678>" or
+ * "gpu2.cluster<45678>", or an IPv4 address anywhere in the line. Writes it without the port
+ * into buf; false when none. */
 bool failure_line_peer(const char *text, size_t len, char *buf, size_t n);
 
 /* A Python traceback frame line, '  File "/home/u/train.py", line 42, in step': whether it
