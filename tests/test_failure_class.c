@@ -250,6 +250,8 @@ static void test_node_of_addr(void)
     CHECK_INT(failure_node_of_addr(j, "10.0.0.30"), -1);
     CHECK_INT(failure_node_of_addr(j, "10"), -1);
     CHECK_INT(failure_node_of_addr(j, "127.0.0.1"), -1);       /* no local node in this job */
+    job_node_address(j, 0, "192.168.7.21");                     /* where its agent was reached */
+    CHECK_INT(failure_node_of_addr(j, "192.168.7.21"), 0);
     job_free(j);
 }
 

@@ -312,6 +312,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     bool remote = !c->o.local;
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
+    if (remote) job_node_address(j, i, transport_address(c->nodes[i].t));   /* a peer's address finds it */
     argv = cJSON_AddArrayToObject(m, "argv");
     if (c->user_argv) {
         for (size_t k = 0; c->user_argv[k]; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(c->user_argv[k]));

@@ -193,7 +193,7 @@ int failure_node_of_addr(const struct job *j, const char *addr)
     bool loop = strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 || strcmp(addr, "localhost") == 0;
     for (size_t i = 0; i < j->n_nodes; i++) {
         const struct node_info *n = &j->nodes[i];
-        if (strcmp(n->name, addr) == 0) return (int)i;
+        if (strcmp(n->name, addr) == 0 || (n->addr && strcmp(n->addr, addr) == 0)) return (int)i;
     }
     /* NCCL names a peer by its host name when it resolves: "gpu2.cluster" is node gpu2 */
     size_t al = short_len(addr);

@@ -29,7 +29,8 @@ void failure_classify(const struct job *j, struct root_cause *c);
  * whether it did. */
 bool failure_seq_analyse(const struct job *j, struct root_cause *c);
 
-/* The node a peer address names: a node whose hostfile name is the address (or whose short
+/* The node a peer address names: a node whose hostfile name or address (job_node_address:
+ * where the controller reached it) is the address (or whose short
  * name is the short name of the host name NCCL printed: "gpu2.cluster" is node gpu2), or
  * the node named localhost for a loopback address. -1: none of the job's. */
 int failure_node_of_addr(const struct job *j, const char *addr);

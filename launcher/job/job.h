@@ -160,6 +160,7 @@ struct node_info {
     int64_t last_seen_wall_ns;  /* its last message (wall clock): "unknown since" */
     char *error;              /* why it failed or was lost; NULL */
     struct node_gpus gpus;    /* its GPUs' latest sample (job/gpu.h) */
+    char *addr;               /* the address its agent was reached at (job_node_address); NULL */
 };
 
 enum job_event_kind {
@@ -334,6 +335,11 @@ void job_set_series_limit(struct job *j, size_t max_points);
 /* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
  * it for each new attempt; root_cause.h sets it. */
 void job_cause_clear(struct job *j);
+
+/* Node `node`'s address as the controller reached it (the resolved address its connection
+ * uses, the one MASTER_ADDR is taken from): how an address in a rank's line (a peer's reset)
+ * finds its node when the hostfile names it by host name (failure_class.h). */
+void job_node_address(struct job *j, size_t node, const char *addr);
 
 /* The host name of a rank or node, for messages ("?" when out of range). */
 const char *job_rank_host(const struct job *j, int rank);
