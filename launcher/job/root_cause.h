@@ -33,13 +33,12 @@ bool root_cause_settle_if_ended(struct job *j);
 bool root_cause_tick(struct job *j, int64_t now_ms);
 /* Node `node` was lost (why: "no heartbeat for 10 s"); same rule, no output lines. */
 bool root_cause_node(struct job *j, int node, const char *why);
-/* A cause already told whole, first seen on node `node`: the scheduler ended the job (Slurm's
- * SIGTERM to the step: scancel, a time limit, preemption), or the control plane lost the node
- * for good ("node n3 unreachable for 10 min ...", "the controller did not run for 8 s ...").
- * summary is the whole summary. */
+/* A cause already told whole, first seen on node `node`: the control plane lost the node for
+ * good ("node n3 unreachable for 10 min ...", "the controller did not run for 8 s ..."), or
+ * too few nodes are left (--nnodes). summary is the whole summary; class node_lost. */
 bool root_cause_told(struct job *j, int node, const char *summary);
-/* The scheduler ended the job (Slurm's SIGTERM to the step): root_cause_told's rule, in the
- * class "preempted or cancelled". */
+/* The scheduler ended the job (Slurm's SIGTERM to the step: scancel, a time limit,
+ * preemption): root_cause_told's rule, in the class preempted. */
 bool root_cause_scheduler(struct job *j, int node, const char *summary);
 /* The attempt hung (--on-hang restart or stop): `rank` stalled first (hang_first_stalled);
  * where says where every rank was (stack_where_summary; NULL: unknown). Same rule, with the
