@@ -237,6 +237,33 @@ static void test_hang_seq(void)
     job_free(j);
 }
 
+/* Many ranks behind: the first few named, their count, every one in lagging_ranks. */
+static void test_many_behind(void)
+{
+    enum { N = 40 };
+    const char *names[] = { "n1", "n2", "n3", "n4" };
+    int per[] = { N / 4, N / 4, N / 4, N / 4 };
+    struct job *j = job_new("many", NULL, 0, names, NULL, per, 4, err, sizeof err);
+    if (!j || job_attempt_begin(j, err, sizeof err) != 0) { CHECK(0); job_free(j); return; }
+    char line[256];
+    for (int r = 0; r < N; r++) {
+        job_rank_started(j, r, 100 + r);
+        int n = snprintf(line, sizeof line, "[Rank %d] Watchdog caught collective operation timeout: "
+                         "WorkNCCL(SeqNum=%d, OpType=ALLGATHER, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for "
+                         "1001 milliseconds before timing out.", r, r < 30 ? 7 : 9);
+        job_log_append(j, r, LOG_STDERR, 0, line, (size_t)n);
+    }
+    job_rank_exited(j, 35, 0, SIGABRT, false, NULL, 0);
+    root_cause_settle(j);
+    CHECK_STR(failure_class_name(j->cause.failure), "collective_timeout");
+    CHECK_INT(j->cause.n_lagging, 30);
+    CHECK(j->cause.detail && strstr(j->cause.detail, "ranks 0 (n1), 1 (n1)") &&
+          strstr(j->cause.detail, " and 22 more are behind (last SeqNum 7, 7") &&
+          strstr(j->cause.detail, "; the others 9, ALLGATHER)"));
+    CHECK(j->cause.detail && strlen(j->cause.detail) < 300);
+    job_free(j);
+}
+
 /* A peer's address or host name to the job's node. */
 static void test_node_of_addr(void)
 {
@@ -276,6 +303,7 @@ int main(void)
     RUN(test_each_class);
     RUN(test_error_file);
     RUN(test_hang_seq);
+    RUN(test_many_behind);
     RUN(test_node_of_addr);
     RUN(test_told);
     return tap_done();

@@ -103,10 +103,15 @@ static void seq_of_rank(const struct window *w, struct rank_seq *s)
     }
 }
 
+/* Ranks named in a detail: the first few, then how many more (a line for people; the whole
+ * list is lagging_ranks). */
+#define NAMED_RANKS 8
+
 static void add_rank_list(struct strbuf *sb, const struct job *j, const int *ranks, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && i < NAMED_RANKS; i++)
         strbuf_addf(sb, "%s%d (%s)", i ? ", " : "", ranks[i], job_rank_host(j, ranks[i]));
+    if (n > NAMED_RANKS) strbuf_addf(sb, " and %zu more", n - NAMED_RANKS);
 }
 
 bool failure_seq_analyse(const struct job *j, struct root_cause *c)
@@ -150,7 +155,8 @@ bool failure_seq_analyse(const struct job *j, struct root_cause *c)
         strbuf_adds(&sb, "ranks ");
         add_rank_list(&sb, j, lag, nl);
         strbuf_adds(&sb, " are behind (last SeqNum");
-        for (size_t i = 0; i < nl; i++) strbuf_addf(&sb, "%s %ld", i ? "," : "", s[lag[i]].reached);
+        for (size_t i = 0; i < nl && i < NAMED_RANKS; i++) strbuf_addf(&sb, "%s %ld", i ? "," : "", s[lag[i]].reached);
+        if (nl > NAMED_RANKS) strbuf_adds(&sb, ", ...");
         strbuf_addf(&sb, "; the others %ld%s%s)", top, op ? ", " : "", op ? op : "");
     } else {
         strbuf_addf(&sb, "every rank that printed the watchdog's numbers reached SeqNum %ld%s%s%s", top,
