@@ -158,6 +158,8 @@ if start_job preempt; then
         "sorted(e['host'] for e in ev('signal') if 'SIGUSR1' in e['text']) == ['n1', 'n2']" \
         "sorted(e['host'] for e in ev('signal') if 'SIGTERM' in e['text']) == ['n1', 'n2']" \
         "sorted(e['rank'] for e in ev('exit')) == [0, 1, 2, 3]"
+    ev_assert "events: the root cause's class is preempted (docs/failures.md)" "$LOGS/preempt/events.jsonl" \
+        "cause['class'] == 'preempted'" "'resume from the last snapshot' in cause['fix']"
 else
     tap_fail "preemption: the job started" "$(tail -5 preempt.out)"
 fi

@@ -116,6 +116,13 @@ if [ -n "$victim" ] && [ -n "$vrank" ]; then
     else
         tap_fail "SIGKILL of rank $vrank: FAILED and the root cause names it" "$SCREEN"
     fi
+    # its failure class under it (docs/failures.md): a SIGKILL ddptop did not send is the OOM
+    # killer's (likely), or unknown when the agent counted no OOM kill in the rank's cgroup
+    if wait_screen demo 'class: (killed|unknown)' 10; then
+        tap_ok "the root cause's class row: a SIGKILL ddptop did not send"
+    else
+        tap_fail "the root cause's class row: a SIGKILL ddptop did not send" "$SCREEN"
+    fi
 else
     tap_fail "found a rank process to kill (step ${before:-none})" "$SCREEN" "$(ps -ef | grep ddptop-train)"
 fi

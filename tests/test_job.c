@@ -456,12 +456,12 @@ static void test_rank_exits(void)
     CHECK(!job_rank_exited(j, 2, 143, 15, true, NULL, 0));
     CHECK_INT(j->ranks[2].state, RANK_STOPPED);
     CHECK_INT(j->cause.rank, 1);
-    /* exit, failure, root cause, stop */
+    /* exit, failure, stop, then the root cause with its class once every rank has ended */
     CHECK_INT(j->ev_count, 4);
     CHECK_INT(job_event_at(j, 1)->kind, EV_FAILURE);
     CHECK_STR(job_event_at(j, 1)->text, "rank 1 on gpu1 killed by SIGSEGV");
-    CHECK_INT(job_event_at(j, 2)->kind, EV_ROOT_CAUSE);
-    CHECK_STR(job_event_at(j, 3)->text, "rank 2 on gpu2 stopped (SIGTERM)");
+    CHECK_STR(job_event_at(j, 2)->text, "rank 2 on gpu2 stopped (SIGTERM)");
+    CHECK_INT(job_event_at(j, 3)->kind, EV_ROOT_CAUSE);
     CHECK_STR(job_rank_host(j, 3), "gpu2");
     CHECK_STR(job_rank_host(j, 9), "?");
     tjob_free(j);

@@ -426,6 +426,37 @@ static void test_events_wrap(void)
     scr_close(&sc);
 }
 
+/* Issue 20: the root cause pinned above the events has its class, the line that proved it
+ * and the fix, each on a row of its own. */
+static void test_root_cause_class(void)
+{
+    struct scr sc;
+    if (!scr_open(&sc)) { tap_skip("root cause class", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(1, "localhost");
+    if (!j) { CHECK(0); scr_close(&sc); return; }
+    job_rank_started(j, 0, 100);
+    const char *oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.";
+    job_log_append(j, 0, LOG_STDERR, 0, oom, strlen(oom));
+    job_rank_exited(j, 0, 1, 0, false, NULL, 0);   /* the only rank: the class is decided */
+    struct ui_state ui;
+    init_ui(&ui);
+    WINDOW *w = newwin(12, 100, 0, 0);
+    pane_events_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "ROOT CAUSE: rank 0 on localhost exited with code 1"));
+    CHECK(any_row_contains(w, "class: CUDA out of memory"));
+    CHECK(any_row_contains(w, "evidence: torch.OutOfMemoryError: CUDA out of memory. Tried"));
+    CHECK(any_row_contains(w, "fix: lower the per-GPU batch size"));
+    delwin(w);
+    /* a short pane keeps the class, drops the rest */
+    w = newwin(4, 100, 0, 0);
+    pane_events_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "class: CUDA out of memory"));
+    CHECK(!any_row_contains(w, "fix: "));
+    delwin(w);
+    tjob_free(j);
+    scr_close(&sc);
+}
+
 /* Issue 12, 4: after a restart the pane shows the new attempt's lines after a marker; [
  * pins an earlier attempt; search stays within the attempt shown. */
 static void test_log_attempts(void)
@@ -583,6 +614,7 @@ int main(void)
     RUN(test_drawing);
     RUN(test_step_lines_in_words);
     RUN(test_events_wrap);
+    RUN(test_root_cause_class);
     RUN(test_log_attempts);
     RUN(test_nccl_folded);
     char cmd[128];

@@ -68,6 +68,11 @@ static void test_first_failure_wins(void)
     CHECK(!root_cause_rank(j, 3, 2, 0, NULL, 0));
     CHECK_INT(j->cause.rank, 2);
     CHECK_STR(j->cause.summary, "rank 2 on gpu2 exited with code 1");
+    /* rank 3 still runs: the class and the event wait for it, or for root_cause_settle */
+    CHECK(j->cause.pending);
+    CHECK_INT(count_events(j, EV_ROOT_CAUSE), 0);
+    CHECK(root_cause_settle(j));
+    CHECK(!root_cause_settle(j));   /* written once */
     CHECK_INT(count_events(j, EV_ROOT_CAUSE), 1);
     CHECK_INT(count_events(j, EV_FAILURE), 2);
     /* The next attempt has its own first failure. */
@@ -199,6 +204,7 @@ static void test_events_jsonl_root_cause(void)
     job_log_append(j, 3, LOG_STDERR, 0, "Traceback (most recent call last):", 34);
     job_log_append(j, 3, LOG_STDERR, 0, "bad \xff byte", 10);
     job_rank_exited(j, 3, 1, 0, false, RECORD, strlen(RECORD));
+    root_cause_settle(j);
     const struct job_event *ev = job_event_at(j, j->ev_count - 1);
     CHECK_INT(ev->kind, EV_ROOT_CAUSE);
     CHECK_STR(ev->text, "root cause: rank 3 on gpu2 exited with code 1: RuntimeError: CUDA "
@@ -224,6 +230,7 @@ static void test_events_jsonl_root_cause(void)
     /* A signal: exit_code null, the signal's name. */
     j = new_job("evsig");
     job_rank_exited(j, 1, 0, 6, false, NULL, 0);
+    root_cause_settle(j);
     tjob_free(j);
     o = root_cause_line("evsig");
     CHECK(o != NULL);

@@ -17,6 +17,7 @@
 #include "job/job.h"
 #include "record/run_replay.h"
 #include "tap.h"
+#include "job/failure_line.h"
 #include "tmptree.h"
 #include "util/util.h"
 
@@ -111,6 +112,38 @@ static void test_failed_run(void)
     CHECK_INT(j->ranks[0].series.count, 2);
     const struct log_line *l = last_line(j, 1);
     CHECK(l && l->len == 9 && memcmp(l->text, "Traceback", 9) == 0 && (l->flags & LOG_LINE_PARTIAL));
+    run_replay_done(&r);
+    free(dir);
+}
+
+/* A root cause recorded with its class (docs/failures.md): `ddptop view` shows it again. */
+static void test_cause_class(void)
+{
+    char *dir = run_path("classed");
+    mkdir(dir, 0755);
+    put(dir, "events.jsonl", LAUNCH("00.000", 0) RANKEV("01.000", "failure", 0, 0,
+        "rank 0 on localhost killed by SIGABRT")
+        RANKEV("01.100", "exit", 0, 1, "rank 1 on localhost stopped (SIGTERM)")
+        EV("01.100", "root_cause", 0, ",\"rank\":0,\"host\":\"localhost\",\"text\":"
+           "\"root cause: rank 0 on localhost killed by SIGABRT\",\"exit_code\":null,\"signal\":\"SIGABRT\","
+           "\"last_lines\":[],\"error_file\":null,\"class\":\"collective_timeout\","
+           "\"class_label\":\"collective timeout\",\"detail\":\"rank 1 on localhost is 3 collectives behind\","
+           "\"evidence\":\"WorkNCCL(SeqNum=1231, OpType=ALLREDUCE)\",\"evidence_rank\":1,\"fix\":\"x\","
+           "\"lagging_ranks\":[1,7]")
+        END("02.500", 0, "failed", 1));
+    struct run_replay r;
+    char err[256] = "";
+    CHECK_INT(run_replay_load(dir, NULL, OWNER_GONE, &r, err, sizeof err), 0);
+    const struct job *j = r.job;
+    CHECK(j != NULL);
+    if (!j) { free(dir); return; }
+    CHECK(j->cause.set);
+    CHECK_INT(j->cause.failure, FAILURE_COLLECTIVE_TIMEOUT);
+    CHECK_STR(j->cause.detail, "rank 1 on localhost is 3 collectives behind");
+    CHECK_STR(j->cause.evidence, "WorkNCCL(SeqNum=1231, OpType=ALLREDUCE)");
+    CHECK_INT(j->cause.evidence_rank, 1);
+    CHECK(j->cause.fix && strstr(j->cause.fix, "lagging rank"));   /* ours, not the file's */
+    CHECK_INT(j->cause.n_lagging, 1);                              /* rank 7 is no rank of it */
     run_replay_done(&r);
     free(dir);
 }
@@ -275,6 +308,7 @@ int main(void)
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-replay.XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     RUN(test_failed_run);
+    RUN(test_cause_class);
     RUN(test_restarted_run);
     RUN(test_gpu_samples);
     RUN(test_large_log_tail);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check/check_report_text.h"
+#include "job/failure_line.h"
 #include "job/job_stats.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -157,6 +158,15 @@ static void print_root_cause(struct headless *h, const struct job *j)
 {
     const struct root_cause *rc = &j->cause;
     say(h, "root cause: %s", rc->summary ? rc->summary : "?");
+    if (rc->failure != FAILURE_NONE) {
+        say(h, "  class: %s%s%s", failure_class_label(rc->failure), rc->detail ? ": " : "",
+            rc->detail ? rc->detail : "");
+        if (rc->evidence && rc->evidence_rank >= 0)
+            say(h, "  evidence (rank %d on %s): %s", rc->evidence_rank, rank_host(j, rc->evidence_rank), rc->evidence);
+        else if (rc->evidence)
+            say(h, "  evidence: %s", rc->evidence);
+        if (rc->fix && *rc->fix) say(h, "  fix: %s", rc->fix);
+    }
     if (rc->n_last_lines) {
         say(h, "  its last %zu line%s of output (attempt %d):", rc->n_last_lines, rc->n_last_lines == 1 ? "" : "s",
             rc->attempt);
@@ -253,7 +263,14 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
         else
             say(h, "step min/median/max %ld/%ld/%ld", st.step_min, st.step_median, st.step_max);
     }
-    if (j->cause.set) say(h, "root cause: %s", j->cause.summary ? j->cause.summary : "?");
+    if (j->cause.set && j->cause.failure != FAILURE_NONE && j->cause.failure != FAILURE_UNKNOWN &&
+        j->cause.failure != FAILURE_NODE_LOST &&   /* "node n3 lost: ..." says it already */
+        (j->cause.failure != FAILURE_HANG || j->cause.detail))
+        say(h, "root cause: %s (%s%s%s)", j->cause.summary ? j->cause.summary : "?",
+            failure_class_label(j->cause.failure), j->cause.detail ? ": " : "",
+            j->cause.detail ? j->cause.detail : "");
+    else if (j->cause.set)
+        say(h, "root cause: %s", j->cause.summary ? j->cause.summary : "?");
     /* the last words: whether what is on disk is the whole story */
     if (j->incomplete[0]) {
         say(h, "the run's record is incomplete (%s): %s", j->incomplete, j->incomplete_what);

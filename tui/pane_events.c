@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "job/failure_line.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 #include "panes.h"
@@ -54,25 +55,15 @@ static void wall_hms(int64_t wall_ns, char *buf, size_t n)
     else util_clock_text(wall_ns, buf, n);
 }
 
-/* The root cause: the summary, wrapped over up to 3 rows (it names rank, host and signal,
- * which must not be cut off in a narrow pane), then the last line the rank printed (the rest
- * is in its log). Returns the rows used. */
-static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p, int y,
-                           int rows)
+/* s (safe already) from column x of row y, wrapped over up to max_rows rows (at a space when
+ * the rest does not fit; the rows after the first from column 2), the last row cut. Rows used. */
+static int put_wrapped(WINDOW *w, const struct paint *p, int y, int x, const char *s, int max_rows, attr_t a)
 {
-    if (!j->cause.set || rows < 1) return 0;
     int wd = getmaxx(w), used = 0;
-    attr_t a = p->role[ROLE_FAIL] | A_BOLD;
-    wmove(w, y, 0);
-    int x = pane_put(w, p, "ROOT CAUSE: ", 12, wd, a);
-    char *s = sanitize_str(j->cause.summary ? j->cause.summary : "?",
-                           j->cause.summary ? strlen(j->cause.summary) : 1, 0);
     size_t len = strlen(s), off = 0;
-    int max_rows = rows >= 6 ? 3 : rows >= 3 ? 2 : 1;
     while (off < len && used < max_rows) {
         size_t n = format_fit(s + off, len - off, wd - x, NULL);
         if (n == 0) break;
-        /* break at a space when the rest does not fit */
         if (off + n < len && used + 1 < max_rows) {
             size_t k = n;
             while (k > 0 && s[off + k - 1] != ' ') k--;
@@ -84,7 +75,56 @@ static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p
         used++;
         x = 2;
     }
+    return used;
+}
+
+/* "  word: text" from row y over up to max_rows rows (text sanitised: it may hold a rank's
+ * bytes). Rows used. */
+static int cause_rows(WINDOW *w, const struct paint *p, int y, const char *word, const char *text,
+                      int max_rows, attr_t a)
+{
+    char *t = sanitize_str(text, strlen(text), 0);
+    wmove(w, y, 0);
+    int x = pane_put(w, p, word, strlen(word), getmaxx(w), p->role[ROLE_DIM]);
+    int used = put_wrapped(w, p, y, x, t, max_rows, a);
+    free(t);
+    return used ? used : 1;
+}
+
+/* The root cause's class and what it found ("collective timeout: rank 3 on n4 is 3
+ * collectives behind ...", wrapped over up to 3 rows: the rank behind must not be cut off),
+ * then, with room, the line that proved it and the fix. Rows used. */
+static int draw_cause_class(WINDOW *w, const struct root_cause *c, const struct paint *p, int y, int rows)
+{
+    if (c->failure == FAILURE_NONE || rows < 2) return 0;
+    char *line = xasprintf("%s%s%s", failure_class_label(c->failure), c->detail ? ": " : "",
+                           c->detail ? c->detail : "");
+    int used = cause_rows(w, p, y, "  class: ", line, rows >= 9 ? 3 : rows >= 6 ? 2 : 1,
+                          p->role[ROLE_FAIL] | A_BOLD);
+    free(line);
+    if (rows - used >= 5 && c->evidence)
+        used += cause_rows(w, p, y + used, "  evidence: ", c->evidence, 1, p->role[ROLE_FAIL]);
+    if (rows - used >= 4 && c->fix && *c->fix)
+        used += cause_rows(w, p, y + used, "  fix: ", c->fix, 1, p->role[ROLE_NORMAL]);
+    return used;
+}
+
+/* The root cause: the summary, wrapped over up to 3 rows (it names rank, host and signal,
+ * which must not be cut off in a narrow pane), then its class (above), then the last line the
+ * rank printed (the rest is in its log). Returns the rows used. */
+static int draw_root_cause(WINDOW *w, const struct job *j, const struct paint *p, int y,
+                           int rows)
+{
+    if (!j->cause.set || rows < 1) return 0;
+    int wd = getmaxx(w);
+    attr_t a = p->role[ROLE_FAIL] | A_BOLD;
+    wmove(w, y, 0);
+    int x = pane_put(w, p, "ROOT CAUSE: ", 12, wd, a);
+    char *s = sanitize_str(j->cause.summary ? j->cause.summary : "?",
+                           j->cause.summary ? strlen(j->cause.summary) : 1, 0);
+    int used = put_wrapped(w, p, y, x, s, rows >= 6 ? 3 : rows >= 3 ? 2 : 1, a);
     free(s);
+    used += draw_cause_class(w, &j->cause, p, y + used, rows - used);
     if (rows - used < 3 || j->cause.n_last_lines == 0) return used;
     const char *last = j->cause.last_lines[j->cause.n_last_lines - 1];
     if (!last) return used;

@@ -312,6 +312,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     bool remote = !c->o.local;
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
+    if (remote) job_node_address(j, i, transport_address(c->nodes[i].t));   /* a peer's address finds it */
     argv = cJSON_AddArrayToObject(m, "argv");
     if (c->user_argv) {
         for (size_t k = 0; c->user_argv[k]; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(c->user_argv[k]));
@@ -470,6 +471,7 @@ void ctl_record_end(struct controller *c)
                       : st == JOB_STOPPED ? (c->signals ? RUN_INTERRUPTED : RUN_STOPPED)
                       : RUN_FAILED;
     if (c->o.check_only) return; /* `ddptop check` writes no run */
+    root_cause_settle(c->job);
     job_event_end(c->job, rs, plan_exit_code(st));
 }
 
@@ -520,6 +522,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 
 void ctl_restart(struct controller *c, const char *why)
 {
+    root_cause_settle(c->job); /* its class and event belong to the attempt that ended */
     c->job->attempt++;
     job_event_add(c->job, EV_RESTART, -1, -1, "restarting (%s): attempt %d%s", why, c->job->attempt,
                   c->user_argv ? "" : "; ddptop-train resumes from its snapshot");

@@ -446,7 +446,7 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIGTERM on %s: %s", c->job->nodes[i].name,
                       text ? text : "from Slurm");
         if (job_is_running(c->job)) {
-            root_cause_told(c->job, (int)i, why);
+            root_cause_scheduler(c->job, (int)i, why);
             ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, false);
             c->stop_deadline_ms = mono_ms() + SLURM_KILLWAIT_MS + 5000;
         }

@@ -111,6 +111,15 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     return j;
 }
 
+void job_node_address(struct job *j, size_t node, const char *addr)
+{
+    if (node >= j->n_nodes) return;
+    struct node_info *n = &j->nodes[node];
+    if (addr && n->addr && strcmp(addr, n->addr) == 0) return;
+    free(n->addr);
+    n->addr = addr && *addr ? xstrndup(addr, 255) : NULL;
+}
+
 void job_cause_clear(struct job *j)
 {
     struct root_cause *c = &j->cause;
@@ -118,7 +127,10 @@ void job_cause_clear(struct job *j)
     for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
     free(c->last_lines);
     free(c->error_file);
-    *c = (struct root_cause){ .rank = -1, .node = -1 };
+    free(c->evidence);
+    free(c->detail);
+    free(c->lagging);
+    *c = (struct root_cause){ .rank = -1, .node = -1, .evidence_rank = -1 };
 }
 
 void job_free(struct job *j)
@@ -136,6 +148,7 @@ void job_free(struct job *j)
         free(j->nodes[i].excluded);
         free(j->nodes[i].gpus.g);
         free(j->nodes[i].gpus.visible);
+        free(j->nodes[i].addr);
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);

@@ -160,6 +160,7 @@ struct node_info {
     int64_t last_seen_wall_ns;  /* its last message (wall clock): "unknown since" */
     char *error;              /* why it failed or was lost; NULL */
     struct node_gpus gpus;    /* its GPUs' latest sample (job/gpu.h) */
+    char *addr;               /* the address its agent was reached at (job_node_address); NULL */
 };
 
 enum job_event_kind {
@@ -203,6 +204,18 @@ struct root_cause {
     char **last_lines;        /* up to 20 of its last output lines (raw bytes) */
     size_t n_last_lines;
     char *error_file;         /* TORCHELASTIC_ERROR_FILE contents (PyTorch @record), or NULL */
+    /* Its class (failure_class.h), decided once: at the first failure the class waits
+     * (pending) for the attempt's other ranks to end or ROOT_CAUSE_SETTLE_MS, whichever is
+     * first, since their lines (a watchdog's, a peer's reset) may come after the failure. */
+    bool pending;
+    int64_t pending_since_ms; /* mono_ms() when root_cause_tick first saw it pending; 0 */
+    int failure;              /* enum failure_class; 0 (FAILURE_NONE) until classified */
+    char *evidence;           /* the line that proved it (raw bytes, bounded), or NULL */
+    int evidence_rank;        /* the rank that printed it; -1 */
+    char *detail;             /* "rank 3 is 3 collectives behind (...)", or NULL */
+    const char *fix;          /* one line (static); NULL */
+    int *lagging;             /* the ranks that fell behind (collective timeout, hang) */
+    size_t n_lagging;
 };
 
 /* Where the model hands what is to be kept on disk: the run's files (record/run_files.c sets
@@ -322,6 +335,11 @@ void job_set_series_limit(struct job *j, size_t max_points);
 /* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
  * it for each new attempt; root_cause.h sets it. */
 void job_cause_clear(struct job *j);
+
+/* Node `node`'s address as the controller reached it (the resolved address its connection
+ * uses, the one MASTER_ADDR is taken from): how an address in a rank's line (a peer's reset)
+ * finds its node when the hostfile names it by host name (failure_class.h). */
+void job_node_address(struct job *j, size_t node, const char *addr);
 
 /* The host name of a rank or node, for messages ("?" when out of range). */
 const char *job_rank_host(const struct job *j, int rank);

@@ -55,6 +55,7 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
                           rank, host, exit_code, oom);
         root_cause_rank(j, rank, exit_code, term_signal, error_file, error_len);
     }
+    root_cause_settle_if_ended(j); /* the attempt's last rank: the class has every line */
     j->generation++;
     return failed;
 }

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "failure_class.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -120,14 +121,59 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
                                job_rank_host(j, rank), exit_code);
     collect_last_lines(j, r, c);
     if (error_file && error_len) c->error_file = root_cause_format_error_file(error_file, error_len);
+    /* its class and its event wait for the other ranks' lines (root_cause_settle) */
+    c->pending = true;
+    root_cause_settle_if_ended(j);
+    return true;
+}
+
+bool root_cause_settle(struct job *j)
+{
+    struct root_cause *c = &j->cause;
+    if (!c->set || !c->pending) return false;
+    c->pending = false;
+    failure_classify(j, c);
     if (c->error_file) {
         char *head = first_line(c->error_file, 200);
-        job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s: %s", c->summary, head);
+        job_event_add(j, EV_ROOT_CAUSE, c->rank, c->node, "root cause: %s: %s", c->summary, head);
         free(head);
     } else {
-        job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
+        job_event_add(j, EV_ROOT_CAUSE, c->rank, c->node, "root cause: %s", c->summary);
+    }
+    j->generation++;
+    return true;
+}
+
+/* Every rank of the attempt has ended (or never started): no more lines will come. */
+static bool attempt_ranks_ended(const struct job *j)
+{
+    for (size_t i = 0; i < j->n_ranks; i++) {
+        enum rank_state st = j->ranks[i].state;
+        if (st == RANK_RUNNING || st == RANK_STALLED) return false;
     }
     return true;
+}
+
+bool root_cause_settle_if_ended(struct job *j)
+{
+    return j->cause.pending && attempt_ranks_ended(j) && root_cause_settle(j);
+}
+
+bool root_cause_tick(struct job *j, int64_t now_ms)
+{
+    struct root_cause *c = &j->cause;
+    if (!c->set || !c->pending) return false;
+    if (!c->pending_since_ms) c->pending_since_ms = now_ms;
+    if (attempt_ranks_ended(j) || now_ms - c->pending_since_ms >= ROOT_CAUSE_SETTLE_MS) return root_cause_settle(j);
+    return false;
+}
+
+/* The class of a cause that is not a rank's exit, decided at once. */
+static void set_class(struct root_cause *c, enum failure_class fc, const char *detail)
+{
+    c->failure = fc;
+    c->fix = failure_class_fix(fc);
+    if (detail) c->detail = xstrdup(detail);
 }
 
 /* A cause that is a node's, not a rank's: the first one wins. NULL when one is set already. */
@@ -154,6 +200,7 @@ bool root_cause_node(struct job *j, int node, const char *why)
                                n->first_rank + n->n_ranks - 1);
     else
         c->summary = xasprintf("node %s lost: %s (rank %d)", n->name, why, n->first_rank);
+    set_class(c, FAILURE_NODE_LOST, NULL);
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }
@@ -163,6 +210,17 @@ bool root_cause_told(struct job *j, int node, const char *summary)
     struct root_cause *c = node_cause_begin(j, node);
     if (!c) return false;
     c->summary = xstrdup(summary);
+    set_class(c, FAILURE_NODE_LOST, NULL);
+    job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
+    return true;
+}
+
+bool root_cause_scheduler(struct job *j, int node, const char *summary)
+{
+    struct root_cause *c = node_cause_begin(j, node);
+    if (!c) return false;
+    c->summary = xstrdup(summary);
+    set_class(c, FAILURE_PREEMPTED, "the scheduler's SIGTERM to the job's step");
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }
@@ -187,6 +245,9 @@ bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
         c->summary = xasprintf("rank %d on %s hung: no step reported in %lld s%s%s", rank,
                                job_rank_host(j, rank), idle, where ? "; " : "", where ? where : "");
     collect_last_lines(j, r, c);
+    set_class(c, FAILURE_HANG, NULL);
+    /* PyTorch's watchdog may have said who is behind before ddptop saw the stall */
+    failure_seq_analyse(j, c);   /* where every rank is is in the summary already */
     job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
     return true;
 }

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "job/failure_line.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -79,6 +80,19 @@ static void add_cause_fields(cJSON *o, const struct root_cause *c)
     }
     if (c->error_file) json_add_text(o, "error_file", c->error_file, strlen(c->error_file));
     else cJSON_AddNullToObject(o, "error_file");
+    if (c->failure == FAILURE_NONE) return;
+    /* its class (docs/failures.md): the line that proved it, what it means, the fix */
+    cJSON_AddStringToObject(o, "class", failure_class_name(c->failure));
+    cJSON_AddStringToObject(o, "class_label", failure_class_label(c->failure));
+    if (c->detail) json_add_text(o, "detail", c->detail, strlen(c->detail));
+    else cJSON_AddNullToObject(o, "detail");
+    if (c->evidence) json_add_text(o, "evidence", c->evidence, strlen(c->evidence));
+    else cJSON_AddNullToObject(o, "evidence");
+    if (c->evidence && c->evidence_rank >= 0) cJSON_AddNumberToObject(o, "evidence_rank", c->evidence_rank);
+    else cJSON_AddNullToObject(o, "evidence_rank");
+    cJSON_AddStringToObject(o, "fix", c->fix ? c->fix : "");
+    cJSON *lag = cJSON_AddArrayToObject(o, "lagging_ranks");
+    for (size_t i = 0; i < c->n_lagging; i++) cJSON_AddItemToArray(lag, cJSON_CreateNumber(c->lagging[i]));
 }
 
 /* The rank map, so that a reader of the file alone knows each rank's host: node names in

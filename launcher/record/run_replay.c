@@ -20,6 +20,7 @@
 #include "job/job_state.h"
 #include "job/metrics_parse.h"
 #include "runs.h"
+#include "job/failure_line.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -374,6 +375,22 @@ static void play_cause(const struct player *P, const struct rec *r)
     }
     const char *ef = str_field(o, "error_file");
     if (ef) c->error_file = xstrdup(ef);
+    /* its class (docs/failures.md), when the run was recorded with one */
+    c->failure = failure_class_parse(str_field(o, "class"));
+    if (c->failure == FAILURE_NONE) return;
+    c->fix = failure_class_fix(c->failure);
+    const char *d = str_field(o, "detail"), *e = str_field(o, "evidence");
+    if (d) c->detail = xstrndup(d, 4096);
+    if (e) c->evidence = xstrndup(e, 4096);
+    c->evidence_rank = e ? int_field(o, "evidence_rank", -1, (int)j->n_ranks - 1) : -1;
+    const cJSON *lag = cJSON_GetObjectItemCaseSensitive(o, "lagging_ranks");
+    int n = cJSON_IsArray(lag) ? cJSON_GetArraySize(lag) : 0;
+    if (n > 0 && (size_t)n <= j->n_ranks) {
+        c->lagging = xcalloc((size_t)n, sizeof *c->lagging);
+        cJSON_ArrayForEach(l, lag)
+            if (cJSON_IsNumber(l) && l->valuedouble >= 0 && l->valuedouble < (double)j->n_ranks)
+                c->lagging[c->n_lagging++] = (int)l->valuedouble;
+    }
 }
 
 static void play(struct player *P, const struct rec *r)

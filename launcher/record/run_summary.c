@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "job/failure_line.h"
 #include "util/util.h"
 
 void run_summary_init(struct run_summary *s)
@@ -30,8 +31,39 @@ void run_summary_done(struct run_summary *s)
     for (size_t i = 0; i < s->n_excluded; i++) free(s->excluded[i]);
     free(s->excluded);
     free(s->root_cause);
+    free(s->cause_class);
+    free(s->cause_class_name);
+    free(s->cause_detail);
+    free(s->cause_lagging);
     free(s->end_text);
     run_summary_init(s);
+}
+
+static const char *str_field(const cJSON *o, const char *key);
+
+/* A root cause's class (docs/failures.md): kept when its name is one we know. */
+static void take_class(struct run_summary *s, const cJSON *o)
+{
+    free(s->cause_class);
+    free(s->cause_class_name);
+    free(s->cause_detail);
+    free(s->cause_lagging);
+    s->cause_class = s->cause_class_name = s->cause_detail = NULL;
+    s->cause_lagging = NULL;
+    s->n_cause_lagging = 0;
+    enum failure_class fc = failure_class_parse(str_field(o, "class"));
+    if (fc == FAILURE_NONE) return;
+    s->cause_class = xstrdup(failure_class_label(fc));
+    s->cause_class_name = xstrdup(failure_class_name(fc));
+    const char *d = str_field(o, "detail");
+    if (d) s->cause_detail = xstrndup(d, 1000);
+    const cJSON *lag = cJSON_GetObjectItemCaseSensitive(o, "lagging_ranks"), *r;
+    int n = cJSON_IsArray(lag) ? cJSON_GetArraySize(lag) : 0;
+    if (n <= 0 || n > 1 << 20) return;
+    s->cause_lagging = xcalloc((size_t)n, sizeof *s->cause_lagging);
+    cJSON_ArrayForEach(r, lag)
+        if (cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble < 1 << 24)
+            s->cause_lagging[s->n_cause_lagging++] = (int)r->valuedouble;
 }
 
 /* A new run in the same file (a reused --run-id): forget the older one, but not that the
@@ -305,6 +337,7 @@ int run_summary_feed(struct run_summary *s, const char *line, size_t len)
         free(s->root_cause);
         s->root_cause = xstrdup(c);
         s->cause_attempt = attempt;
+        take_class(s, o);
     } else if (is_kind(kind, EV_DONE)) {
         s->saw_done = true;
     } else if (is_kind(kind, EV_STOP)) {

@@ -52,6 +52,11 @@ struct run_summary {
     int64_t end_ns;             /* of the `end` event; 0 while there is none */
     char *root_cause;           /* the newest root cause, without "root cause: "; NULL none */
     int cause_attempt;
+    char *cause_class;          /* its class's label ("collective timeout"; docs/failures.md); NULL */
+    char *cause_class_name;     /* its class's name ("collective_timeout"); NULL */
+    char *cause_detail;         /* "rank 3 is 3 collectives behind (...)"; NULL */
+    int *cause_lagging;         /* the ranks behind (lagging_ranks) */
+    size_t n_cause_lagging;
     char *end_text;             /* the `end` event's text */
     int exit_code;              /* ddptop's exit status from the `end` event; -1 none */
     bool ended;                 /* an `end` event closes what was read so far */

@@ -1,6 +1,7 @@
 /* libFuzzer harness for the parsers that read rank output: the metrics line parser
  * (launcher/job/metrics_parse.c, default regex and the runtime's JSON through
- * launcher/wire/step_line.c) and the error-file formatter (launcher/job/root_cause.c).
+ * launcher/wire/step_line.c), the error-file formatter (launcher/job/root_cause.c) and what a
+ * line says about a failure (launcher/job/failure_line.c).
  * Built and run by `make fuzz-programs`, `make fuzz` and
  * `make test` (docs/testing.md, "Fuzzing"). With -DFUZZ_SMOKE_MAIN, a main() without libFuzzer
  * feeds mutations of the seeds below instead (any C compiler).
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job/failure_line.h"
 #include "job/metrics_parse.h"
 #include "job/root_cause.h"
 
@@ -41,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         EXPECT(!m.has_step && !m.has_loss);
     }
+    enum failure_class fc = failure_line_class(line, size);
+    EXPECT(fc >= FAILURE_NONE && fc < FAILURE_CLASSES);
+    struct watchdog_seq q;
+    if (!failure_line_watchdog(line, size, &q)) EXPECT(q.seq < 0 && q.enqueued < 0 && q.completed < 0);
+    EXPECT(memchr(q.op, '\0', sizeof q.op) != NULL);
+    char addr[64];
+    if (failure_line_peer(line, size, addr, sizeof addr)) EXPECT(addr[0] != '\0');
+    bool user;
+    (void)failure_line_frame(line, size, &user);
+    (void)failure_line_exception(line, size);
     char *ef = root_cause_format_error_file(line, size);
     EXPECT(ef != NULL);
     if (size && line[0]) EXPECT(ef[0] != '\0');

@@ -378,6 +378,14 @@ static void event_text(struct strbuf *sb, const char *line, size_t len, long lin
             strbuf_adds(sb, "    its error file:\n");
             add_block(sb, "    | ", efile->valuestring);
         }
+        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class_label");
+        const cJSON *det = cJSON_GetObjectItemCaseSensitive(o, "detail");
+        const cJSON *evi = cJSON_GetObjectItemCaseSensitive(o, "evidence");
+        const cJSON *fix = cJSON_GetObjectItemCaseSensitive(o, "fix");
+        if (cJSON_IsString(cls)) add_block(sb, "    class: ", cls->valuestring);
+        if (cJSON_IsString(det)) add_block(sb, "    found: ", det->valuestring);
+        if (cJSON_IsString(evi)) add_block(sb, "    evidence: ", evi->valuestring);
+        if (cJSON_IsString(fix) && *fix->valuestring) add_block(sb, "    fix: ", fix->valuestring);
     }
     cJSON_Delete(o);
 }

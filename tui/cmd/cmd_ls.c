@@ -99,9 +99,20 @@ static char *last_column(const struct run_entry *e)
         free(rest);
         return sb.buf;
     }
-    if (s->root_cause && s->cause_attempt != s->attempts - 1)
-        return xasprintf("attempt %d: %s", s->cause_attempt, s->root_cause);
-    if (s->root_cause) return xstrdup(s->root_cause);
+    if (s->root_cause) {
+        /* its class first (docs/failures.md), what the class found, then the rank's end */
+        char *cls = NULL;
+        if (s->cause_class && s->cause_class_name && strcmp(s->cause_class_name, "unknown") != 0 &&
+            strcmp(s->cause_class_name, "node_lost") != 0 &&   /* its summary says so already */
+            (strcmp(s->cause_class_name, "hang") != 0 || s->cause_detail))
+            cls = xasprintf("%s%s%s; ", s->cause_class, s->cause_detail ? ": " : "",
+                            s->cause_detail ? s->cause_detail : "");
+        char *out = s->cause_attempt != s->attempts - 1
+            ? xasprintf("attempt %d: %s%s", s->cause_attempt, cls ? cls : "", s->root_cause)
+            : xasprintf("%s%s", cls ? cls : "", s->root_cause);
+        free(cls);
+        return out;
+    }
     if (s->state == RUN_FAILED && s->exit_code == 3 && s->attempts == 0)
         return xstrdup("the preflight refused the launch");
     return xstrdup("");
@@ -242,6 +253,10 @@ static cJSON *entry_json(const struct run_entry *e)
     cJSON_AddItemToObject(o, "exit_code", num_or_null(s->exit_code, s->exit_code >= 0));
     cJSON_AddItemToObject(o, "root_cause", str_or_null(s->root_cause));
     cJSON_AddItemToObject(o, "root_cause_attempt", num_or_null(s->cause_attempt, s->root_cause != NULL));
+    cJSON_AddItemToObject(o, "failure_class", str_or_null(s->cause_class_name));
+    cJSON_AddItemToObject(o, "failure_detail", str_or_null(s->cause_detail));
+    cJSON *lag = cJSON_AddArrayToObject(o, "lagging_ranks");
+    for (size_t i = 0; i < s->n_cause_lagging; i++) cJSON_AddItemToArray(lag, cJSON_CreateNumber(s->cause_lagging[i]));
     cJSON *ctl = cJSON_AddObjectToObject(o, "controller");
     cJSON_AddStringToObject(ctl, "status", owner_names[e->owner_status]);
     cJSON_AddItemToObject(ctl, "pid", num_or_null(e->owner.pid, e->owner_status != OWNER_NONE));
