@@ -81,6 +81,9 @@ chmod +x "$T/rank.sh"
 failure_event() {   # RUN: the text of the run's failure event
     grep '"kind":"failure"' "$T/logs/$1/events.jsonl" 2>/dev/null | head -1 | grep -o '"text":"[^"]*"'
 }
+cause_class() {     # RUN: the class and detail of the run's root cause (docs/failures.md)
+    grep '"kind":"root_cause"' "$T/logs/$1/events.jsonl" 2>/dev/null | head -1 | grep -o '"class":"[^"]*"\|"detail":"[^"]*"' | tr '\n' ' '
+}
 
 if cg_make oom; then
     rj_run "$T/oom.out" --headless --no-check --max-restarts 0 --master-port "$(sshd_pick_port)" \
@@ -92,6 +95,13 @@ if cg_make oom; then
     else
         tap_fail "the failure event names the OOM killer" "event: $ev" \
             "$(tail -5 "$T/logs/oom/attempt-0/rank-0.log" 2>&1)" "$(cat "$CG/memory.oom_control" "$CG/memory.events" 2>/dev/null)"
+    fi
+    cls=$(cause_class oom)
+    if grep -q '"class":"oom_kill"' <<<"$cls" && grep -q '"detail":"confirmed' <<<"$cls"; then
+        tap_ok "the root cause's class is the OOM kill, confirmed by the cgroup: $cls"
+    else
+        tap_fail "the root cause's class is the OOM kill, confirmed by the cgroup" "root cause: $cls" \
+            "$(grep root_cause "$T/logs/oom/events.jsonl" 2>&1 | head -2)"
     fi
     if [ "$(grep -c 'not killed' "$T/logs/oom/attempt-0/rank-0.log" 2>/dev/null)" = 0 ] &&
        grep -q 'allocating 1 GiB' "$T/logs/oom/attempt-0/rank-0.log"; then
@@ -137,6 +147,12 @@ if cg_make kill; then
         tap_ok "a SIGKILL that was not the OOM killer's is not blamed on it: $ev"
     else
         tap_fail "a SIGKILL that was not the OOM killer's is not blamed on it" "event: $ev"
+    fi
+    cls=$(cause_class kill)
+    if [ -n "$cls" ] && ! grep -q '"class":"oom_kill"' <<<"$cls"; then
+        tap_ok "nor is its root cause put in the OOM class: $cls"
+    else
+        tap_fail "nor is its root cause put in the OOM class" "root cause: $cls"
     fi
 fi
 tap_done

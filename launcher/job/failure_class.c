@@ -342,7 +342,7 @@ void failure_classify(const struct job *j, struct root_cause *c)
         }
     } else if (killed && r->oom_kills > 0) {
         c->failure = FAILURE_OOM_KILL;
-        c->detail = xasprintf("confirmed: its cgroup counted %d OOM kill%s (memory.events)", r->oom_kills,
+        c->detail = xasprintf("confirmed: its memory cgroup counted %d OOM kill%s", r->oom_kills,
                               r->oom_kills == 1 ? "" : "s");
     } else {
         for (size_t i = 0; i < sizeof line_order / sizeof *line_order && c->failure == FAILURE_UNKNOWN; i++) {
