@@ -193,7 +193,7 @@ static void test_each_class(void)
         { "segfault.txt", 3, 0, SIGSEGV, -1, "segfault", "Fatal Python error: Segmentation fault", 3, "SIGSEGV" },
         { "segfault.txt", 3, 135, 0, -1, "segfault", "Fatal Python error: Segmentation fault", 3, "SIGBUS" },
         /* SIGKILL not sent by us: the OOM killer, confirmed by the cgroup's count, or likely */
-        { "segfault.txt", 0, 0, SIGKILL, 2, "oom_kill", NULL, -1, "confirmed: its cgroup counted 2 OOM kills" },
+        { "segfault.txt", 0, 0, SIGKILL, 2, "oom_kill", NULL, -1, "confirmed: its memory cgroup counted 2 OOM kills" },
         { "segfault.txt", 0, 0, SIGKILL, -1, "oom_kill", NULL, -1, "likely" },
         { "segfault.txt", 0, 137, 0, -1, "oom_kill", NULL, -1, "likely" },
         { "segfault.txt", 0, 0, SIGKILL, 0, "unknown", NULL, -1, "not the OOM killer" },
