@@ -19,6 +19,7 @@
 #include "job/gpu.h"
 #include "job/job_state.h"
 #include "job/metrics_parse.h"
+#include "run_nccl.h"
 #include "runs.h"
 #include "util/util.h"
 #include "wire/signals.h"
@@ -485,7 +486,7 @@ static void gpu_read(struct run_replay *out, const char *dir, const int *by_name
 
 /* ---- the whole run ------------------------------------------------------------------------ */
 
-static struct job *job_build(const struct run_summary *s, const char *id, char *err, size_t errlen)
+struct job *run_replay_job_build(const struct run_summary *s, const char *id, char *err, size_t errlen)
 {
     const char *one_name = "?";
     int one_count = s->ranks > 0 ? s->ranks : 0;
@@ -516,7 +517,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
         const char *slash = strrchr(run_dir, '/');
         id = slash && slash[1] ? slash + 1 : run_dir;
     }
-    struct job *j = out->job = job_build(&out->sum, id, err, errlen);
+    struct job *j = out->job = run_replay_job_build(&out->sum, id, err, errlen);
     if (!j) {
         recs_clear(&R);
         free(R.v);
@@ -531,6 +532,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
     int *by_name = nodes_by_name(j);
     struct player P = { .j = j, .tails = &tails, .mp = mp, .by_name = by_name };
     for (size_t i = 0; i < R.n; i++) play(&P, &R.v[i]);
+    run_nccl_load(j, run_dir, j->attempt);   /* the last attempt's NCCL account (docs/nccl.md) */
     out->rank_ended = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *out->rank_ended);
     for (size_t k = 0; k < j->n_ranks; k++)
         out->rank_ended[k] = j->ranks[k].state != RANK_RUNNING && j->ranks[k].state != RANK_STALLED &&
