@@ -42,7 +42,6 @@ static void warn_group_free(struct nccl_warn_group *g)
 {
     free(g->nodes);
     free(g->ranks);
-    free(g->peers);
     memset(g, 0, sizeof *g);
 }
 

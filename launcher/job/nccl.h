@@ -65,7 +65,9 @@ struct nccl_warn_group {
     unsigned count;
     int64_t first_ms;         /* mono ms of its first line (0: read back) */
     bool said;
-    bool *nodes, *ranks, *peers;   /* which nodes, ranks, peer nodes (IB completion errors) */
+    bool *nodes, *ranks;      /* which nodes and ranks printed it */
+    char peers[4][48];        /* IB completion errors: their peers' addresses ("10.0.0.2"), the
+                               * first 4; mapped to nodes when said (every bootstrap address known) */
 };
 
 struct nccl_job {

@@ -252,7 +252,6 @@ void nccl_warn_take(struct job *j, struct nccl_job *n, int rank, const char *m, 
         g->example[k] = '\0';
         g->first_ms = now_ms ? now_ms : 1;
         g->nodes = xcalloc(j->n_nodes ? j->n_nodes : 1, 1);
-        g->peers = xcalloc(j->n_nodes ? j->n_nodes : 1, 1);
         g->ranks = xcalloc(j->n_ranks ? j->n_ranks : 1, 1);
     }
     g->count++;
@@ -263,9 +262,14 @@ void nccl_warn_take(struct job *j, struct nccl_job *n, int rank, const char *m, 
     const char *p = memmem(m, len, "completion from peer ", 21);
     if (p) {
         p += 21;
-        const char *sp = memchr(p, ' ', len - (size_t)(p - m));
-        int peer = node_of_addr(j, p, sp ? (size_t)(sp - p) : len - (size_t)(p - m));
-        if (peer >= 0) g->peers[peer] = true;
+        size_t rest = len - (size_t)(p - m), al = 0;
+        while (al < rest && p[al] != ' ' && p[al] != '<') al++;
+        for (size_t k = 0; al && al < sizeof g->peers[0] && k < sizeof g->peers / sizeof *g->peers; k++) {
+            if (g->peers[k][0] && (strlen(g->peers[k]) != al || memcmp(g->peers[k], p, al) != 0)) continue;
+            memcpy(g->peers[k], p, al);
+            g->peers[k][al] = '\0';
+            break;
+        }
     }
 }
 
@@ -274,9 +278,13 @@ static void warn_line(const struct job *j, const struct nccl_warn_group *g, out_
     char rl[96];
     fold_ranks(g->ranks, j->n_ranks, rl, sizeof rl);
     char *hl = fold_nodes(j, g->nodes);
-    bool any_peer = false;
-    for (size_t i = 0; i < j->n_nodes; i++) any_peer |= g->peers[i];
-    char *pl = any_peer ? fold_nodes(j, g->peers) : NULL;
+    bool any_peer = false, *peers = xcalloc(j->n_nodes ? j->n_nodes : 1, sizeof *peers);
+    for (size_t k = 0; k < sizeof g->peers / sizeof *g->peers && g->peers[k][0]; k++) {
+        int nd = node_of_addr(j, g->peers[k], strlen(g->peers[k]));
+        if (nd >= 0) any_peer = peers[nd] = true;
+    }
+    char *pl = any_peer ? fold_nodes(j, peers) : NULL;
+    free(peers);
     char *line = xasprintf("NCCL WARN %u time%s on %s (rank%s %s)%s%s: %s", g->count, g->count == 1 ? "" : "s",
                            hl, strpbrk(rl, ",-") ? "s" : "", rl, pl ? ", with peer " : "", pl ? pl : "", g->example);
     out(ctx, single(j, g->nodes), line);
