@@ -172,8 +172,11 @@ static void test_odd_ones_out(void)
     j->attempt++;
     char err[64];
     job_attempt_begin(j, err, sizeof err);
-    CHECK(!j->nccl->r[0].seen);
-    CHECK(j->nccl->expect_ifs[3] != NULL);   /* the preflight's word stays */
+    struct nccl_node_sum ns;
+    nccl_node_sum(j, 0, &ns);
+    CHECK_INT(ns.ranks_seen, 0);              /* the old attempt's account is not shown */
+    CHECK(!nccl_get(j)->r[0].seen);           /* and is forgotten at the new one's first use */
+    CHECK(j->nccl->expect_ifs[3] != NULL);    /* the preflight's word stays */
     job_free(j);
 }
 

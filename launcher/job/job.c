@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line
@@ -139,7 +138,7 @@ void job_free(struct job *j)
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
-    nccl_free(j->nccl);
+    if (j->nccl_free) j->nccl_free(j->nccl);   /* job/nccl.c's, set with it */
     free(j->events);
     free(j->ranks);
     free(j->nodes);
@@ -237,7 +236,6 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     for (size_t i = 0; i < j->n_ranks; i++) rank_reset_attempt(&j->ranks[i], now);
-    nccl_reset(j);
     j->end_written = false;
     /* the writer makes attempt-N/ and opens its logs; what it cannot is said as an event */
     if (j->sink) j->sink->attempt(j->sink->ctx, j->attempt);

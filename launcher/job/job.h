@@ -258,7 +258,9 @@ struct job {
      * ("disk full", or the error), and what ("" while nothing was) */
     char incomplete[64];
     char incomplete_what[160];
-    struct nccl_job *nccl;    /* NCCL's account of the ranks (job/nccl.h); NULL until a line came */
+    struct nccl_job *nccl;    /* NCCL's account of the ranks (job/nccl.h); NULL until first used;
+                               * an attempt's account starts afresh at its first line */
+    void (*nccl_free)(struct nccl_job *);   /* set with it: job_free calls it */
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order

@@ -62,6 +62,7 @@ struct nccl_job *nccl_get(struct job *j)
     struct nccl_job *n = j->nccl;
     if (!n) {
         n = j->nccl = xcalloc(1, sizeof *n);
+        j->nccl_free = nccl_free;
         n->attempt = j->attempt;
     }
     if (n->n_nodes != j->n_nodes) {   /* the nodes are fixed for a job; made once */
@@ -94,14 +95,6 @@ void nccl_free(struct nccl_job *n)
     free(n->expect_ib);
     free(n->r);
     free(n);
-}
-
-void nccl_reset(struct job *j)
-{
-    if (!j->nccl) return;
-    struct nccl_job *n = nccl_get(j);
-    account_clear(n);
-    n->attempt = j->attempt;
 }
 
 void nccl_expect(struct job *j, size_t node, const char *ifaces, int ib_ports)
@@ -381,7 +374,7 @@ void nccl_node_sum(const struct job *j, size_t node, struct nccl_node_sum *s)
     memset(s, 0, sizeof *s);
     s->init_s = -1;
     const struct nccl_job *n = j->nccl;
-    if (!n || node >= j->n_nodes || !n->r) return;
+    if (!n || node >= j->n_nodes || !n->r || n->attempt != j->attempt) return;
     const struct node_info *ni = &j->nodes[node];
     unsigned bits = 0;
     for (int k = 0; k < ni->n_ranks; k++) {

@@ -85,12 +85,11 @@ struct nccl_job {
     bool dirty;               /* changed since nccl.json was last handed to the sink */
 };
 
-/* The job's model, made (or resized to the job's ranks and nodes, and reset when the job's
- * attempt moved on) on first use. */
+/* The job's model, made (or resized to the job's ranks and nodes, and its account forgotten
+ * when the job's attempt moved on: the preflight's expectations stay) on first use. Readers
+ * (nccl_node_sum) show nothing of an account of an earlier attempt. */
 struct nccl_job *nccl_get(struct job *j);
 void nccl_free(struct nccl_job *n);
-/* Forgets the attempt's account (job_attempt_begin); the preflight's expectations stay. */
-void nccl_reset(struct job *j);
 
 /* One line of rank's output (any line: those that are not NCCL's cost a scan of their first
  * 256 bytes). wall_ns: when it arrived (0: unknown, in a log read back). now_ms: mono_ms(). */

@@ -34,7 +34,7 @@ struct logs_opts {
     const char *log_dir, *run;
     int rank, attempt;          /* -1: every rank / the newest attempt */
     bool follow, events, raw;
-    bool nccl, json;            /* --nccl: NCCL's account (cmd_logs_nccl.c); --json with it */
+    bool nccl, json;            /* --nccl: NCCL's account (logs_nccl.c); --json with it */
 };
 
 /* One rank log being printed, and how far. */
@@ -547,7 +547,7 @@ static int show(struct logs *L)
     int rc = pick_attempt(L);
     if (rc == 0) rc = check_rank(L);
     if (rc) return rc;
-    if (L->o.nccl) return cmd_logs_nccl(L->dir, L->name, L->attempt, &L->sum, L->o.json);
+    if (L->o.nccl) return logs_nccl_print(L->dir, L->name, L->attempt, &L->sum, L->o.json);
     if (L->attempt >= 0) open_new(L);
     if (L->o.follow) return follow(L);
     if (L->nt == 0) {

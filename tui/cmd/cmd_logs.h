@@ -14,8 +14,8 @@ void cmd_logs_usage(FILE *f);
 /* `ddptop logs ARGS`: returns the exit code (0 printed; 1 nothing to print or a read error;
  * 2 usage error, or no such run, attempt or rank). */
 int cmd_logs_main(int argc, char **argv);
-/* --nccl (cmd_logs_nccl.c): NCCL's account of the attempt of the run in dir, per node, and
+/* --nccl (logs_nccl.c): NCCL's account of the attempt of the run in dir, per node, and
  * its odd ones out; json: as one JSON object. 0 printed, 1 none or unreadable. */
-int cmd_logs_nccl(const char *dir, const char *name, int attempt, const struct run_summary *sum, bool json);
+int logs_nccl_print(const char *dir, const char *name, int attempt, const struct run_summary *sum, bool json);
 
 #endif

@@ -117,7 +117,7 @@ static size_t file_findings(const char *dir, int attempt, cJSON *into)
     return n;
 }
 
-int cmd_logs_nccl(const char *dir, const char *name, int attempt, const struct run_summary *sum, bool json)
+int logs_nccl_print(const char *dir, const char *name, int attempt, const struct run_summary *sum, bool json)
 {
     char err[512];
     struct job *j = run_replay_job_build(sum, name, err, sizeof err);
