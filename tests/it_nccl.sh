@@ -4,7 +4,7 @@
 # real process that prints NCCL's INFO lines from tests/fixtures/nccl/ (NCCL's exact formats,
 # the sources named there) with realistic timing, then step lines. 127.0.0.3's NCCL finds no IB
 # device and falls back to Socket; 127.0.0.4 runs NCCL 2.19.3 (the others 2.18.3) and
-# bootstraps over eth1; a rank on 127.0.0.2 prints an IB completion error naming
+# bootstraps over ib7 (an interface the preflight, which runs, did not expect); a rank on 127.0.0.2 prints an IB completion error naming
 # 127.0.0.4's address. Asserted: the "nccl" events in events.jsonl, attempt-0/nccl.json, the
 # dashboard's NCCL node view (C, tmux 120x40), `ddptop logs --nccl` (and --json, and again from
 # the rank logs alone with nccl.json removed), and `ddptop view` of the finished run. Every
@@ -41,7 +41,7 @@ cat >"$D/rank.sh" <<EOF
 #!/bin/bash
 node=\$((NODE_RANK + 1))
 case \$node in 3) t=init-socket-2.18.3 ;; 4) t=init-ib-2.19.3 ;; *) t=init-ib-2.18.3 ;; esac
-ifc=eth0; [ \$node = 4 ] && ifc=eth1
+ifc=\$NCCL_SOCKET_IFNAME; [ \$node = 4 ] && ifc=ib7
 nr=\$(( (RANK + 1) % WORLD_SIZE ))
 play() {
     sed -e "s/@H@/gpu-n\$node/g" -e "s/@P@/\$\$/g" -e "s/@D@/\$LOCAL_RANK/g" -e "s/@R@/\$RANK/g" \\
@@ -64,9 +64,15 @@ EOF
 chmod +x "$D/rank.sh"
 for n in 1 2 3 4; do echo "127.0.0.$n"; echo "127.0.0.$n"; done >"$D/nodefile"
 LOGS=$D/logs
+# The preflight runs: NCCL_SOCKET_IFNAME names this machine's interface (what nodes 1-3's NCCL
+# prints); node 4's NCCL prints ib7, which the preflight did not expect.
+IF=$(ip -o -4 addr show up 2>/dev/null | awk '$2 != "lo" {print $2; exit}')
+IF=${IF:-lo}
+. tests/lib/sshd.sh
+PORT=$(sshd_pick_port) || { tap_fail "a free port"; tap_done; exit; }
 
 cmd="cd $D && PATH=$PWD/tests/pbs:\$PATH PBS_NODEFILE=$D/nodefile LANG=C.UTF-8 TERM=screen-256color"
-cmd+=" $DDPTOP --pbs --no-check --log-dir $LOGS --run-id $RID -- $D/rank.sh; echo DDPTOP-EXIT=\$?; sleep 600"
+cmd+=" $DDPTOP --pbs --log-dir $LOGS --run-id $RID --master-port $PORT --env NCCL_SOCKET_IFNAME=$IF -- $D/rank.sh; echo DDPTOP-EXIT=\$?; sleep 600"
 T new-session -d -s run -x 120 -y 40 "$cmd"
 if ! wait_screen run 'Ranks 8 .*8 running' 60; then
     tap_fail "8 ranks on 4 nodes run" "$SCREEN"
@@ -75,16 +81,13 @@ if ! wait_screen run 'Ranks 8 .*8 running' 60; then
 fi
 tap_ok "8 ranks on 4 nodes run"
 
-# the odd ones out are said once every rank printed its network line
 EV=$LOGS/$RID/events.jsonl
-end=$((SECONDS + 30))
-until [ "$(grep -c '"kind":"nccl"' "$EV" 2>/dev/null)" -ge 3 ] || [ $SECONDS -ge $end ]; do sleep 0.2; done
 
-# C: the node view with NCCL's columns, while the job runs
+# C: the node view with NCCL's columns, while the job runs (the init times once NCCL said COMPLETE)
 T send-keys -t run C
-if wait_screen run 'Nodes 4: NCCL' 10 && wait_screen run '127\.0\.0\.4 .*2\.19\.3\+cuda12\.3 +IB +eth1:10\.0\.0\.4' 10 &&
-   grep -Eq '127\.0\.0\.3 .*2\.18\.3\+cuda12\.2 +Socket +eth0:10\.0\.0\.3<0>' <<<"$SCREEN" &&
-   grep -Eq '127\.0\.0\.1 +2\.18\.3\+cuda12\.2 +IB +eth0:10\.0\.0\.1<0> +[0-9.]+s' <<<"$SCREEN"; then
+if wait_screen run 'Nodes 4: NCCL' 10 && wait_screen run '127\.0\.0\.4 .*2\.19\.3\+cuda12\.3 +IB +ib7:10\.0\.0\.4<0> +[0-9.]+s' 20 &&
+   grep -Eq "127\.0\.0\.3 .*2\.18\.3\+cuda12\.2 +Socket +$IF:10\.0\.0\.3<0>" <<<"$SCREEN" &&
+   grep -Eq "127\.0\.0\.1 +2\.18\.3\+cuda12\.2 +IB +$IF:10\.0\.0\.1<0> +[0-9.]+s" <<<"$SCREEN"; then
     tap_ok "C: one row per node with its NCCL version, network, bootstrap and init time"
 else
     tap_fail "C: one row per node with its NCCL version, network, bootstrap and init time" "$SCREEN"
@@ -120,11 +123,13 @@ check_event "event: NCCL versions differ" \
 check_event "event: some nodes on IB, one on Socket" \
     "NCCL networks differ: IB on 127.0.0.[1-2,4] (ranks 0-3,6-7), Socket on 127.0.0.3 (ranks 4-5)"
 check_event "event: 127.0.0.4 bootstraps over another interface" \
-    "NCCL bootstrap interfaces differ: eth0 on 127.0.0.[1-3] (ranks 0-5), eth1 on 127.0.0.4 (ranks 6-7)"
+    "NCCL bootstrap interfaces differ: $IF on 127.0.0.[1-3] (ranks 0-5), ib7 on 127.0.0.4 (ranks 6-7)"
+check_event "event: 127.0.0.4's interface is not what the preflight expected" \
+    "NCCL bootstraps over ib7 on 127.0.0.4, not what the preflight expected there ($IF): check NCCL_SOCKET_IFNAME"
 check_event "event: the IB completion error names the node pair" \
     "NCCL WARN 1 time on 127.0.0.2 (rank 2), with peer 127.0.0.4: NET/IB : Got completion from peer 10.0.0.4<44455> with error 12"
 n=$(grep -c . <<<"$NEV")
-if [ "$n" = 4 ]; then tap_ok "4 nccl events, no more"; else tap_fail "4 nccl events, no more ($n)" "$NEV"; fi
+if [ "$n" = 5 ]; then tap_ok "5 nccl events, no more"; else tap_fail "5 nccl events, no more ($n)" "$NEV"; fi
 
 # nccl.json: one object per rank
 J=$LOGS/$RID/attempt-0/nccl.json
@@ -133,9 +138,9 @@ import json, sys
 o = json.load(open(sys.argv[1]))
 r = {x["rank"]: x for x in o["ranks"]}
 assert o["attempt"] == 0 and len(r) == 8, o
-assert r[4]["net"] == "Socket" and r[4]["net_devices"] == "eth0:10.0.0.3<0>", r[4]
+assert r[4]["net"] == "Socket" and r[4]["net_devices"].endswith(":10.0.0.3<0>"), r[4]
 assert r[0]["net"] == "IB" and r[0]["net_devices"] == "mlx5_0:1/IB mlx5_1:1/IB", r[0]
-assert r[6]["nccl_version"] == "2.19.3+cuda12.3" and r[6]["bootstrap_if"] == "eth1", r[6]
+assert r[6]["nccl_version"] == "2.19.3+cuda12.3" and r[6]["bootstrap_if"] == "ib7", r[6]
 assert r[0]["transports"] == "P2P NET" and r[4]["transports"] == "SHM NET", (r[0], r[4])
 assert all(x["init_complete"] for x in r.values())
 assert 0.3 < r[0]["init_s"] < 5 and r[4]["init_s"] > r[0]["init_s"], (r[0]["init_s"], r[4]["init_s"])
@@ -149,9 +154,9 @@ if [ "$(stat -c %a "$J")" = 600 ]; then tap_ok "nccl.json is private (0600)"; el
 
 # ddptop logs --nccl: a row per node, then the odd ones out
 out=$("$DDPTOP" logs "$RID" --log-dir "$LOGS" --nccl 2>&1)
-if grep -Eq '^127\.0\.0\.3 +4-5 +2\.18\.3\+cuda12\.2 +eth0:10\.0\.0\.3<0> +Socket +eth0:10\.0\.0\.3<0> +SHM NET +[0-9.]+s +0$' <<<"$out" &&
-   grep -Eq '^127\.0\.0\.2 +2-3 +2\.18\.3\+cuda12\.2 +eth0:10\.0\.0\.2<0> +IB +mlx5_0:1/IB mlx5_1:1/IB +P2P NET +[0-9.]+s +1$' <<<"$out" &&
-   grep -Eq '^127\.0\.0\.4 +6-7 +2\.19\.3\+cuda12\.3 +eth1:' <<<"$out" && grep -q '^127\.0\.0\.1 ' <<<"$out" &&
+if grep -Eq "^127\.0\.0\.3 +4-5 +2\.18\.3\+cuda12\.2 +$IF:10\.0\.0\.3<0> +Socket +$IF:10\.0\.0\.3<0> +SHM NET +[0-9.]+s +0\$" <<<"$out" &&
+   grep -Eq "^127\.0\.0\.2 +2-3 +2\.18\.3\+cuda12\.2 +$IF:10\.0\.0\.2<0> +IB +mlx5_0:1/IB mlx5_1:1/IB +P2P NET +[0-9.]+s +1\$" <<<"$out" &&
+   grep -Eq '^127\.0\.0\.4 +6-7 +2\.19\.3\+cuda12\.3 +ib7:' <<<"$out" && grep -q '^127\.0\.0\.1 ' <<<"$out" &&
    grep -q 'from nccl.json' <<<"$out" && grep -qF '  NCCL networks differ: IB on 127.0.0.[1-2,4]' <<<"$out" &&
    grep -qF 'with peer 127.0.0.4' <<<"$out"; then
     tap_ok "ddptop logs --nccl: a row per node and the odd ones out"
@@ -165,7 +170,7 @@ o = json.loads(sys.argv[1])
 n = {x["node"]: x for x in o["nodes"]}
 assert o["source"] == "nccl.json" and len(n) == 4
 assert n["127.0.0.3"]["net"] == "Socket" and n["127.0.0.4"]["nccl_version"] == "2.19.3+cuda12.3"
-assert len(o["findings"]) == 4' "$out"; then
+assert len(o["findings"]) == 5' "$out"; then
     tap_ok "ddptop logs --nccl --json: nodes, ranks and findings"
 else
     tap_fail "ddptop logs --nccl --json: nodes, ranks and findings" "$out"

@@ -161,8 +161,8 @@ static void test_odd_ones_out(void)
     CHECK_INT(nccl_events(j, "NCCL versions differ: 2.18.3+cuda12.2 on n[1-3] (ranks 0-5), 2.19.3+cuda12.3 on n4 (ranks 6-7)"), 1);
     CHECK_INT(nccl_events(j, "NCCL networks differ: IB on n[1-2,4] (ranks 0-3,6-7), Socket on n3 (ranks 4-5)"), 1);
     CHECK_INT(nccl_events(j, "NCCL bootstrap interfaces differ: eth0 on n[1-3] (ranks 0-5), eth1 on n4 (ranks 6-7)"), 1);
-    CHECK_INT(nccl_events(j, "NCCL on n4 bootstraps over eth1, not what the preflight expected (eth0)"), 1);
-    CHECK_INT(nccl_events(j, "NCCL on n3 uses Socket though the node has 1 active IB port"), 1);
+    CHECK_INT(nccl_events(j, "NCCL bootstraps over eth1 on n4, not what the preflight expected there (eth0)"), 1);
+    CHECK_INT(nccl_events(j, "NCCL uses Socket on n3 though the preflight saw active IB ports there"), 1);
     int before = nccl_events(j, NULL);
     CHECK_INT(before, 5);
     nccl_tick(j, 50000);
@@ -177,6 +177,20 @@ static void test_odd_ones_out(void)
     CHECK_INT(ns.ranks_seen, 0);              /* the old attempt's account is not shown */
     CHECK(!nccl_get(j)->r[0].seen);           /* and is forgotten at the new one's first use */
     CHECK(j->nccl->expect_ifs[3] != NULL);    /* the preflight's word stays */
+    job_free(j);
+}
+
+/* The preflight's expectations fold alike nodes into one line: 3 nodes on an interface it did
+ * not expect are one event, and one node that matches is not named. */
+static void test_preflight_folded(void)
+{
+    struct job *j = mk(4, 2);
+    for (size_t i = 0; i < 4; i++) nccl_expect(j, i, i == 3 ? "eth1" : "ib0,ib1", 0);
+    play(j, 1000);
+    nccl_tick(j, 1001);
+    CHECK_INT(nccl_events(j, "NCCL bootstraps over eth0 on n[1-3], not what the preflight expected there (ib0,ib1)"), 1);
+    CHECK_INT(nccl_events(j, "preflight expected"), 1);
+    CHECK_INT(nccl_events(j, "active IB ports"), 0);   /* 0 ports: nothing to say */
     job_free(j);
 }
 
@@ -278,6 +292,7 @@ int main(void)
     RUN(test_newer_formats);
     RUN(test_net_choice);
     RUN(test_odd_ones_out);
+    RUN(test_preflight_folded);
     RUN(test_decide_by_time);
     RUN(test_warn_groups);
     RUN(test_bounds);

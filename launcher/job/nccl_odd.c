@@ -156,34 +156,80 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-/* Per node: the preflight's expectations against what NCCL chose. */
-static size_t against_preflight(const struct job *j, out_fn out, void *ctx)
+/* The rank of node i that said anything first, or NULL. */
+static const struct nccl_rank *node_rank(const struct job *j, size_t i)
 {
     const struct nccl_job *n = j->nccl;
-    size_t said = 0;
-    for (size_t i = 0; i < j->n_nodes && i < n->n_nodes; i++) {
-        const struct node_info *ni = &j->nodes[i];
-        const struct nccl_rank *r = NULL;
-        for (int k = 0; k < ni->n_ranks && !r; k++) {
-            size_t rk = (size_t)(ni->first_rank + k);
-            if (rk < n->n_ranks && n->r[rk].seen) r = &n->r[rk];
-        }
-        if (!r) continue;
-        char line[400];
-        if (r->boot_if[0] && n->expect_ifs[i] && !in_list(n->expect_ifs[i], r->boot_if)) {
-            snprintf(line, sizeof line, "NCCL on %s bootstraps over %s, not what the preflight expected (%s): "
-                     "check NCCL_SOCKET_IFNAME there", ni->name, r->boot_if, n->expect_ifs[i]);
-            out(ctx, (int)i, line);
-            said++;
-        }
-        if (strcmp(r->net, "Socket") == 0 && n->expect_ib[i] > 0) {
-            snprintf(line, sizeof line, "NCCL on %s uses Socket though the node has %d active IB port%s: "
-                     "check NCCL_IB_DISABLE, NCCL_IB_HCA and the IB libraries (libibverbs) there",
-                     ni->name, n->expect_ib[i], n->expect_ib[i] == 1 ? "" : "s");
-            out(ctx, (int)i, line);
-            said++;
-        }
+    const struct node_info *ni = &j->nodes[i];
+    for (int k = 0; k < ni->n_ranks; k++) {
+        size_t rk = (size_t)(ni->first_rank + k);
+        if (rk < n->n_ranks && n->r[rk].seen) return &n->r[rk];
     }
+    return NULL;
+}
+
+/* The preflight's expectations against what NCCL chose, node by node, said once per kind and
+ * value (a thousand nodes on the wrong interface are one line, folded): key(i) gives node i's
+ * key ("" when nothing is to be said), line() the words for a key and its nodes. */
+typedef bool (*key_fn)(const struct job *j, size_t i, char *key, size_t cap);
+typedef void (*words_fn)(const char *key, const char *nodes, char *line, size_t cap);
+
+static bool key_iface(const struct job *j, size_t i, char *key, size_t cap)
+{
+    const struct nccl_rank *r = node_rank(j, i);
+    const char *want = j->nccl->expect_ifs[i];
+    if (!r || !r->boot_if[0] || !want || in_list(want, r->boot_if)) return false;
+    snprintf(key, cap, "%s\t%s", r->boot_if, want);
+    return true;
+}
+
+static void words_iface(const char *key, const char *nodes, char *line, size_t cap)
+{
+    const char *tab = strchr(key, '\t');
+    snprintf(line, cap, "NCCL bootstraps over %.*s on %s, not what the preflight expected there (%s): "
+             "check NCCL_SOCKET_IFNAME", (int)(tab - key), key, nodes, tab + 1);
+}
+
+static bool key_ib(const struct job *j, size_t i, char *key, size_t cap)
+{
+    const struct nccl_rank *r = node_rank(j, i);
+    if (!r || strcmp(r->net, "Socket") != 0 || j->nccl->expect_ib[i] <= 0) return false;
+    snprintf(key, cap, "ib");
+    return true;
+}
+
+static void words_ib(const char *key, const char *nodes, char *line, size_t cap)
+{
+    (void)key;
+    snprintf(line, cap, "NCCL uses Socket on %s though the preflight saw active IB ports there: check "
+             "NCCL_IB_DISABLE, NCCL_IB_HCA and the IB libraries (libibverbs)", nodes);
+}
+
+static size_t against(const struct job *j, key_fn key, words_fn words, out_fn out, void *ctx)
+{
+    size_t nn = j->n_nodes < j->nccl->n_nodes ? j->n_nodes : j->nccl->n_nodes;
+    char keys[VALUES_MAX][160];
+    size_t nk = 0, said = 0;
+    for (size_t i = 0; i < nn; i++) {
+        char k[160];
+        if (!key(j, i, k, sizeof k)) continue;
+        size_t at = 0;
+        while (at < nk && strcmp(keys[at], k) != 0) at++;
+        if (at == nk && nk < VALUES_MAX) memcpy(keys[nk++], k, sizeof k);
+    }
+    bool *on = xcalloc(j->n_nodes ? j->n_nodes : 1, sizeof *on);
+    for (size_t v = 0; v < nk; v++) {
+        for (size_t i = 0; i < nn; i++) {
+            char k[160];
+            on[i] = key(j, i, k, sizeof k) && strcmp(k, keys[v]) == 0;
+        }
+        char *hl = fold_nodes(j, on), line[600];
+        words(keys[v], hl, line, sizeof line);
+        out(ctx, single(j, on), line);
+        free(hl);
+        said++;
+    }
+    free(on);
     return said;
 }
 
@@ -300,7 +346,8 @@ static size_t odd_ones(const struct job *j, out_fn out, void *ctx)
     size_t n = differ(j, fact_version, "NCCL versions", out, ctx);
     n += differ(j, fact_net, "NCCL networks", out, ctx);
     n += differ(j, fact_boot, "NCCL bootstrap interfaces", out, ctx);
-    n += against_preflight(j, out, ctx);
+    n += against(j, key_iface, words_iface, out, ctx);
+    n += against(j, key_ib, words_ib, out, ctx);
     return n;
 }
 
