@@ -85,9 +85,10 @@ EV=$LOGS/$RID/events.jsonl
 
 # C: the node view with NCCL's columns, while the job runs (the init times once NCCL said COMPLETE)
 T send-keys -t run C
-if wait_screen run 'Nodes 4: NCCL' 10 && wait_screen run '127\.0\.0\.4 .*2\.19\.3\+cuda12\.3 +IB +ib7:10\.0\.0\.4<0> +[0-9.]+s' 20 &&
-   grep -Eq "127\.0\.0\.3 .*2\.18\.3\+cuda12\.2 +Socket +$IF:10\.0\.0\.3<0>" <<<"$SCREEN" &&
-   grep -Eq "127\.0\.0\.1 +2\.18\.3\+cuda12\.2 +IB +$IF:10\.0\.0\.1<0> +[0-9.]+s" <<<"$SCREEN"; then
+if wait_screen run 'Nodes 4: NCCL' 10 &&
+   wait_screen run "127\.0\.0\.3 +2\.18\.3\+cuda12\.2 +Socket +$IF:10\.0\.0\.3<0> +[0-9.]+s" 20 &&
+   wait_screen run "127\.0\.0\.1 +2\.18\.3\+cuda12\.2 +IB +$IF:10\.0\.0\.1<0> +[0-9.]+s" 20 &&
+   grep -Eq '127\.0\.0\.4 +2\.19\.3\+cuda12\.3 +IB +ib7:10\.0\.0\.4<0> +[0-9.]+s' <<<"$SCREEN"; then
     tap_ok "C: one row per node with its NCCL version, network, bootstrap and init time"
 else
     tap_fail "C: one row per node with its NCCL version, network, bootstrap and init time" "$SCREEN"
