@@ -197,6 +197,17 @@ fi
 # ddptop view of the finished run: its events and, with C, the NCCL columns
 T new-session -d -s view -x 120 -y 40 "cd $D && LANG=C.UTF-8 TERM=screen-256color $DDPTOP view --log-dir $LOGS $RID; sleep 600"
 if wait_screen view "run $RID" 20; then
+    # the events pane, one row each, scrolled back a row at a time to the nccl events
+    T send-keys -t view w Tab Tab
+    for i in $(seq 1 20); do
+        wait_screen view 'nccl +NCCL versions' 1 && break
+        T send-keys -t view Up
+    done
+    if grep -Eq 'nccl +NCCL versions' <<<"$SCREEN"; then
+        tap_ok "ddptop view: the nccl events are in the events pane"
+    else
+        tap_fail "ddptop view: the nccl events are in the events pane" "$SCREEN"
+    fi
     T send-keys -t view C
     if wait_screen view '127\.0\.0\.3 .*2\.18\.3\+cuda12\.2 +Socket' 10; then
         tap_ok "ddptop view: C shows the finished run's NCCL account per node"

@@ -78,7 +78,7 @@ static int int_field(const cJSON *o, const char *key, int dflt, int max)
 
 static enum job_event_kind kind_parse(const char *name)
 {
-    for (int k = EV_LAUNCH; k <= EV_END; k++)
+    for (int k = EV_LAUNCH; k <= EV_NCCL; k++)   /* every kind, EV_NCCL the last */
         if (strcmp(name, job_event_kind_name((enum job_event_kind)k)) == 0) return (enum job_event_kind)k;
     return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
 }
