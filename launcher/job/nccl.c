@@ -102,7 +102,7 @@ void nccl_expect(struct job *j, size_t node, const char *ifaces, int ib_ports)
     struct nccl_job *n = nccl_get(j);
     if (node >= n->n_nodes) return;
     free(n->expect_ifs[node]);
-    n->expect_ifs[node] = ifaces && *ifaces ? xstrndup(ifaces, 256) : NULL;
+    n->expect_ifs[node] = ifaces && *ifaces ? xstrndup(ifaces, strnlen(ifaces, 256)) : NULL;
     n->expect_ib[node] = ib_ports;
 }
 
@@ -324,9 +324,10 @@ void nccl_feed_line(struct job *j, int rank, const char *text, size_t len, int64
     struct nccl_rank *r = &n->r[rank];
     r->seen = true;
     n->dirty = true;
-    const char *m = (info && (!warn || info < warn) ? info : warn) + 11;
+    bool is_warn = warn && (!info || warn < info);
+    const char *m = (is_warn ? warn : info) + 11;
     size_t mlen = len - (size_t)(m - text);
-    if (m == warn + 11) {
+    if (is_warn) {
         r->warns++;
         memmove(r->warn_last[0], r->warn_last[1], sizeof r->warn_last[0] * (NCCL_WARN_KEEP - 1));
         put(r->warn_last[NCCL_WARN_KEEP - 1], sizeof r->warn_last[0], m, mlen);
