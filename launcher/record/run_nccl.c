@@ -57,7 +57,7 @@ static size_t read_at(int fd, char *buf, size_t want, off_t from)
     return got;
 }
 
-static bool parse_log(struct job *j, const char *dir, int attempt, int rank)
+static bool parse_log(struct job *j, const char *dir, int attempt, int rank, size_t head_max, size_t tail_max)
 {
     char *path = xasprintf("%s/attempt-%d/rank-%d.log", dir, attempt, rank);
     int fd = util_open_read(path);
@@ -68,11 +68,11 @@ static bool parse_log(struct job *j, const char *dir, int attempt, int rank)
         close(fd);
         return false;
     }
-    size_t size = (size_t)st.st_size, head = size < RUN_NCCL_HEAD ? size : RUN_NCCL_HEAD;
-    char *buf = xmalloc(RUN_NCCL_HEAD > RUN_NCCL_TAIL ? RUN_NCCL_HEAD : RUN_NCCL_TAIL);
+    size_t size = (size_t)st.st_size, head = size < head_max ? size : head_max;
+    char *buf = xmalloc(head_max > tail_max ? head_max : tail_max);
     feed(j, rank, buf, read_at(fd, buf, head, 0));
     if (size > head) {   /* the tail, from its first whole line */
-        off_t from = size - head > RUN_NCCL_TAIL ? (off_t)(size - RUN_NCCL_TAIL) : (off_t)head;
+        off_t from = size - head > tail_max ? (off_t)(size - tail_max) : (off_t)head;
         size_t got = read_at(fd, buf, size - (size_t)from, from);
         const char *nl = from > (off_t)head ? memchr(buf, '\n', got) : buf - 1;
         if (nl) feed(j, rank, nl + 1, got - (size_t)(nl + 1 - buf));
@@ -89,8 +89,12 @@ enum run_nccl_source run_nccl_load(struct job *j, const char *dir, int attempt)
     size_t n = 0;
     int *logs = runs_rank_logs(dir, attempt, &n);
     bool any = false;
+    size_t per = n ? RUN_NCCL_BUDGET / n : RUN_NCCL_BUDGET;
+    size_t head = per * 4 / 5, tail = per / 5;
+    head = head > RUN_NCCL_HEAD ? RUN_NCCL_HEAD : head < 64 * 1024 ? 64 * 1024 : head;
+    tail = tail > RUN_NCCL_TAIL ? RUN_NCCL_TAIL : tail < 16 * 1024 ? 16 * 1024 : tail;
     for (size_t k = 0; k < n; k++)
-        if (logs[k] >= 0 && (size_t)logs[k] < j->n_ranks) any |= parse_log(j, dir, attempt, logs[k]);
+        if (logs[k] >= 0 && (size_t)logs[k] < j->n_ranks) any |= parse_log(j, dir, attempt, logs[k], head, tail);
     free(logs);
     return any ? RUN_NCCL_LOGS : RUN_NCCL_NONE;
 }

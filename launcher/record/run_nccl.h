@@ -11,9 +11,11 @@
 
 #define RUN_NCCL_FILE "nccl.json"
 /* Of each rank log parsed again: its first RUN_NCCL_HEAD bytes (NCCL's init lines) and its
- * last RUN_NCCL_TAIL (the WARNs of a failure). */
+ * last RUN_NCCL_TAIL (the WARNs of a failure), less for many ranks: RUN_NCCL_BUDGET bytes in
+ * all, at least 64 KiB and 16 KiB a rank (NCCL's init lines come in the first few KiB). */
 #define RUN_NCCL_HEAD (4u * 1024 * 1024)
 #define RUN_NCCL_TAIL (1u * 1024 * 1024)
+#define RUN_NCCL_BUDGET (256u * 1024 * 1024)
 
 enum run_nccl_source { RUN_NCCL_NONE, RUN_NCCL_JSON, RUN_NCCL_LOGS };
 
