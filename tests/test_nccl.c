@@ -194,6 +194,28 @@ static void test_preflight_folded(void)
     job_free(j);
 }
 
+/* A node that reports after the decision: a value not seen before is said (once), one seen
+ * before is not said again. */
+static void test_late_node(void)
+{
+    struct job *j = mk(3, 1);
+    feed(j, 0, "NCCL version 2.18.3+cuda12.2", 0, 1000);
+    feed(j, 0, "n1:1:1 [0] NCCL INFO Using network IB", 0, 1000);
+    feed(j, 1, "NCCL version 2.19.3+cuda12.3", 0, 1000);
+    feed(j, 1, "n2:1:1 [0] NCCL INFO Using network IB", 0, 1000);
+    nccl_tick(j, 1000 + NCCL_DECIDE_MS);   /* n3 silent: decided without it */
+    CHECK_INT(nccl_events(j, "NCCL versions differ: 2.18.3+cuda12.2 on n1 (rank 0), 2.19.3+cuda12.3 on n2 (rank 1)"), 1);
+    feed(j, 2, "NCCL version 2.18.3+cuda12.2", 0, 20000);
+    feed(j, 2, "n3:1:1 [0] NCCL INFO Using network Socket", 0, 20000);
+    nccl_tick(j, 20001);
+    CHECK_INT(nccl_events(j, "NCCL versions differ"), 1);   /* the same two versions: not again */
+    CHECK_INT(nccl_events(j, "NCCL networks differ: IB on n[1-2] (ranks 0-1), Socket on n3 (rank 2)"), 1);
+    nccl_tick(j, 30000);
+    nccl_flush(j);
+    CHECK_INT(nccl_events(j, NULL), 2);
+    job_free(j);
+}
+
 /* Not every rank reports: decided NCCL_DECIDE_MS after the first, with those that did. */
 static void test_decide_by_time(void)
 {
@@ -294,6 +316,7 @@ int main(void)
     RUN(test_odd_ones_out);
     RUN(test_preflight_folded);
     RUN(test_decide_by_time);
+    RUN(test_late_node);
     RUN(test_warn_groups);
     RUN(test_bounds);
     RUN(test_json);

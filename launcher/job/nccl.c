@@ -53,7 +53,8 @@ static void account_clear(struct nccl_job *n)
     memset(n->r, 0, (n->n_ranks ? n->n_ranks : 1) * sizeof *n->r);
     for (size_t i = 0; i < n->n_ranks; i++) n->r[i].init_total_s = -1;
     n->first_net_ms = 0;
-    n->decided = false;
+    n->decided = n->late = false;
+    n->n_said = 0;
     n->dirty = false;
 }
 
@@ -336,7 +337,10 @@ void nccl_feed_line(struct job *j, int rank, const char *text, size_t len, int64
     }
     bool had_net = r->net[0] || r->init_complete;
     on_info(r, m, mlen, wall_ns);
-    if (!had_net && (r->net[0] || r->init_complete) && !n->first_net_ms) n->first_net_ms = now_ms ? now_ms : 1;
+    if (!had_net && (r->net[0] || r->init_complete)) {
+        if (!n->first_net_ms) n->first_net_ms = now_ms ? now_ms : 1;
+        if (n->decided) n->late = true;
+    }
     j->generation++;
 }
 

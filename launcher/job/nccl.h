@@ -78,6 +78,9 @@ struct nccl_job {
     int *expect_ib;           /* per node: active IB ports the preflight saw; -1 unknown */
     int64_t first_net_ms;     /* mono ms of the first rank's network or Init COMPLETE line */
     bool decided;             /* the odd ones out of this attempt were said */
+    bool late;                /* a rank said its network after that: look again */
+    uint32_t said[32];        /* the keys of the findings said (each once per attempt) */
+    size_t n_said;
     bool quiet;               /* read back (ddptop view, logs): say nothing as events */
     struct nccl_warn_group warn[NCCL_WARN_GROUPS];
     size_t n_warn;
@@ -101,7 +104,8 @@ void nccl_expect(struct job *j, size_t node, const char *ifaces, int ib_ports);
 
 /* The odd ones out (nccl_odd.c). nccl_tick decides when enough ranks reported (every rank's
  * network or Init COMPLETE line, or NCCL_DECIDE_MS after the first) and says each finding
- * once per attempt as an EV_NCCL event; WARN shapes NCCL_WARN_WAIT_MS after their first line.
+ * once per attempt as an EV_NCCL event (a rank that reports later can add a new one: a value
+ * not seen before); WARN shapes NCCL_WARN_WAIT_MS after their first line.
  * nccl_flush says what is still pending (the attempt ends). Both hand nccl.json to the sink
  * when the account changed. */
 void nccl_tick(struct job *j, int64_t now_ms);

@@ -61,11 +61,19 @@ static const char *fact_boot(const struct job *j, size_t r) { return j->nccl->r[
 
 #define VALUES_MAX 8
 
+/* FNV-1a: a finding's key, so that each is said once however its ranks grow. */
+static uint32_t fnv(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 /* Groups the ranks by fact: up to VALUES_MAX distinct values (the rest ignored), each with the
  * ranks that have it and their nodes; "V on NODES (ranks R)" joined by ", " into out. Returns
- * the count of distinct values. majority (when not NULL) gets the index of the commonest. */
-static size_t fact_groups(const struct job *j, fact_fn f, char *out, size_t cap, size_t *majority,
-                          size_t per_value_node[VALUES_MAX], bool *node_odd)
+ * the count of distinct values; *key: the set of values (whatever their order); node_odd[i]:
+ * node i has a value other than the commonest. */
+static size_t fact_groups(const struct job *j, fact_fn f, char *out, size_t cap, uint32_t *key, bool *node_odd)
 {
     const char *vals[VALUES_MAX];
     size_t nv = 0, count[VALUES_MAX] = {0};
@@ -80,26 +88,25 @@ static size_t fact_groups(const struct job *j, fact_fn f, char *out, size_t cap,
         if (k < nv) count[k]++;
     }
     size_t best = 0;
-    for (size_t k = 1; k < nv; k++)
+    *key = 0;
+    for (size_t k = 0; k < nv; k++) {
         if (count[k] > count[best]) best = k;
-    if (majority) *majority = best;
+        *key += fnv(vals[k]);
+    }
     out[0] = '\0';
     size_t used = 0;
     for (size_t k = 0; k < nv && nv > 1; k++) {
         memset(ranks, 0, (nr ? nr : 1) * sizeof *ranks);
         memset(nodes, 0, (j->n_nodes ? j->n_nodes : 1) * sizeof *nodes);
-        size_t nn = 0;
         for (size_t r = 0; r < nr; r++) {
             if (strcmp(f(j, r), vals[k]) != 0) continue;
             ranks[r] = true;
             int nd = j->ranks[r].node;
             if (nd >= 0 && (size_t)nd < j->n_nodes && !nodes[nd]) {
                 nodes[nd] = true;
-                nn++;
-                if (node_odd && k != best) node_odd[nd] = true;
+                if (k != best) node_odd[nd] = true;
             }
         }
-        if (per_value_node) per_value_node[k] = nn;
         char rl[96];
         fold_ranks(ranks, nr, rl, sizeof rl);
         char *hl = fold_nodes(j, nodes);
@@ -113,8 +120,9 @@ static size_t fact_groups(const struct job *j, fact_fn f, char *out, size_t cap,
     return nv;
 }
 
-/* A finding: out(ctx, node, line) with node the odd node when there is one, else -1. */
-typedef void (*out_fn)(void *ctx, int node, const char *line);
+/* A finding: out(ctx, node, key, line) with node the odd node when there is one, else -1, and
+ * key what it is about (its kind and values, not its ranks). */
+typedef void (*out_fn)(void *ctx, int node, uint32_t key, const char *line);
 
 static int single(const struct job *j, const bool *odd)
 {
@@ -131,11 +139,12 @@ static size_t differ(const struct job *j, fact_fn f, const char *what, out_fn ou
 {
     char buf[900];
     bool *odd = xcalloc(j->n_nodes ? j->n_nodes : 1, sizeof *odd);
-    size_t nv = fact_groups(j, f, buf, sizeof buf, NULL, NULL, odd);
+    uint32_t key;
+    size_t nv = fact_groups(j, f, buf, sizeof buf, &key, odd);
     size_t said = 0;
     if (nv > 1) {
         char *line = xasprintf("%s differ: %s", what, buf);
-        out(ctx, single(j, odd), line);
+        out(ctx, single(j, odd), fnv(what) ^ key, line);
         free(line);
         said = 1;
     }
@@ -205,7 +214,7 @@ static void words_ib(const char *key, const char *nodes, char *line, size_t cap)
              "NCCL_IB_DISABLE, NCCL_IB_HCA and the IB libraries (libibverbs)", nodes);
 }
 
-static size_t against(const struct job *j, key_fn key, words_fn words, out_fn out, void *ctx)
+static size_t against(const struct job *j, const char *kind, key_fn key, words_fn words, out_fn out, void *ctx)
 {
     size_t nn = j->n_nodes < j->nccl->n_nodes ? j->n_nodes : j->nccl->n_nodes;
     char keys[VALUES_MAX][160];
@@ -225,7 +234,7 @@ static size_t against(const struct job *j, key_fn key, words_fn words, out_fn ou
         }
         char *hl = fold_nodes(j, on), line[600];
         words(keys[v], hl, line, sizeof line);
-        out(ctx, single(j, on), line);
+        out(ctx, single(j, on), fnv(kind) ^ fnv(keys[v]), line);
         free(hl);
         said++;
     }
@@ -333,7 +342,7 @@ static void warn_line(const struct job *j, const struct nccl_warn_group *g, out_
     free(peers);
     char *line = xasprintf("NCCL WARN %u time%s on %s (rank%s %s)%s%s: %s", g->count, g->count == 1 ? "" : "s",
                            hl, strpbrk(rl, ",-") ? "s" : "", rl, pl ? ", with peer " : "", pl ? pl : "", g->example);
-    out(ctx, single(j, g->nodes), line);
+    out(ctx, single(j, g->nodes), 0, line);
     free(line);
     free(hl);
     free(pl);
@@ -346,22 +355,40 @@ static size_t odd_ones(const struct job *j, out_fn out, void *ctx)
     size_t n = differ(j, fact_version, "NCCL versions", out, ctx);
     n += differ(j, fact_net, "NCCL networks", out, ctx);
     n += differ(j, fact_boot, "NCCL bootstrap interfaces", out, ctx);
-    n += against(j, key_iface, words_iface, out, ctx);
-    n += against(j, key_ib, words_ib, out, ctx);
+    n += against(j, "iface", key_iface, words_iface, out, ctx);
+    n += against(j, "ib", key_ib, words_ib, out, ctx);
     return n;
 }
 
-size_t nccl_findings(const struct job *j, out_fn out, void *ctx)
+struct findings_out {
+    void (*out)(void *ctx, int node, const char *line);
+    void *ctx;
+};
+
+static void findings_one(void *ctx, int node, uint32_t key, const char *line)
 {
-    if (!j->nccl || !j->nccl->r) return 0;
-    size_t n = odd_ones(j, out, ctx);
-    for (size_t i = 0; i < j->nccl->n_warn; i++, n++) warn_line(j, &j->nccl->warn[i], out, ctx);
+    struct findings_out *f = ctx;
+    (void)key;
+    f->out(f->ctx, node, line);
+}
+
+size_t nccl_findings(const struct job *j, void (*out)(void *ctx, int node, const char *line), void *ctx)
+{
+    if (!j->nccl || !j->nccl->r || j->nccl->attempt != j->attempt) return 0;
+    struct findings_out f = { out, ctx };
+    size_t n = odd_ones(j, findings_one, &f);
+    for (size_t i = 0; i < j->nccl->n_warn; i++, n++) warn_line(j, &j->nccl->warn[i], findings_one, &f);
     return n;
 }
 
-static void say(void *ctx, int node, const char *line)
+/* An event, unless one with this key was said this attempt. */
+static void say(void *ctx, int node, uint32_t key, const char *line)
 {
     struct job *j = ctx;
+    struct nccl_job *n = j->nccl;
+    for (size_t i = 0; key && i < n->n_said; i++)
+        if (n->said[i] == key) return;
+    if (key && n->n_said < sizeof n->said / sizeof *n->said) n->said[n->n_said++] = key;
     job_event_add(j, EV_NCCL, -1, node, "%s", line);
 }
 
@@ -392,6 +419,10 @@ static void decide(struct job *j, int64_t now_ms, bool flush)
     if (!n->decided && n->first_net_ms &&
         (flush || all_reported(j) || now_ms - n->first_net_ms >= NCCL_DECIDE_MS)) {
         n->decided = true;
+        n->late = false;
+        odd_ones(j, say, j);
+    } else if (n->decided && n->late) {   /* a rank reported after the decision: what is new */
+        n->late = false;
         odd_ones(j, say, j);
     }
     for (size_t i = 0; i < n->n_warn; i++) {
