@@ -179,7 +179,7 @@ static const struct nccl_rank *node_rank(const struct job *j, size_t i)
 
 /* The preflight's expectations against what NCCL chose, node by node, said once per kind and
  * value (a thousand nodes on the wrong interface are one line, folded): key(i) gives node i's
- * key ("" when nothing is to be said), line() the words for a key and its nodes. */
+ * key (false: nothing to say of it), words() the line for a key and its nodes. */
 typedef bool (*key_fn)(const struct job *j, size_t i, char *key, size_t cap);
 typedef void (*words_fn)(const char *key, const char *nodes, char *line, size_t cap);
 
@@ -194,9 +194,10 @@ static bool key_iface(const struct job *j, size_t i, char *key, size_t cap)
 
 static void words_iface(const char *key, const char *nodes, char *line, size_t cap)
 {
-    const char *tab = strchr(key, '\t');
+    const char *tab = strchr(key, '\t');   /* there: the interface is at most 31 bytes */
+    if (!tab) tab = key + strlen(key);
     snprintf(line, cap, "NCCL bootstraps over %.*s on %s, not what the preflight expected there (%s): "
-             "check NCCL_SOCKET_IFNAME", (int)(tab - key), key, nodes, tab + 1);
+             "check NCCL_SOCKET_IFNAME", (int)(tab - key), key, nodes, *tab ? tab + 1 : "?");
 }
 
 static bool key_ib(const struct job *j, size_t i, char *key, size_t cap)
