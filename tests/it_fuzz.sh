@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fuzz targets (tests/fuzz/fuzz_*.c: agent requests, the controller's reading of agent
-# messages, the srun relay, events.jsonl and gpu.jsonl, rank output lines, hostfiles, themes),
+# messages, the srun relay, events.jsonl and gpu.jsonl, rank output lines, NCCL lines, hostfiles, themes),
 # each for a bounded time under ASan and UBSan (DDPTOP_FUZZ_SECONDS, 8 s by default), from
 # their seed corpora in tests/fuzz/corpus/: one ok/not ok per target, a failure naming the
 # input that reproduces it (build/fuzz/crashes/). Built here with clang (`make fuzz-programs`,

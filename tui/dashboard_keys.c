@@ -459,9 +459,18 @@ unsigned dashboard_key(struct dashboard *d, int key, bool function_key)
     case UI_GRID: ui->grid = !ui->grid; ui->ranks_top = 0; return DK_REDRAW | DK_RELAYOUT;
     case UI_NODES:
         ui->node_view = !ui->node_view;
+        if (!ui->node_view) ui->nccl_cols = false;   /* v again: the usual node columns */
         if (ui->node_view && (size_t)ui->selected < j->n_ranks)
             ui->node_selected = j->ranks[ui->selected].node;   /* the selected rank's node */
         filter_changed(d);
+        return DK_REDRAW | DK_RELAYOUT;
+    case UI_NCCL:   /* the node view with NCCL's columns; again: its usual ones */
+        ui->nccl_cols = !(ui->nccl_cols && ui->node_view);
+        if (ui->nccl_cols && !ui->node_view) {
+            ui->node_view = true;
+            if ((size_t)ui->selected < j->n_ranks) ui->node_selected = j->ranks[ui->selected].node;
+            filter_changed(d);
+        }
         return DK_REDRAW | DK_RELAYOUT;
     case UI_ORDER:
         dashboard_view_refresh(d);

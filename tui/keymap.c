@@ -35,6 +35,7 @@ static const struct km_binding table[] = {
     { M(RANKS), KEY_ENTER, UI_OPEN, "open the rank's log; node view: that node's ranks" },
     /* issue 19: thousands of ranks */
     { M(RANKS), 'v', UI_NODES, "ranks pane: one row per rank / one row per node" },
+    { FOCUS, 'C', UI_NCCL, "nodes: what NCCL said on each (version, network, bootstrap, init) / usual columns" },
     { M(RANKS), 'o', UI_ORDER, "ranks: attention first / by rank" },
     { M(RANKS), 'F', UI_FILTER_STATE, "ranks: next state filter (attention, failed, ...)" },
     { M(RANKS), 'H', UI_FILTER_HOST, "ranks: filter by host (a glob or part of a name)" },
@@ -160,7 +161,7 @@ static const char *const action_names[UI_ACTION_COUNT] = {
     [UI_NEXT_ERROR] = "next-error", [UI_FOLLOW] = "follow", [UI_ALL_RANKS] = "all-ranks",
     [UI_ATTEMPT_PREV] = "attempt-prev", [UI_ATTEMPT_NEXT] = "attempt-next",
     [UI_EVENTS_WRAP] = "events-wrap",
-    [UI_GRID] = "grid", [UI_NODES] = "nodes", [UI_ORDER] = "order",
+    [UI_GRID] = "grid", [UI_NODES] = "nodes", [UI_NCCL] = "nccl", [UI_ORDER] = "order",
     [UI_FILTER_STATE] = "filter-state", [UI_FILTER_HOST] = "filter-host", [UI_LOG_SCALE] = "log-scale", [UI_NCCL_LINES] = "nccl-lines", [UI_MAXIMIZE] = "maximize",
     [UI_NEXT_THEME] = "next-theme", [UI_HELP] = "help", [UI_GPUS] = "gpus", [UI_QUIT] = "quit",
     [UI_CANCEL] = "cancel", [UI_CONFIRM] = "confirm", [UI_LAUNCH_ANYWAY] = "launch-anyway",

@@ -47,6 +47,7 @@ enum ui_action {
     UI_EVENTS_WRAP,           /* toggle wrapped / one-row events */
     UI_GRID,                  /* toggle ranks table / grid */
     UI_NODES,                 /* toggle the ranks pane: one row per rank / per node */
+    UI_NCCL,                  /* the node view with NCCL's columns / its usual ones */
     UI_ORDER,                 /* ranks: attention first / by rank */
     UI_FILTER_STATE,          /* ranks: the next state filter (all, attention, failed, ...) */
     UI_FILTER_HOST,           /* ranks: type a host filter (KM_SEARCH with ui->input_host) */

@@ -110,6 +110,10 @@ static void cell(const struct job *j, int node, const struct node_summary *s, en
 void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct rank_view *v, const struct paint *p)
 {
+    if (ui->nccl_cols) {
+        pane_nodes_nccl_draw(w, j, ui, v, p);
+        return;
+    }
     int h = getmaxy(w), wd = getmaxx(w);
     werase(w);
     size_t troubled = 0;
@@ -125,7 +129,7 @@ void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         k += snprintf(title + k, sizeof title - (size_t)k, " [%zu shown: %s%s%.40s; Esc all]",
                       v->n_nodes_shown, rank_filter_name(ui->filter),
                       ui->host_filter[0] ? " host " : "", ui->host_filter);
-    snprintf(title + k, sizeof title - (size_t)k, "  Enter: its ranks, v: ranks");
+    snprintf(title + k, sizeof title - (size_t)k, "  Enter: its ranks, v: ranks, C: NCCL");
     pane_title(w, p, title, ui->focus == KM_RANKS);
 
     bool shown[N_N];

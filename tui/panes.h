@@ -84,6 +84,7 @@ struct ui_state {
 
     /* issue 19: the ranks pane by node, its order and filters (rank_view.h) */
     bool node_view;           /* v: one row per node instead of one per rank */
+    bool nccl_cols;           /* C: the node view shows what NCCL said (pane_nodes_nccl.c) */
     int node_selected;        /* node view: the selected node */
     int nodes_top;            /* node view: first place shown */
     enum rank_order order;    /* o: attention first / by rank (auto: attention when they do not fit) */
@@ -167,6 +168,10 @@ void ranks_scroll_to_selection(struct ui_state *ui, const struct rank_view *v, i
  * median step, median loss, its GPUs, how the controller hears from it). */
 void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct rank_view *v, const struct paint *p);
+/* The node view's NCCL columns (C): version, network and devices, bootstrap, transports,
+ * init time, WARNs per node; values unlike the first reporting node's as warnings. */
+void pane_nodes_nccl_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
+                          const struct rank_view *v, const struct paint *p);
 /* The role of an attention class (rank_view.h): failed, stalled, straggler, warn, normal. */
 attr_t pane_attn_attr(enum rank_attn c, const struct paint *p);
 /* The attribute of a rank by state (stalled, straggler, failed ...). */

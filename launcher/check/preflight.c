@@ -545,6 +545,28 @@ int preflight_gpu_count(const struct preflight *p, size_t i)
     return json_int_in_i(cnt, 0, CHECK_GPUS_MAX, &n) ? n : -1;
 }
 
+void preflight_nccl_expect(const struct preflight *p, size_t i, char *ifaces, size_t cap, int *ib_ports)
+{
+    const cJSON *f = i < p->n ? p->r.rows[i].checks[CHECK_NCCL].fields : NULL;
+    const cJSON *sel = f ? cJSON_GetObjectItemCaseSensitive(f, "selected") : NULL;
+    const cJSON *ib = f ? cJSON_GetObjectItemCaseSensitive(f, "ib") : NULL, *e;
+    size_t k = 0;
+    ifaces[0] = '\0';
+    *ib_ports = -1;
+    cJSON_ArrayForEach(e, sel) {
+        if (!cJSON_IsString(e)) continue;
+        int w = snprintf(ifaces + k, cap - k, "%s%s", k ? "," : "", e->valuestring);
+        if (w < 0 || (size_t)w >= cap - k) break;
+        k += (size_t)w;
+    }
+    if (!cJSON_IsArray(ib)) return;
+    *ib_ports = 0;
+    cJSON_ArrayForEach(e, ib) {   /* the agent's "state" is sysfs's word: "ACTIVE" */
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "state");
+        if (cJSON_IsString(st) && strcmp(st->valuestring, "ACTIVE") == 0) (*ib_ports)++;
+    }
+}
+
 /* ---- life --------------------------------------------------------------------------------- */
 
 struct preflight *preflight_new(const struct check_opts *o, const struct host *hosts, size_t n,

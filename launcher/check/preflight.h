@@ -75,5 +75,9 @@ size_t preflight_ready_count(const struct preflight *p);
 bool preflight_testing_tcp(const struct preflight *p);
 /* Node i's GPU count from its facts, -1 unknown. */
 int preflight_gpu_count(const struct preflight *p, size_t i);
+/* What NCCL should do on node i (docs/nccl.md): the interfaces NCCL_SOCKET_IFNAME or NCCL's
+ * default rule selects there, comma-joined into ifaces ("" unknown), and its active IB
+ * ports (-1 unknown), from the nccl check's fields. */
+void preflight_nccl_expect(const struct preflight *p, size_t i, char *ifaces, size_t cap, int *ib_ports);
 
 #endif

@@ -26,6 +26,7 @@
 #include "check/check_report.h"
 #include "hosts/slurm_job.h"
 #include "wire/protocol.h"
+#include "job/nccl.h"
 #include "job/root_cause.h"
 #include "util/util.h"
 
@@ -523,6 +524,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 void ctl_restart(struct controller *c, const char *why)
 {
     root_cause_settle(c->job); /* its class and event belong to the attempt that ended */
+    nccl_flush(c->job);   /* the attempt's NCCL WARNs still pending */
     c->job->attempt++;
     job_event_add(c->job, EV_RESTART, -1, -1, "restarting (%s): attempt %d%s", why, c->job->attempt,
                   c->user_argv ? "" : "; ddptop-train resumes from its snapshot");

@@ -25,6 +25,7 @@
 #include "wire/json_flat.h"
 #include "wire/json_num.h"
 #include "job/metrics_parse.h"
+#include "job/nccl.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
 #include "util/util.h"
@@ -192,9 +193,11 @@ static void out_block(struct controller *c, int rank, int attempt, uint64_t q, e
     job_log_write(c->job, rank, attempt, q, t, len, len == 0 || t[len - 1] != '\n');
     if (attempt != c->job->attempt) return;
     metrics = metrics_block_may_hold(c->metrics, t, len);
+    bool nccl = nccl_block_may_hold(t, len);   /* NCCL's account (job/nccl.h) */
     do {
         const char *nl = memchr(t, '\n', (size_t)(end - t));
         size_t n = nl ? (size_t)(nl - t) : (size_t)(end - t);
+        if (nccl) nccl_feed_line(c->job, rank, t, n, wall, mono_ms());
         out_line(c, rank, stream, 0, t, n, metrics, wall);
         t += n + 1;
     } while (t < end);

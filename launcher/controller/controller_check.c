@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check/check_report.h"
+#include "job/nccl.h"
 #include "util/util.h"
 
 static cJSON *pf_request(void *ctx, size_t node, const char *op, int tag)
@@ -126,6 +127,12 @@ static void check_complete(struct controller *c)
         return;
     }
     remap_by_gpus(c);
+    for (size_t i = 0; i < c->n && i < c->job->n_nodes; i++) {   /* NCCL's odd ones out (job/nccl.h) */
+        char ifs[256];
+        int ib;
+        preflight_nccl_expect(c->pf, i, ifs, sizeof ifs, &ib);
+        nccl_expect(c->job, i, ifs, ib);
+    }
     /* --nnodes: the failed nodes are excluded and the good ones launch when enough are left */
     if (ctl_spare_on(c)) ctl_spare_after_check(c, r, &refused);
     job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,

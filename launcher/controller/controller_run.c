@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check/check_report.h"
+#include "job/nccl.h"
 #include "job/root_cause.h"
 #include "record/logw.h"
 #include "record/run_record.h"
@@ -315,6 +316,7 @@ static void timers(struct controller *c)
             if ((hang_check(c->job, &c->hang, now) & HANG_STALL) && job_is_running(c->job)) ctl_hang_stalled(c);
         }
         root_cause_tick(c->job, now); /* a failure's class, once the others' lines are in */
+        nccl_tick(c->job, now);   /* NCCL's odd ones out, once enough ranks said their part */
         run_files_flush(c->files);
     }
 }

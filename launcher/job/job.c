@@ -152,6 +152,7 @@ void job_free(struct job *j)
     }
     for (size_t i = 0; i < j->ev_count; i++) free(j->events[(j->ev_head + i) % j->ev_cap].text);
     job_cause_clear(j);
+    if (j->nccl_free) j->nccl_free(j->nccl);   /* job/nccl.c's, set with it */
     free(j->events);
     free(j->ranks);
     free(j->nodes);

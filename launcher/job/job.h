@@ -171,6 +171,7 @@ enum job_event_kind {
     EV_GPU,                   /* a GPU throttles or stops, an XID, ECC errors (job/gpu.c) */
     EV_END,                   /* the run ended: its state and exit status (job_event_end) */
     EV_SIGNAL,                /* a scheduler's warning signal (SIGUSR1/2) reached the ranks */
+    EV_NCCL,                  /* NCCL's odd ones out and grouped WARNs (job/nccl_odd.c) */
 };
 
 /* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of
@@ -236,6 +237,8 @@ struct job_sink {
     void (*gpu)(void *ctx, const char *line, size_t len);
     /* The run's last lines follow (job_event_end, before its `end` event). */
     void (*ending)(void *ctx);
+    /* The attempt's NCCL account changed (job/nccl.h): its JSON for attempt-N/nccl.json. May be NULL. */
+    void (*nccl)(void *ctx, int attempt, const char *json, size_t len);
 };
 
 struct job {
@@ -268,6 +271,9 @@ struct job {
      * ("disk full", or the error), and what ("" while nothing was) */
     char incomplete[64];
     char incomplete_what[160];
+    struct nccl_job *nccl;    /* NCCL's account of the ranks (job/nccl.h); NULL until first used;
+                               * an attempt's account starts afresh at its first line */
+    void (*nccl_free)(struct nccl_job *);   /* set with it: job_free calls it */
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl.h"
 #include "util/util.h"
 
 const char *job_event_kind_name(enum job_event_kind k)
@@ -17,7 +18,7 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_NODE_LOST] = "node_lost", [EV_RESTART] = "restart", [EV_STOP] = "stop",
         [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed", [EV_SIGNAL] = "signal",
         [EV_STACKS] = "stacks",
-        [EV_GPU] = "gpu", [EV_END] = "end",
+        [EV_GPU] = "gpu", [EV_END] = "end", [EV_NCCL] = "nccl",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
 }
@@ -82,6 +83,7 @@ const struct job_event *job_event_at(const struct job *j, size_t i)
 
 void job_event_end(struct job *j, enum run_state st, int exit_code)
 {
+    nccl_flush(j);   /* NCCL's findings still pending go before the end */
     j->end_state = st;
     j->end_exit_code = exit_code;
     j->end_written = true;

@@ -4,12 +4,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "logw.h"
+#include "run_nccl.h"
 #include "run_events.h"
 #include "run_owner.h"
 #include "util/util.h"
@@ -60,6 +62,15 @@ static void sink_ending(void *ctx)
     logw_ending(f->w);
 }
 
+/* NCCL's account of the attempt (job/nccl.h), replaced whole: attempt-N/nccl.json. */
+static void sink_nccl(void *ctx, int attempt, const char *json, size_t len)
+{
+    struct run_files *f = ctx;
+    char name[64];
+    snprintf(name, sizeof name, "attempt-%d/" RUN_NCCL_FILE, attempt);
+    logw_replace(f->w, name, json, len);
+}
+
 /* ---- open, close ------------------------------------------------------------------------- */
 
 struct run_files *run_files_open(struct job *j, char *err, size_t errlen)
@@ -105,7 +116,7 @@ struct run_files *run_files_open(struct job *j, char *err, size_t errlen)
     if (run_owner_write(j->log_dir, err, errlen) != 0) goto fail;
     f->sink = (struct job_sink){
         .ctx = f, .attempt = sink_attempt, .log = sink_log, .event = sink_event, .gpu = sink_gpu,
-        .ending = sink_ending,
+        .ending = sink_ending, .nccl = sink_nccl,
     };
     j->sink = &f->sink;
     return f;

@@ -19,6 +19,7 @@
 #include "job/gpu.h"
 #include "job/job_state.h"
 #include "job/metrics_parse.h"
+#include "run_nccl.h"
 #include "runs.h"
 #include "job/failure_line.h"
 #include "util/util.h"
@@ -78,7 +79,7 @@ static int int_field(const cJSON *o, const char *key, int dflt, int max)
 
 static enum job_event_kind kind_parse(const char *name)
 {
-    for (int k = EV_LAUNCH; k <= EV_END; k++)
+    for (int k = EV_LAUNCH; k <= EV_NCCL; k++)   /* every kind, EV_NCCL the last */
         if (strcmp(name, job_event_kind_name((enum job_event_kind)k)) == 0) return (enum job_event_kind)k;
     return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
 }
@@ -502,7 +503,7 @@ static void gpu_read(struct run_replay *out, const char *dir, const int *by_name
 
 /* ---- the whole run ------------------------------------------------------------------------ */
 
-static struct job *job_build(const struct run_summary *s, const char *id, char *err, size_t errlen)
+struct job *run_replay_job_build(const struct run_summary *s, const char *id, char *err, size_t errlen)
 {
     const char *one_name = "?";
     int one_count = s->ranks > 0 ? s->ranks : 0;
@@ -533,7 +534,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
         const char *slash = strrchr(run_dir, '/');
         id = slash && slash[1] ? slash + 1 : run_dir;
     }
-    struct job *j = out->job = job_build(&out->sum, id, err, errlen);
+    struct job *j = out->job = run_replay_job_build(&out->sum, id, err, errlen);
     if (!j) {
         recs_clear(&R);
         free(R.v);
@@ -548,6 +549,7 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
     int *by_name = nodes_by_name(j);
     struct player P = { .j = j, .tails = &tails, .mp = mp, .by_name = by_name };
     for (size_t i = 0; i < R.n; i++) play(&P, &R.v[i]);
+    run_nccl_load(j, run_dir, j->attempt);   /* the last attempt's NCCL account (docs/nccl.md) */
     out->rank_ended = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *out->rank_ended);
     for (size_t k = 0; k < j->n_ranks; k++)
         out->rank_ended[k] = j->ranks[k].state != RANK_RUNNING && j->ranks[k].state != RANK_STALLED &&

@@ -60,5 +60,9 @@ bool run_replay_gpu_line(struct job *j, const char *line, size_t len);
 /* The job state a run's end maps to on screen: succeeded DONE, failed FAILED, anything else
  * (stopped, interrupted, unknown) STOPPED. */
 enum job_state run_replay_job_state(enum run_state st);
+/* A job of the run's newest rank map (the summary's nodes and ranks; one node "?" when the
+ * summary names none), in memory only: what run_replay_load plays the events into, and what
+ * ddptop logs --nccl reads the NCCL account into. NULL with err filled. */
+struct job *run_replay_job_build(const struct run_summary *s, const char *id, char *err, size_t errlen);
 
 #endif

@@ -34,6 +34,7 @@ struct logs_opts {
     const char *log_dir, *run;
     int rank, attempt;          /* -1: every rank / the newest attempt */
     bool follow, events, raw;
+    bool nccl, json;            /* --nccl: NCCL's account (logs_nccl.c); --json with it */
 };
 
 /* One rank log being printed, and how far. */
@@ -61,6 +62,7 @@ void cmd_logs_usage(FILE *f)
 {
     fputs("usage: ddptop logs RUN [--log-dir DIR] [--rank R] [--attempt N] [-f|--follow] [--raw]\n"
           "       ddptop logs RUN [--log-dir DIR] --events [-f|--follow]\n"
+          "       ddptop logs RUN [--log-dir DIR] --nccl [--attempt N] [--json]\n"
           "Prints a run's logs. RUN is a run id under the log directory (ddptop ls lists them)\n"
           "or the path of a run directory. Without --rank, every rank's log of the attempt in\n"
           "rank order, each after a header `==> rank R (HOST) <==`; with --rank, that rank's\n"
@@ -73,6 +75,10 @@ void cmd_logs_usage(FILE *f)
           "  -f, --follow         keep printing what the ranks write, moving on to each new\n"
           "                       attempt, until the run's controller exits\n"
           "  --events             the run's events (events.jsonl) as readable lines\n"
+          "  --nccl               NCCL's account of the attempt: a row per node (version,\n"
+          "                       bootstrap interface, network and devices, transports, init\n"
+          "                       time, WARNs) and the odd ones out (docs/nccl.md)\n"
+          "  --json               with --nccl: the same as one JSON object\n"
           "  --raw                the rank logs' bytes as they are, even on a terminal (by\n"
           "                       default a terminal gets control characters and escape\n"
           "                       sequences as visible text, ^[ for ESC; a pipe or a file\n"
@@ -463,6 +469,10 @@ static int parse(int argc, char **argv, struct logs_opts *o, char *err, size_t e
             o->events = true;
         } else if (strcmp(a, "--raw") == 0) {
             o->raw = true;
+        } else if (strcmp(a, "--nccl") == 0) {
+            o->nccl = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
         } else if ((rc = cli_opt_value(argc, argv, &i, "--log-dir", NULL, &val)) != 0) {
             if (rc < 0 || !*val) return cli_fail(err, errlen, "--log-dir needs a directory (see ddptop logs --help)");
             o->log_dir = val;
@@ -483,6 +493,10 @@ static int parse(int argc, char **argv, struct logs_opts *o, char *err, size_t e
     if (!o->run) return cli_fail(err, errlen, "which run? give its id or its directory (ddptop ls lists them)");
     if (o->events && (o->rank >= 0 || o->attempt >= 0))
         return cli_fail(err, errlen, "--events shows the whole run: it takes no --rank or --attempt");
+    if (o->json && !o->nccl)
+        return cli_fail(err, errlen, "--json goes with --nccl (the logs are bytes, the events are in events.jsonl)");
+    if (o->nccl && (o->events || o->rank >= 0 || o->follow || o->raw))
+        return cli_fail(err, errlen, "--nccl prints NCCL's account of an attempt: it takes --attempt, not --events, --rank, -f or --raw");
     if (o->events && o->raw)
         return cli_fail(err, errlen, "--raw is for the rank logs' bytes: --events prints readable lines, always made safe");
     return 0;
@@ -541,6 +555,7 @@ static int show(struct logs *L)
     int rc = pick_attempt(L);
     if (rc == 0) rc = check_rank(L);
     if (rc) return rc;
+    if (L->o.nccl) return logs_nccl_print(L->dir, L->name, L->attempt, &L->sum, L->o.json);
     if (L->attempt >= 0) open_new(L);
     if (L->o.follow) return follow(L);
     if (L->nt == 0) {
@@ -588,7 +603,7 @@ static int logs_main(int argc, char **argv)
 
 const struct cmd_entry cmd_logs_entry = {
     .name = "logs",
-    .args = "RUN [--rank R] [--attempt N] [-f] [--events]",
+    .args = "RUN [--rank R] [--attempt N] [-f] [--events] [--nccl [--json]]",
     .summary = "a run's logs, or its events; -f follows them",
     .main = logs_main,
     .usage = cmd_logs_usage,
