@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl.h"
+#include "nccl_line.h"
 #include "util/util.h"
 
 /* Job-wide budgets: per-rank defaults shrink so 1024 ranks stay within these (a kept line

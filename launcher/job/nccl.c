@@ -10,32 +10,6 @@
 #include "job.h"
 #include "util/util.h"
 
-/* NCCL's src/debug.cc writes "%s:%d:%d [%d] NCCL INFO " (host, pid, tid, cuda device; the
- * device is "[%d]" or absent in init's early lines) then the message; WARN lines the same with
- * "NCCL WARN ". Only the first 256 bytes are looked at: the marker is near the start. */
-bool nccl_line_is(const char *text, size_t len)
-{
-    static const char *const marks[] = { " NCCL INFO ", " NCCL WARN ", " NCCL TRACE ", " NCCL INFO\n" };
-    if (len > 256) len = 256;
-    for (size_t m = 0; m < sizeof marks / sizeof *marks; m++) {
-        size_t ml = strlen(marks[m]);
-        for (size_t i = 0; i + ml <= len; i++)
-            if (text[i] == ' ' && memcmp(text + i, marks[m], ml) == 0) return true;
-    }
-    /* "NCCL INFO" at the end of a line (nothing after) */
-    return len >= 10 && memcmp(text + len - 10, " NCCL INFO", 10) == 0;
-}
-
-bool nccl_block_may_hold(const char *text, size_t len)
-{
-    return memmem(text, len, " NCCL ", 6) != NULL || memmem(text, len, "NCCL version ", 13) != NULL;
-}
-
-bool nccl_version_line_is(const char *text, size_t len)
-{
-    return len > 13 && len < 80 && memcmp(text, "NCCL version ", 13) == 0;
-}
-
 /* ---- the model's life -------------------------------------------------------------------- */
 
 static void warn_group_free(struct nccl_warn_group *g)

@@ -11,20 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl_line.h"
+
 struct job;
 struct cJSON;
-
-/* True when the line is one of NCCL's debug lines: "HOST:PID:TID [DEV] NCCL INFO ...",
- * "... NCCL WARN ...", "... NCCL TRACE ..." (NCCL's src/debug.cc, ncclDebugLog, 2.1x-2.2x),
- * the form the log pane folds away by default. */
-bool nccl_line_is(const char *text, size_t len);
-
-/* Cheap test for a block of output lines: false when no line in it can be NCCL's (no
- * " NCCL " in it), so the controller skips the per-line parse. */
-bool nccl_block_may_hold(const char *text, size_t len);
-/* NCCL 2.18-2.22 print their version as a bare "NCCL version 2.18.3+cuda12.2" line on stdout
- * (init.cc, showVersion: printf), with no INFO prefix; 2.23+ as an INFO line. */
-bool nccl_version_line_is(const char *text, size_t len);
 
 /* Bounds: every string from a node is cut to these (docs/nccl.md). */
 #define NCCL_LINE_MAX    1024   /* bytes of one line looked at */
