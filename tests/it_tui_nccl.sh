@@ -57,6 +57,7 @@ n "Connected all trees"
 n "ncclCommInitRank comm 0x55d0c0a0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x1a2b3c4d5e6f - Init COMPLETE"
 echo "$h:$p:$p [0] NCCL WARN Call to ibv_open_device failed"
 echo "own line three: training"
+[ -n "$NCCL_RANK_EXIT" ] && exit 0
 exec sleep 1000
 EOF
 chmod +x "$D/rank.sh"
@@ -161,4 +162,25 @@ check_env "NCCL_DEBUG in the node's NCCL_CONF_FILE: ddptop sets neither variable
 printf 'NCCL_SOCKET_IFNAME=lo\n#NCCL_DEBUG=WARN\n' >"$D/nccl-other.conf"
 check_env "a configuration file without NCCL_DEBUG: ddptop's defaults" \
     "env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV" 5 env NCCL_CONF_FILE="$D/nccl-other.conf" "$DDPTOP"
+# Headless: NCCL's INFO lines that ddptop's default brought are left to the files (as the
+# dashboard folds them) and counted in the last lines; the user's own NCCL_DEBUG prints them.
+NCCL_RANK_EXIT=1 "$DDPTOP" --headless --nproc-per-node 1 --log-dir "$D/logs" --run-id hl1 \
+    --hang-timeout 0 -- "$D/rank.sh" >"$D/hl1.out" 2>&1 </dev/null
+if ! grep -q '^\[r0.*NCCL INFO' "$D/hl1.out" && grep -q 'own line three' "$D/hl1.out" &&
+   grep -q 'NCCL WARN Call to ibv_open_device' "$D/hl1.out" &&
+   grep -q "$NCCL_INFO NCCL INFO lines (ddptop's NCCL_DEBUG=INFO) not printed" "$D/hl1.out" &&
+   [ "$(grep -c 'NCCL INFO' "$D/logs/hl1/attempt-0/rank-0.log")" = "$NCCL_INFO" ]; then
+    tap_ok "headless, ddptop's default: NCCL INFO lines not printed ($NCCL_INFO counted), WARN printed, the log has them"
+else
+    tap_fail "headless, ddptop's default: NCCL INFO lines not printed, WARN printed, the log has them" \
+        "$(grep -v '^\[r0' "$D/hl1.out" | tail -5)" "$(grep -c 'NCCL INFO' "$D/hl1.out") INFO lines printed"
+fi
+NCCL_RANK_EXIT=1 "$DDPTOP" --headless --nproc-per-node 1 --log-dir "$D/logs" --run-id hl2 \
+    --env NCCL_DEBUG=INFO --hang-timeout 0 -- "$D/rank.sh" >"$D/hl2.out" 2>&1 </dev/null
+if [ "$(grep -c '^\[r0.*NCCL INFO' "$D/hl2.out")" = "$NCCL_INFO" ] && ! grep -q 'not printed' "$D/hl2.out"; then
+    tap_ok "headless, the user's NCCL_DEBUG=INFO: all $NCCL_INFO NCCL INFO lines printed"
+else
+    tap_fail "headless, the user's NCCL_DEBUG=INFO: all NCCL INFO lines printed" \
+        "$(grep -c 'NCCL INFO' "$D/hl2.out") printed" "$(tail -3 "$D/hl2.out")"
+fi
 tap_done

@@ -30,6 +30,7 @@ struct headless {
     bool broken;          /* fd gave an error (closed pipe): stop writing */
     struct strbuf line;   /* scratch */
     size_t chunk;         /* most bytes one write may take without blocking */
+    size_t nccl_folded;   /* NCCL INFO lines not printed (ddptop's own NCCL_DEBUG brought them) */
 };
 
 /* A file or /dev/null never makes a write wait long; a pipe, socket or terminal may. */
@@ -144,6 +145,12 @@ static const char *rank_host(const struct job *j, int rank)
 static void on_line(void *ctx, const struct job *j, int rank, const struct log_line *l)
 {
     struct headless *h = ctx;
+    /* NCCL's INFO lines that ddptop's default NCCL_DEBUG brought (docs/run.md) stay in the
+     * files, as the dashboard folds them: a user who set NCCL_DEBUG sees every line */
+    if (j->nccl_debug_default && (l->flags & LOG_LINE_NCCL)) {
+        h->nccl_folded++;
+        return;
+    }
     const char *host = rank_host(j, rank);
     strbuf_addf(&h->line, "[r%d ", rank);
     sanitize_append(&h->line, host, strlen(host), 0);
@@ -271,6 +278,10 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
             j->cause.detail ? j->cause.detail : "");
     else if (j->cause.set)
         say(h, "root cause: %s", j->cause.summary ? j->cause.summary : "?");
+    if (h->nccl_folded)
+        say(h, "%zu NCCL INFO line%s (ddptop's NCCL_DEBUG=INFO) not printed: in the rank logs, `ddptop logs --nccl %s` "
+            "sums them up; --env NCCL_DEBUG=INFO prints them", h->nccl_folded, h->nccl_folded == 1 ? "" : "s",
+            j->run_id ? j->run_id : "RUN");
     /* the last words: whether what is on disk is the whole story */
     if (j->incomplete[0]) {
         say(h, "the run's record is incomplete (%s): %s", j->incomplete, j->incomplete_what);

@@ -348,6 +348,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
         /* ddptop's NCCL_DEBUG goes as a default: the agent drops it where the node's own
          * environment or NCCL's configuration files set NCCL_DEBUG(_SUBSYS) */
         bool dflt = plan_nccl_debug_defaulted(&in);
+        c->job->nccl_debug_default = dflt;
         cJSON *d = dflt ? cJSON_AddObjectToObject(r, "env_default") : NULL;
         for (size_t v = 0; v < env.n; v++) {
             bool nccl = false;

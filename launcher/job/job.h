@@ -266,6 +266,9 @@ struct job {
     enum run_state end_state; /* what job_event_end recorded */
     int end_exit_code;
     bool end_written;         /* the attempt's end event is in events.jsonl: it stays the last */
+    bool nccl_debug_default;  /* ddptop set NCCL_DEBUG=INFO itself (the user set neither
+                               * NCCL_DEBUG nor NCCL_DEBUG_SUBSYS): the lines it brings are ours,
+                               * kept in the files and folded on screen (docs/run.md) */
     unsigned log_mode;        /* of the run's files (--log-mode; set by record/run_files.c) */
     /* the run's record or logs lost something (the writer's word, taken by run_files_flush): why
      * ("disk full", or the error), and what ("" while nothing was) */
