@@ -28,6 +28,8 @@
 # own ed25519 key) and removes it with its home and processes at the end, on failure and
 # Ctrl-C too (tests/lib/sshd.sh: sshd_user_create, sshd_cleanup). Needs root.
 # Env: BENCH_ONLY=logins,launch,slow,tput,cpu (comma-separated; default all of them),
+# BENCH_PERF=DIR (tput: one more ddptop round under `perf record -a -g` and one under
+# `perf stat -a`, into DIR/perf.data and DIR/stat.csv, for the log path's profile),
 # BENCH_REPEAT (default 3: best of that many rounds for launch and tput, the contenders taking
 # turns), BENCH_RUN_MB (MB per rank in tput, default 25), BENCH_SLOW_S (the slow node's login
 # login delay, default 12), BENCH_SLOW_TIMEOUT (ddptop --timeout in the slow row; default: none, so
@@ -271,6 +273,18 @@ if part tput; then
     echo "tput: 8 ranks x $MB MB, best of $REPEAT ..."
     best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
     T_BYTES=${T_DDP#* }
+    if [ -n "${BENCH_PERF:-}" ]; then
+        # One more ddptop round under a system-wide profile: every process of the log path
+        # (the ranks, the agents, sshd, the controller, its log writer) in one perf.data.
+        mkdir -p "$BENCH_PERF" || exit 1
+        echo "tput: one more ddptop round under perf record -a -g -> $BENCH_PERF/perf.data ..."
+        perf record -q -a -g -F 999 -o "$BENCH_PERF/perf.data" -- bash -c "$(declare -f now_ms tput_ddptop \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            tput_ddptop" >"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf round failed" >&2
+        perf stat -a -x, -o "$BENCH_PERF/stat.csv" -- bash -c "$(declare -f now_ms tput_ddptop \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            tput_ddptop" >>"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf stat round failed" >&2
+    fi
 fi
 
 # --- cpu: controller CPU and RSS, 64 ranks printing metrics lines ----------------------------
@@ -345,10 +359,10 @@ if [ -n "$S_DDP" ]; then
 fi
 
 echo
-printf '%-52s %-16s %-10s %-7s %s\n' "" ddptop baseline ratio goal
+printf '%-56s %-16s %-16s %-7s %s\n' "" ddptop baseline ratio goal
 for r in "${ROWS[@]}"; do
     IFS='|' read -r w a b c g <<<"$r"
-    printf '%-52s %-16s %-10s %-7s %s\n' "$w" "$a" "$b" "$c" "$g"
+    printf '%-56s %-16s %-16s %-7s %s\n' "$w" "$a" "$b" "$c" "$g"
 done
 echo "baselines: pdsh -R ssh -f 64 (logins, launch); 8 parallel \`ssh host CMD > /dev/null\` and \`ssh host CMD > file\` (throughput)"
 [ -n "$LOGINS" ] && echo "logins per node (max min): ddptop $LOGINS (first run: $LOGINS_COLD), pdsh $LOGINS_PDSH"
