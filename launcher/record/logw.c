@@ -340,7 +340,7 @@ static void *thread_main(void *arg)
             w->progress++;
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
-            free(c);
+            logw_chunk_put(w, c);
         }
         /* Nothing more queued: what the ranks' buffers hold goes to the files now (without a
          * sync), so that a controller killed while its writer is idle loses nothing that
@@ -364,8 +364,9 @@ static void push(struct logw *w, enum chunk_kind kind, int rank, int attempt, ui
 {
     if (!w) return;
     size_t n = len + (newline ? 1 : 0);
-    struct chunk *c = xmalloc(sizeof *c + n);
-    *c = (struct chunk){.kind = kind, .rank = rank, .attempt = attempt, .seq = seq, .base = base, .len = n};
+    struct chunk *c = logw_chunk_get(w, n);
+    *c = (struct chunk){.kind = kind, .rank = rank, .attempt = attempt, .seq = seq, .base = base, .len = n,
+                        .cap = c->cap};
     if (len) memcpy(c->data, data, len);
     if (newline) c->data[len] = '\n';
     pthread_mutex_lock(&w->mu);
@@ -410,6 +411,7 @@ struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t err
     strbuf_init(&w->errors);
     record_reserve_open(w);
     pthread_mutex_init(&w->mu, NULL);
+    pthread_mutex_init(&w->pool_mu, NULL);
     /* timed waits on the monotonic clock: a wall clock set back must not stretch them */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -463,6 +465,8 @@ void logw_free(struct logw *w)
     if (w->reserve_fd >= 0) close(w->reserve_fd);
     strbuf_done(&w->ev_held);
     pthread_mutex_destroy(&w->mu);
+    logw_pool_free(w);
+    pthread_mutex_destroy(&w->pool_mu);
     pthread_cond_destroy(&w->cv);
     strbuf_done(&w->errors);
     free(w->dur_seq);
