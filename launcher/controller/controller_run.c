@@ -262,6 +262,7 @@ void controller_free(struct controller *c)
     free(c->adopt);
     free(c->nodes);
     free(c->ranks);
+    free(c->unesc);
     free(c->user_argv);
     free(c->log_root);
     free(c->workdir);

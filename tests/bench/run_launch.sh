@@ -28,6 +28,7 @@
 # own ed25519 key) and removes it with its home and processes at the end, on failure and
 # Ctrl-C too (tests/lib/sshd.sh: sshd_user_create, sshd_cleanup). Needs root.
 # Env: BENCH_ONLY=logins,launch,slow,tput,cpu (comma-separated; default all of them),
+# BENCH_BASE=BUILD_DIR (tput: that build's ddptop as one more contender, for before/after),
 # BENCH_PERF=DIR (tput: one more ddptop round under `perf record -a -g` and one under
 # `perf stat -a`, into DIR/perf.data and DIR/stat.csv, for the log path's profile),
 # BENCH_REPEAT (default 3: best of that many rounds for launch and tput, the contenders taking
@@ -231,9 +232,9 @@ fi
 PRINT="head -c ${MB}000000 /dev/zero | tr '\\0' x | fold -w 99"
 BYTES=$((8 * MB * 1000000 / 99 * 100))   # fold adds a newline per 99 bytes (the last line has one too)
 tput_ddptop() {
-    local rid=tput-$RANDOM$RANDOM t0 t
+    local rid=tput-$RANDOM$RANDOM t0 t bin=${1:-$DDPTOP}
     t0=$(now_ms)
-    "$DDPTOP" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
+    "$bin" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
         --run-id "$rid" -- sh -c "$PRINT" >/dev/null 2>"$D/tput.err" || return 1
     t=$(($(now_ms) - t0))
     local got
@@ -268,10 +269,17 @@ tput_ssh_file() {
     rm -rf "${D:?}/logs/sshfile"
     echo "$t"
 }
-T_DDP="" T_SSH="" T_SSHF="" T_BYTES=""
+# BENCH_BASE=BUILD_DIR: another build's ddptop (an older commit's) as one more contender in the
+# same rounds, for a before/after measured in the same time window.
+tput_base() { tput_ddptop "$BENCH_BASE/ddptop"; }
+T_DDP="" T_SSH="" T_SSHF="" T_BASE="" T_BYTES=""
 if part tput; then
     echo "tput: 8 ranks x $MB MB, best of $REPEAT ..."
-    best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
+    if [ -n "${BENCH_BASE:-}" ]; then
+        best_turns T_DDP=tput_ddptop T_BASE=tput_base T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
+    else
+        best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
+    fi
     T_BYTES=${T_DDP#* }
     if [ -n "${BENCH_PERF:-}" ]; then
         # One more ddptop round under a system-wide profile: every process of the log path
@@ -346,6 +354,11 @@ if [ -n "$T_DDP" ]; then
     ROWS+=("log throughput, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_ddp")|>= 1.0x")
     ROWS+=("  wall time / ssh > /dev/null, ssh > file|$(sec "$t_ddp")|$(sec "$t_ssh"), $(sec "$t_sshf")|$(ratio "$t_ddp" "$t_ssh")|")
     ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
+    if [ -n "$T_BASE" ]; then
+        t_base=${T_BASE%% *}
+        ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > /dev/null|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_base")|")
+        ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_base")|")
+    fi
 else
     ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / ssh > /dev/null|$NR|||>= 0.9x")
     ROWS+=("log throughput, MB/s / ssh > file|$NR|||>= 1.0x")
