@@ -525,16 +525,14 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
 void ctl_agent_lines(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
-    char *line;
     enum transport_state st;
     if (!nd->t || nd->lost || nd->released) return;
     /* bounded per call (messages and bytes: one out message may carry 64 KiB of lines) so one
      * chatty node cannot starve the others or the timers, pings included, on a starved CPU */
     size_t bytes = 0;
-    for (int k = 0; !nd->lost && (line = transport_next_line(nd->t)) != NULL; k++) {
-        bytes += strlen(line);
-        cJSON *ex = agent_message(c, i, line);
-        free(line);
+    for (int k = 0; !nd->lost && transport_next_line_into(nd->t, &c->line_in); k++) {
+        bytes += c->line_in.len;
+        cJSON *ex = agent_message(c, i, c->line_in.buf);
         if (ex) {
             nd->exits = xrealloc(nd->exits, (nd->n_exits + 1) * sizeof *nd->exits);
             nd->exits[nd->n_exits++] = ex;

@@ -263,6 +263,7 @@ void controller_free(struct controller *c)
     free(c->nodes);
     free(c->ranks);
     free(c->unesc);
+    strbuf_done(&c->line_in);
     free(c->user_argv);
     free(c->log_root);
     free(c->workdir);

@@ -9,7 +9,8 @@ static void log_ring_drop_oldest(struct log_ring *r)
 {
     struct log_line *l = &r->lines[r->head];
     r->bytes -= l->len;
-    free(l->text);
+    free(r->spare);
+    r->spare = l->text;
     l->text = NULL;
     r->head = (r->head + 1) % r->cap;
     r->count--;
@@ -55,9 +56,18 @@ void log_ring_push(struct log_ring *r, struct log_line *line)
     r->total++;
 }
 
+char *log_ring_text_buf(struct log_ring *r, size_t n)
+{
+    char *buf = r->spare;
+    r->spare = NULL;
+    return xrealloc(buf, n + 1);
+}
+
 void log_ring_free(struct log_ring *r)
 {
     while (r->count) log_ring_drop_oldest(r);
+    free(r->spare);
+    r->spare = NULL;
     free(r->lines);
     r->lines = NULL;
     r->cap = r->head = 0;
