@@ -292,6 +292,9 @@ if part tput; then
         perf stat -a -x, -o "$BENCH_PERF/stat.csv" -- bash -c "$(declare -f now_ms tput_ddptop \
             sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
             tput_ddptop" >>"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf stat round failed" >&2
+        perf script -i "$BENCH_PERF/perf.data" -F comm,tid,ip,sym,dso >"$BENCH_PERF/script.txt" 2>/dev/null &&
+            $PY tests/bench/log_path_stages.py "$BENCH_PERF/script.txt" >"$BENCH_PERF/stages.txt" &&
+            echo "tput: the profile by stage is in $BENCH_PERF/stages.txt"
     fi
 fi
 
