@@ -11,6 +11,7 @@ static void log_ring_drop_oldest(struct log_ring *r)
     r->bytes -= l->len;
     free(r->spare);
     r->spare = l->text;
+    r->spare_room = (size_t)l->len + 1;
     l->text = NULL;
     r->head = (r->head + 1) % r->cap;
     r->count--;
@@ -60,6 +61,9 @@ char *log_ring_text_buf(struct log_ring *r, size_t n)
 {
     char *buf = r->spare;
     r->spare = NULL;
+    /* lines of one rank are mostly alike in length: the buffer as it is, without a realloc
+     * (a larger buffer kept for a shorter line holds no more than the ring once held) */
+    if (buf && r->spare_room >= n + 1) return buf;
     return xrealloc(buf, n + 1);
 }
 

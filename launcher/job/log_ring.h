@@ -31,6 +31,7 @@ struct log_ring {
     uint64_t total;           /* lines ever appended */
     size_t max_lines;         /* cap grows on demand up to this */
     char *spare;              /* the text of the line dropped last, for the next line's */
+    size_t spare_room;        /* bytes it has room for at least (its line's length and NUL) */
 };
 
 /* New bounds (0 counts as 1): lines over them are dropped at once, oldest first. */
