@@ -367,6 +367,39 @@ static void test_chunk_pool(void)
     free(dir);
 }
 
+/* A loop that kicks (logw_kick): its rank bytes reach the writer at the kick, or at once when
+ * 1 MiB waits; events are never held back. */
+static void test_kick(void)
+{
+    char *dir = xasprintf("%s/kick", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    struct logw *w = logw_new(dir, 1, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { free(dir); return; }
+    logw_attempt(w, 0);
+    CHECK(logw_drain(w, 10000));
+    logw_kick(w);
+    line(w, 0, 0, 1, 0, "held until the kick");
+    char *p0 = xasprintf("%s/attempt-0/rank-0.log", dir);
+    logw_kick(w);                         /* without it the thread may sleep on (until 1 MiB) */
+    int64_t until = mono_ms() + 5000;
+    while (file_size(p0) != 20 && mono_ms() < until) usleep(10000);
+    CHECK_INT(file_size(p0), 20);
+    /* past 1 MiB queued the thread is woken without a kick */
+    char *big = xmalloc(64 * 1024);
+    memset(big, 'x', 64 * 1024);
+    for (int k = 0; k < 17; k++) logw_rank(w, 0, 0, (uint64_t)k + 2, 0, big, 64 * 1024, false);
+    until = mono_ms() + 5000;
+    while (file_size(p0) < 20 + 16 * 64 * 1024 && mono_ms() < until) usleep(10000);
+    CHECK(file_size(p0) >= 20 + 16 * 64 * 1024);
+    logw_free(w);
+    CHECK_INT(file_size(p0), 20 + 17 * 64 * 1024);
+    free(big);
+    free(p0);
+    free(dir);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-logw.XXXXXX");
@@ -380,6 +413,7 @@ int main(void)
     RUN(test_log_mode_parse);
     RUN(test_read_incomplete);
     RUN(test_chunk_pool);
+    RUN(test_kick);
     tmptree_remove(tmpdir);
     return tap_done();
 }

@@ -15,6 +15,8 @@
 #include "util/util.h"
 
 #define RANK_BUF (64 * 1024)
+/* With a kicking loop (logw_kick), rank bytes queued past this wake the thread at once. */
+#define LOGW_WAKE_BYTES (1024 * 1024)
 #define FREE_STALL_S 30
 /* Held on the log directory's filesystem from the start, spent when a write fails for want
  * of room: half at once, for the note that the record is incomplete, the rest for the run's
@@ -63,6 +65,8 @@ struct logw {
     uint64_t progress;        /* chunks processed (logw_free's stall detector) */
     uint64_t pushed;          /* chunks queued */
     bool done;                /* the thread finished */
+    bool kicked;              /* the loop calls logw_kick after each pass (logw.h) */
+    bool wake_owed;           /* rank bytes queued without waking the thread: the kick wakes it */
     /* processed chunks for reuse (logw_pool.c), under pool_mu */
     pthread_mutex_t pool_mu;
     struct chunk *pool[LOGW_POOL_CLASSES];
