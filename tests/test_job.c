@@ -88,6 +88,36 @@ static void test_ring_bounded_by_lines(void)
     tjob_free(j);
 }
 
+/* A full ring reuses the dropped line's buffer for the next line (log_ring_text_buf): lines of
+ * every length, longer and shorter than the one dropped, keep their exact text and length. */
+static void test_ring_reuses_buffers(void)
+{
+    struct job *j = new_job("reuse");
+    if (!j) { CHECK(0); return; }
+    job_set_log_limits(j, 3, 1 << 20);
+    static const int lens[] = { 10, 10, 10, 10, 200, 5, 5000, 1, 0, 77, 77, 3000, 2 };
+    char *want[3] = { 0 };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char *t = xmalloc((size_t)lens[i] + 1);
+        for (int k = 0; k < lens[i]; k++) t[k] = (char)('a' + (i + (size_t)k) % 26);
+        t[lens[i]] = '\0';
+        append_str(j, 0, t);
+        free(want[i % 3]);
+        want[i % 3] = t;
+        const struct log_line *l = log_ring_at(&j->ranks[0].log, j->ranks[0].log.count - 1);
+        if (!l || l->len != (uint32_t)lens[i] || memcmp(l->text, t, (size_t)lens[i]) != 0 || l->text[lens[i]]) bad++;
+    }
+    CHECK_INT(bad, 0);
+    const struct log_ring *r = &j->ranks[0].log;
+    CHECK_INT(r->count, 3);
+    CHECK_STR(log_ring_at(r, 0)->text, want[10 % 3]);   /* the last three, oldest first */
+    CHECK_STR(log_ring_at(r, 2)->text, want[12 % 3]);
+    CHECK(r->spare != NULL);                            /* a dropped line's buffer, kept */
+    for (int i = 0; i < 3; i++) free(want[i]);
+    tjob_free(j);
+}
+
 static void test_ring_bounded_by_bytes(void)
 {
     struct job *j = new_job("bytes");
@@ -544,6 +574,7 @@ int main(void)
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     RUN(test_ring_bounded_by_lines);
     RUN(test_ring_bounded_by_bytes);
+    RUN(test_ring_reuses_buffers);
     RUN(test_ring_grows_on_demand);
     RUN(test_defaults_scale_with_ranks);
     RUN(test_many_ranks_fd_limit);

@@ -321,6 +321,85 @@ static void test_read_incomplete(void)
     free(dir);
 }
 
+/* The chunks between the loop and the writer are recycled (logw_pool.c): pieces of every size
+ * from 1 byte to 200 KiB, every byte value, reach the file exactly, in order; chunks are
+ * reused; what the pool holds stays within its bound. */
+static void test_chunk_pool(void)
+{
+    char *dir = xasprintf("%s/pool", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    struct logw *w = logw_new(dir, 1, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { free(dir); return; }
+    logw_attempt(w, 0);
+    size_t max = 200 * 1024, total = 0;
+    unsigned char *piece = xmalloc(max);
+    uint64_t seq = 0;
+    for (int round = 0; round < 3; round++)
+        for (size_t n = 1; n <= max; n = n * 3 + 1) {
+            for (size_t k = 0; k < n; k++) piece[k] = (unsigned char)((total + k) * 7);
+            logw_rank(w, 0, 0, ++seq, 0, piece, n, false);
+            total += n;
+            if (n > 1000) CHECK(logw_drain(w, 10000)); /* processed, so its chunk is back */
+        }
+    CHECK(logw_drain(w, 10000));
+    size_t held = 0;
+    uint64_t reused = 0;
+    logw_pool_stats(w, &held, &reused);
+    CHECK(reused > 0);
+    CHECK(held <= 2u << 20);
+    logw_free(w);
+    char *path = xasprintf("%s/attempt-0/rank-0.log", dir);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    size_t got = 0, bad = 0;
+    int ch;
+    while (f && (ch = fgetc(f)) != EOF) {
+        if ((unsigned char)ch != (unsigned char)(got * 7)) bad++;
+        got++;
+    }
+    if (f) fclose(f);
+    CHECK_INT(got, total);
+    CHECK_INT(bad, 0);
+    free(path);
+    free(piece);
+    free(dir);
+}
+
+/* A loop that kicks (logw_kick): its rank bytes reach the writer at the kick, or at once when
+ * 1 MiB waits; events are never held back. */
+static void test_kick(void)
+{
+    char *dir = xasprintf("%s/kick", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    struct logw *w = logw_new(dir, 1, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { free(dir); return; }
+    logw_attempt(w, 0);
+    CHECK(logw_drain(w, 10000));
+    logw_kick(w);
+    line(w, 0, 0, 1, 0, "held until the kick");
+    char *p0 = xasprintf("%s/attempt-0/rank-0.log", dir);
+    logw_kick(w);                         /* without it the thread may sleep on (until 1 MiB) */
+    int64_t until = mono_ms() + 5000;
+    while (file_size(p0) != 20 && mono_ms() < until) usleep(10000);
+    CHECK_INT(file_size(p0), 20);
+    /* past 1 MiB queued the thread is woken without a kick */
+    char *big = xmalloc(64 * 1024);
+    memset(big, 'x', 64 * 1024);
+    for (int k = 0; k < 17; k++) logw_rank(w, 0, 0, (uint64_t)k + 2, 0, big, 64 * 1024, false);
+    until = mono_ms() + 5000;
+    while (file_size(p0) < 20 + 16 * 64 * 1024 && mono_ms() < until) usleep(10000);
+    CHECK(file_size(p0) >= 20 + 16 * 64 * 1024);
+    logw_free(w);
+    CHECK_INT(file_size(p0), 20 + 17 * 64 * 1024);
+    free(big);
+    free(p0);
+    free(dir);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-logw.XXXXXX");
@@ -333,6 +412,8 @@ int main(void)
     RUN(test_modes);
     RUN(test_log_mode_parse);
     RUN(test_read_incomplete);
+    RUN(test_chunk_pool);
+    RUN(test_kick);
     tmptree_remove(tmpdir);
     return tap_done();
 }

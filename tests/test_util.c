@@ -68,6 +68,45 @@ static void test_take_line_reassembles_across_reads(void)
     strbuf_done(&sb);
 }
 
+/* strbuf_next_line (the controller's loop takes every agent line so, into one buffer): the same
+ * lines as strbuf_take_line, across reads, empty ones too, the output buffer reused; a line of
+ * 1 MiB whole. */
+static void test_next_line_into_one_buffer(void)
+{
+    struct strbuf sb, out;
+    size_t off = 0;
+    strbuf_init(&sb);
+    strbuf_init(&out);
+    strbuf_adds(&sb, "one\ntw");
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_STR(out.buf, "one");
+    CHECK(!strbuf_next_line(&sb, &off, &out));          /* a partial line waits */
+    strbuf_adds(&sb, "o\n\nthree\n");
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_STR(out.buf, "two");
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_INT(out.len, 0);                              /* an empty line is a line */
+    CHECK_STR(out.buf, "");
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_STR(out.buf, "three");
+    CHECK(!strbuf_next_line(&sb, &off, &out));
+    CHECK_INT(sb.len, 0);
+    char *big = xmalloc(1 << 20);
+    memset(big, 'y', 1 << 20);
+    strbuf_add(&sb, big, 1 << 20);
+    strbuf_adds(&sb, "\nafter\n");
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_INT(out.len, 1 << 20);
+    CHECK(memcmp(out.buf, big, 1 << 20) == 0 && out.buf[1 << 20] == '\0');
+    char *before = out.buf;
+    CHECK(strbuf_next_line(&sb, &off, &out));
+    CHECK_STR(out.buf, "after");
+    CHECK(out.buf == before);                           /* no new allocation for a shorter line */
+    free(big);
+    strbuf_done(&sb);
+    strbuf_done(&out);
+}
+
 /* The agent and the trainer are found beside ddptop; here, beside this test program. */
 static void test_exe_sibling(void)
 {
@@ -134,6 +173,7 @@ int main(void)
     RUN(test_strbuf_grows_and_consumes);
     RUN(test_shell_quote_is_one_word);
     RUN(test_take_line_reassembles_across_reads);
+    RUN(test_next_line_into_one_buffer);
     RUN(test_exe_sibling);
     RUN(test_open_private_and_read);
     return tap_done();

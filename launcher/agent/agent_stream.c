@@ -1,6 +1,7 @@
 /* Line assembly and text encodings for rank output: see agent_stream.h. */
 #include "agent_stream.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,12 +32,17 @@ void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_m
                  stream_piece_fn fn, void *ctx)
 {
     if (!n) return;
-    if (s->buf.len == 0) s->first_ms = now_ms;
-    strbuf_add(&s->buf, data, n);
+    /* Nothing held: the lines go out straight from the caller's buffer and only the unfinished
+     * tail is kept (a copy of every byte less, most reads of a streaming rank). */
+    bool direct = s->buf.len == 0;
+    if (direct) s->first_ms = now_ms;
+    else strbuf_add(&s->buf, data, n);
+    const char *all = direct ? data : s->buf.buf;
+    size_t total = direct ? n : s->buf.len;
     size_t start = 0;
     for (;;) {
-        const char *base = s->buf.buf + start;
-        size_t avail = s->buf.len - start;
+        const char *base = all + start;
+        size_t avail = total - start;
         if (!avail) break;
         /* Every whole line within the first STREAM_PIECE_MAX + 1 bytes goes as one block: a
          * line of exactly STREAM_PIECE_MAX bytes is still whole when its newline is the next
@@ -60,7 +66,10 @@ void stream_feed(struct stream_buf *s, const char *data, size_t n, int64_t now_m
         s->scanned = avail;
         break;
     }
-    if (start) {
+    if (direct) {
+        strbuf_add(&s->buf, data + start, n - start);
+        if (start) s->first_ms = s->buf.len ? now_ms : 0;
+    } else if (start) {
         strbuf_consume(&s->buf, start);
         /* What is left came with this read (or the line it ends was older): age it from now. */
         s->first_ms = s->buf.len ? now_ms : 0;

@@ -266,7 +266,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     static const char head[] = "{\"ev\":\"out\",";
     struct json_flat o;
     const struct json_flat_field *rk, *t, *q, *a;
-    char sbuf[16], fbuf[16], small[4096], *buf = small;
+    char sbuf[16], fbuf[16];
     const char *s, *f, *text;
     bool bad = false;
     long long rank = -1, seq = 0, attempt = -1;
@@ -278,13 +278,14 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     f = flat_short_str(&o, "f", fbuf, sizeof fbuf, &bad);
     if (bad) return false;
     if (t->str_escaped) {
-        if (t->str_len >= sizeof small) buf = xmalloc(t->str_len + 1);
-        len = json_flat_unescape(t->str, t->str_len, buf);
-        if (len == (size_t)-1) {
-            if (buf != small) free(buf);
-            return false;
+        if (t->str_len + 1 > c->unesc_cap) {
+            c->unesc_cap = t->str_len + 1 > 65536 ? t->str_len + 1 : 65536;
+            free(c->unesc);
+            c->unesc = xmalloc(c->unesc_cap);
         }
-        text = buf;
+        len = json_flat_unescape(t->str, t->str_len, c->unesc);
+        if (len == (size_t)-1) return false;
+        text = c->unesc;
     } else {
         text = t->str;
         len = t->str_len;
@@ -296,14 +297,11 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     /* a number that is not one the protocol allows: cJSON's path (on_out) says it */
     if ((rk && (rk->type != JF_NUMBER || !json_whole_in(rk->num, 0, INT_MAX, &rank))) ||
         (q && (q->type != JF_NUMBER || !json_whole_in(q->num, 0, JSON_EXACT_MAX, &seq))) ||
-        (a && (a->type != JF_NUMBER || !json_whole_in(a->num, 0, INT_MAX, &attempt)))) {
-        if (buf != small) free(buf);
+        (a && (a->type != JF_NUMBER || !json_whole_in(a->num, 0, INT_MAX, &attempt))))
         return false;
-    }
     if (rank_on_node(c, i, (int)rank) && seq_take(c, (int)rank, (uint64_t)seq))
         out_block(c, (int)rank, (int)attempt, (uint64_t)seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT,
                   out_flags(f), text, len);
-    if (buf != small) free(buf);
     return true;
 }
 
@@ -532,16 +530,14 @@ static cJSON *agent_message(struct controller *c, size_t i, const char *line)
 void ctl_agent_lines(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
-    char *line;
     enum transport_state st;
     if (!nd->t || nd->lost || nd->released) return;
     /* bounded per call (messages and bytes: one out message may carry 64 KiB of lines) so one
      * chatty node cannot starve the others or the timers, pings included, on a starved CPU */
     size_t bytes = 0;
-    for (int k = 0; !nd->lost && (line = transport_next_line(nd->t)) != NULL; k++) {
-        bytes += strlen(line);
-        cJSON *ex = agent_message(c, i, line);
-        free(line);
+    for (int k = 0; !nd->lost && transport_next_line_into(nd->t, &c->line_in); k++) {
+        bytes += c->line_in.len;
+        cJSON *ex = agent_message(c, i, c->line_in.buf);
         if (ex) {
             nd->exits = xrealloc(nd->exits, (nd->n_exits + 1) * sizeof *nd->exits);
             nd->exits[nd->n_exits++] = ex;

@@ -137,6 +137,9 @@ struct controller {
     char *start_cwd;
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
+    struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */
+    char *unesc;                /* fast_out's decoded text, reused (a malloc and free per message */
+    size_t unesc_cap;           /* of up to 64 KiB was a tenth of the loop's CPU when streaming) */
 };
 
 /* controller.c */

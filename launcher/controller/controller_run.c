@@ -264,6 +264,8 @@ void controller_free(struct controller *c)
     free(c->adopt);
     free(c->nodes);
     free(c->ranks);
+    free(c->unesc);
+    strbuf_done(&c->line_in);
     free(c->user_argv);
     free(c->log_root);
     free(c->workdir);
@@ -468,6 +470,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     timers(c);
     ctl_check_progress(c);
     ctl_events_flush(c);
+    logw_kick(run_files_writer(c->files)); /* the rank bytes this pass queued, to the writer now */
     if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) ctl_draw(c);
     c->last_pass_ms = mono_ms();
 }

@@ -301,8 +301,10 @@ void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flag
         .flags = (uint8_t)(flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)),
         .attempt = j->attempt,
         .len = (uint32_t)len,
-        .text = xstrndup(text, keep),
+        .text = log_ring_text_buf(&r->log, keep),
     };
+    memcpy(line.text, text, keep);
+    line.text[keep] = '\0';
     line.seq = r->log.total + 1;
     if (keep < len) {
         line.len = (uint32_t)keep;

@@ -10,7 +10,9 @@ static void log_ring_drop_oldest(struct log_ring *r)
     struct log_line *l = &r->lines[r->head];
     r->bytes -= l->len;
     if (l->flags & LOG_LINE_NCCL) r->nccl--;
-    free(l->text);
+    free(r->spare);
+    r->spare = l->text;
+    r->spare_room = (size_t)l->len + 1;
     l->text = NULL;
     r->head = (r->head + 1) % r->cap;
     r->count--;
@@ -57,9 +59,21 @@ void log_ring_push(struct log_ring *r, struct log_line *line)
     r->total++;
 }
 
+char *log_ring_text_buf(struct log_ring *r, size_t n)
+{
+    char *buf = r->spare;
+    r->spare = NULL;
+    /* lines of one rank are mostly alike in length: the buffer as it is, without a realloc
+     * (a larger buffer kept for a shorter line holds no more than the ring once held) */
+    if (buf && r->spare_room >= n + 1) return buf;
+    return xrealloc(buf, n + 1);
+}
+
 void log_ring_free(struct log_ring *r)
 {
     while (r->count) log_ring_drop_oldest(r);
+    free(r->spare);
+    r->spare = NULL;
     free(r->lines);
     r->lines = NULL;
     r->cap = r->head = 0;

@@ -33,6 +33,8 @@ struct log_ring {
     uint64_t total;           /* lines ever appended */
     size_t nccl;              /* lines held with LOG_LINE_NCCL */
     size_t max_lines;         /* cap grows on demand up to this */
+    char *spare;              /* the text of the line dropped last, for the next line's */
+    size_t spare_room;        /* bytes it has room for at least (its line's length and NUL) */
 };
 
 /* New bounds (0 counts as 1): lines over them are dropped at once, oldest first. */
@@ -40,6 +42,11 @@ void log_ring_set_limits(struct log_ring *r, size_t max_lines, size_t max_bytes)
 /* Takes line (and its text, which must have room for a NUL at max_bytes): a line longer than
  * max_bytes keeps its head only and is marked LOG_LINE_TRUNCATED. */
 void log_ring_push(struct log_ring *r, struct log_line *line);
+/* Room for a line's text of n bytes and its NUL, for log_ring_push: the dropped line's buffer
+ * again when there is one. A full ring drops a line for every line pushed: with ranks printing
+ * hundreds of thousands of lines a second, a malloc and a free for each was a tenth of the
+ * controller's CPU. */
+char *log_ring_text_buf(struct log_ring *r, size_t n);
 void log_ring_free(struct log_ring *r);
 /* i-th oldest (0) .. newest (count-1); NULL out of range. */
 const struct log_line *log_ring_at(const struct log_ring *r, size_t i);

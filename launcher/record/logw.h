@@ -58,6 +58,13 @@ void logw_gpu(struct logw *w, const char *line, size_t len);
 /* Buffered bytes go to disk and the index is replaced (asynchronously); when nothing changed
  * its time is touched (`ddptop ls` tells from it when the controller was last alive). */
 void logw_sync(struct logw *w);
+/* The loop's pass is over: rank bytes queued since are handed to the thread now. A caller that
+ * calls this after each pass (the controller) lets logw_rank leave the thread asleep until
+ * then (or until 1 MiB waits); one that never calls it wakes the thread with every piece. */
+void logw_kick(struct logw *w);
+/* The chunk pool between the loop and the thread (logw_pool.c): bytes held for reuse (at most
+ * 2 MiB) and how many chunks were reused. For tests and the profile. */
+void logw_pool_stats(struct logw *w, size_t *held_bytes, uint64_t *reused);
 /* run_dir/name becomes data (a private file, 0600, replaced by rename: readers see the old or
  * the new one whole). */
 void logw_replace(struct logw *w, const char *name, const char *data, size_t len);

@@ -15,6 +15,8 @@
 #include "util/util.h"
 
 #define RANK_BUF (64 * 1024)
+/* With a kicking loop (logw_kick), rank bytes queued past this wake the thread at once. */
+#define LOGW_WAKE_BYTES (1024 * 1024)
 #define FREE_STALL_S 30
 /* Held on the log directory's filesystem from the start, spent when a write fails for want
  * of room: half at once, for the note that the record is incomplete, the rest for the run's
@@ -32,8 +34,11 @@ struct chunk {
     int rank, attempt;
     uint64_t seq, base;
     size_t len;
+    size_t cap;               /* room for data (logw_pool.c) */
     char data[];
 };
+
+#define LOGW_POOL_CLASSES 6
 
 struct wrank {
     int fd, attempt;          /* the open log (-1) and its attempt */
@@ -60,6 +65,13 @@ struct logw {
     uint64_t progress;        /* chunks processed (logw_free's stall detector) */
     uint64_t pushed;          /* chunks queued */
     bool done;                /* the thread finished */
+    bool kicked;              /* the loop calls logw_kick after each pass (logw.h) */
+    bool wake_owed;           /* rank bytes queued without waking the thread: the kick wakes it */
+    /* processed chunks for reuse (logw_pool.c), under pool_mu */
+    pthread_mutex_t pool_mu;
+    struct chunk *pool[LOGW_POOL_CLASSES];
+    size_t pool_bytes;
+    uint64_t pool_reused;
     /* the thread's own */
     int ev_fd, gpu_fd;
     bool gpu_tried;
@@ -80,6 +92,11 @@ struct logw {
 };
 
 enum { REP_RANK = 1, REP_EVENTS = 2, REP_GPU = 4, REP_INDEX = 8, REP_DIR = 16, REP_REPLACE = 32 };
+
+/* A chunk with room for n bytes of data (from the pool when one fits), and its return. */
+struct chunk *logw_chunk_get(struct logw *w, size_t n);
+void logw_chunk_put(struct logw *w, struct chunk *c);
+void logw_pool_free(struct logw *w);
 
 void logw_report(struct logw *w, unsigned kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int logw_open_append(const struct logw *w, const char *path);

@@ -88,6 +88,9 @@ uint64_t ssh_conn_bytes_in(const struct ssh_conn *c);
 void ssh_conn_send_line(struct ssh_conn *c, const char *line);
 /* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
 char *ssh_conn_next_line(struct ssh_conn *c);
+/* The same into out (reset first), without an allocation; false: none now. */
+struct strbuf;
+bool ssh_conn_next_line_into(struct ssh_conn *c, struct strbuf *out);
 /* Ends the agent's stdin (it exits) and tears the session down. */
 void ssh_conn_close(struct ssh_conn *c);
 

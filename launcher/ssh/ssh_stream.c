@@ -111,6 +111,12 @@ char *ssh_conn_next_line(struct ssh_conn *c)
     return strbuf_take_line(&c->in, &c->in_off);
 }
 
+bool ssh_conn_next_line_into(struct ssh_conn *c, struct strbuf *out)
+{
+    if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return false;
+    return strbuf_next_line(&c->in, &c->in_off, out);
+}
+
 void ssh_conn_close(struct ssh_conn *c)
 {
     if (c->upload_running) return;

@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include "util/util.h"
+
 void transport_start(struct transport *t)
 {
     t->ops->start(t);
@@ -96,6 +98,17 @@ void transport_send_line(struct transport *t, const char *line)
 char *transport_next_line(struct transport *t)
 {
     return t->ops->next_line(t);
+}
+
+bool transport_next_line_into(struct transport *t, struct strbuf *out)
+{
+    if (t->ops->next_line_into) return t->ops->next_line_into(t, out);
+    char *line = t->ops->next_line(t);
+    if (!line) return false;
+    strbuf_reset(out);
+    strbuf_adds(out, line);
+    free(line);
+    return true;
 }
 
 uint64_t transport_bytes_in(const struct transport *t)

@@ -84,6 +84,10 @@ const char *transport_upload_method(const struct transport *t);
 void transport_send_line(struct transport *t, const char *line);
 /* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
 char *transport_next_line(struct transport *t);
+/* The same into out (reset first, NUL-terminated): the run's loop takes every line of rank
+ * output this way, without a malloc and free per line. false: none now. */
+struct strbuf;
+bool transport_next_line_into(struct transport *t, struct strbuf *out);
 /* Bytes of agent output received so far. */
 uint64_t transport_bytes_in(const struct transport *t);
 /* Ends the agent's stdin so it exits (it stops its ranks first); the transport is CLOSED. */

@@ -307,16 +307,30 @@ static uint64_t child_bytes_in(const struct transport *t)
     return child_of_c(t)->bytes_in;
 }
 
+/* No whole line: an agent bug when what waits is longer than any line may be; without a
+ * bound this would grow forever. */
+static void child_check_long(struct child_transport *c)
+{
+    if (c->in.len - c->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
+        c->in_off = c->in.len;
+        local_fail(c, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
+    }
+}
+
 static char *child_next_line(struct transport *t)
 {
     struct child_transport *c = child_of(t);
     char *line = strbuf_take_line(&c->in, &c->in_off);
-    if (!line && c->in.len - c->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
-        /* an agent bug; without a bound this would grow forever */
-        c->in_off = c->in.len;
-        local_fail(c, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
-    }
+    if (!line) child_check_long(c);
     return line;
+}
+
+static bool child_next_line_into(struct transport *t, struct strbuf *out)
+{
+    struct child_transport *c = child_of(t);
+    if (strbuf_next_line(&c->in, &c->in_off, out)) return true;
+    child_check_long(c);
+    return false;
 }
 
 static void child_close(struct transport *t)
@@ -384,6 +398,7 @@ static const struct transport_ops child_ops = {
     .address = child_address,
     .send_line = child_send_line,
     .next_line = child_next_line,
+    .next_line_into = child_next_line_into,
     .bytes_in = child_bytes_in,
     .close = child_close,
     .release = child_release,

@@ -24,6 +24,8 @@ struct transport_ops {
 
     void (*send_line)(struct transport *t, const char *line);
     char *(*next_line)(struct transport *t);
+    /* Optional [next_line copied into out]: the next line into out, no allocation. */
+    bool (*next_line_into)(struct transport *t, struct strbuf *out);
     uint64_t (*bytes_in)(const struct transport *t);
     void (*close)(struct transport *t);
     /* Frees the kind's part and t itself, ending the far side, or not (t->detached), or at

@@ -124,6 +124,11 @@ static char *ssh_next_line(struct transport *t)
     return ssh_conn_next_line(conn(t));
 }
 
+static bool ssh_next_line_into(struct transport *t, struct strbuf *out)
+{
+    return ssh_conn_next_line_into(conn(t), out);
+}
+
 static uint64_t ssh_bytes_in(const struct transport *t)
 {
     return ssh_conn_bytes_in(conn(t));
@@ -153,6 +158,7 @@ static const struct transport_ops ssh_ops = {
     .address = ssh_address,
     .send_line = ssh_send_line,
     .next_line = ssh_next_line,
+    .next_line_into = ssh_next_line_into,
     .bytes_in = ssh_bytes_in,
     .close = ssh_close,
     .release = ssh_release,

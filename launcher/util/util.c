@@ -198,6 +198,20 @@ char *strbuf_take_line(struct strbuf *sb, size_t *off)
     return line;
 }
 
+bool strbuf_next_line(struct strbuf *sb, size_t *off, struct strbuf *out)
+{
+    char *nl = *off < sb->len ? memchr(sb->buf + *off, '\n', sb->len - *off) : NULL;
+    if (!nl) return false;
+    strbuf_reset(out);
+    strbuf_add(out, sb->buf + *off, (size_t)(nl - (sb->buf + *off)));
+    *off = (size_t)(nl - sb->buf) + 1;
+    if (*off == sb->len || *off > sb->len / 2) {
+        strbuf_consume(sb, *off);
+        *off = 0;
+    }
+    return true;
+}
+
 int fd_set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);

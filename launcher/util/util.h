@@ -49,6 +49,9 @@ void strbuf_consume(struct strbuf *sb, size_t n);
  * line is there. The consumed front is dropped only once it is at least half the buffer, so
  * taking lines costs amortised O(1) per byte however large the backlog. */
 char *strbuf_take_line(struct strbuf *sb, size_t *off);
+/* The same into out (reset first; NUL-terminated, without the '\n'): no allocation once out
+ * is large enough, for a loop that takes thousands of lines a second. false: no whole line. */
+bool strbuf_next_line(struct strbuf *sb, size_t *off, struct strbuf *out);
 
 /* The file `name` in the directory of our own executable (/proc/self/exe), e.g. build/ddptop
  * -> build/ddptop-agent; name may climb ("../themes"). malloc'd; NULL when the executable's

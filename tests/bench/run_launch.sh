@@ -17,7 +17,8 @@
 #     ddptop's outcome (exit status, its last error line) is printed, a refusal is a figure too;
 #  tput: log throughput, 8 ranks (8 nodes x 1) printing 100-byte lines as fast as they can,
 #     ddptop (every byte to its log file, headless output to /dev/null) side by side with 8
-#     parallel `ssh host CMD > /dev/null`;
+#     parallel `ssh host CMD > /dev/null` and 8 parallel `ssh host CMD > file` (files beside
+#     ddptop's log dir: ddptop writes every byte to disk, so this is the fairer baseline);
 #  cpu: the controller's CPU and peak RSS during a 64-rank run (16 x 4) where every rank prints
 #     a metrics line 10 times a second for 10 s.
 # Login user: many concurrent logins as root can serialize on whatever root's ~/.bashrc does
@@ -27,6 +28,9 @@
 # own ed25519 key) and removes it with its home and processes at the end, on failure and
 # Ctrl-C too (tests/lib/sshd.sh: sshd_user_create, sshd_cleanup). Needs root.
 # Env: BENCH_ONLY=logins,launch,slow,tput,cpu (comma-separated; default all of them),
+# BENCH_BASE=BUILD_DIR (tput: that build's ddptop as one more contender, for before/after),
+# BENCH_PERF=DIR (tput: one more ddptop round under `perf record -a -g` and one under
+# `perf stat -a`, into DIR/perf.data and DIR/stat.csv, for the log path's profile),
 # BENCH_REPEAT (default 3: best of that many rounds for launch and tput, the contenders taking
 # turns), BENCH_RUN_MB (MB per rank in tput, default 25), BENCH_SLOW_S (the slow node's login
 # login delay, default 12), BENCH_SLOW_TIMEOUT (ddptop --timeout in the slow row; default: none, so
@@ -228,9 +232,9 @@ fi
 PRINT="head -c ${MB}000000 /dev/zero | tr '\\0' x | fold -w 99"
 BYTES=$((8 * MB * 1000000 / 99 * 100))   # fold adds a newline per 99 bytes (the last line has one too)
 tput_ddptop() {
-    local rid=tput-$RANDOM$RANDOM t0 t
+    local rid=tput-$RANDOM$RANDOM t0 t bin=${1:-$DDPTOP}
     t0=$(now_ms)
-    "$DDPTOP" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
+    "$bin" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
         --run-id "$rid" -- sh -c "$PRINT" >/dev/null 2>"$D/tput.err" || return 1
     t=$(($(now_ms) - t0))
     local got
@@ -250,11 +254,48 @@ tput_ssh() {
     t=$(($(now_ms) - t0))
     echo "$t"
 }
-T_DDP="" T_SSH="" T_BYTES=""
+# The fairer second baseline: ddptop writes every byte to disk, so 8 x `ssh host CMD > file`,
+# the files in the same directory as ddptop's log dir (the same disk), removed after each round.
+tput_ssh_file() {
+    local t0 t i pids=()
+    mkdir -p "$D/logs/sshfile" || return 1
+    t0=$(now_ms)
+    for ((i = 1; i <= 8; i++)); do
+        ssh -F "$D/pdsh_config" "$(printf 'n%02d' "$i")" "$PRINT" >"$D/logs/sshfile/rank-$i.log" &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" || return 1; done
+    t=$(($(now_ms) - t0))
+    rm -rf "${D:?}/logs/sshfile"
+    echo "$t"
+}
+# BENCH_BASE=BUILD_DIR: another build's ddptop (an older commit's) as one more contender in the
+# same rounds, for a before/after measured in the same time window.
+tput_base() { tput_ddptop "$BENCH_BASE/ddptop"; }
+T_DDP="" T_SSH="" T_SSHF="" T_BASE="" T_BYTES=""
 if part tput; then
     echo "tput: 8 ranks x $MB MB, best of $REPEAT ..."
-    best_turns T_DDP=tput_ddptop T_SSH=tput_ssh || { cat "$D/tput.err" >&2; exit 1; }
+    if [ -n "${BENCH_BASE:-}" ]; then
+        best_turns T_DDP=tput_ddptop T_BASE=tput_base T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
+    else
+        best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
+    fi
     T_BYTES=${T_DDP#* }
+    if [ -n "${BENCH_PERF:-}" ]; then
+        # One more ddptop round under a system-wide profile: every process of the log path
+        # (the ranks, the agents, sshd, the controller, its log writer) in one perf.data.
+        mkdir -p "$BENCH_PERF" || exit 1
+        echo "tput: one more ddptop round under perf record -a -g -> $BENCH_PERF/perf.data ..."
+        perf record -q -a -g -F 999 -o "$BENCH_PERF/perf.data" -- bash -c "$(declare -f now_ms tput_ddptop \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            tput_ddptop" >"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf round failed" >&2
+        perf stat -a -x, -o "$BENCH_PERF/stat.csv" -- bash -c "$(declare -f now_ms tput_ddptop \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            tput_ddptop" >>"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf stat round failed" >&2
+        perf script -i "$BENCH_PERF/perf.data" -F comm,tid,ip,sym,dso >"$BENCH_PERF/script.txt" 2>/dev/null &&
+            $PY tests/bench/log_path_stages.py "$BENCH_PERF/script.txt" >"$BENCH_PERF/stages.txt" &&
+            echo "tput: the profile by stage is in $BENCH_PERF/stages.txt"
+    fi
 fi
 
 # --- cpu: controller CPU and RSS, 64 ranks printing metrics lines ----------------------------
@@ -311,11 +352,19 @@ else
 fi
 if [ -n "$T_DDP" ]; then
     t_ddp=${T_DDP%% *} t_ssh=${T_SSH%% *}
-    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / plain ssh|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_ddp")|>= 0.8x")
-    ROWS+=("  wall time|$(sec "$t_ddp")|$(sec "$t_ssh")|$(ratio "$t_ddp" "$t_ssh")|")
+    t_sshf=${T_SSHF%% *}
+    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / ssh > /dev/null|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_ddp")|>= 0.9x")
+    ROWS+=("log throughput, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_ddp")|>= 1.0x")
+    ROWS+=("  wall time / ssh > /dev/null, ssh > file|$(sec "$t_ddp")|$(sec "$t_ssh"), $(sec "$t_sshf")|$(ratio "$t_ddp" "$t_ssh")|")
     ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
+    if [ -n "$T_BASE" ]; then
+        t_base=${T_BASE%% *}
+        ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > /dev/null|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_base")|")
+        ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_base")|")
+    fi
 else
-    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / plain ssh|$NR|||>= 0.8x")
+    ROWS+=("log throughput, 8 ranks x $MB MB, MB/s / ssh > /dev/null|$NR|||>= 0.9x")
+    ROWS+=("log throughput, MB/s / ssh > file|$NR|||>= 1.0x")
 fi
 # The slow row in words: ddptop's outcome and the proof that the node is slow.
 SLOW_NOTE=""
@@ -326,12 +375,12 @@ if [ -n "$S_DDP" ]; then
 fi
 
 echo
-printf '%-52s %-16s %-10s %-7s %s\n' "" ddptop baseline ratio goal
+printf '%-56s %-16s %-16s %-7s %s\n' "" ddptop baseline ratio goal
 for r in "${ROWS[@]}"; do
     IFS='|' read -r w a b c g <<<"$r"
-    printf '%-52s %-16s %-10s %-7s %s\n' "$w" "$a" "$b" "$c" "$g"
+    printf '%-56s %-16s %-16s %-7s %s\n' "$w" "$a" "$b" "$c" "$g"
 done
-echo "baselines: pdsh -R ssh -f 64 (logins, launch); 8 parallel \`ssh host CMD > /dev/null\` (throughput)"
+echo "baselines: pdsh -R ssh -f 64 (logins, launch); 8 parallel \`ssh host CMD > /dev/null\` and \`ssh host CMD > file\` (throughput)"
 [ -n "$LOGINS" ] && echo "logins per node (max min): ddptop $LOGINS (first run: $LOGINS_COLD), pdsh $LOGINS_PDSH"
 [ -n "$SLOW_NOTE" ] && echo "$SLOW_NOTE"
 [ -n "$C64_CPU" ] && echo "64-rank run (16x4, 6400 metrics lines in ${C64_WALL} s): controller CPU ${C64_CPU} s (${C64_PCT}% of one core), peak RSS ${C64_RSS} MiB"
@@ -344,7 +393,8 @@ echo "throwaway user with a plain shell (bash, empty ~/.bashrc) that the bench c
 echo "root, whose ~/.bashrc serializes concurrent logins (pyenv's lock). Launch: until every one of 16"
 echo "nodes x 4 ranks printed its first line, ddptop headless with its agent on the nodes, against"
 echo "\`pdsh -R ssh -f 64\`; logins: sshd's \"Accepted publickey\" lines per node; throughput: ddptop"
-echo "(every byte to its log files) against 8 parallel \`ssh host CMD > /dev/null\`."
+echo "(every byte to its log files) against 8 parallel \`ssh host CMD > /dev/null\` and 8 \`ssh host CMD > file\`"
+echo "(files beside ddptop's log dir, same disk)."
 echo
 echo "| measurement | ddptop | baseline | ratio | goal |"
 echo "|---|---:|---:|---:|---:|"

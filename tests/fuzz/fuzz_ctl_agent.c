@@ -68,6 +68,8 @@ static void ctl_free(struct controller *c)
     job_free(c->job);
     free(c->nodes);
     free(c->ranks);
+    free(c->unesc);
+    strbuf_done(&c->line_in);
     free(c);
 }
 
