@@ -277,8 +277,14 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     struct agent_probe probes[PROBE_COUNT];
     struct agent_pyver pv;
     bool cached = false;
+    int lock = -1;
     agent_pyver_locate(&pv);
-    if (pv.key) cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+    if (pv.key) {
+        cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+        /* a miss: one agent of this machine reads (or probes), the others wait for its answer */
+        if (!cached && (lock = agent_pycache_lock(pv.exe, TORCH_TIMEOUT_MS + 1000)) >= 0)
+            cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+    }
     if (cached) pv.probe = false;
     else agent_pyver_read(&pv);
     run_probes(probes, pv.probe);
@@ -292,6 +298,7 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     add_owned(o, "nccl_path", nccl_path);
     add_owned(o, "cuda_runtime", agent_gpu_cudart_version(cuda_home));
     add_versions(o, &pv, &probes[PROBE_PYTHON], cached);
+    agent_pycache_unlock(lock);
     cJSON_AddItemToObject(o, "nccl_env", nccl_env(env));
     /* Set but empty is a value (it hides every GPU), not an unknown. */
     const char *cvd = effective_env(env, "CUDA_VISIBLE_DEVICES");

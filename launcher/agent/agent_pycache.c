@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent_nodedir.h"
@@ -17,14 +20,17 @@
 
 #define CACHE_MAX 262144 /* the key lists every site directory and .pth file: a few KiB */
 
-/* DIR/ddptop-UID/cache/python-<sha256 of exe, 16 hex>, in the first base that is ours. */
+/* DIR/ddptop-UID/cache/python-<sha256 of host and exe, 16 hex>, in the first base that is
+ * ours. The host's name is in it (and in the key) because $TMPDIR may be shared by nodes. */
 static char *cache_path(const char *exe)
 {
     char **bases = agent_nodedir_bases("cache"), *path = NULL;
     unsigned char d[32];
     char hex[65], why[400];
     struct sha256 h;
+    struct utsname u;
     sha256_init(&h);
+    if (uname(&u) == 0) sha256_update(&h, u.nodename, strlen(u.nodename) + 1);
     sha256_update(&h, exe, strlen(exe));
     sha256_final(&h, d);
     sha256_hex(d, hex);
@@ -95,4 +101,30 @@ void agent_pycache_put(const char *exe, const char *key, const char *python3, co
     free(tmp);
     free(text);
     free(path);
+}
+
+int agent_pycache_lock(const char *exe, int wait_ms)
+{
+    char *path = exe ? cache_path(exe) : NULL, *lock;
+    int fd;
+    if (!path) return -1;
+    lock = xasprintf("%s.lock", path);
+    free(path);
+    fd = util_open_private(lock, O_RDWR, 0600);
+    free(lock);
+    if (fd < 0) return -1;
+    /* polled, not a blocking flock: the wait stays bounded whatever the holder does */
+    for (int64_t end = mono_ms() + wait_ms;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        if (mono_ms() >= end) break;
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
+    }
+    close(fd);
+    return -1;
+}
+
+void agent_pycache_unlock(int fd)
+{
+    if (fd >= 0) close(fd); /* the lock goes with the descriptor */
 }

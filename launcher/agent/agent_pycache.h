@@ -14,4 +14,11 @@ int agent_pycache_get(const char *exe, const char *key, char **python3, char **t
 /* Stores the answer for key (best effort: a cache that cannot be written is no error). */
 void agent_pycache_put(const char *exe, const char *key, const char *python3, const char *torch);
 
+/* The agents of one machine (the simulated nodes of tests/lib/scale.sh, or several runs at once)
+ * that miss together would each start python3: the first takes this lock while it reads or
+ * probes, the others wait for it (at most wait_ms, polled; facts blocks the agent anyway) and
+ * then find its answer. The lock's fd, or -1 (no lock: go on without). */
+int agent_pycache_lock(const char *exe, int wait_ms);
+void agent_pycache_unlock(int fd);
+
 #endif

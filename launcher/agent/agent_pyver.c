@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent_exec.h"
@@ -394,7 +395,10 @@ void agent_pyver_locate(struct agent_pyver *pv)
     *pv = (struct agent_pyver){0};
     strbuf_init(&k);
     if (!found) goto out; /* no python3: null, as the probe found */
-    strbuf_addf(&k, "pyver 1\nPATH %s\n", getenv("PATH") ? getenv("PATH") : "-");
+    /* not PATH itself: the file it led to is the key's (a new directory in it that changes
+     * nothing must not cost a probe) */
+    struct utsname u;
+    strbuf_addf(&k, "pyver 1\nhost %s\n", uname(&u) == 0 ? u.nodename : "-");
     key_file(&k, "found", found);
     if (getenv("PYTHONHOME")) {
         need_probe(pv, "PYTHONHOME is set");
