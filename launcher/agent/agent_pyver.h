@@ -35,8 +35,9 @@ void agent_pyver_read(struct agent_pyver *pv);
 void agent_pyver_done(struct agent_pyver *pv);
 
 /* The version string inside a python executable or libpython (NUL, "X.Y.Z[suffix]", NUL;
- * minor: the X.Y the file's name says, or NULL for any 3.Y): "3.11.2" when exactly one
- * distinct version is found in its first 256 MiB, else NULL. Exposed for tests. */
+ * minor: the X.Y the file's name says, or NULL for any 3.Y): its numeric part ("3.13.0" of
+ * "3.13.0rc1") when exactly one distinct version is found in its first 256 MiB, else NULL.
+ * Exposed for tests. */
 char *agent_pyver_scan_file(const char *path, const char *minor);
 
 /* __version__ of a torch/version.py ("__version__ = '2.1.2'", first 16 KiB), or NULL. */
