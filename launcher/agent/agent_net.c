@@ -210,19 +210,30 @@ static struct {
     cJSON **msgs;
     size_t n;
     int inflight;
+    struct agent_watch *timer; /* the flush, armed when the last one ended */
 } held;
+
+/* A connect on loopback can end before the agent has read the next request of its batch:
+ * the answers wait this much more for the batch's next connects. */
+#define HELD_GRACE_MS 2
+
+static void held_flush(struct agent *ag, struct agent_watch *w, short revents)
+{
+    (void)revents;
+    for (size_t i = 0; i < held.n; i++) agent_send(ag, held.msgs[i]);
+    held.n = 0;
+    held.timer = NULL;
+    agent_watch_del(ag, w);
+}
 
 static void conn_answer(struct agent *ag, cJSON *msg)
 {
-    if (--held.inflight > 0) {
-        held.msgs = xrealloc(held.msgs, (held.n + 1) * sizeof *held.msgs);
-        held.msgs[held.n++] = msg;
-        return;
-    }
+    held.msgs = xrealloc(held.msgs, (held.n + 1) * sizeof *held.msgs);
+    held.msgs[held.n++] = msg;
+    if (--held.inflight > 0) return;
     held.inflight = 0;
-    for (size_t i = 0; i < held.n; i++) agent_send(ag, held.msgs[i]);
-    held.n = 0;
-    agent_send(ag, msg);
+    if (!held.timer) held.timer = agent_watch_add(ag, -1, 0, held_flush, NULL, NULL);
+    held.timer->deadline_ms = mono_ms() + HELD_GRACE_MS;
 }
 
 static void conn_fail(struct agent *ag, const cJSON *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -394,6 +405,7 @@ void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
     int e = errno;
     freeaddrinfo(ai);
     held.inflight++; /* answered through conn_answer from here on */
+    if (held.timer) held.timer->deadline_ms = 0; /* the batch goes on: its end flushes */
     if (r < 0 && e != EINPROGRESS) {
         close(fd);
         conn_fail_errno(ag, id, e);

@@ -457,8 +457,11 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             if (!c->writer_full) ctl_agent_lines(c, i);
         }
         /* messages came: let the next ones gather (the model's generation moves on every one),
-         * unless a node is streaming: its SSH window would then cap it at a window a spell */
-        *quiet_until_ms = c->job->generation != gen && !streaming ? mono_ms() + COALESCE_MS : 0;
+         * unless a node is streaming: its SSH window would then cap it at a window a spell.
+         * Not while the preflight or the launch go on: those are request/answer round trips, and
+         * a spell after each answer cost the preflight 20 ms a round trip (issue 22). */
+        bool handshaking = c->job->state == JOB_CHECKING || c->job->state == JOB_LAUNCHING;
+        *quiet_until_ms = c->job->generation != gen && !streaming && !handshaking ? mono_ms() + COALESCE_MS : 0;
     }
     memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);
