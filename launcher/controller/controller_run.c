@@ -431,8 +431,9 @@ static bool watches_sync(struct controller *c, bool quiet)
 #define STREAMING_BYTES 16384
 /* Below this much from all nodes in the last 250-500 ms, waking per message costs nothing
  * worth saving, and a spell would only delay lines: the ranks' first lines after a launch
- * came in 20 ms steps (issue 22). 1,024 nodes x 8 ranks at a line a second are far above. */
-#define COALESCE_MIN_BYTES 32768
+ * came in 20 ms steps (issue 22). 64 ranks with 10 metrics lines a second (the CPU bench,
+ * performance.md) are above it, as are 1,024 nodes x 8 ranks at a line a second. */
+#define COALESCE_MIN_BYTES 8192
 #define RATE_WINDOW_MS 250
 
 /* Counts what a pass read; true when the nodes send enough for a spell to pay. */
