@@ -257,9 +257,18 @@ static void test_cache(void)
     CHECK_INT(agent_pycache_get(exe, "k1", &v1, &v2), 1);
     free(v1);
     /* the lock: taken, then free again */
-    int fd = agent_pycache_lock(exe, 100);
-    CHECK(fd >= 0);
+    bool waited = true;
+    int fd = agent_pycache_lock(exe, 100, &waited);
+    CHECK(fd >= 0 && !waited);
+    /* held (by this process's other descriptor): a second lock waits, then gives up */
+    bool waited2 = false;
+    int64_t t0 = mono_ms();
+    int fd2 = agent_pycache_lock(exe, 100, &waited2);
+    CHECK(fd2 < 0 && waited2 && mono_ms() - t0 >= 100);
     agent_pycache_unlock(fd);
+    fd2 = agent_pycache_lock(exe, 100, &waited2);
+    CHECK(fd2 >= 0 && !waited2);
+    agent_pycache_unlock(fd2);
     unsetenv("TMPDIR");
     free(exe);
     free(real);

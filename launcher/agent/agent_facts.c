@@ -282,8 +282,13 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     if (pv.key) {
         cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
         /* a miss: one agent of this machine reads (or probes), the others wait for its answer */
-        if (!cached && (lock = agent_pycache_lock(pv.exe, TORCH_TIMEOUT_MS + 1000)) >= 0)
+        bool waited = false;
+        if (!cached && (lock = agent_pycache_lock(pv.exe, TORCH_TIMEOUT_MS + 1000, &waited)) >= 0)
             cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+        if (!cached && waited) {
+            agent_pycache_unlock(lock);
+            lock = -1;
+        }
     }
     if (cached) pv.probe = false;
     else agent_pyver_read(&pv);

@@ -103,7 +103,7 @@ void agent_pycache_put(const char *exe, const char *key, const char *python3, co
     free(path);
 }
 
-int agent_pycache_lock(const char *exe, int wait_ms)
+int agent_pycache_lock(const char *exe, int wait_ms, bool *waited)
 {
     char *path = exe ? cache_path(exe) : NULL, *lock;
     int fd;
@@ -114,8 +114,10 @@ int agent_pycache_lock(const char *exe, int wait_ms)
     free(lock);
     if (fd < 0) return -1;
     /* polled, not a blocking flock: the wait stays bounded whatever the holder does */
+    *waited = false;
     for (int64_t end = mono_ms() + wait_ms;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        *waited = true;
         if (errno != EWOULDBLOCK && errno != EINTR) break;
         if (mono_ms() >= end) break;
         nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);

@@ -8,6 +8,8 @@
 #ifndef DDPTOP_AGENT_PYCACHE_H
 #define DDPTOP_AGENT_PYCACHE_H
 
+#include <stdbool.h>
+
 /* 1 and the versions (malloc'd, NULL for null) when the cache holds exactly key for exe; 0
  * otherwise (absent, another key, refused). */
 int agent_pycache_get(const char *exe, const char *key, char **python3, char **torch);
@@ -17,8 +19,10 @@ void agent_pycache_put(const char *exe, const char *key, const char *python3, co
 /* The agents of one machine (the simulated nodes of tests/lib/scale.sh, or several runs at once)
  * that miss together would each start python3: the first takes this lock while it reads or
  * probes, the others wait for it (at most wait_ms, polled; facts blocks the agent anyway) and
- * then find its answer. The lock's fd, or -1 (no lock: go on without). */
-int agent_pycache_lock(const char *exe, int wait_ms);
+ * then find its answer. The lock's fd, or -1 (no lock: go on without); waited: another agent
+ * held it (when its answer is then not there, its probe failed: the caller lets go at once,
+ * or every agent of the machine would take its turn at a hung probe's time limit). */
+int agent_pycache_lock(const char *exe, int wait_ms, bool *waited);
 void agent_pycache_unlock(int fd);
 
 #endif
