@@ -186,6 +186,25 @@ static void test_pyenv_shim(void)
     agent_pyver_done(&pv);
 }
 
+/* A shared build (pyenv's --enable-shared, Fedora): the version string is in libpython. */
+static void test_shared_libpython(void)
+{
+    struct agent_pyver pv;
+    char exe[64] = "\177ELF no version here";
+    put("shared/bin/python3.10", exe, sizeof exe, 0755);
+    link_("python3.10", "shared/bin/python3");
+    puts_("shared/lib/python3.10/os.py", "");
+    fake_python("shared/lib64/libpython3.10.so.1.0", "3.10.14");
+    puts_("shared/lib/python3.10/site-packages/torch/__init__.py", "");
+    puts_("shared/lib/python3.10/site-packages/torch/version.py", "__version__ = '2.0.1'\n");
+    env_for("shared/bin");
+    read_all(&pv);
+    CHECK(!pv.probe);
+    CHECK_STR(pv.python3, "3.10.14");
+    CHECK_STR(pv.torch, "2.0.1");
+    agent_pyver_done(&pv);
+}
+
 static void test_scan(void)
 {
     char *p = xasprintf("%s/scan", T), *v;
@@ -292,6 +311,7 @@ int main(void)
     RUN(test_debian_layout);
     RUN(test_pythonpath_and_venv);
     RUN(test_pyenv_shim);
+    RUN(test_shared_libpython);
     RUN(test_scan);
     RUN(test_cache);
     setenv("PATH", "/usr/bin:/bin", 1);

@@ -454,12 +454,13 @@ void agent_pyver_locate(struct agent_pyver *pv)
         need_probe(pv, "no standard library beside the executable");
         goto out;
     }
-    char *lib = xasprintf("%s/lib/libpython%s.so.1.0", pv->prefix, pv->xy);
-    char *ph = xasprintf("%s/include/python%s/patchlevel.h", pv->prefix, pv->xy);
-    key_file(&k, "libpython", lib);
-    key_file(&k, "patchlevel", ph);
-    free(lib);
-    free(ph);
+    for (int i = 0; i < 3; i++) {
+        char *f = i == 0 ? xasprintf("%s/lib/libpython%s.so.1.0", pv->prefix, pv->xy)
+                  : i == 1 ? xasprintf("%s/lib64/libpython%s.so.1.0", pv->prefix, pv->xy)
+                           : xasprintf("%s/include/python%s/patchlevel.h", pv->prefix, pv->xy);
+        key_file(&k, i < 2 ? "libpython" : "patchlevel", f);
+        free(f);
+    }
     search_path(&sp, &k, pv->exe, pv->prefix, pv->xy);
     for (size_t i = 0; i < sp.n && !pv->torch_file; i++) {
         char *init = xasprintf("%s/torch/__init__.py", sp.v[i]);
@@ -484,12 +485,16 @@ void agent_pyver_read(struct agent_pyver *pv)
 {
     if (pv->probe || !pv->exe) return;
     pv->python3 = agent_pyver_scan_file(pv->real, pv->xy);
-    if (!pv->python3) { /* a shared build: the string is in libpython, or the headers say it */
+    if (!pv->python3) { /* a shared build: the string is in libpython (lib64 on Fedora), or the
+                          * headers say it */
         char *lib = xasprintf("%s/lib/libpython%s.so.1.0", pv->prefix, pv->xy);
+        char *lib64 = xasprintf("%s/lib64/libpython%s.so.1.0", pv->prefix, pv->xy);
         char *ph = xasprintf("%s/include/python%s/patchlevel.h", pv->prefix, pv->xy);
         pv->python3 = agent_pyver_scan_file(lib, pv->xy);
+        if (!pv->python3) pv->python3 = agent_pyver_scan_file(lib64, pv->xy);
         if (!pv->python3) pv->python3 = patchlevel_version(ph);
         free(lib);
+        free(lib64);
         free(ph);
     }
     /* the probe prints major.minor.micro only */
