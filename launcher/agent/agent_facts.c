@@ -15,6 +15,8 @@
 #include "agent_gpu.h"
 #include "agent_ifaces.h"
 #include "agent_nvml.h"
+#include "agent_pycache.h"
+#include "agent_pyver.h"
 #include "util/sha256.h"
 #include "util/util.h"
 #include "util/version.h"
@@ -169,17 +171,22 @@ static char *const python_argv[] = {
     NULL,
 };
 
-/* Runs the probes; returns how many ran (the nvidia-smi pair only when it is on PATH). */
-static int run_probes(struct agent_probe p[PROBE_COUNT])
+/* The probes that run: python3 only when the files could not tell (agent_pyver.h), the
+ * nvidia-smi pair when it is on PATH. Unused slots have no argv. */
+static void run_probes(struct agent_probe p[PROBE_COUNT], bool python)
 {
-    int n = PROBE_NVSMI_QUERY;
-    p[PROBE_PYTHON] = (struct agent_probe){ .argv = python_argv, .timeout_ms = TORCH_TIMEOUT_MS };
-    if (agent_exec_on_path("nvidia-smi", NULL)) {
-        agent_gpu_probes(&p[PROBE_NVSMI_QUERY], &p[PROBE_NVSMI_BANNER]);
-        n = PROBE_COUNT;
-    }
-    agent_exec_run_all(p, n);
-    return n;
+    struct agent_probe run[PROBE_COUNT];
+    int n = 0, at[PROBE_COUNT];
+    memset(p, 0, PROBE_COUNT * sizeof *p);
+    if (python) p[PROBE_PYTHON] = (struct agent_probe){ .argv = python_argv, .timeout_ms = TORCH_TIMEOUT_MS };
+    if (agent_exec_on_path("nvidia-smi", NULL)) agent_gpu_probes(&p[PROBE_NVSMI_QUERY], &p[PROBE_NVSMI_BANNER]);
+    for (int i = 0; i < PROBE_COUNT; i++)
+        if (p[i].argv) {
+            at[n] = i;
+            run[n++] = p[i];
+        }
+    agent_exec_run_all(run, n);
+    for (int i = 0; i < n; i++) p[at[i]] = run[i];
 }
 
 /* A fact whose probe ran past its time limit is null like an unknown one, and named in
@@ -221,6 +228,27 @@ static void add_python(cJSON *o, struct agent_probe *py)
     }
 }
 
+/* python3 and torch: from the cache, the files, or the probe when they could not tell
+ * ("python_source" says which: "cache", "files", "probe"). A probe that ended well is cached
+ * under the same key, so a node whose files do not tell pays its python3 start once. */
+static void add_versions(cJSON *o, struct agent_pyver *pv, struct agent_probe *py, bool cached)
+{
+    if (py->argv) {
+        add_python(o, py);
+        cJSON_AddStringToObject(o, "python_source", "probe");
+        const cJSON *un = cJSON_GetObjectItemCaseSensitive(o, "unread");
+        if (pv->key && py->status == 0 && !un)
+            agent_pycache_put(pv->exe, pv->key, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "python3")),
+                              cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "torch")));
+        return;
+    }
+    add_str(o, "python3", pv->python3);
+    add_str(o, "torch", pv->torch);
+    if (pv->exe) cJSON_AddStringToObject(o, "python_source", cached ? "cache" : "files");
+    else cJSON_AddNullToObject(o, "python_source"); /* no python3 on PATH */
+    if (!cached && pv->key) agent_pycache_put(pv->exe, pv->key, pv->python3, pv->torch);
+}
+
 /* NVML's view of the GPUs' health ("gpu_health"), and the two values check compares across
  * nodes as facts of their own: the driver version and the MIG mode ("on", "off", "mixed"). */
 static void add_gpu_health(cJSON *o)
@@ -247,7 +275,24 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     const char *cuda_home = effective_env(env, "CUDA_HOME");
     char *nccl_path = NULL;
     struct agent_probe probes[PROBE_COUNT];
-    int nprobes = run_probes(probes);
+    struct agent_pyver pv;
+    bool cached = false;
+    int lock = -1;
+    agent_pyver_locate(&pv);
+    if (pv.key) {
+        cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+        /* a miss: one agent of this machine reads (or probes), the others wait for its answer */
+        bool waited = false;
+        if (!cached && (lock = agent_pycache_lock(pv.exe, TORCH_TIMEOUT_MS + 1000, &waited)) >= 0)
+            cached = agent_pycache_get(pv.exe, pv.key, &pv.python3, &pv.torch) == 1;
+        if (!cached && waited) {
+            agent_pycache_unlock(lock);
+            lock = -1;
+        }
+    }
+    if (cached) pv.probe = false;
+    else agent_pyver_read(&pv);
+    run_probes(probes, pv.probe);
 
     cJSON_AddStringToObject(o, "ddptop_version", DDPTOP_VERSION);
     add_owned(o, "os", os_pretty_name());
@@ -257,7 +302,8 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     add_owned(o, "nccl", agent_gpu_nccl_version(cuda_home, &nccl_path));
     add_owned(o, "nccl_path", nccl_path);
     add_owned(o, "cuda_runtime", agent_gpu_cudart_version(cuda_home));
-    add_python(o, &probes[PROBE_PYTHON]);
+    add_versions(o, &pv, &probes[PROBE_PYTHON], cached);
+    agent_pycache_unlock(lock);
     cJSON_AddItemToObject(o, "nccl_env", nccl_env(env));
     /* Set but empty is a value (it hides every GPU), not an unknown. */
     const char *cvd = effective_env(env, "CUDA_VISIBLE_DEVICES");
@@ -265,13 +311,15 @@ cJSON *agent_facts_collect(const char *cmd, const cJSON *env)
     else cJSON_AddNullToObject(o, "cuda_visible_devices");
     cJSON_AddItemToObject(o, "nccl_conf", nccl_conf(env));
     add_cmd(o, cmd, env);
-    cJSON_AddItemToObject(o, "gpu", nprobes == PROBE_COUNT
+    cJSON_AddItemToObject(o, "gpu", probes[PROBE_NVSMI_QUERY].argv
         ? agent_gpu_facts(&probes[PROBE_NVSMI_QUERY], &probes[PROBE_NVSMI_BANNER])
         : agent_gpu_facts(NULL, NULL));
     add_gpu_health(o);
     cJSON_AddItemToObject(o, "ifaces", agent_ifaces_list());
     cJSON_AddItemToObject(o, "ib", agent_ifaces_ib(NULL));
-    for (int i = 0; i < nprobes; i++) strbuf_done(&probes[i].out);
+    for (int i = 0; i < PROBE_COUNT; i++)
+        if (probes[i].argv) strbuf_done(&probes[i].out);
+    agent_pyver_done(&pv);
     return o;
 }
 

@@ -114,18 +114,25 @@ static void reply_ok(struct agent *ag, const char *ev, const cJSON *id, int port
     agent_send(ag, msg);
 }
 
+static cJSON *fail_msg(const char *ev, const cJSON *id, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static cJSON *fail_msg(const char *ev, const cJSON *id, const char *fmt, va_list ap)
+{
+    char *text = xvasprintf(fmt, ap);
+    cJSON *msg = agent_reply_new(ev, id);
+    cJSON_AddBoolToObject(msg, "ok", 0);
+    cJSON_AddStringToObject(msg, "error", text);
+    free(text);
+    return msg;
+}
+
 static void reply_fail(struct agent *ag, const char *ev, const cJSON *id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void reply_fail(struct agent *ag, const char *ev, const cJSON *id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
+    cJSON *msg = fail_msg(ev, id, fmt, ap);
     va_end(ap);
-    cJSON *msg = agent_reply_new(ev, id);
-    cJSON_AddBoolToObject(msg, "ok", 0);
-    cJSON_AddStringToObject(msg, "error", text);
-    free(text);
     agent_send(ag, msg);
 }
 
@@ -195,6 +202,50 @@ void agent_net_unlisten_op(struct agent *ag, const cJSON *req, const cJSON *id)
 
 /* ---- connect ---- */
 
+/* The answers of connects asked together go out together, when the last of them ends: through
+ * srun every write of a node's agent travels on a TCP connection where Nagle's algorithm holds
+ * a small write back until the previous one is acknowledged (up to 40 ms of delayed ACK), so
+ * a preflight node's three to six connect answers written one by one cost 40 ms each. */
+static struct {
+    cJSON **msgs;
+    size_t n;
+    int inflight;
+    struct agent_watch *timer; /* the flush, armed when the last one ended */
+} held;
+
+/* A connect on loopback can end before the agent has read the next request of its batch:
+ * the answers wait this much more for the batch's next connects. */
+#define HELD_GRACE_MS 2
+
+static void held_flush(struct agent *ag, struct agent_watch *w, short revents)
+{
+    (void)revents;
+    for (size_t i = 0; i < held.n; i++) agent_send(ag, held.msgs[i]);
+    held.n = 0;
+    held.timer = NULL;
+    agent_watch_del(ag, w);
+}
+
+static void conn_answer(struct agent *ag, cJSON *msg)
+{
+    held.msgs = xrealloc(held.msgs, (held.n + 1) * sizeof *held.msgs);
+    held.msgs[held.n++] = msg;
+    if (--held.inflight > 0) return;
+    held.inflight = 0;
+    if (!held.timer) held.timer = agent_watch_add(ag, -1, 0, held_flush, NULL, NULL);
+    held.timer->deadline_ms = mono_ms() + HELD_GRACE_MS;
+}
+
+static void conn_fail(struct agent *ag, const cJSON *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void conn_fail(struct agent *ag, const cJSON *id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cJSON *msg = fail_msg(WIRE_EV_CONNECT, id, fmt, ap);
+    va_end(ap);
+    conn_answer(ag, msg);
+}
+
 static void conn_free(void *ctx)
 {
     struct conn *c = ctx;
@@ -217,8 +268,8 @@ static const char *connect_error(int e)
 static void conn_fail_errno(struct agent *ag, const cJSON *id, int e)
 {
     const char *m = connect_error(e);
-    if (m) reply_fail(ag, WIRE_EV_CONNECT, id, "%s", m);
-    else reply_fail(ag, WIRE_EV_CONNECT, id, "%s", strerror(e));
+    if (m) conn_fail(ag, id, "%s", m);
+    else conn_fail(ag, id, "%s", strerror(e));
 }
 
 /* Answers and ends the connect: the greeting line (without '\n') decides. */
@@ -230,7 +281,7 @@ static void conn_finish(struct agent *ag, struct agent_watch *w, const char *lin
         cJSON *msg = agent_reply_new(WIRE_EV_CONNECT, c->id);
         cJSON_AddBoolToObject(msg, "ok", 1);
         cJSON_AddNumberToObject(msg, "ms", round(c->ms * 1000.0) / 1000.0);
-        agent_send(ag, msg);
+        conn_answer(ag, msg);
     } else {
         /* Say what answered instead (printable ASCII only): "SSH-2.0-OpenSSH_9.2" tells the
          * user at once who owns the port. */
@@ -239,8 +290,8 @@ static void conn_finish(struct agent *ag, struct agent_watch *w, const char *lin
         for (const char *p = line ? line : ""; *p && n < sizeof said - 4; p++)
             said[n++] = (*p >= 0x20 && *p <= 0x7e && *p != '"') ? *p : '?';
         said[n] = '\0';
-        if (n) reply_fail(ag, WIRE_EV_CONNECT, c->id, "wrong service on port %d (it said \"%s\")", c->port, said);
-        else reply_fail(ag, WIRE_EV_CONNECT, c->id, "wrong service on port %d", c->port);
+        if (n) conn_fail(ag, c->id, "wrong service on port %d (it said \"%s\")", c->port, said);
+        else conn_fail(ag, c->id, "wrong service on port %d", c->port);
     }
     agent_watch_del(ag, w);
 }
@@ -274,10 +325,9 @@ static void conn_ready(struct agent *ag, struct agent_watch *w, short revents)
     struct conn *c = w->ctx;
     if (!revents) {
         if (c->connected)
-            reply_fail(ag, WIRE_EV_CONNECT, c->id, "timed out waiting for the ddptop greeting on port %d",
-                       c->port);
+            conn_fail(ag, c->id, "timed out waiting for the ddptop greeting on port %d", c->port);
         else
-            reply_fail(ag, WIRE_EV_CONNECT, c->id, "timed out after %d ms", c->timeout_ms);
+            conn_fail(ag, c->id, "timed out after %d ms", c->timeout_ms);
         agent_watch_del(ag, w);
         return;
     }
@@ -354,6 +404,8 @@ void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
     int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
     int e = errno;
     freeaddrinfo(ai);
+    held.inflight++; /* answered through conn_answer from here on */
+    if (held.timer) held.timer->deadline_ms = 0; /* the batch goes on: its end flushes */
     if (r < 0 && e != EINPROGRESS) {
         close(fd);
         conn_fail_errno(ag, id, e);

@@ -1,5 +1,8 @@
-/* The preflight (preflight.h): per node, hello -> facts -> CLOCK_SAMPLES clock round trips ->
- * listen (and the master port on node 0) -> wait for the others -> connects to peers -> done.
+/* The preflight (preflight.h): per node, hello -> {CLOCK_SAMPLES clock round trips, facts,
+ * listen (and the master port on node 0)} at once -> wait for the others -> connects to peers ->
+ * done. The three questions overlap (issue 22): the first clock request, facts and listen go
+ * together at the greeting and the clock's round trips follow while the agent works on facts
+ * (the sample with the shortest round trip is the one used, so one that waited is no loss).
  * The controller owns the connections and the agent client; this file owns what is asked and
  * what the answers mean. Every request has a deadline; a node that misses one is marked in the
  * ssh column and skipped for the rest, and the others go on. */
@@ -34,9 +37,8 @@ enum {
     TAG_CONNECT = WIRE_TAG_CHECK + 100,
 };
 
-enum node_phase { NP_CONNECTING, NP_FACTS, NP_CLOCK, NP_LISTEN, NP_TCP_WAIT, NP_TCP, NP_DONE };
-
-static const char *const phase_what[] = {"hello", "facts", "clock", "listen", "", "connect", ""};
+/* NP_ASKING: facts, clock and listen in flight, in any order of completion */
+enum node_phase { NP_CONNECTING, NP_ASKING, NP_TCP_WAIT, NP_TCP, NP_DONE };
 
 struct pf_node {
     const struct host *h;
@@ -47,8 +49,9 @@ struct pf_node {
     char *address;
     cJSON *facts;
     struct clock_sample samples[CLOCK_SAMPLES];
-    size_t n_samples;
-    int64_t sent_wall, sent_mono;
+    size_t n_samples, clocks_out;  /* answered; asked and not yet answered */
+    int64_t sent_wall[CLOCK_SAMPLES], sent_mono[CLOCK_SAMPLES];
+    bool facts_wait;               /* facts asked, not answered */
     int listens_pending;
     int eph_port;
     char *listen_err, *master_err;
@@ -80,6 +83,18 @@ static void logv(struct preflight *p, const char *host, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+/* What a node is waiting for, for "no answer to the ... request in time": the first of the
+ * questions still open, in the order they were asked of old. */
+static const char *node_waits_for(const struct pf_node *nd)
+{
+    if (nd->phase == NP_CONNECTING) return "hello";
+    if (nd->phase == NP_TCP) return "connect";
+    if (nd->facts_wait) return "facts";
+    if (nd->n_samples < CLOCK_SAMPLES) return "clock";
+    if (nd->listens_pending) return "listen";
+    return "";
 }
 
 static int64_t stage_ms(const struct preflight *p)
@@ -158,19 +173,34 @@ static void send_facts(struct preflight *p, size_t i)
         if (!host_env_get(nd->h, p->o->env[k].key) && !cJSON_GetObjectItemCaseSensitive(env, p->o->env[k].key))
             cJSON_AddStringToObject(env, p->o->env[k].key, p->o->env[k].value);
     send_msg(p, i, m);
-    nd->phase = NP_FACTS;
-    /* facts may import torch or run nvidia-smi: slower than a round trip */
-    nd->wait_deadline = mono_ms() + 3 * stage_ms(p);
+    nd->facts_wait = true;
 }
 
 static void send_clock(struct preflight *p, size_t i)
 {
     struct pf_node *nd = &p->nodes[i];
-    nd->phase = NP_CLOCK;
-    nd->sent_wall = wall_ns();
-    nd->sent_mono = mono_ns();
+    size_t k = nd->n_samples + nd->clocks_out++;
+    nd->sent_wall[k] = wall_ns();
+    nd->sent_mono[k] = mono_ns();
     send_msg(p, i, request(p, i, WIRE_OP_CLOCK, TAG_CLOCK));
-    nd->wait_deadline = mono_ms() + stage_ms(p);
+}
+
+/* Every question answered: the node waits for the others before the connects. */
+static void node_asked(struct preflight *p, size_t i)
+{
+    struct pf_node *nd = &p->nodes[i];
+    if (nd->phase != NP_ASKING || nd->facts_wait || nd->n_samples < CLOCK_SAMPLES || nd->listens_pending) return;
+    nd->phase = NP_TCP_WAIT;
+    nd->tested_tcp = true;
+    nd->wait_deadline = 0;
+}
+
+/* The deadline while questions are open: facts may import torch or run nvidia-smi, slower
+ * than a round trip. */
+static void ask_deadline(struct preflight *p, size_t i)
+{
+    struct pf_node *nd = &p->nodes[i];
+    nd->wait_deadline = mono_ms() + (nd->facts_wait ? 3 : 1) * stage_ms(p);
 }
 
 static void send_listen(struct preflight *p, size_t i)
@@ -181,6 +211,7 @@ static void send_listen(struct preflight *p, size_t i)
     cJSON_AddStringToObject(m, "nonce", nd->nonce);
     send_msg(p, i, m);
     nd->listens_pending = 1;
+    nd->eph_port = 0;
     if (i == 0) {
         m = request(p, i, WIRE_OP_LISTEN, TAG_LISTEN_MASTER);
         cJSON_AddNumberToObject(m, "port", p->o->master_port);
@@ -188,8 +219,6 @@ static void send_listen(struct preflight *p, size_t i)
         send_msg(p, i, m);
         nd->listens_pending = 2;
     }
-    nd->phase = NP_LISTEN;
-    nd->wait_deadline = mono_ms() + stage_ms(p);
 }
 
 /* The ssh column: who we are on the node, the agent, and how long its login shell took. */
@@ -236,7 +265,18 @@ void preflight_node_up(struct preflight *p, size_t i, const struct preflight_lin
     nd->alive = true;
     if (l->via) check_row_set_host(&p->r.rows[i], nd->h->name, l->address, 0);
     ssh_verdict(p, i, l, hello);
+    /* The agent serves them in this order: the first clock sample before facts keeps its round
+     * trip short. Through srun every request reaches every node's stdin over srun's TCP
+     * connections, where Nagle's algorithm and delayed ACKs hold a small write back up to 40 ms
+     * whenever the previous one is unacknowledged: there all CLOCK_SAMPLES go at once (the
+     * first answer is a round trip of its own; the shortest is used), not one per round trip. */
+    nd->phase = NP_ASKING;
+    send_clock(p, i);
     send_facts(p, i);
+    if (p->o->via == HOSTS_VIA_SRUN)
+        while (nd->n_samples + nd->clocks_out < CLOCK_SAMPLES) send_clock(p, i);
+    send_listen(p, i);
+    ask_deadline(p, i);
     p->dirty = true;
 }
 
@@ -249,14 +289,16 @@ static void on_facts(struct preflight *p, size_t i, const cJSON *m)
             cJSON_GetObjectItemCaseSensitive(m, "nccl_env"), "NCCL_SOCKET_IFNAME"));
     nd->spec = spec ? xstrdup(spec) : NULL;
     nd->facts = cJSON_Duplicate(m, true);
+    nd->facts_wait = false;
     check_eval_gpu(&p->r.rows[i].checks[CHECK_GPU], m, nd->h->slots);
-    send_clock(p, i);
+    ask_deadline(p, i);
 }
 
 static void on_clock(struct preflight *p, size_t i, const char *line)
 {
     struct pf_node *nd = &p->nodes[i];
-    int64_t recv_wall = wall_ns(), rtt = mono_ns() - nd->sent_mono;
+    size_t k = nd->n_samples;
+    int64_t recv_wall = wall_ns(), rtt = mono_ns() - nd->sent_mono[k];
     /* parsed from the text: a double cannot hold nanoseconds since 1970 exactly. Digits only,
      * in range (no sign, no exponent): clock_est subtracts our time from it. */
     const char *s = strstr(line, "\"wall_ns\":");
@@ -273,14 +315,13 @@ static void on_clock(struct preflight *p, size_t i, const char *line)
         node_lost(p, i, why);
         return;
     }
+    nd->clocks_out--;
     nd->samples[nd->n_samples++] = (struct clock_sample){
-        .local_send_ns = nd->sent_wall, .local_recv_ns = recv_wall, .remote_ns = remote, .rtt_ns = rtt};
-    if (nd->n_samples < CLOCK_SAMPLES) {
-        send_clock(p, i);
-        return;
-    }
-    check_eval_clock(&p->r.rows[i].checks[CHECK_CLOCK], nd->samples, nd->n_samples, p->o->max_skew_ms);
-    send_listen(p, i);
+        .local_send_ns = nd->sent_wall[k], .local_recv_ns = recv_wall, .remote_ns = remote, .rtt_ns = rtt};
+    if (nd->n_samples + nd->clocks_out < CLOCK_SAMPLES) send_clock(p, i);
+    if (nd->n_samples == CLOCK_SAMPLES)
+        check_eval_clock(&p->r.rows[i].checks[CHECK_CLOCK], nd->samples, nd->n_samples, p->o->max_skew_ms);
+    ask_deadline(p, i);
 }
 
 static void on_listen(struct preflight *p, size_t i, const cJSON *m, int tag)
@@ -300,10 +341,7 @@ static void on_listen(struct preflight *p, size_t i, const cJSON *m, int tag)
     } else {
         nd->listen_err = xstrdup(err ? err : "no port in the answer");
     }
-    if (--nd->listens_pending > 0) return;
-    nd->phase = NP_TCP_WAIT;
-    nd->tested_tcp = true;
-    nd->wait_deadline = 0;
+    --nd->listens_pending;
 }
 
 static void on_connect(struct preflight *p, size_t i, const cJSON *m, int tag)
@@ -331,16 +369,22 @@ void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg
         on_connect(p, i, m->json, m->tag); /* an "error" answer is a failed connect too */
     } else if (strcmp(m->ev, WIRE_EV_ERROR) == 0) {
         const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->json, "error"));
+        const char *what = m->tag == TAG_FACTS ? "facts" : m->tag == TAG_CLOCK ? "clock"
+                           : m->tag == TAG_LISTEN || m->tag == TAG_LISTEN_MASTER ? "listen" : node_waits_for(nd);
         char why[300];
-        snprintf(why, sizeof why, "refused the %s request: %s", phase_what[nd->phase], e ? e : "?");
+        snprintf(why, sizeof why, "refused the %s request: %s", what, e ? e : "?");
         node_lost(p, i, why);
-    } else if (nd->phase == NP_FACTS && m->tag == TAG_FACTS && strcmp(m->ev, WIRE_EV_FACTS) == 0) {
+    } else if (nd->phase != NP_ASKING) {
+        /* a late answer of a node past its questions: nothing to do */
+    } else if (nd->facts_wait && m->tag == TAG_FACTS && strcmp(m->ev, WIRE_EV_FACTS) == 0) {
         on_facts(p, i, m->json);
-    } else if (nd->phase == NP_CLOCK && m->tag == TAG_CLOCK && strcmp(m->ev, WIRE_EV_CLOCK) == 0) {
+    } else if (nd->clocks_out && m->tag == TAG_CLOCK && strcmp(m->ev, WIRE_EV_CLOCK) == 0) {
         on_clock(p, i, line);
-    } else if (nd->phase == NP_LISTEN && strcmp(m->ev, WIRE_EV_LISTEN) == 0) {
+    } else if (nd->listens_pending && (m->tag == TAG_LISTEN || m->tag == TAG_LISTEN_MASTER) &&
+               strcmp(m->ev, WIRE_EV_LISTEN) == 0) {
         on_listen(p, i, m->json, m->tag);
     }
+    if (nd->alive) node_asked(p, i);
 }
 
 /* ---- the tcp phase ------------------------------------------------------------------------ */
@@ -414,7 +458,7 @@ void preflight_step(struct preflight *p, int64_t now)
         struct pf_node *nd = &p->nodes[i];
         if (nd->alive && nd->wait_deadline && now >= nd->wait_deadline) {
             char why[160];
-            snprintf(why, sizeof why, "no answer to the %s request in time", phase_what[nd->phase]);
+            snprintf(why, sizeof why, "no answer to the %s request in time", node_waits_for(nd));
             node_lost(p, i, why);
         }
         if (nd->phase < NP_TCP_WAIT) ready = false;

@@ -122,6 +122,8 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
+    uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
     bool via_noticed;           /* the transport was named in an event (once per run) */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
     bool stop_for_hang;         /* the stop in progress is --on-hang's */

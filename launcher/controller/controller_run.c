@@ -435,6 +435,25 @@ static bool watches_sync(struct controller *c, bool quiet)
 #define COALESCE_MS 20
 /* A node that sent this much in one pass is streaming output, not trickling metrics. */
 #define STREAMING_BYTES 16384
+/* Below this much from all nodes in the last 250-500 ms, waking per message costs nothing
+ * worth saving, and a spell would only delay lines: the ranks' first lines after a launch
+ * came in 20 ms steps (issue 22). 64 ranks with 10 metrics lines a second (the CPU bench,
+ * performance.md) are above it, as are 1,024 nodes x 8 ranks at a line a second. */
+#define COALESCE_MIN_BYTES 8192
+#define RATE_WINDOW_MS 250
+
+/* Counts what a pass read; true when the nodes send enough for a spell to pay. */
+static bool nodes_busy(struct controller *c, uint64_t got)
+{
+    int64_t now = mono_ms();
+    if (now - c->in_win_ms >= RATE_WINDOW_MS) {
+        c->in_prev_bytes = now - c->in_win_ms < 2 * RATE_WINDOW_MS ? c->in_win_bytes : 0;
+        c->in_win_bytes = 0;
+        c->in_win_ms = now;
+    }
+    c->in_win_bytes += got;
+    return c->in_win_bytes + c->in_prev_bytes >= COALESCE_MIN_BYTES;
+}
 
 static void loop_once(struct controller *c, int64_t *quiet_until_ms)
 {
@@ -451,6 +470,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
      * a node send just a trickle per spell. */
     if (!quiet) {
         bool streaming = false;
+        uint64_t got = 0;
         gen = c->job->generation;
         c->more_lines = false;
         for (size_t i = 0; i < c->n; i++) {
@@ -459,12 +479,18 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             if (!nd->t || nd->queued) continue;
             before = transport_bytes_in(nd->t);
             transport_pump(nd->t, c->rev[i]);
+            got += transport_bytes_in(nd->t) - before;
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }
         /* messages came: let the next ones gather (the model's generation moves on every one),
-         * unless a node is streaming: its SSH window would then cap it at a window a spell */
-        *quiet_until_ms = c->job->generation != gen && !streaming ? mono_ms() + COALESCE_MS : 0;
+         * unless a node is streaming: its SSH window would then cap it at a window a spell.
+         * Not while the preflight or the launch go on: those are request/answer round trips, and
+         * a spell after each answer cost the preflight 20 ms a round trip (issue 22); nor
+         * while the nodes send little (nodes_busy) */
+        bool handshaking = c->job->state == JOB_CHECKING || c->job->state == JOB_LAUNCHING;
+        bool busy = nodes_busy(c, got);
+        *quiet_until_ms = c->job->generation != gen && !streaming && !handshaking && busy ? mono_ms() + COALESCE_MS : 0;
     }
     memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);

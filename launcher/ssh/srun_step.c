@@ -236,27 +236,51 @@ int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
 /* Reads what srun wrote on one of its pipes into the members (srun_step_feed); its stdout
  * only while no member holds PROTOCOL_BACKLOG_MAX bytes not taken (back-pressure: srun, then
  * slurmstepd, then the relays wait, as an SSH window makes the agents wait). */
-static void read_lines(struct srun_step *s, enum srun_stream from)
+/* Returns the bytes read. */
+static size_t read_lines(struct srun_step *s, enum srun_stream from)
 {
     char buf[65536];
+    size_t got = 0;
     int *fd = from == SRUN_STDOUT ? &s->out_fd : &s->err_fd;
     for (int rounds = 0; *fd >= 0 && rounds < 64; rounds++) {
         if (from == SRUN_STDOUT && s->backlog_hit) {
-            if (srun_step_backlogged(s)) return;
+            if (srun_step_backlogged(s)) return got;
             s->backlog_hit = false;
         }
         ssize_t r = read(*fd, buf, sizeof buf);
         if (r > 0) {
             srun_step_feed(s, from, buf, (size_t)r);
+            got += (size_t)r;
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) return;
+        if (r < 0 && errno == EAGAIN) return got;
         close(*fd);
         *fd = -1;
         /* a last line without its newline is a line */
         if ((from == SRUN_STDOUT ? s->obuf.len : s->ebuf.len) > 0) srun_step_feed(s, from, "\n", 1);
     }
+    return got;
+}
+
+/* srun carries the agents' output from each node's slurmstepd over TCP, where a small write
+ * that follows an unacknowledged one waits for the acknowledgement (Nagle), and srun, with
+ * nothing to send back, delays that by up to 40 ms: an agent's second message of a burst (a
+ * rank's first line after the spawn answer, the third connect answer) came 40 ms late. A
+ * write on srun's stdin reaches every node's slurmstepd and carries the acknowledgement with
+ * it: after a small read with nothing of ours to send, one empty line (the relays ignore it),
+ * at most one per POKE_MS per 16 nodes, so that a big step is not flooded. */
+#define POKE_MS 5
+#define POKE_SMALL 4096
+
+static void poke(struct srun_step *s, size_t got)
+{
+    int64_t now, every = POKE_MS * (int64_t)(s->n > 16 ? s->n / 16 : 1);
+    if (!got || got >= POKE_SMALL || s->wbuf.len || s->to_fd < 0 || s->close_when_flushed) return;
+    now = mono_ms();
+    if (now - s->poked_ms < every) return;
+    s->poked_ms = now;
+    strbuf_add(&s->wbuf, "\n", 1);
 }
 
 static void close_if_flushed(struct srun_step *s)
@@ -313,9 +337,10 @@ void srun_step_pump(struct srun_step *s)
     if (!s->started || s->exited) return;
     flush(s);
     close_if_flushed(s);
-    read_lines(s, SRUN_STDOUT);
+    poke(s, read_lines(s, SRUN_STDOUT));
     read_lines(s, SRUN_STDERR);
     drop_bcast_copies(s);
+    flush(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;
@@ -382,6 +407,8 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
         strbuf_add(&me->pending, "\n", 1);
         return;
     }
+    /* at once: holding requests to write a pass's together made the preflight slower through
+     * srun (measured, issue 22) */
     srun_step_queue(s, me, line, strlen(line));
     flush(s);
 }

@@ -47,6 +47,7 @@ struct srun_step {
     bool backlog_hit;         /* a member's lines reached PROTOCOL_BACKLOG_MAX since this was
                                * cleared: only then are the members looked at (they are many) */
     char srun_err[256];       /* srun's own last error line */
+    int64_t poked_ms;         /* the last empty line written to acknowledge (srun_step.c) */
 };
 
 /* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
