@@ -188,6 +188,8 @@ static void test_each_class(void)
           "File \"/home/u/train.py\", line 42, in step" },
         { "disk_full.txt", 0, 1, 0, -1, "disk_full", "OSError: [Errno 28] No space left on device", 0,
           "File \"/home/u/train.py\", line 120, in save_snapshot" },
+        { "disk_full_echo.txt", 1, 1, 0, -1, "disk_full", "OSError: [Errno 28] No space left on device: '/ckpt/x.pt'", 1,
+          "File \"/home/u/train.py\", line 3, in save" },
         { "slurm_cancel.txt", 1, 0, SIGTERM, -1, "preempted", "CANCELLED AT 2026-11-25T10:00:00 DUE TO TIME LIMIT", 1,
           "the job's time limit" },
         { "segfault.txt", 3, 0, SIGSEGV, -1, "segfault", "Fatal Python error: Segmentation fault", 3, "SIGSEGV" },

@@ -248,7 +248,17 @@ struct own {
     long first[FAILURE_CLASSES];  /* window index of the class's first line; -1 */
     long ib;                      /* the first IB completion error; -1 */
     long exc;                     /* the last exception line; -1 */
+    bool first_src[FAILURE_CLASSES]; /* first[] is a traceback's echo of the source */
 };
+
+/* A traceback's echo of a source line ("    raise OSError(28, 'No space left...')" under
+ * its "  File ..." frame): indented, so it proves less than the exception line it raises. */
+static bool source_echo(const struct log_line *l)
+{
+    size_t i = 0;
+    while (i < l->len && i < 8 && l->text[i] == ' ') i++;
+    return i >= 4;
+}
 
 static void own_scan(const struct window *w, struct own *o)
 {
@@ -257,7 +267,11 @@ static void own_scan(const struct window *w, struct own *o)
     for (size_t k = 0; k < w->n; k++) {
         const struct log_line *l = wline(w, k);
         enum failure_class fc = failure_line_class(l->text, l->len);
-        if (fc != FAILURE_NONE && o->first[fc] < 0) o->first[fc] = (long)k;
+        /* the first line of its class; a later unindented one wins over a source echo */
+        if (fc != FAILURE_NONE && (o->first[fc] < 0 || (o->first_src[fc] && !source_echo(l)))) {
+            o->first[fc] = (long)k;
+            o->first_src[fc] = source_echo(l);
+        }
         if (o->ib < 0 && failure_line_ib(l->text, l->len)) o->ib = (long)k;
         if (failure_line_exception(l->text, l->len)) o->exc = (long)k;
     }
