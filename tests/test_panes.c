@@ -453,6 +453,11 @@ static void test_root_cause_class(void)
     CHECK(any_row_contains(w, "class: CUDA out of memory"));
     CHECK(!any_row_contains(w, "fix: "));
     delwin(w);
+    /* the header's root cause leads with the class */
+    w = newwin(2, 160, 0, 0);
+    pane_header_draw(w, j, &ui, &sc.p);
+    CHECK(any_row_contains(w, "root cause: CUDA out of memory: rank 0 on localhost exited with code 1"));
+    delwin(w);
     tjob_free(j);
     scr_close(&sc);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "job/failure_line.h"
 #include "util/sanitize.h"
 #include "panes.h"
 
@@ -154,8 +155,15 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
     if (nl) ADD(ROLE_HEADER, "loss %s", format_loss(a, sizeof a, loss_sum / (double)nl));
     else ADD(ROLE_DIM, "loss -");
     /* what failed first is the one thing a user needs to see at once after a failure */
-    if (j->cause.set && j->cause.summary)
-        ADD(ROLE_FAIL, "root cause: %.80s", j->cause.summary);
+    if (j->cause.set && j->cause.summary) {
+        /* its class first once it is known (docs/failures.md): "disk full" says more at a
+         * glance than an exit code; unknown, lost nodes and hangs say it in the summary */
+        enum failure_class fc = (enum failure_class)j->cause.failure;
+        if (fc != FAILURE_NONE && fc != FAILURE_UNKNOWN && fc != FAILURE_NODE_LOST && fc != FAILURE_HANG)
+            ADD(ROLE_FAIL, "root cause: %s: %.80s", failure_class_label(fc), j->cause.summary);
+        else
+            ADD(ROLE_FAIL, "root cause: %.80s", j->cause.summary);
+    }
 #undef ADD
     return n;
 }
