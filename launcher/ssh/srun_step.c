@@ -66,6 +66,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
         strbuf_init(&s->m[i].in);
         strbuf_init(&s->m[i].pending);
     }
+    srun_step_cache_plan(s);
     strbuf_init(&s->wbuf);
     strbuf_init(&s->obuf);
     strbuf_init(&s->ebuf);
@@ -93,7 +94,7 @@ bool srun_step_needs_bcast(const char *path)
  * equivalent --bcast=PATH. */
 static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt, bool shown)
 {
-    char **v = xcalloc(26, sizeof *v);
+    char **v = xcalloc(32, sizeof *v);
     int k = 0;
     strbuf_init(nodes);
     for (size_t i = 0; i < s->n; i++) strbuf_addf(nodes, "%s%s", i ? "," : "", s->m[i].name);
@@ -119,7 +120,16 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     v[k++] = "--export=ALL";     /* the agents and ranks get ddptop's environment, whatever
                                   * SLURM_EXPORT_ENV (sbatch --export=NONE) says */
     if (fmt[4]) v[k++] = fmt[4];
-    v[k++] = s->agent_path;
+    if (s->cache_try) {
+        /* the node's kept copy, checked first (srun_step_cache.c) */
+        v[k++] = "/bin/sh";
+        v[k++] = "-c";
+        v[k++] = (char *)srun_step_cache_wrapper();
+        v[k++] = "ddptop-agent";
+        v[k++] = s->sha256;
+    } else {
+        v[k++] = s->agent_path;
+    }
     v[k++] = "--relay";
     if (s->attach) v[k++] = "--attach";
     v[k] = NULL;
@@ -179,6 +189,8 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
         /* srun copies the agent there (--bcast); the agent removes the copy (agent_relay.c) */
         setenv("SLURM_BCAST", s->bcast, 1);
         setenv("DDPTOP_AGENT_UNLINK", "1", 1);
+        /* the agents keep a copy by this name for the job's later steps (agent_selfcache.h) */
+        if (s->sha256) setenv("DDPTOP_AGENT_SHA256", s->sha256, 1);
     }
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
     close_range(3, ~0U, 0);
@@ -192,7 +204,7 @@ void srun_step_start(struct srun_step *s)
     int in[2], out[2], err[2];
     if (s->started) return;
     s->started = true;
-    if (s->stderr_path) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->stderr_path && s->log_fd < 0) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
         fail_all(s, "pipe: %s", strerror(errno));
         s->exited = s->reaped = true;
@@ -324,12 +336,96 @@ static void drop_bcast_copies(struct srun_step *s)
     for (size_t i = 0; i < s->n; i++)
         if (!s->m[i].announced && !s->m[i].ended) return;
     s->bcast_dropped = true;
+    srun_step_cache_note(s);
     for (size_t i = 0; i < s->n; i++) {
         struct member *me = &s->m[i];
         if (me->task >= 0 && !me->ended && !me->closed_by_us)
             srun_step_queue(s, me, RELAY_UNLINK, strlen(RELAY_UNLINK));
     }
     flush(s);
+}
+
+static void wait_exit(struct srun_step *s, int ms);
+
+/* The first srun, with the nodes' copies (srun_step_cache.c), has ended or failed somewhere:
+ * it is ended (its stdin closes, the agents that started exit) and the step starts again as
+ * always, with --bcast. Nothing of the first went to the controller or came from it. This
+ * waits for the first srun (at most a few seconds, agents without ranks): a rare path. */
+static void restart_with_bcast(struct srun_step *s, const char *why)
+{
+    char note[400];
+    snprintf(note, sizeof note, "ddptop: %s: the agents' step starts again with srun --bcast\n", why);
+    if (s->log_fd >= 0 && util_write_all(s->log_fd, note, strlen(note)) < 0) {
+        close(s->log_fd);
+        s->log_fd = -1;
+    }
+    if (s->to_fd >= 0) close(s->to_fd);
+    s->to_fd = -1;
+    wait_exit(s, 3000);
+    if (!s->reaped) {
+        kill(-s->pid, SIGKILL);
+        waitpid(s->pid, &s->status, 0);
+    }
+    if (s->out_fd >= 0) close(s->out_fd);
+    if (s->err_fd >= 0) close(s->err_fd);
+    s->out_fd = s->err_fd = -1;
+    s->pid = 0;
+    s->started = s->exited = s->reaped = s->backlog_hit = s->oskip = s->eskip = false;
+    s->close_when_flushed = false;
+    s->srun_err[0] = '\0';
+    strbuf_reset(&s->wbuf);
+    strbuf_reset(&s->obuf);
+    strbuf_reset(&s->ebuf);
+    for (size_t i = 0; i < s->n; i++) {
+        struct member *m = &s->m[i];
+        m->task = -1;
+        m->announced = m->ended = m->failed = m->cut = false;
+        free(m->why);
+        m->why = NULL;
+        m->last_err[0] = m->addr[0] = '\0';
+        strbuf_reset(&m->piece.line);
+        m->piece.need = m->piece.hdr_len = 0;
+        m->piece.last = false;
+        strbuf_reset(&m->in);
+        m->in_off = 0;
+        m->bytes_in = 0;
+    }
+    s->cache_try = false;
+    s->bcast = bcast_target();
+    srun_step_start(s);
+}
+
+/* While the nodes' copies are tried: every node greeted, the step goes on (what the
+ * controller sent meanwhile goes out now; true); a task ended first, or srun did, the step
+ * starts again with --bcast (false). */
+static bool cache_settle(struct srun_step *s)
+{
+    size_t greeted = 0, live = 0;
+    const struct member *gone = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct member *m = &s->m[i];
+        if (m->closed_by_us || m->released) continue;
+        live++;
+        if (m->ended && !gone) gone = m;
+        else if (m->announced) greeted++;
+    }
+    if (!live) {
+        s->cache_try = false; /* nobody waits for it: it ends as it is */
+        return true;
+    }
+    if (!gone && (s->out_fd >= 0 || s->err_fd >= 0)) {
+        if (greeted < live) return false;
+        s->cache_try = false;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->m[i].task >= 0) srun_step_flush_pending(s, &s->m[i]);
+        flush(s);
+        return true;
+    }
+    char why[320];
+    snprintf(why, sizeof why, "%s%s", gone ? gone->name : "srun", gone && strstr(gone->last_err, SRUN_CACHE_MISS)
+             ? ": no usable copy of the agent" : gone ? ": the agent did not start from its copy" : " ended");
+    restart_with_bcast(s, why);
+    return false;
 }
 
 void srun_step_pump(struct srun_step *s)
@@ -339,6 +435,7 @@ void srun_step_pump(struct srun_step *s)
     close_if_flushed(s);
     poke(s, read_lines(s, SRUN_STDOUT));
     read_lines(s, SRUN_STDERR);
+    if (s->cache_try && !cache_settle(s)) return;
     drop_bcast_copies(s);
     flush(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
@@ -361,6 +458,7 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     const struct member *me = &s->m[m];
     if (!s->started) return SRUN_MEMBER_WAITING;
     if (me->closed_by_us) return SRUN_MEMBER_CLOSED;
+    if (s->cache_try) return SRUN_MEMBER_RUNNING; /* the step may still start again */
     /* its last lines are handed out before it is reported gone, those srun still holds while
      * another member's backlog stops us reading included (unless it is cut off) */
     if (me->ended && me->in_off >= me->in.len && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
@@ -402,7 +500,7 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
 {
     struct member *me = &s->m[m];
     if (me->closed_by_us || me->ended) return;
-    if (me->task < 0) {
+    if (me->task < 0 || s->cache_try) {
         strbuf_adds(&me->pending, line);
         strbuf_add(&me->pending, "\n", 1);
         return;
@@ -416,6 +514,7 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
 char *srun_step_next_line(struct srun_step *s, size_t m)
 {
     struct member *me = &s->m[m];
+    if (s->cache_try) return NULL; /* held until every node greeted (srun_step_cache.c) */
     char *line = strbuf_take_line(&me->in, &me->in_off);
     if (me->in_off == me->in.len && me->in_off) {
         strbuf_reset(&me->in);
@@ -517,6 +616,7 @@ static void step_free(struct srun_step *s)
     free(s->jobid);
     free(s->stderr_path);
     free(s->bcast);
+    free(s->sha256);
     free(s);
 }
 

@@ -90,7 +90,14 @@ static void announce(struct srun_step *s, int task, const char *text)
     if (sp && strlen(sp + 1) < sizeof m->addr &&
         (inet_pton(AF_INET, sp + 1, bin) == 1 || inet_pton(AF_INET6, sp + 1, bin) == 1))
         snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
-    /* what the controller said before it knew the task */
+    /* what the controller said before it knew the task; while the nodes' copies are tried,
+     * it waits for every node (the step may start again) */
+    if (s->cache_try) return;
+    srun_step_flush_pending(s, m);
+}
+
+void srun_step_flush_pending(struct srun_step *s, struct member *m)
+{
     size_t off = 0;
     char *line;
     while ((line = strbuf_take_line(&m->pending, &off)) != NULL) {
