@@ -29,19 +29,14 @@ bool agent_selfcache_keep(const char *want_hex)
     unsigned char digest[32];
     char buf[65536];
     struct sha256 h;
-    struct stat st;
     ssize_t n;
     bool ok = false;
     if (!is_hex64(want_hex)) return false;
     snprintf(dir, sizeof dir, "/tmp/ddptop-%u/bin", (unsigned)getuid());
     if (!agent_nodedir_private(dir, why, sizeof why)) return false;
     char *final = xasprintf("%s/ddptop-agent-%s", dir, want_hex);
-    /* already there and ours (another node sharing /tmp, an earlier step): nothing to do; the
-     * wrapper checks its hash anyway */
-    if (lstat(final, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & 022)) {
-        free(final);
-        return true;
-    }
+    /* written again even when a file of that name is there: it may have been changed, and a
+     * --bcast step only runs when a node's copy was missing or refused */
     char *tmp = xasprintf("%s/.ddptop-agent-%s.%d", dir, want_hex, (int)getpid());
     /* /proc/self/exe: our own bytes, even once the --bcast copy is unlinked */
     int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
