@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 KEPT=""
 cleanup() {
     # only the copy of this build's hash: other tests' agents may share the directory
-    [ -n "$KEPT" ] && rm -f "$KEPT" "$KEPT.planted"
+    [ -n "$KEPT" ] && rm -f "$KEPT" "$KEPT.planted" "$(dirname "$KEPT")"/../srun-*"${HASH:0:16}"
     slurm_down
 }
 trap cleanup EXIT
@@ -25,7 +25,7 @@ AGENT=$PWD/${BUILD:-build}/ddptop-agent
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
 HASH=$(sha256sum <"$AGENT" | cut -d' ' -f1)
 KEPT=/tmp/ddptop-$(id -u)/bin/ddptop-agent-$HASH
-rm -f "$KEPT"
+rm -f "$KEPT" /tmp/ddptop-$(id -u)/srun-*"${HASH:0:16}"   # notes of other test clusters (same job ids)
 slurm_up_or_end 2
 D=$SLURM_DIR
 cd "$D"

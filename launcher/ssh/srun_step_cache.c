@@ -39,21 +39,22 @@ const char *srun_step_cache_wrapper(void)
     return wrapper;
 }
 
-/* The note's file: /tmp/ddptop-UID/srun-JOB-HASH16 on this machine, or NULL (no job id we
+/* The note's file: /tmp/ddptop-UID/srun-[CLUSTER-]JOB-HASH16 on this machine, or NULL (no job id we
  * can use in a name). The directory is made 0700 when missing, and must be ours, a real
  * directory, not open to others. */
 static char *note_path(const struct srun_step *s, bool make)
 {
+    static const char word[] = "0123456789_-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     const char *job = s->jobid ? s->jobid : getenv("SLURM_JOB_ID");
+    const char *cluster = getenv("SLURM_CLUSTER_NAME"); /* job ids repeat across clusters */
     char dir[64];
     struct stat st;
-    if (!s->sha256 || !job || !*job || strlen(job) > 64 ||
-        job[strspn(job, "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")])
-        return NULL;
+    if (!cluster || strlen(cluster) > 64 || cluster[strspn(cluster, word)]) cluster = "";
+    if (!s->sha256 || !job || !*job || strlen(job) > 64 || job[strspn(job, word)]) return NULL;
     snprintf(dir, sizeof dir, "/tmp/ddptop-%u", (unsigned)getuid());
     if (make && mkdir(dir, 0700) != 0 && errno != EEXIST) return NULL;
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) return NULL;
-    return xasprintf("%s/srun-%s-%.16s", dir, job, s->sha256);
+    return xasprintf("%s/srun-%s%s%s-%.16s", dir, cluster, *cluster ? "-" : "", job, s->sha256);
 }
 
 /* Whether every node of the step was noted as holding the agent of s->sha256. */
