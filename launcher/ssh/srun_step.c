@@ -287,7 +287,7 @@ static size_t read_lines(struct srun_step *s, enum srun_stream from)
 
 static void poke(struct srun_step *s, size_t got)
 {
-    int64_t now, every = POKE_MS * (int64_t)(s->n > 16 ? s->n / 16 : 1);
+    int64_t now, every = s->n > 16 ? POKE_MS * (int64_t)(s->n / 16) : 0;
     if (!got || got >= POKE_SMALL || s->wbuf.len || s->to_fd < 0 || s->close_when_flushed) return;
     now = mono_ms();
     if (now - s->poked_ms < every) return;
