@@ -280,8 +280,10 @@ static size_t read_lines(struct srun_step *s, enum srun_stream from)
  * nothing to send back, delays that by up to 40 ms: an agent's second message of a burst (a
  * rank's first line after the spawn answer, the third connect answer) came 40 ms late. A
  * write on srun's stdin reaches every node's slurmstepd and carries the acknowledgement with
- * it: after a small read with nothing of ours to send, one empty line (the relays ignore it),
- * at most one per POKE_MS per 16 nodes, so that a big step is not flooded. */
+ * it: after a small read with nothing of ours to send, one empty line (the relays ignore it).
+ * Up to 16 nodes after every such read (a window of 5 ms let a node whose message came just
+ * after another's wait the 40 ms: measured, issue 22); beyond, at most one per POKE_MS per 16
+ * nodes, so that a big step is not flooded. */
 #define POKE_MS 5
 #define POKE_SMALL 4096
 
