@@ -381,7 +381,7 @@ static void restart_with_bcast(struct srun_step *s, const char *why)
     for (size_t i = 0; i < s->n; i++) {
         struct member *m = &s->m[i];
         m->task = -1;
-        m->announced = m->ended = m->failed = m->cut = false;
+        m->announced = m->ended = m->failed = m->cut = m->kept = false;
         free(m->why);
         m->why = NULL;
         m->last_err[0] = m->addr[0] = '\0';

@@ -1,8 +1,8 @@
 /* The agents' copy by hash under srun (srun_step_int.h; docs/slurm.md "The agent's copy").
  *
  * An agent started from srun's --bcast copy keeps itself as /tmp/ddptop-UID/bin/ddptop-agent-
- * SHA256 on its node (agent_selfcache.c). Once every node of a --bcast step greeted, ddptop
- * notes those nodes, per Slurm job and agent hash, in a file of its own on this machine; a
+ * SHA256 on its node (agent_selfcache.c) and says so in its greeting ("kept"). Once every node
+ * of a --bcast step greeted, ddptop notes those that kept it, per Slurm job and agent hash, in a file of its own on this machine; a
  * later step of the same job on nodes that were all noted (the next run in the allocation, a
  * restart) runs a small sh wrapper instead of copying: it runs the kept copy only when every
  * directory of the chain and the file are the user's, not links, not writable by group or
@@ -107,7 +107,7 @@ void srun_step_cache_note(struct srun_step *s)
     strbuf_init(&b);
     strbuf_adds(&b, "\n");
     for (size_t i = 0; i < s->n; i++)
-        if (s->m[i].announced) strbuf_addf(&b, "%s\n", s->m[i].name);
+        if (s->m[i].announced && s->m[i].kept) strbuf_addf(&b, "%s\n", s->m[i].name);
     /* whole or not at all: written aside, then renamed over the last one */
     tmp = xasprintf("%s.%d", path, (int)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

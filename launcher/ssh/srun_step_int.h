@@ -26,6 +26,7 @@ struct member {
     struct strbuf pending;    /* requests sent before its task was known */
     uint64_t bytes_in;
     bool released;
+    bool kept;                /* its agent keeps a copy of itself (its greeting said "kept") */
 };
 
 struct srun_step {
