@@ -34,7 +34,7 @@ static const char *const srun_input_vars[] = {
  * redirect the copy by creating it first. 128 random bits instead, given to srun in its
  * environment (SLURM_BCAST), which other users cannot read, not on its command line. One name
  * per step: two jobs never write one file. */
-static char *bcast_target(void)
+char *srun_step_bcast_target(void)
 {
     unsigned char rnd[16];
     char hex[33];
@@ -55,7 +55,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
     s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
     s->attach = o->attach;
-    if (o->bcast) s->bcast = bcast_target();
+    if (o->bcast) s->bcast = srun_step_bcast_target();
     s->m = xcalloc(n ? n : 1, sizeof *s->m);
     s->n = s->refs = n;
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
@@ -90,7 +90,7 @@ bool srun_step_needs_bcast(const char *path)
 }
 
 /* argv of srun; the strings live in fmt and nodes until freed. The --bcast target goes to srun
- * in its environment (bcast_target); shown is true for the line people read, where it is the
+ * in its environment (srun_step_bcast_target); shown is true for the line people read, where it is the
  * equivalent --bcast=PATH. */
 static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt, bool shown)
 {
@@ -305,7 +305,7 @@ static void close_if_flushed(struct srun_step *s)
     }
 }
 
-static void flush(struct srun_step *s)
+void srun_step_flush(struct srun_step *s)
 {
     while (s->to_fd >= 0 && s->wbuf.len) {
         ssize_t w = write(s->to_fd, s->wbuf.buf, s->wbuf.len);
@@ -344,102 +344,19 @@ static void drop_bcast_copies(struct srun_step *s)
         if (me->task >= 0 && !me->ended && !me->closed_by_us)
             srun_step_queue(s, me, RELAY_UNLINK, strlen(RELAY_UNLINK));
     }
-    flush(s);
-}
-
-static void wait_exit(struct srun_step *s, int ms);
-
-/* The first srun, with the nodes' copies (srun_step_cache.c), has ended or failed somewhere:
- * it is ended (its stdin closes, the agents that started exit) and the step starts again as
- * always, with --bcast. Nothing of the first went to the controller or came from it. This
- * waits for the first srun (at most a few seconds, agents without ranks): a rare path. */
-static void restart_with_bcast(struct srun_step *s, const char *why)
-{
-    char note[400];
-    snprintf(note, sizeof note, "ddptop: %s: the agents' step starts again with srun --bcast\n", why);
-    if (s->log_fd >= 0 && util_write_all(s->log_fd, note, strlen(note)) < 0) {
-        close(s->log_fd);
-        s->log_fd = -1;
-    }
-    if (s->to_fd >= 0) close(s->to_fd);
-    s->to_fd = -1;
-    wait_exit(s, 3000);
-    if (!s->reaped) {
-        kill(-s->pid, SIGKILL);
-        waitpid(s->pid, &s->status, 0);
-    }
-    if (s->out_fd >= 0) close(s->out_fd);
-    if (s->err_fd >= 0) close(s->err_fd);
-    s->out_fd = s->err_fd = -1;
-    s->pid = 0;
-    s->started = s->exited = s->reaped = s->backlog_hit = s->oskip = s->eskip = false;
-    s->close_when_flushed = false;
-    s->srun_err[0] = '\0';
-    strbuf_reset(&s->wbuf);
-    strbuf_reset(&s->obuf);
-    strbuf_reset(&s->ebuf);
-    for (size_t i = 0; i < s->n; i++) {
-        struct member *m = &s->m[i];
-        m->task = -1;
-        m->announced = m->ended = m->failed = m->cut = m->kept = false;
-        free(m->why);
-        m->why = NULL;
-        m->last_err[0] = m->addr[0] = '\0';
-        strbuf_reset(&m->piece.line);
-        m->piece.need = m->piece.hdr_len = 0;
-        m->piece.last = false;
-        strbuf_reset(&m->in);
-        m->in_off = 0;
-        m->bytes_in = 0;
-    }
-    s->cache_try = false;
-    s->bcast = bcast_target();
-    srun_step_start(s);
-}
-
-/* While the nodes' copies are tried: every node greeted, the step goes on (what the
- * controller sent meanwhile goes out now; true); a task ended first, or srun did, the step
- * starts again with --bcast (false). */
-static bool cache_settle(struct srun_step *s)
-{
-    size_t greeted = 0, live = 0;
-    const struct member *gone = NULL;
-    for (size_t i = 0; i < s->n; i++) {
-        const struct member *m = &s->m[i];
-        if (m->closed_by_us || m->released) continue;
-        live++;
-        if (m->ended && !gone) gone = m;
-        else if (m->announced) greeted++;
-    }
-    if (!live) {
-        s->cache_try = false; /* nobody waits for it: it ends as it is */
-        return true;
-    }
-    if (!gone && (s->out_fd >= 0 || s->err_fd >= 0)) {
-        if (greeted < live) return false;
-        s->cache_try = false;
-        for (size_t i = 0; i < s->n; i++)
-            if (s->m[i].task >= 0) srun_step_flush_pending(s, &s->m[i]);
-        flush(s);
-        return true;
-    }
-    char why[320];
-    snprintf(why, sizeof why, "%s%s", gone ? gone->name : "srun", gone && strstr(gone->last_err, SRUN_CACHE_MISS)
-             ? ": no usable copy of the agent" : gone ? ": the agent did not start from its copy" : " ended");
-    restart_with_bcast(s, why);
-    return false;
+    srun_step_flush(s);
 }
 
 void srun_step_pump(struct srun_step *s)
 {
     if (!s->started || s->exited) return;
-    flush(s);
+    srun_step_flush(s);
     close_if_flushed(s);
     poke(s, read_lines(s, SRUN_STDOUT));
     read_lines(s, SRUN_STDERR);
-    if (s->cache_try && !cache_settle(s)) return;
+    if (s->cache_try && !srun_step_cache_settle(s)) return;
     drop_bcast_copies(s);
-    flush(s);
+    srun_step_flush(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;
@@ -510,7 +427,7 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
     /* at once: holding requests to write a pass's together made the preflight slower through
      * srun (measured, issue 22) */
     srun_step_queue(s, me, line, strlen(line));
-    flush(s);
+    srun_step_flush(s);
 }
 
 char *srun_step_next_line(struct srun_step *s, size_t m)
@@ -543,7 +460,7 @@ void srun_step_close(struct srun_step *s, size_t m)
     if (me->closed_by_us) return;
     me->closed_by_us = true;
     if (me->task >= 0 && !me->ended) srun_step_queue(s, me, RELAY_EOF, strlen(RELAY_EOF));
-    flush(s);
+    srun_step_flush(s);
     /* the last one closes srun's stdin once what is queued went out: every task sees end of
      * file, the step ends */
     if (all_closed(s)) s->close_when_flushed = true;
@@ -557,7 +474,7 @@ static void nap_ms(int ms)
 }
 
 /* Waits up to ms for srun to exit, reading what it still says so it never blocks on a pipe. */
-static void wait_exit(struct srun_step *s, int ms)
+void srun_step_wait_exit(struct srun_step *s, int ms)
 {
     for (int i = 0; i < ms / 10 && !s->reaped; i++) {
         read_lines(s, SRUN_STDOUT);
@@ -580,7 +497,7 @@ void srun_step_abandon(struct srun_step *s)
 
 static void step_free(struct srun_step *s)
 {
-    flush(s); /* the last requests (an exit), if the pipe takes them */
+    srun_step_flush(s); /* the last requests (an exit), if the pipe takes them */
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
     if (s->pid > 0 && !s->reaped && s->detached && !s->abandoned) {
@@ -592,9 +509,9 @@ static void step_free(struct srun_step *s)
         reap(s);
     } else if (s->pid > 0 && !s->reaped) {
         /* the agents stop their ranks on end of file and exit; srun follows */
-        wait_exit(s, 4000);
+        srun_step_wait_exit(s, 4000);
         if (!s->reaped) kill(s->pid, SIGTERM); /* srun passes it to the tasks */
-        wait_exit(s, 3000);
+        srun_step_wait_exit(s, 3000);
         if (!s->reaped) {
             kill(-s->pid, SIGKILL);
             waitpid(s->pid, &s->status, 0);

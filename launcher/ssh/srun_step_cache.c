@@ -15,10 +15,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/sha256.h"
@@ -118,4 +120,85 @@ void srun_step_cache_note(struct srun_step *s)
     free(tmp);
     free(path);
     strbuf_done(&b);
+}
+
+/* The first srun, with the nodes' copies (srun_step_cache.c), has ended or failed somewhere:
+ * it is ended (its stdin closes, the agents that started exit) and the step starts again as
+ * always, with --bcast. Nothing of the first went to the controller or came from it. This
+ * waits for the first srun (at most a few seconds, agents without ranks): a rare path. */
+static void restart_with_bcast(struct srun_step *s, const char *why)
+{
+    char note[400];
+    snprintf(note, sizeof note, "ddptop: %s: the agents' step starts again with srun --bcast\n", why);
+    if (s->log_fd >= 0 && util_write_all(s->log_fd, note, strlen(note)) < 0) {
+        close(s->log_fd);
+        s->log_fd = -1;
+    }
+    if (s->to_fd >= 0) close(s->to_fd);
+    s->to_fd = -1;
+    srun_step_wait_exit(s, 3000);
+    if (!s->reaped) {
+        kill(-s->pid, SIGKILL);
+        waitpid(s->pid, &s->status, 0);
+    }
+    if (s->out_fd >= 0) close(s->out_fd);
+    if (s->err_fd >= 0) close(s->err_fd);
+    s->out_fd = s->err_fd = -1;
+    s->pid = 0;
+    s->started = s->exited = s->reaped = s->backlog_hit = s->oskip = s->eskip = false;
+    s->close_when_flushed = false;
+    s->srun_err[0] = '\0';
+    strbuf_reset(&s->wbuf);
+    strbuf_reset(&s->obuf);
+    strbuf_reset(&s->ebuf);
+    for (size_t i = 0; i < s->n; i++) {
+        struct member *m = &s->m[i];
+        m->task = -1;
+        m->announced = m->ended = m->failed = m->cut = m->kept = false;
+        free(m->why);
+        m->why = NULL;
+        m->last_err[0] = m->addr[0] = '\0';
+        strbuf_reset(&m->piece.line);
+        m->piece.need = m->piece.hdr_len = 0;
+        m->piece.last = false;
+        strbuf_reset(&m->in);
+        m->in_off = 0;
+        m->bytes_in = 0;
+    }
+    s->cache_try = false;
+    s->bcast = srun_step_bcast_target();
+    srun_step_start(s);
+}
+
+/* While the nodes' copies are tried: every node greeted, the step goes on (what the
+ * controller sent meanwhile goes out now; true); a task ended first, or srun did, the step
+ * starts again with --bcast (false). */
+bool srun_step_cache_settle(struct srun_step *s)
+{
+    size_t greeted = 0, live = 0;
+    const struct member *gone = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct member *m = &s->m[i];
+        if (m->closed_by_us || m->released) continue;
+        live++;
+        if (m->ended && !gone) gone = m;
+        else if (m->announced) greeted++;
+    }
+    if (!live) {
+        s->cache_try = false; /* nobody waits for it: it ends as it is */
+        return true;
+    }
+    if (!gone && (s->out_fd >= 0 || s->err_fd >= 0)) {
+        if (greeted < live) return false;
+        s->cache_try = false;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->m[i].task >= 0) srun_step_flush_pending(s, &s->m[i]);
+        srun_step_flush(s);
+        return true;
+    }
+    char why[320];
+    snprintf(why, sizeof why, "%s%s", gone ? gone->name : "srun", gone && strstr(gone->last_err, SRUN_CACHE_MISS)
+             ? ": no usable copy of the agent" : gone ? ": the agent did not start from its copy" : " ended");
+    restart_with_bcast(s, why);
+    return false;
 }

@@ -63,6 +63,15 @@ const char *srun_step_cache_wrapper(void);
 void srun_step_cache_plan(struct srun_step *s);
 /* Every node of a --bcast step greeted: notes them as holding the agent, for later steps. */
 void srun_step_cache_note(struct srun_step *s);
+/* While the nodes' copies are tried (s->cache_try): true once every node greeted (the step goes
+ * on), false while it waits or after the step started again with --bcast. */
+bool srun_step_cache_settle(struct srun_step *s);
+/* A fresh --bcast destination (srun_step.c). */
+char *srun_step_bcast_target(void);
+/* Writes what is queued for srun's stdin, as far as the pipe takes it. */
+void srun_step_flush(struct srun_step *s);
+/* Waits up to ms for srun to exit, reading what it still says (it never blocks on a pipe). */
+void srun_step_wait_exit(struct srun_step *s, int ms);
 
 /* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len);
