@@ -122,7 +122,7 @@ void srun_step_cache_note(struct srun_step *s)
     strbuf_done(&b);
 }
 
-/* The first srun, with the nodes' copies (srun_step_cache.c), has ended or failed somewhere:
+/* The first srun, with the nodes' copies (the wrapper), has ended or failed somewhere:
  * it is ended (its stdin closes, the agents that started exit) and the step starts again as
  * always, with --bcast. Nothing of the first went to the controller or came from it. This
  * waits for the first srun (at most a few seconds, agents without ranks): a rare path. */
