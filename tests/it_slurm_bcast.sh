@@ -24,7 +24,9 @@ trap 'exit 143' TERM
 
 DDP=$PWD/${BUILD:-build}/ddptop
 OTHER=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
+# every run copies here: job ids repeat from one test cluster to the next, so another test's
+# note of which nodes hold the agent (it_slurm_agent_cache) must not spare the copy
+export NO_COLOR=1 CUDA_VISIBLE_DEVICES= DDPTOP_SRUN_NO_AGENT_CACHE=1
 slurm_up_or_end 2
 D=$SLURM_DIR
 cd "$D"

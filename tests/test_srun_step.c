@@ -116,7 +116,7 @@ static void test_prefixes_only(void)
     step_done(s);
 }
 
-/* "=NAME ADDR": only a numeric address is taken for MASTER_ADDR; else the node's name. */
+/* "=NAME ADDR[ kept]": only a numeric address is taken for MASTER_ADDR; else the node's name. */
 static void test_announce(void)
 {
     struct srun_step *s = step2();
@@ -134,6 +134,15 @@ static void test_announce(void)
     CHECK_STR(srun_step_address(s, 0), "n1");
     CHECK_STR(srun_step_address(s, 1), "n2");
     CHECK(s->m[1].announced);
+    step_done(s);
+
+    /* " kept" after the address: the agent keeps its copy; the address is still taken */
+    s = step2();
+    feed(s, SRUN_STDOUT, "0: =n1 10.0.0.11 kept\n1: =n2 10.0.0.12 kept-not\n");
+    CHECK_STR(srun_step_address(s, 0), "10.0.0.11");
+    CHECK_STR(srun_step_address(s, 1), "10.0.0.12");
+    CHECK(s->m[0].kept);
+    CHECK(!s->m[1].kept);
     step_done(s);
 }
 

@@ -11,12 +11,14 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent_selfcache.h"
 #include "util/util.h"
 #include "wire/relay.h"
 
@@ -195,13 +197,21 @@ static void scrub_step_env(void)
     }
 }
 
+/* Whether this agent keeps a copy of itself for the job's later steps (said in its greeting). */
+static bool kept;
+
 static void note_bcast_copy(void)
 {
     const char *want = getenv("DDPTOP_AGENT_UNLINK");
     ssize_t n = readlink("/proc/self/exe", bcast_copy, sizeof bcast_copy - 1);
     bcast_copy[n > 0 ? n : 0] = '\0';
+    const char *sha = getenv("DDPTOP_AGENT_SHA256");
     if (!want || strcmp(want, "1") != 0 || strncmp(bcast_copy, "/tmp/ddptop-agent.", 18) != 0) bcast_copy[0] = '\0';
+    /* a later step of the job runs this copy instead of copying again (agent_selfcache.h);
+     * before the greeting, so that a node that greeted holds it */
+    kept = bcast_copy[0] && sha && agent_selfcache_keep(sha);
     unsetenv("DDPTOP_AGENT_UNLINK");
+    unsetenv("DDPTOP_AGENT_SHA256");
 }
 
 int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
@@ -229,7 +239,7 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         return -1;
     }
     strbuf_init(&hello);
-    strbuf_addf(&hello, "=%s %s\n", name, addr);
+    strbuf_addf(&hello, "=%s %s%s\n", name, addr, kept ? " kept" : "");
     util_write_all(STDOUT_FILENO, hello.buf, hello.len);
     strbuf_done(&hello);
     *in_fd = a[0];

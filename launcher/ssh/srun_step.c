@@ -34,7 +34,7 @@ static const char *const srun_input_vars[] = {
  * redirect the copy by creating it first. 128 random bits instead, given to srun in its
  * environment (SLURM_BCAST), which other users cannot read, not on its command line. One name
  * per step: two jobs never write one file. */
-static char *bcast_target(void)
+char *srun_step_bcast_target(void)
 {
     unsigned char rnd[16];
     char hex[33];
@@ -55,7 +55,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
     s->jobid = o->jobid ? xstrdup(o->jobid) : NULL;
     s->stderr_path = o->stderr_path ? xstrdup(o->stderr_path) : NULL;
     s->attach = o->attach;
-    if (o->bcast) s->bcast = bcast_target();
+    if (o->bcast) s->bcast = srun_step_bcast_target();
     s->m = xcalloc(n ? n : 1, sizeof *s->m);
     s->n = s->refs = n;
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
@@ -66,6 +66,7 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
         strbuf_init(&s->m[i].in);
         strbuf_init(&s->m[i].pending);
     }
+    srun_step_cache_plan(s);
     strbuf_init(&s->wbuf);
     strbuf_init(&s->obuf);
     strbuf_init(&s->ebuf);
@@ -89,11 +90,11 @@ bool srun_step_needs_bcast(const char *path)
 }
 
 /* argv of srun; the strings live in fmt and nodes until freed. The --bcast target goes to srun
- * in its environment (bcast_target); shown is true for the line people read, where it is the
+ * in its environment (srun_step_bcast_target); shown is true for the line people read, where it is the
  * equivalent --bcast=PATH. */
 static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **fmt, bool shown)
 {
-    char **v = xcalloc(26, sizeof *v);
+    char **v = xcalloc(32, sizeof *v);
     int k = 0;
     strbuf_init(nodes);
     for (size_t i = 0; i < s->n; i++) strbuf_addf(nodes, "%s%s", i ? "," : "", s->m[i].name);
@@ -119,7 +120,16 @@ static char **srun_argv(const struct srun_step *s, struct strbuf *nodes, char **
     v[k++] = "--export=ALL";     /* the agents and ranks get ddptop's environment, whatever
                                   * SLURM_EXPORT_ENV (sbatch --export=NONE) says */
     if (fmt[4]) v[k++] = fmt[4];
-    v[k++] = s->agent_path;
+    if (s->cache_try) {
+        /* the node's kept copy, checked first (srun_step_cache.c) */
+        v[k++] = "/bin/sh";
+        v[k++] = "-c";
+        v[k++] = (char *)srun_step_cache_wrapper();
+        v[k++] = "ddptop-agent";
+        v[k++] = s->sha256;
+    } else {
+        v[k++] = s->agent_path;
+    }
     v[k++] = "--relay";
     if (s->attach) v[k++] = "--attach";
     v[k] = NULL;
@@ -179,6 +189,8 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
         /* srun copies the agent there (--bcast); the agent removes the copy (agent_relay.c) */
         setenv("SLURM_BCAST", s->bcast, 1);
         setenv("DDPTOP_AGENT_UNLINK", "1", 1);
+        /* the agents keep a copy by this name for the job's later steps (agent_selfcache.h) */
+        if (s->sha256) setenv("DDPTOP_AGENT_SHA256", s->sha256, 1);
     }
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
     close_range(3, ~0U, 0);
@@ -192,7 +204,7 @@ void srun_step_start(struct srun_step *s)
     int in[2], out[2], err[2];
     if (s->started) return;
     s->started = true;
-    if (s->stderr_path) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->stderr_path && s->log_fd < 0) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
         fail_all(s, "pipe: %s", strerror(errno));
         s->exited = s->reaped = true;
@@ -268,14 +280,16 @@ static size_t read_lines(struct srun_step *s, enum srun_stream from)
  * nothing to send back, delays that by up to 40 ms: an agent's second message of a burst (a
  * rank's first line after the spawn answer, the third connect answer) came 40 ms late. A
  * write on srun's stdin reaches every node's slurmstepd and carries the acknowledgement with
- * it: after a small read with nothing of ours to send, one empty line (the relays ignore it),
- * at most one per POKE_MS per 16 nodes, so that a big step is not flooded. */
+ * it: after a small read with nothing of ours to send, one empty line (the relays ignore it).
+ * Up to 16 nodes after every such read (a window of 5 ms let a node whose message came just
+ * after another's wait the 40 ms: measured, issue 22); beyond, at most one per POKE_MS per 16
+ * nodes, so that a big step is not flooded. */
 #define POKE_MS 5
 #define POKE_SMALL 4096
 
 static void poke(struct srun_step *s, size_t got)
 {
-    int64_t now, every = POKE_MS * (int64_t)(s->n > 16 ? s->n / 16 : 1);
+    int64_t now, every = s->n > 16 ? POKE_MS * (int64_t)(s->n / 16) : 0;
     if (!got || got >= POKE_SMALL || s->wbuf.len || s->to_fd < 0 || s->close_when_flushed) return;
     now = mono_ms();
     if (now - s->poked_ms < every) return;
@@ -291,7 +305,7 @@ static void close_if_flushed(struct srun_step *s)
     }
 }
 
-static void flush(struct srun_step *s)
+void srun_step_flush(struct srun_step *s)
 {
     while (s->to_fd >= 0 && s->wbuf.len) {
         ssize_t w = write(s->to_fd, s->wbuf.buf, s->wbuf.len);
@@ -324,23 +338,25 @@ static void drop_bcast_copies(struct srun_step *s)
     for (size_t i = 0; i < s->n; i++)
         if (!s->m[i].announced && !s->m[i].ended) return;
     s->bcast_dropped = true;
+    srun_step_cache_note(s);
     for (size_t i = 0; i < s->n; i++) {
         struct member *me = &s->m[i];
         if (me->task >= 0 && !me->ended && !me->closed_by_us)
             srun_step_queue(s, me, RELAY_UNLINK, strlen(RELAY_UNLINK));
     }
-    flush(s);
+    srun_step_flush(s);
 }
 
 void srun_step_pump(struct srun_step *s)
 {
     if (!s->started || s->exited) return;
-    flush(s);
+    srun_step_flush(s);
     close_if_flushed(s);
     poke(s, read_lines(s, SRUN_STDOUT));
     read_lines(s, SRUN_STDERR);
+    if (s->cache_try && !srun_step_cache_settle(s)) return;
     drop_bcast_copies(s);
-    flush(s);
+    srun_step_flush(s);
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;
@@ -361,6 +377,7 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     const struct member *me = &s->m[m];
     if (!s->started) return SRUN_MEMBER_WAITING;
     if (me->closed_by_us) return SRUN_MEMBER_CLOSED;
+    if (s->cache_try) return SRUN_MEMBER_RUNNING; /* the step may still start again */
     /* its last lines are handed out before it is reported gone, those srun still holds while
      * another member's backlog stops us reading included (unless it is cut off) */
     if (me->ended && me->in_off >= me->in.len && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
@@ -402,7 +419,7 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
 {
     struct member *me = &s->m[m];
     if (me->closed_by_us || me->ended) return;
-    if (me->task < 0) {
+    if (me->task < 0 || s->cache_try) {
         strbuf_adds(&me->pending, line);
         strbuf_add(&me->pending, "\n", 1);
         return;
@@ -410,12 +427,13 @@ void srun_step_send(struct srun_step *s, size_t m, const char *line)
     /* at once: holding requests to write a pass's together made the preflight slower through
      * srun (measured, issue 22) */
     srun_step_queue(s, me, line, strlen(line));
-    flush(s);
+    srun_step_flush(s);
 }
 
 char *srun_step_next_line(struct srun_step *s, size_t m)
 {
     struct member *me = &s->m[m];
+    if (s->cache_try) return NULL; /* held until every node greeted (srun_step_cache.c) */
     char *line = strbuf_take_line(&me->in, &me->in_off);
     if (me->in_off == me->in.len && me->in_off) {
         strbuf_reset(&me->in);
@@ -442,7 +460,7 @@ void srun_step_close(struct srun_step *s, size_t m)
     if (me->closed_by_us) return;
     me->closed_by_us = true;
     if (me->task >= 0 && !me->ended) srun_step_queue(s, me, RELAY_EOF, strlen(RELAY_EOF));
-    flush(s);
+    srun_step_flush(s);
     /* the last one closes srun's stdin once what is queued went out: every task sees end of
      * file, the step ends */
     if (all_closed(s)) s->close_when_flushed = true;
@@ -456,7 +474,7 @@ static void nap_ms(int ms)
 }
 
 /* Waits up to ms for srun to exit, reading what it still says so it never blocks on a pipe. */
-static void wait_exit(struct srun_step *s, int ms)
+void srun_step_wait_exit(struct srun_step *s, int ms)
 {
     for (int i = 0; i < ms / 10 && !s->reaped; i++) {
         read_lines(s, SRUN_STDOUT);
@@ -479,7 +497,7 @@ void srun_step_abandon(struct srun_step *s)
 
 static void step_free(struct srun_step *s)
 {
-    flush(s); /* the last requests (an exit), if the pipe takes them */
+    srun_step_flush(s); /* the last requests (an exit), if the pipe takes them */
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
     if (s->pid > 0 && !s->reaped && s->detached && !s->abandoned) {
@@ -491,9 +509,9 @@ static void step_free(struct srun_step *s)
         reap(s);
     } else if (s->pid > 0 && !s->reaped) {
         /* the agents stop their ranks on end of file and exit; srun follows */
-        wait_exit(s, 4000);
+        srun_step_wait_exit(s, 4000);
         if (!s->reaped) kill(s->pid, SIGTERM); /* srun passes it to the tasks */
-        wait_exit(s, 3000);
+        srun_step_wait_exit(s, 3000);
         if (!s->reaped) {
             kill(-s->pid, SIGKILL);
             waitpid(s->pid, &s->status, 0);
@@ -517,6 +535,7 @@ static void step_free(struct srun_step *s)
     free(s->jobid);
     free(s->stderr_path);
     free(s->bcast);
+    free(s->sha256);
     free(s);
 }
 

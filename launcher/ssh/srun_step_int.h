@@ -26,6 +26,7 @@ struct member {
     struct strbuf pending;    /* requests sent before its task was known */
     uint64_t bytes_in;
     bool released;
+    bool kept;                /* its agent keeps a copy of itself (its greeting said "kept") */
 };
 
 struct srun_step {
@@ -48,10 +49,34 @@ struct srun_step {
                                * cleared: only then are the members looked at (they are many) */
     char srun_err[256];       /* srun's own last error line */
     int64_t poked_ms;         /* the last empty line written to acknowledge (srun_step.c) */
+    char *sha256;             /* the agent's SHA-256 (hex) when the nodes keep a copy of it */
+    bool cache_try;           /* this srun runs the nodes' kept copies (srun_step_cache.c):
+                               * nothing goes either way until every node greeted */
+    bool cache_noted;         /* the nodes of this --bcast step were noted as holding it */
 };
+
+/* What the wrapper says on stderr when a node has no usable copy. */
+#define SRUN_CACHE_MISS "ddptop-agent-cache: no usable copy on"
+/* The sh script that runs the node's kept copy after checking it (srun_step_cache.c). */
+const char *srun_step_cache_wrapper(void);
+/* At the step's creation: s->sha256, and whether the nodes' copies are tried first. */
+void srun_step_cache_plan(struct srun_step *s);
+/* Every node of a --bcast step greeted: notes them as holding the agent, for later steps. */
+void srun_step_cache_note(struct srun_step *s);
+/* While the nodes' copies are tried (s->cache_try): true once every node greeted (the step goes
+ * on), false while it waits or after the step started again with --bcast. */
+bool srun_step_cache_settle(struct srun_step *s);
+/* A fresh --bcast destination (srun_step.c). */
+char *srun_step_bcast_target(void);
+/* Writes what is queued for srun's stdin, as far as the pipe takes it. */
+void srun_step_flush(struct srun_step *s);
+/* Waits up to ms for srun to exit, reading what it still says (it never blocks on a pipe). */
+void srun_step_wait_exit(struct srun_step *s, int ms);
 
 /* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len);
+/* Queues what was sent to m before its task was known (its end too, if closed). */
+void srun_step_flush_pending(struct srun_step *s, struct member *m);
 /* Whether m's lines are still taken by its transport (else they are dropped, unstored). */
 bool srun_step_member_reads(const struct member *m);
 

@@ -72,8 +72,9 @@ static void member_cut(struct srun_step *s, struct member *m)
     if (m->task >= 0 && !m->closed_by_us) srun_step_queue(s, m, RELAY_EOF, strlen(RELAY_EOF));
 }
 
-/* "=NAME ADDR": the relay of task `task` says where it runs. ADDR is what MASTER_ADDR uses:
- * only a numeric address is taken ("-", empty, or anything else: the node's name). */
+/* "=NAME ADDR[ kept]": the relay of task `task` says where it runs. ADDR is what MASTER_ADDR
+ * uses: only a numeric address is taken ("-", empty, or anything else: the node's name).
+ * "kept": the agent keeps a copy of itself for the job's later steps (srun_step_cache.c). */
 static void announce(struct srun_step *s, int task, const char *text)
 {
     const char *sp = strchr(text, ' ');
@@ -87,10 +88,26 @@ static void announce(struct srun_step *s, int task, const char *text)
     if (!m) return;
     m->task = task;
     m->announced = true;
-    if (sp && strlen(sp + 1) < sizeof m->addr &&
-        (inet_pton(AF_INET, sp + 1, bin) == 1 || inet_pton(AF_INET6, sp + 1, bin) == 1))
-        snprintf(m->addr, sizeof m->addr, "%s", sp + 1);
-    /* what the controller said before it knew the task */
+    if (sp) {
+        char a[sizeof m->addr];
+        const char *flag = strchr(sp + 1, ' ');
+        size_t al = flag ? (size_t)(flag - sp - 1) : strlen(sp + 1);
+        m->kept = flag && strcmp(flag + 1, "kept") == 0;
+        if (al < sizeof a) {
+            memcpy(a, sp + 1, al);
+            a[al] = '\0';
+            if (inet_pton(AF_INET, a, bin) == 1 || inet_pton(AF_INET6, a, bin) == 1)
+                snprintf(m->addr, sizeof m->addr, "%s", a);
+        }
+    }
+    /* what the controller said before it knew the task; while the nodes' copies are tried,
+     * it waits for every node (the step may start again) */
+    if (s->cache_try) return;
+    srun_step_flush_pending(s, m);
+}
+
+void srun_step_flush_pending(struct srun_step *s, struct member *m)
+{
     size_t off = 0;
     char *line;
     while ((line = strbuf_take_line(&m->pending, &off)) != NULL) {

@@ -7,7 +7,7 @@
  *                                                               LINE "!eof" ends its stdin,
  *                                                               "!unlink" removes its srun
  *                                                               --bcast copy)
- *   relay -> controller (stdout, after srun's "K: " label):   "=NAME ADDR"  who and where it is
+ *   relay -> controller (stdout, after srun's "K: " label):   "=NAME ADDR[ kept]"  who, where (kept: agent_selfcache.h)
  *                                                               "+LLLPIECE"   a line goes on
  *                                                               ".LLLPIECE"   a line ends
  *                                                               "!STATUS"     the agent exited
