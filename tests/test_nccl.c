@@ -307,9 +307,70 @@ static void test_json(void)
     job_free(k);
 }
 
+/* The scans without memmem (nccl_line.c) answer as memmem did, on every string of a small
+ * alphabet that makes near misses ("NCCLversion", "NCC ", a capital N at either end). */
+static bool ref_line_is(const char *text, size_t len)
+{
+    static const char *const levels[] = { "INFO", "WARN", "TRACE" };
+    if (len > 256) len = 256;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *hit = memmem(p, (size_t)(end - p), " NCCL ", 6);
+        if (!hit) return false;
+        const char *lv = hit + 6;
+        for (size_t i = 0; i < 3; i++) {
+            size_t n = strlen(levels[i]);
+            if ((size_t)(end - lv) >= n && memcmp(lv, levels[i], n) == 0 &&
+                (lv + n == end || lv[n] == ' ' || lv[n] == '\n'))
+                return true;
+        }
+        p = hit + 1;
+    }
+    return false;
+}
+
+static void test_scan_like_memmem(void)
+{
+    static const char *const parts[] = { " ", "N", "NCCL", "NCCL ", " NCCL ", "INFO", "WARN", "TRACE", "NCCL version ",
+                                         "version ", "\n", "x", "NCC", "L " };
+    char buf[400];
+    unsigned seed = 12345;
+    int bad_line = 0, bad_block = 0, hits = 0;
+    for (int round = 0; round < 200000; round++) {
+        size_t n = 0;
+        seed = seed * 1103515245u + 12345u;
+        int k = (int)((seed >> 16) % 12);
+        for (int i = 0; i < k; i++) {
+            seed = seed * 1103515245u + 12345u;
+            const char *p = parts[(seed >> 16) % (sizeof parts / sizeof *parts)];
+            size_t l = strlen(p);
+            if (n + l >= sizeof buf) break;
+            memcpy(buf + n, p, l);
+            n += l;
+        }
+        /* also off by one at either end: each length from the whole string down to 0 */
+        for (size_t m = n; m + 3 >= n && m <= n; m--) {
+            bool ref_block = memmem(buf, m, " NCCL ", 6) || memmem(buf, m, "NCCL version ", 13);
+            if (nccl_block_may_hold(buf, m) != ref_block) bad_block++;
+            if (nccl_line_is(buf, m) != ref_line_is(buf, m)) bad_line++;
+            if (ref_block) hits++;
+            if (!m) break;
+        }
+    }
+    CHECK_INT(bad_block, 0);
+    CHECK_INT(bad_line, 0);
+    CHECK(hits > 1000);   /* the alphabet makes hits */
+    /* past 256 bytes the line is not looked at; a block is looked at whole */
+    memset(buf, 'x', sizeof buf);
+    memcpy(buf + 300, " NCCL INFO x", 12);
+    CHECK(!nccl_line_is(buf, sizeof buf));
+    CHECK(nccl_block_may_hold(buf, sizeof buf));
+    CHECK(!nccl_block_may_hold(buf, 305));
+}
+
 int main(void)
 {
     RUN(test_line_is);
+    RUN(test_scan_like_memmem);
     RUN(test_ib_rank);
     RUN(test_newer_formats);
     RUN(test_net_choice);

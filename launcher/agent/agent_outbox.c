@@ -12,12 +12,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "agent_outslab.h"
 #include "util/util.h"
 
 #define WRITEV_MAX 64
 
 struct entry {
     struct entry *next;
+    struct outslab_chunk *chunk;   /* where its memory came from (agent_outslab.h) */
     size_t len;            /* bytes of data, its '\n' included */
     int rank;              /* durable: the rank; -1 plain */
     uint64_t seq;
@@ -40,6 +42,7 @@ struct outbox {
     bool held;
     struct slot *slots;    /* sorted by rank */
     size_t n_slots, cap_slots;
+    struct outslab slab;   /* the entries' memory */
 };
 
 struct outbox *outbox_new(void)
@@ -49,11 +52,16 @@ struct outbox *outbox_new(void)
     return ob;
 }
 
-static void entries_free(struct entry *e)
+static void entry_free(struct outbox *ob, struct entry *e)
+{
+    outslab_free(&ob->slab, e, e->chunk);
+}
+
+static void entries_free(struct outbox *ob, struct entry *e)
 {
     while (e) {
         struct entry *next = e->next;
-        free(e);
+        entry_free(ob, e);
         e = next;
     }
 }
@@ -61,7 +69,8 @@ static void entries_free(struct entry *e)
 void outbox_free(struct outbox *ob)
 {
     if (!ob) return;
-    entries_free(ob->head);
+    entries_free(ob, ob->head);
+    outslab_done(&ob->slab);
     strbuf_done(&ob->urgent);
     free(ob->slots);
     free(ob);
@@ -100,8 +109,10 @@ static const struct slot *slot_find(const struct outbox *ob, int rank)
 
 static void append(struct outbox *ob, int rank, uint64_t seq, const char *line, size_t len)
 {
-    struct entry *e = xmalloc(sizeof *e + len + 1);
+    struct outslab_chunk *chunk;
+    struct entry *e = outslab_alloc(&ob->slab, sizeof *e + len + 1, &chunk);
     e->next = NULL;
+    e->chunk = chunk;
     e->len = len + 1;
     e->rank = rank;
     e->seq = seq;
@@ -156,7 +167,7 @@ static void trim(struct outbox *ob)
         ob->head = e->next;
         if (!ob->head) ob->tail = NULL;
         ob->bytes -= e->len;
-        free(e);
+        entry_free(ob, e);
     }
 }
 
@@ -255,7 +266,7 @@ static void filter(struct outbox *ob, bool (*keep)(const struct outbox *ob, cons
             pp = &e->next;
         } else {
             *pp = e->next;
-            free(e);
+            entry_free(ob, e);
         }
     }
     ob->cursor = ob->head;
