@@ -196,6 +196,39 @@ static void test_lines(void)
     step_done(s);
 }
 
+/* A relay's empty lines (its acknowledgement of requests for other nodes, agent_relay.c) come
+ * before, between and after the pieces of a line: they are nothing, the line comes back whole
+ * and alone, and its node keeps running. */
+static void test_empty_lines(void)
+{
+    struct srun_step *s = step2();
+    struct strbuf f, want;
+    char *line;
+    strbuf_init(&f);
+    strbuf_init(&want);
+    strbuf_adds(&want, "{\"ev\":\"facts\",\"x\":\"");
+    for (int i = 0; i < RELAY_PIECE_MAX + 100; i++) strbuf_add(&want, "a", 1);
+    strbuf_adds(&want, "\"}");
+    feed(s, SRUN_STDOUT, "0: =n1 -\n1: =n2 -\n1: \n0: \n");
+    relay_frame(want.buf, want.len, &f);
+    strbuf_add(&f, "", 1);
+    const char *nl = strchr(f.buf, '\n'); /* the first piece ends there; the second follows */
+    char *framed = xasprintf("1: %.*s1: \n0: \n1: %s1: \n", (int)(nl - f.buf + 1), f.buf, nl + 1);
+    feed(s, SRUN_STDOUT, framed);
+    free(framed);
+    CHECK(srun_step_next_line(s, 0) == NULL);
+    line = srun_step_next_line(s, 1);
+    CHECK_STR(line, want.buf);
+    free(line);
+    CHECK(srun_step_next_line(s, 1) == NULL);
+    CHECK_INT((long long)srun_step_bytes_in(s, 1), (long long)want.len + 1);
+    CHECK_INT(srun_step_state(s, 0), SRUN_MEMBER_RUNNING);
+    CHECK_INT(srun_step_state(s, 1), SRUN_MEMBER_RUNNING);
+    strbuf_done(&f);
+    strbuf_done(&want);
+    step_done(s);
+}
+
 /* One protocol line that never ends (a "+" piece after another): past PROTOCOL_MAX_LINE its
  * node fails with the SSH path's message, its agent's stdin is ended, and what it sends next
  * is dropped; the other node goes on. */
@@ -346,6 +379,7 @@ int main(void)
     RUN(test_announce);
     RUN(test_exit_status);
     RUN(test_lines);
+    RUN(test_empty_lines);
     RUN(test_endless_line);
     RUN(test_long_raw_line);
     RUN(test_backlog);

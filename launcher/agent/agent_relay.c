@@ -24,6 +24,8 @@
 
 static struct {
     int task;            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
+    int64_t ack_every;   /* ms between two acknowledging empty lines (acknowledge()) */
+    int64_t acked_ms;    /* the last one */
     int to_agent;        /* write end of the agent's stdin; -1 once closed */
     int from_agent;      /* read end of the agent's stdout */
     pthread_t thread;
@@ -43,15 +45,18 @@ static void close_to_agent(void)
     relay.to_agent = -1;
 }
 
-/* The controller's lines: ours go to the agent, without the address. */
-static void from_controller(struct strbuf *in)
+/* The controller's lines: ours go to the agent, without the address. Returns how many were
+ * requests for other tasks (srun copies every line to every node). */
+static int from_controller(struct strbuf *in)
 {
     size_t off = 0;
     char *line;
+    int others = 0;
     while ((line = strbuf_take_line(in, &off)) != NULL) {
         int task;
         const char *rest;
-        if (relay_address(line, &task, &rest) == 0 && task == relay.task) {
+        if (relay_address(line, &task, &rest) == 0 && task != relay.task) others++;
+        else if (relay_address(line, &task, &rest) == 0) {
             if (strcmp(rest, RELAY_EOF) == 0) {
                 close_to_agent();
             } else if (strcmp(rest, RELAY_UNLINK) == 0) {
@@ -66,6 +71,7 @@ static void from_controller(struct strbuf *in)
         free(line);
     }
     strbuf_consume(in, off);
+    return others;
 }
 
 /* The agent's lines, cut into pieces. */
@@ -93,6 +99,26 @@ static int from_agent(struct strbuf *in)
     return rc;
 }
 
+/* srun sends the controller's lines to every node's slurmstepd over TCP without TCP_NODELAY,
+ * so a small message that follows one not yet acknowledged waits for the acknowledgement,
+ * which slurmstepd delays by up to 40 ms when it has nothing to send back: a request for one
+ * node, which every other node also receives and does not answer, held the next request 40 ms
+ * on its way to those nodes (issue 22). After a read of requests for other tasks, one empty
+ * line on stdout (the controller reads it as nothing) makes slurmstepd send, and the
+ * acknowledgement rides with it. Not after our own requests (our agent's answer carries it)
+ * nor after the controller's own empty lines (they would answer each other). Up to 16 nodes
+ * after every such read (a 5 ms window let the next request wait: measured); beyond, at most
+ * one per 5 ms per 16 nodes, as the controller's (srun_step.c). */
+static void acknowledge(int others, ssize_t got)
+{
+    int64_t now;
+    if (!others || got >= 4096) return;
+    now = mono_ms();
+    if (now - relay.acked_ms < relay.ack_every) return;
+    relay.acked_ms = now;
+    util_write_all(STDOUT_FILENO, "\n", 1);
+}
+
 static void *relay_main(void *arg)
 {
     struct strbuf cin, ain;
@@ -112,7 +138,7 @@ static void *relay_main(void *arg)
             ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
             if (r > 0) {
                 strbuf_add(&cin, buf, (size_t)r);
-                from_controller(&cin);
+                acknowledge(from_controller(&cin), r);
             } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
                 /* srun's stdin ended (ddptop is gone): the agent stops its ranks on its EOF */
                 stdin_open = 0;
@@ -227,6 +253,13 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         return -1;
     }
     relay.task = (int)t;
+    {
+        /* read before scrub_step_env() removes it */
+        const char *nn = getenv("SLURM_NNODES");
+        long n = nn ? strtol(nn, NULL, 10) : 0;
+        relay.ack_every = n > 16 ? 5 * (n / 16) : 0;
+        relay.acked_ms = -1000000;
+    }
     if (!name || !*name) {
         gethostname(host, sizeof host - 1);
         name = host;
