@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 BUILD_DIR=${DDPTOP_BUILD:-$PWD/build}
 AGENT=$BUILD_DIR/ddptop-agent
-D=$(mktemp -d /tmp/ddptop-it-factsfiles.XXXXXX)
+# $D is under /var/tmp: step 3 runs its agent with a private /tmp (below)
+D=$(mktemp -d /var/tmp/ddptop-it-factsfiles.XXXXXX)
 cleanup() { rm -rf "$D"; }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -86,7 +87,11 @@ mkdir -p "$D/tmp2" && chmod 1777 "$D/tmp2"
 name=$(/usr/bin/python3 -c 'import hashlib, os, sys; print("python-" + hashlib.sha256(os.uname().nodename.encode() + b"\0" + sys.argv[1].encode()).hexdigest()[:16])' /usr/bin/python3)
 setpriv --reuid 65534 --regid 65534 --clear-groups sh -c "umask 022; mkdir -p '$D/tmp2/ddptop-$(id -u)/cache' && \
     printf '{\"key\":\"x\",\"python3\":\"6.6.6\",\"torch\":\"6.6.6\"}' >'$D/tmp2/ddptop-$(id -u)/cache/$name'"
-g=$(facts "$D/tmp2" "$SYSPATH")
+# The agent turns from the foreign directory to /tmp's or /dev/shm's: those are fresh tmpfs in a
+# mount namespace of this test's, so that no cache of this test stays in the machine's /tmp.
+g=$(unshare --mount --propagation private bash -c \
+    '. "$1" && private_tmp_mount 16m /dev/shm && exec /usr/bin/python3 "$2" "$3" "$4" "$5" "$6"' _ \
+    "$PWD/tests/lib/private_tmp.sh" "$D/facts.py" "$D/tmp2" "$SYSPATH" "$AGENT" "$D/work")
 tap_check "a cache directory another user made is not used: $g" \
     test "$(echo "$g" | cut -d' ' -f1-2)" = "$PYV $TORCH"
 
