@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 KEPT=""
 cleanup() {
     # only the copy of this build's hash: other tests' agents may share the directory
-    [ -n "$KEPT" ] && rm -f "$KEPT" "$KEPT.planted" "$(dirname "$KEPT")"/../srun-*"${HASH:0:16}"
+    [ -n "$KEPT" ] && rm -f "$KEPT" "$KEPT.planted" "$(dirname "$KEPT")"/../srun-*"${HASH:0:16}" \
+        "$(dirname "$KEPT")"/ddptop-agent-f0f0f0f0*
     slurm_down
 }
 trap cleanup EXIT
@@ -26,6 +27,12 @@ export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
 HASH=$(sha256sum <"$AGENT" | cut -d' ' -f1)
 KEPT=/tmp/ddptop-$(id -u)/bin/ddptop-agent-$HASH
 rm -f "$KEPT" /tmp/ddptop-$(id -u)/srun-*"${HASH:0:16}"   # notes of other test clusters (same job ids)
+# Copies of older builds, 1 to 5 days old: a node keeps the 4 newest copies only
+mkdir -p -m 700 "/tmp/ddptop-$(id -u)/bin"
+for k in 1 2 3 4 5; do
+    old="/tmp/ddptop-$(id -u)/bin/ddptop-agent-f0f0f0f0$(printf '%056d' "$k")"
+    printf 'old build %s\n' "$k" >"$old" && chmod 700 "$old" && touch -d "$k days ago" "$old"
+done
 slurm_up_or_end 2
 D=$SLURM_DIR
 cd "$D"
@@ -93,6 +100,12 @@ if [ -f "$KEPT" ] && [ ! -L "$KEPT" ] && [ "$(stat -c '%a %u' "$KEPT")" = "700 $
     tap_ok "the kept copy: 0700, ours, in a 0700 directory, the agent's bytes"
 else
     tap_fail "the kept copy: 0700, ours, the agent's bytes" "$(ls -la "$(dirname "$KEPT")" 2>&1)"
+fi
+n=$(find "$(dirname "$KEPT")" -maxdepth 1 -name 'ddptop-agent-*' -type f | wc -l)
+if [ "$n" -le 4 ] && [ ! -e "$(dirname "$KEPT")/ddptop-agent-f0f0f0f0$(printf '%056d' 5)" ]; then
+    tap_ok "older copies pruned: $n copies left (at most the 4 newest), the 5-day-old one gone"
+else
+    tap_fail "older copies pruned to the 4 newest" "$(ls -la "$(dirname "$KEPT")" 2>&1)"
 fi
 
 tap_done

@@ -5,6 +5,7 @@
  * and the SHA-256 again before it runs it, so what is written here never needs to be trusted. */
 #include "agent_selfcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +22,46 @@ static bool is_hex64(const char *s)
 {
     if (!s || strlen(s) != 64) return false;
     return strspn(s, "0123456789abcdef") == 64;
+}
+
+/* Older copies go: each ddptop build is a new hash, and a node would otherwise keep every
+ * version it ever ran. The AGENT_SELFCACHE_KEEP newest stay (an older one still in use by a
+ * running job is only unlinked: it runs on, and a later step of that job falls back to
+ * --bcast). Only regular files of ours named like ours are looked at; bounded scan. */
+#define AGENT_SELFCACHE_KEEP 4
+
+static void prune(int dfd)
+{
+    struct { char name[80]; long long mtime; } keep[AGENT_SELFCACHE_KEEP + 1];
+    size_t nk = 0, seen = 0;
+    DIR *d = fdopendir(dfd);
+    struct dirent *e;
+    if (!d) { close(dfd); return; }
+    while ((e = readdir(d)) && seen++ < 4096) {
+        struct stat st;
+        if (strncmp(e->d_name, "ddptop-agent-", 13) != 0 || !is_hex64(e->d_name + 13)) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != getuid())
+            continue;
+        /* insert by mtime, newest first; what falls off the end is removed */
+        size_t i = nk < AGENT_SELFCACHE_KEEP + 1 ? nk++ : AGENT_SELFCACHE_KEEP;
+        memcpy(keep[i].name, e->d_name, 13 + 64 + 1);   /* checked: exactly that long */
+        keep[i].mtime = (long long)st.st_mtime;
+        for (; i > 0 && keep[i].mtime > keep[i - 1].mtime; i--) {
+            char tn[80];
+            long long tm = keep[i].mtime;
+            memcpy(tn, keep[i].name, sizeof tn);
+            memcpy(keep[i].name, keep[i - 1].name, sizeof tn);
+            keep[i].mtime = keep[i - 1].mtime;
+            memcpy(keep[i - 1].name, tn, sizeof tn);
+            keep[i - 1].mtime = tm;
+        }
+        if (nk == AGENT_SELFCACHE_KEEP + 1) {
+            unlinkat(dirfd(d), keep[AGENT_SELFCACHE_KEEP].name, 0);
+            nk = AGENT_SELFCACHE_KEEP;
+        }
+    }
+    closedir(d);
 }
 
 bool agent_selfcache_keep(const char *want_hex)
@@ -56,6 +97,7 @@ bool agent_selfcache_keep(const char *want_hex)
         if (!ok) unlink(tmp);
     }
     if (in >= 0) close(in);
+    if (ok) prune(open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     free(tmp);
     free(final);
     return ok;

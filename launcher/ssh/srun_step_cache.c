@@ -13,6 +13,7 @@
  * safety (the wrapper decides). */
 #include "srun_step_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/sha256.h"
@@ -98,6 +100,32 @@ void srun_step_cache_plan(struct srun_step *s)
     s->cache_try = true;
 }
 
+/* Notes of jobs long gone: a note is one small file per Slurm job and agent build; those not
+ * written for SRUN_NOTE_DAYS go when a new one is written (a job older than that only pays a
+ * --bcast copy again). Regular files of ours named srun-*, a bounded scan. */
+#define SRUN_NOTE_DAYS 14
+
+static void notes_prune(const char *path)
+{
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+    size_t seen = 0;
+    time_t old = time(NULL) - (time_t)SRUN_NOTE_DAYS * 86400;
+    if (!d && dfd >= 0) close(dfd);
+    while (d && (e = readdir(d)) && seen++ < 65536) {
+        struct stat st;
+        if (strncmp(e->d_name, "srun-", 5) != 0) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == getuid() && st.st_mtime < old)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 void srun_step_cache_note(struct srun_step *s)
 {
     char *path, *tmp;
@@ -116,6 +144,7 @@ void srun_step_cache_note(struct srun_step *s)
     if (fd >= 0) {
         bool ok = b.len < (1 << 16) && util_write_all(fd, b.buf, b.len) == 0;
         if (close(fd) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
+        else notes_prune(path);
     }
     free(tmp);
     free(path);

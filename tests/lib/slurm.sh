@@ -442,5 +442,14 @@ slurm_down() {
         fi
     fi
     SLURM_DIR=""
+    # what ddptop's agents and controller kept in this machine's /tmp for the cluster's jobs
+    # (docs/slurm.md, "The agent's copy by hash"): the notes of its jobs and this build's
+    # copy of the agent (the simulated nodes share this machine's /tmp)
+    if [ -n "$SLURM_SUBNET" ]; then
+        rm -f "/tmp/ddptop-$(id -u)/srun-ddpt${SLURM_SUBNET##*.}-"* 2>/dev/null
+        local agent=${DDPTOP_BUILD:-$PWD/build}/ddptop-agent sum
+        sum=$(sha256sum "$agent" 2>/dev/null | cut -d' ' -f1)
+        [ -n "$sum" ] && rm -f "/tmp/ddptop-$(id -u)/bin/ddptop-agent-$sum" 2>/dev/null
+    fi
     return 0
 }
