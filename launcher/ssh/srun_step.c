@@ -327,6 +327,7 @@ void srun_step_flush(struct srun_step *s)
 static void reap(struct srun_step *s)
 {
     if (s->pid > 0 && !s->reaped && waitpid(s->pid, &s->status, WNOHANG) == s->pid) s->reaped = true;
+    if (s->tried_pid > 0 && waitpid(s->tried_pid, NULL, WNOHANG) == s->tried_pid) s->tried_pid = 0;
 }
 
 /* Once every node's agent has started (announced itself) or ended, none needs the --bcast
@@ -516,6 +517,10 @@ static void step_free(struct srun_step *s)
             kill(-s->pid, SIGKILL);
             waitpid(s->pid, &s->status, 0);
         }
+    }
+    if (s->tried_pid > 0 && waitpid(s->tried_pid, NULL, WNOHANG) != s->tried_pid) {
+        kill(-s->tried_pid, SIGKILL); /* agents without ranks: Slurm ends its tasks */
+        waitpid(s->tried_pid, NULL, 0);
     }
     if (s->out_fd >= 0) close(s->out_fd);
     if (s->err_fd >= 0) close(s->err_fd);

@@ -152,9 +152,10 @@ void srun_step_cache_note(struct srun_step *s)
 }
 
 /* The first srun, with the nodes' copies (the wrapper), has ended or failed somewhere:
- * it is ended (its stdin closes, the agents that started exit) and the step starts again as
- * always, with --bcast. Nothing of the first went to the controller or came from it. This
- * waits for the first srun (at most a few seconds, agents without ranks): a rare path. */
+ * it is let go (its stdin closes: the agents that started, which hold no ranks, exit; srun
+ * follows) and the step starts again at once, as always, with --bcast (--overlap: the two may
+ * run side by side a moment). Nothing of the first went to the controller or came from it. The
+ * loop does not wait for it: reap() takes it when it ends, step_free ends it if it has not. */
 static void restart_with_bcast(struct srun_step *s, const char *why)
 {
     char note[400];
@@ -165,10 +166,12 @@ static void restart_with_bcast(struct srun_step *s, const char *why)
     }
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
-    srun_step_wait_exit(s, 3000);
-    if (!s->reaped) {
-        kill(-s->pid, SIGKILL);
-        waitpid(s->pid, &s->status, 0);
+    if (!s->reaped && waitpid(s->pid, &s->status, WNOHANG) != s->pid) {
+        if (s->tried_pid > 0) {            /* a third start (never: the second has --bcast) */
+            kill(-s->tried_pid, SIGKILL);
+            waitpid(s->tried_pid, NULL, 0);
+        }
+        s->tried_pid = s->pid;
     }
     if (s->out_fd >= 0) close(s->out_fd);
     if (s->err_fd >= 0) close(s->err_fd);

@@ -53,6 +53,8 @@ struct srun_step {
     bool cache_try;           /* this srun runs the nodes' kept copies (srun_step_cache.c):
                                * nothing goes either way until every node greeted */
     bool cache_noted;         /* the nodes of this --bcast step were noted as holding it */
+    pid_t tried_pid;          /* the srun that tried the kept copies and was given up: reaped
+                               * when it ends (srun_step.c reap), never waited for; 0 none */
 };
 
 /* What the wrapper says on stderr when a node has no usable copy. */
