@@ -321,6 +321,30 @@ static void test_read_incomplete(void)
     free(dir);
 }
 
+/* Small pieces (a line: the usual message of a job of many ranks) are not put in the pool's
+ * 4 KiB chunks: a backlog of them would take 30 times its bytes (logw_pool.c). */
+static void test_chunk_pool_small(void)
+{
+    char *dir = xasprintf("%s/pool-small", tmpdir);
+    char err[256] = "";
+    mkdir(dir, 0700);
+    struct logw *w = logw_new(dir, 4, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) { free(dir); return; }
+    logw_attempt(w, 0);
+    char line[100];
+    memset(line, 'x', sizeof line);
+    for (int i = 0; i < 1000; i++) logw_rank(w, i % 4, 0, (uint64_t)(i / 4 + 1), 0, line, sizeof line, true);
+    CHECK(logw_drain(w, 10000));
+    size_t held = 1;
+    uint64_t reused = 1;
+    logw_pool_stats(w, &held, &reused);
+    CHECK(held == 0);
+    CHECK(reused == 0);
+    logw_free(w);
+    free(dir);
+}
+
 /* The chunks between the loop and the writer are recycled (logw_pool.c): pieces of every size
  * from 1 byte to 200 KiB, every byte value, reach the file exactly, in order; chunks are
  * reused; what the pool holds stays within its bound. */
@@ -413,6 +437,7 @@ int main(void)
     RUN(test_log_mode_parse);
     RUN(test_read_incomplete);
     RUN(test_chunk_pool);
+    RUN(test_chunk_pool_small);
     RUN(test_kick);
     tmptree_remove(tmpdir);
     return tap_done();

@@ -2,7 +2,8 @@
  * made a chunk for every out message and the thread freed it: glibc then frees into the
  * loop's arena from another thread and consolidates (perf: about 15% of the controller's
  * samples in _int_free / malloc_consolidate while 8 ranks streamed). Here a processed chunk
- * goes back to a free list of its size class (4 KiB to 128 KiB, powers of two and a little) and the next
+ * of 2 KiB or more goes back to a free list of its size class (4 KiB to 128 KiB, powers of two
+ * and a little) and the next
  * chunk of that class reuses it. The lists hold at most POOL_MAX_BYTES in all; past that, and
  * for a chunk too large for any class, plain malloc and free. */
 #include "logw_int.h"
@@ -22,8 +23,15 @@ static size_t class_cap(int k)
     return ((size_t)1 << (POOL_MIN_SHIFT + k)) + POOL_SLACK;
 }
 
+/* Small pieces (a line or a few: most messages of a job of many ranks at a line a second)
+ * are malloc'ed as they are: a 4 KiB chunk for each of them would multiply the memory of a
+ * backlog by 30 (8,192 ranks: 511 MiB instead of 126), and their frees never trigger glibc's
+ * consolidation, which only large frees do. */
+#define POOL_SMALL 2048
+
 static int pool_class(size_t n)
 {
+    if (n < POOL_SMALL) return -1;
     for (int k = 0; k < POOL_CLASSES; k++)
         if (n <= class_cap(k)) return k;
     return -1;
