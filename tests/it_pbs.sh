@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 . tests/lib/run_job.sh
 D=$(mktemp -d /tmp/it_pbs.XXXXXX)
-trap 'kill_marker_pids "$D/"' EXIT
+trap 'kill_marker_pids "$D/"; rm -rf "$D"' EXIT
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES=
 AGENT=$PWD/${BUILD:-build}/ddptop-agent
 printf 'localhost\nlocalhost\n127.0.0.1\n127.0.0.1\n' >"$D/nodefile"
