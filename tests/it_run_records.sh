@@ -26,6 +26,8 @@ cleanup() {
     kill_marker_pids "$T"
     umount "$T/full" 2>/dev/null
     rm -rf "$T"
+    # the NCCL flight-recorder directories of runs whose agents were killed (they cannot remove them)
+    rm -rf /tmp/ddptop-nccl-{fill,filler,group,killed,open,or,private,taken}
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -23,6 +23,8 @@ HWM_LIMIT_KB=$((128 * 1024))
 cleanup() {
     rj_cleanup
     scale_bed_stop
+    # the NCCL flight-recorder directories of runs whose agents were killed (they cannot remove them)
+    rm -rf /tmp/ddptop-nccl-{scale,sleepers}
 }
 trap cleanup EXIT
 trap 'exit 130' INT

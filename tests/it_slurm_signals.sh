@@ -25,7 +25,8 @@ remove_new_copies() {
         [ -e "$f" ] && ! grep -qxF "$f" <<<"$COPIES_BEFORE" && rm -f "$f"
     done
 }
-trap 'tmux_cleanup; slurm_down; remove_new_copies' EXIT
+# (and the NCCL flight-recorder directories of runs whose agents were killed)
+trap 'tmux_cleanup; slurm_down; remove_new_copies; rm -rf /tmp/ddptop-nccl-{relost,tui,tui2}' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
 . tests/lib/run_job.sh
 D=$(mktemp -d /tmp/it_spare.XXXXXX)
-trap 'kill_marker_pids "$D/"; rm -rf "$D"' EXIT
+# (and the NCCL flight-recorder directories of runs whose agents were killed)
+trap 'kill_marker_pids "$D/"; rm -rf "$D" /tmp/ddptop-nccl-s{1,2,3,4,5}' EXIT
 export NO_COLOR=1 CUDA_VISIBLE_DEVICES= PBS_TMRSH_LOG=$D/tmrsh.log
 export PATH=$PWD/tests/pbs:$PATH
 printf '127.0.0.1\n127.0.0.2\n127.0.0.3\n127.0.0.4\n' >"$D/nodes4"
