@@ -26,7 +26,7 @@ remove_new_copies() {
     done
 }
 # (and the NCCL flight-recorder directories of runs whose agents were killed)
-trap 'tmux_cleanup; slurm_down; remove_new_copies; rm -rf /tmp/ddptop-nccl-{relost,tui,tui2}' EXIT
+trap 'tmux_cleanup; slurm_down; remove_new_copies; rm -rf /tmp/ddptop-nccl-{lost,preempt,killed,relost,tui,tui2}' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 

@@ -205,24 +205,26 @@ bool root_cause_node(struct job *j, int node, const char *why)
     return true;
 }
 
-bool root_cause_told(struct job *j, int node, const char *summary)
+/* A cause told whole (root_cause_told, root_cause_scheduler): its summary and class as given. */
+static bool cause_told(struct job *j, int node, const char *summary, enum failure_class cls,
+                       const char *detail)
 {
     struct root_cause *c = node_cause_begin(j, node);
     if (!c) return false;
     c->summary = xstrdup(summary);
-    set_class(c, FAILURE_NODE_LOST, NULL);
+    set_class(c, cls, detail);
     job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
     return true;
 }
 
+bool root_cause_told(struct job *j, int node, const char *summary)
+{
+    return cause_told(j, node, summary, FAILURE_NODE_LOST, NULL);
+}
+
 bool root_cause_scheduler(struct job *j, int node, const char *summary)
 {
-    struct root_cause *c = node_cause_begin(j, node);
-    if (!c) return false;
-    c->summary = xstrdup(summary);
-    set_class(c, FAILURE_PREEMPTED, "the scheduler's SIGTERM to the job's step");
-    job_event_add(j, EV_ROOT_CAUSE, -1, node, "root cause: %s", c->summary);
-    return true;
+    return cause_told(j, node, summary, FAILURE_PREEMPTED, "the scheduler's SIGTERM to the job's step");
 }
 
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
