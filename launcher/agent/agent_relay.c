@@ -18,19 +18,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent_direct.h"
 #include "agent_selfcache.h"
 #include "util/util.h"
 #include "wire/relay.h"
 
 static struct {
-    int task;            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
+    int task;
+    int sock;            /* the direct connection to ddptop (wire/direct.h), or -1: srun's I/O */
+    int sock_out_ok;     /* its sending side still works (else the agent's lines are dropped) */
+    char last;           /* the last byte sent on it (a line's end, or not) */            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
     int64_t ack_every;   /* ms between two acknowledging empty lines (acknowledge()) */
     int64_t acked_ms;    /* the last one */
     int to_agent;        /* write end of the agent's stdin; -1 once closed */
     int from_agent;      /* read end of the agent's stdout */
     pthread_t thread;
     int running;
-} relay = {.to_agent = -1, .from_agent = -1};
+} relay = {.to_agent = -1, .from_agent = -1, .sock = -1};
 
 /* srun --bcast put this copy in /tmp for this step alone. It goes as soon as the controller
  * says that every node's agent has started (RELAY_UNLINK), so that an agent killed later
@@ -119,20 +123,77 @@ static void acknowledge(int others, ssize_t got)
     util_write_all(STDOUT_FILENO, "\n", 1);
 }
 
+/* ddptop's lines on the direct connection: its own, unaddressed; "!eof" and "!unlink" as
+ * through srun. */
+static void from_direct(struct strbuf *in)
+{
+    size_t off = 0;
+    char *line;
+    while ((line = strbuf_take_line(in, &off)) != NULL) {
+        if (strcmp(line, RELAY_EOF) == 0) {
+            close_to_agent();
+        } else if (strcmp(line, RELAY_UNLINK) == 0) {
+            if (bcast_copy[0]) unlink(bcast_copy);
+        } else if (relay.to_agent >= 0) {
+            size_t n = strlen(line);
+            if (util_write_all(relay.to_agent, line, n) < 0 || util_write_all(relay.to_agent, "\n", 1) < 0)
+                close_to_agent();
+        }
+        free(line);
+    }
+    strbuf_consume(in, off);
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The agent's bytes on the direct connection, as they are: the connection is this node's own,
+ * no framing needed. Once it broke they are dropped (ddptop is gone, or sees the node lost). */
+static void to_direct(const char *p, size_t n)
+{
+    if (!relay.sock_out_ok || n == 0) return;
+    if (send_all(relay.sock, p, n) < 0) relay.sock_out_ok = 0;
+    else relay.last = p[n - 1];
+}
+
 static void *relay_main(void *arg)
 {
-    struct strbuf cin, ain;
+    struct strbuf cin, ain, din;
     char buf[65536];
-    int stdin_open = 1;
+    int stdin_open = 1, sock_open = relay.sock >= 0;
     (void)arg;
     strbuf_init(&cin);
     strbuf_init(&ain);
+    strbuf_init(&din);
     for (;;) {
-        struct pollfd p[2] = {{.fd = relay.from_agent, .events = POLLIN},
-                              {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0) {
+        struct pollfd p[3] = {{.fd = relay.from_agent, .events = POLLIN},
+                              {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN},
+                              {.fd = sock_open ? relay.sock : -1, .events = POLLIN}};
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR) continue;
             break;
+        }
+        if (p[2].revents) {
+            ssize_t r = recv(relay.sock, buf, sizeof buf, 0);
+            if (r > 0) {
+                strbuf_add(&din, buf, (size_t)r);
+                from_direct(&din);
+                /* ddptop sends requests, not floods: a line without its end this long is not its */
+                if (din.len > (1u << 20)) strbuf_reset(&din);
+            } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                /* ddptop or the connection is gone: as srun's stdin ending */
+                sock_open = 0;
+                close_to_agent();
+            }
         }
         if (p[1].revents) {
             ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
@@ -147,7 +208,9 @@ static void *relay_main(void *arg)
         }
         if (p[0].revents) {
             ssize_t r = read(relay.from_agent, buf, sizeof buf);
-            if (r > 0) {
+            if (r > 0 && relay.sock >= 0) {
+                to_direct(buf, (size_t)r);
+            } else if (r > 0) {
                 strbuf_add(&ain, buf, (size_t)r);
                 if (from_agent(&ain) < 0) break; /* srun's stdout is gone */
             } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -158,6 +221,7 @@ static void *relay_main(void *arg)
     close_to_agent();
     strbuf_done(&cin);
     strbuf_done(&ain);
+    strbuf_done(&din);
     return NULL;
 }
 
@@ -266,14 +330,27 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
     }
     agent_relay_address(addr, sizeof addr);
     note_bcast_copy();
+    strbuf_init(&hello);
+    strbuf_addf(&hello, "=%s %s%s", name, addr, kept ? " kept" : "");
+    {
+        /* the greeting goes over the direct connection when there is one (wire/direct.h);
+         * while the step's variables are still there (SLURM_SRUN_COMM_HOST) */
+        char why[256];
+        relay.sock = agent_direct_connect(relay.task, hello.buf, why, sizeof why);
+        relay.sock_out_ok = relay.sock >= 0;
+        relay.last = '\n';
+        if (relay.sock < 0 && why[0])
+            fprintf(stderr, "ddptop-agent: no direct connection to ddptop (%s): speaking through srun's I/O\n", why);
+    }
     scrub_step_env();
     if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         return -1;
     }
-    strbuf_init(&hello);
-    strbuf_addf(&hello, "=%s %s%s\n", name, addr, kept ? " kept" : "");
-    util_write_all(STDOUT_FILENO, hello.buf, hello.len);
+    if (relay.sock < 0) {
+        strbuf_add(&hello, "\n", 1);
+        util_write_all(STDOUT_FILENO, hello.buf, hello.len);
+    }
     strbuf_done(&hello);
     *in_fd = a[0];
     relay.to_agent = a[1];
@@ -297,8 +374,20 @@ void agent_relay_finish(int in_fd, int out_fd, int status)
     relay.running = 0;
     close(relay.from_agent);
     if (bcast_copy[0]) unlink(bcast_copy);
-    /* framed like a piece, so that a cut one is still read whole */
     n = snprintf(last, sizeof last, "!%d", status);
+    if (relay.sock >= 0 && relay.sock_out_ok) {
+        /* on its own line, whatever the agent's last bytes were */
+        if (relay.last != '\n') to_direct("\n", 1);
+        to_direct(last, (size_t)n);
+        to_direct("\n", 1);
+    }
+    if (relay.sock >= 0) {
+        int ok = relay.sock_out_ok;
+        close(relay.sock);
+        relay.sock = -1;
+        if (ok) return;
+    }
+    /* framed like a piece, so that a cut one is still read whole */
     {
         struct strbuf f;
         strbuf_init(&f);

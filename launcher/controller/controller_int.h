@@ -75,7 +75,7 @@ struct cnode {
     int64_t hold_until_ms;    /* when the held exits are applied; 0: none held */
     char *fault;              /* --nnodes: it failed this attempt through its own fault (why) */
     unsigned bad_numbers;     /* numbers out of range in its messages (ctl_bad_number) */
-    struct evloop_watch *ew[2]; /* its transport's fds in the event loop (transport_pollfds) */
+    struct evloop_watch *ew[TRANSPORT_POLLFDS_MAX]; /* its transport's fds in the event loop (transport_pollfds) */
 };
 
 /* Per rank, what the model does not keep: the previous CPU sample for cpu_pct, and the last

@@ -415,13 +415,13 @@ static bool watches_sync(struct controller *c, bool quiet)
     c->in_w = evloop_watch_update(c->el, c->in_w, in_fd, POLLIN, on_input, c);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
-        struct pollfd p[2];
+        struct pollfd p[TRANSPORT_POLLFDS_MAX];
         int k = 0;
         if (nd->t && !nd->queued) {
             any_ssh = any_ssh || !c->o.local;
-            if (!quiet) k = transport_pollfds(nd->t, p, 2);
+            if (!quiet) k = transport_pollfds(nd->t, p, TRANSPORT_POLLFDS_MAX);
         }
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < TRANSPORT_POLLFDS_MAX; m++)
             nd->ew[m] = evloop_watch_update(c->el, nd->ew[m], m < k ? p[m].fd : -1, m < k ? p[m].events : 0,
                                             on_node, &c->rev[i]);
     }

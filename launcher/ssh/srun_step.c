@@ -65,7 +65,11 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
         strbuf_init(&s->m[i].piece.line);
         strbuf_init(&s->m[i].in);
         strbuf_init(&s->m[i].pending);
+        strbuf_init(&s->m[i].dq);
+        strbuf_init(&s->m[i].dr);
+        s->m[i].dfd = -1;
     }
+    s->lfd = s->efd = -1;
     srun_step_cache_plan(s);
     strbuf_init(&s->wbuf);
     strbuf_init(&s->obuf);
@@ -192,6 +196,7 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
         /* the agents keep a copy by this name for the job's later steps (agent_selfcache.h) */
         if (s->sha256) setenv("DDPTOP_AGENT_SHA256", s->sha256, 1);
     }
+    srun_step_direct_env(s);
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
     close_range(3, ~0U, 0);
     execvp(v[0], v);
@@ -205,6 +210,7 @@ void srun_step_start(struct srun_step *s)
     if (s->started) return;
     s->started = true;
     if (s->stderr_path && s->log_fd < 0) s->log_fd = open(s->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    srun_step_direct_open(s);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
         fail_all(s, "pipe: %s", strerror(errno));
         s->exited = s->reaped = true;
@@ -234,10 +240,12 @@ void srun_step_start(struct srun_step *s)
 
 int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
 {
-    int n = 0;
+    /* its own direct connection; then what the step shares */
+    int n = srun_step_direct_pollfds(s, &s->m[m], p, max);
     /* offered once: by the first member not yet released (member 0 may be on a new step) */
     for (size_t i = 0; i < m; i++)
-        if (!s->m[i].released) return 0;
+        if (!s->m[i].released) return n;
+    if (s->efd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->efd, .events = POLLIN};
     if (s->out_fd >= 0 && n < max && !srun_step_backlogged(s))
         p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
     if (s->err_fd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
@@ -353,6 +361,7 @@ void srun_step_pump(struct srun_step *s)
     if (!s->started || s->exited) return;
     srun_step_flush(s);
     close_if_flushed(s);
+    srun_step_direct_accept(s);
     poke(s, read_lines(s, SRUN_STDOUT));
     read_lines(s, SRUN_STDERR);
     if (s->cache_try && !srun_step_cache_settle(s)) return;
@@ -361,6 +370,10 @@ void srun_step_pump(struct srun_step *s)
     if (s->out_fd >= 0 || s->err_fd >= 0) return;
     reap(s);
     if (!s->reaped) return;
+    /* what the agents said last on their own connections (their exit statuses) before srun's end
+     * speaks for them */
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->m[i].released) srun_step_direct_pump(s, &s->m[i]);
     s->exited = true;
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
@@ -373,6 +386,11 @@ void srun_step_pump(struct srun_step *s)
         fail_all(s, "srun (the agents' step) exited with status %d", WEXITSTATUS(s->status));
 }
 
+void srun_step_member_pump(struct srun_step *s, size_t m)
+{
+    if (!s->m[m].released) srun_step_direct_pump(s, &s->m[m]);
+}
+
 enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
 {
     const struct member *me = &s->m[m];
@@ -381,7 +399,7 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     if (s->cache_try) return SRUN_MEMBER_RUNNING; /* the step may still start again */
     /* its last lines are handed out before it is reported gone, those srun still holds while
      * another member's backlog stops us reading included (unless it is cut off) */
-    if (me->ended && me->in_off >= me->in.len && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
+    if (me->ended && me->in_off >= me->in.len && me->dfd < 0 && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
         return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
     return SRUN_MEMBER_RUNNING;
 }
@@ -499,6 +517,7 @@ void srun_step_abandon(struct srun_step *s)
 static void step_free(struct srun_step *s)
 {
     srun_step_flush(s); /* the last requests (an exit), if the pipe takes them */
+    srun_step_direct_close(s);
     if (s->to_fd >= 0) close(s->to_fd);
     s->to_fd = -1;
     if (s->pid > 0 && !s->reaped && s->detached && !s->abandoned) {
@@ -531,6 +550,8 @@ static void step_free(struct srun_step *s)
         strbuf_done(&s->m[i].piece.line);
         strbuf_done(&s->m[i].in);
         strbuf_done(&s->m[i].pending);
+        strbuf_done(&s->m[i].dq);
+        strbuf_done(&s->m[i].dr);
     }
     strbuf_done(&s->wbuf);
     strbuf_done(&s->obuf);

@@ -52,6 +52,8 @@ void srun_step_start(struct srun_step *s);
 int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max);
 /* Reads and writes what it can, sorting the agents' lines into their members. */
 void srun_step_pump(struct srun_step *s);
+/* Member m's own direct connection (wire/direct.h): what is queued goes, what came is read. */
+void srun_step_member_pump(struct srun_step *s, size_t m);
 
 /* What the step does with the bytes it reads from srun's stdout (the relays' lines, labelled
  * "K: ") or stderr (srun's and slurmstepd's messages, the tasks' stderr labelled): lines are

@@ -197,6 +197,7 @@ static void restart_with_bcast(struct srun_step *s, const char *why)
         m->in_off = 0;
         m->bytes_in = 0;
     }
+    srun_step_direct_reset(s);
     s->cache_try = false;
     s->bcast = srun_step_bcast_target();
     srun_step_start(s);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include "srun_step.h"
@@ -27,7 +28,19 @@ struct member {
     uint64_t bytes_in;
     bool released;
     bool kept;                /* its agent keeps a copy of itself (its greeting said "kept") */
+    /* its direct connection (srun_step_direct.c), when its agent made one */
+    int dfd;                  /* -1: none (never, or ended) */
+    bool direct;              /* it spoke over one: srun's stdout carries nothing of it */
+    bool dskip;               /* the rest of a line too long is dropped */
+    struct strbuf dq, dr;     /* to send; read, not yet a whole line */
+    int64_t deof_ms;          /* its socket ended without the exit status (0: not) */
+    int deof_why;             /* errno of that end (0: closed) */
+    int64_t dend_ms;          /* ended (srun said) while its socket was still open */
 };
+
+/* Handshakes in progress at most (besides the step's size). */
+#define DIRECT_PENDING_MAX 8192
+struct direct_pending;
 
 struct srun_step {
     char *agent_path, *jobid, *stderr_path;
@@ -53,6 +66,13 @@ struct srun_step {
     bool cache_try;           /* this srun runs the nodes' kept copies (srun_step_cache.c):
                                * nothing goes either way until every node greeted */
     bool cache_noted;         /* the nodes of this --bcast step were noted as holding it */
+    /* the agents' direct connections (srun_step_direct.c) */
+    int lfd, efd, dport;      /* listening socket, epoll set (it and the handshakes), its port */
+    bool direct_off;          /* DDPTOP_SRUN_DIRECT=0, or no socket: srun's I/O only */
+    unsigned char dkey[32];
+    char dkey_hex[65];
+    struct direct_pending *pend;
+    size_t npend, pend_cap;
     pid_t tried_pid;          /* the srun that tried the kept copies and was given up: reaped
                                * when it ends (srun_step.c reap), never waited for; 0 none */
 };
@@ -74,6 +94,33 @@ char *srun_step_bcast_target(void);
 void srun_step_flush(struct srun_step *s);
 /* Waits up to ms for srun to exit, reading what it still says (it never blocks on a pipe). */
 void srun_step_wait_exit(struct srun_step *s, int ms);
+
+/* The step's log (its stderr file): a line of ddptop's own. */
+void srun_step_log(struct srun_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "NAME ADDR[ kept]" from task's relay: the member it names, now announced (NULL: none waits for
+ * it). dfd: its direct connection, or -1 (srun's I/O). */
+struct member *srun_step_announce(struct srun_step *s, int task, const char *text, int dfd);
+/* The agent's exit status (the relay's "!STATUS" without its '!'). */
+void srun_step_member_exited(struct member *m, const char *status);
+/* m sent a line longer than PROTOCOL_MAX_LINE: it fails as over SSH. */
+void srun_step_member_cut(struct srun_step *s, struct member *m);
+
+/* srun_step_direct.c: before srun starts, the listening socket and the key (unless
+ * DDPTOP_SRUN_DIRECT=0); in srun's child, the environment that gives them to the agents. */
+void srun_step_direct_open(struct srun_step *s);
+void srun_step_direct_env(const struct srun_step *s);
+/* New connections and handshakes; closes the listener once every agent said where it is. */
+void srun_step_direct_accept(struct srun_step *s);
+/* m's connection: what is queued goes, what came is read into m->in; its end. */
+void srun_step_direct_pump(struct srun_step *s, struct member *m);
+void srun_step_direct_queue(struct member *m, const char *line, size_t len);
+void srun_step_direct_flush(struct member *m);
+/* m's socket to poll (0 or 1 filled). */
+int srun_step_direct_pollfds(const struct srun_step *s, const struct member *m, struct pollfd *p, int max);
+/* The step starts again (srun_step_cache.c): every connection closed, a new key. */
+void srun_step_direct_reset(struct srun_step *s);
+/* Everything closed (the step is freed). */
+void srun_step_direct_close(struct srun_step *s);
 
 /* Queues "TASK LINE" for m's task on srun's stdin (the task must be known). */
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len);

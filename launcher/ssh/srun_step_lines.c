@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,17 @@ bool srun_step_backlogged(const struct srun_step *s)
 {
     if (!s->backlog_hit) return false;
     for (size_t i = 0; i < s->n; i++)
-        if (srun_step_member_reads(&s->m[i]) && s->m[i].in.len - s->m[i].in_off >= PROTOCOL_BACKLOG_MAX)
+        if (!s->m[i].direct && srun_step_member_reads(&s->m[i]) && s->m[i].in.len - s->m[i].in_off >= PROTOCOL_BACKLOG_MAX)
             return true;
     return false;
 }
 
 void srun_step_queue(struct srun_step *s, struct member *m, const char *line, size_t len)
 {
+    if (m->direct) {
+        srun_step_direct_queue(m, line, len); /* its own connection, no address */
+        return;
+    }
     strbuf_addf(&s->wbuf, "%d ", m->task);
     strbuf_add(&s->wbuf, line, len);
     strbuf_add(&s->wbuf, "\n", 1);
@@ -56,9 +61,19 @@ static void log_bytes(struct srun_step *s, const char *p, size_t n)
     }
 }
 
+void srun_step_log(struct srun_step *s, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0) log_bytes(s, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
 /* A line longer than PROTOCOL_MAX_LINE from m's task: what SSH does (ssh_stream.c), the link
  * fails with the same message, and its agent's stdin ends (a closed channel, over SSH). */
-static void member_cut(struct srun_step *s, struct member *m)
+void srun_step_member_cut(struct srun_step *s, struct member *m)
 {
     if (m->cut) return;
     m->cut = true;
@@ -75,7 +90,7 @@ static void member_cut(struct srun_step *s, struct member *m)
 /* "=NAME ADDR[ kept]": the relay of task `task` says where it runs. ADDR is what MASTER_ADDR
  * uses: only a numeric address is taken ("-", empty, or anything else: the node's name).
  * "kept": the agent keeps a copy of itself for the job's later steps (srun_step_cache.c). */
-static void announce(struct srun_step *s, int task, const char *text)
+struct member *srun_step_announce(struct srun_step *s, int task, const char *text, int dfd)
 {
     const char *sp = strchr(text, ' ');
     size_t nl = sp ? (size_t)(sp - text) : strlen(text);
@@ -85,9 +100,13 @@ static void announce(struct srun_step *s, int task, const char *text)
         if (s->m[i].task < 0 && strlen(s->m[i].name) == nl && strncmp(s->m[i].name, text, nl) == 0) m = &s->m[i];
     /* a name Slurm spells differently from the node list (an alias): task order is node order */
     if (!m && task >= 0 && (size_t)task < s->n && s->m[task].task < 0) m = &s->m[task];
-    if (!m) return;
+    if (!m) return NULL;
     m->task = task;
     m->announced = true;
+    if (dfd >= 0) {
+        m->dfd = dfd;
+        m->direct = true;
+    }
     if (sp) {
         char a[sizeof m->addr];
         const char *flag = strchr(sp + 1, ' ');
@@ -102,8 +121,9 @@ static void announce(struct srun_step *s, int task, const char *text)
     }
     /* what the controller said before it knew the task; while the nodes' copies are tried,
      * it waits for every node (the step may start again) */
-    if (s->cache_try) return;
+    if (s->cache_try) return m;
     srun_step_flush_pending(s, m);
+    return m;
 }
 
 void srun_step_flush_pending(struct srun_step *s, struct member *m)
@@ -119,7 +139,7 @@ void srun_step_flush_pending(struct srun_step *s, struct member *m)
 }
 
 /* "!STATUS", the relay's last line: STATUS as the relay writes it (decimal), else unreadable. */
-static void member_exited(struct member *m, const char *status)
+void srun_step_member_exited(struct member *m, const char *status)
 {
     const char *end = status;
     int st = relay_number(status, &end);
@@ -148,7 +168,7 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
     if (m && (m->piece.need || m->piece.hdr_len || rest[0] == '+' || rest[0] == '.')) {
         int rc = relay_piece_feed(&m->piece, rest, len);
         if (rc < 0) strbuf_reset(&m->piece.line);
-        if (m->piece.line.len > (size_t)PROTOCOL_MAX_LINE) member_cut(s, m);
+        if (m->piece.line.len > (size_t)PROTOCOL_MAX_LINE) srun_step_member_cut(s, m);
         if (m->cut) {
             /* its pieces are still followed (their lengths say where the next begins), unkept */
             strbuf_reset(&m->piece.line);
@@ -158,7 +178,7 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
         if (m->piece.line.len && m->piece.line.buf[0] == '!') {
             /* the relay's last line: the agent's exit status */
             strbuf_add(&m->piece.line, "", 1);
-            member_exited(m, m->piece.line.buf + 1);
+            srun_step_member_exited(m, m->piece.line.buf + 1);
         } else if (srun_step_member_reads(m)) {
             strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
             strbuf_add(&m->in, "\n", 1);
@@ -168,7 +188,7 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
         strbuf_reset(&m->piece.line);
         return;
     }
-    if (rest[0] == '=') announce(s, task, rest + 1);
+    if (rest[0] == '=' && m == NULL) srun_step_announce(s, task, rest + 1, -1);
 }
 
 /* The member a message of srun or slurmstepd is about: the task's, else the node it names
@@ -257,7 +277,7 @@ static void long_line(struct srun_step *s, enum srun_stream from, struct strbuf 
     if (from == SRUN_STDOUT) {
         int task = relay_label(b->buf, &rest);
         struct member *m = task >= 0 ? member_of_task(s, task) : NULL;
-        if (m) member_cut(s, m);
+        if (m) srun_step_member_cut(s, m);
         snprintf(note, sizeof note, "ddptop: a line of srun's output (task %d) was longer than %d bytes; dropped\n",
                  task, PROTOCOL_MAX_LINE);
         log_bytes(s, note, strlen(note));

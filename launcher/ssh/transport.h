@@ -47,8 +47,9 @@ void transport_free(struct transport *t);
 
 /* Begins connecting (SSH) or forks and execs the agent (local). */
 void transport_start(struct transport *t);
-/* The most descriptors one transport asks to poll (a Slurm step: srun's stdout, stderr, stdin). */
-#define TRANSPORT_POLLFDS_MAX 3
+/* The most descriptors one transport asks to poll (a Slurm step's member: its direct
+ * connection; srun's stdout, stderr, stdin and the direct connections' epoll set). */
+#define TRANSPORT_POLLFDS_MAX 5
 /* Up to max descriptors to poll (fd and events); returns how many were filled. */
 int transport_pollfds(struct transport *t, struct pollfd *p, int max);
 /* Advances it; revents of any of its fds (0 on a timer tick). Never blocks. */

@@ -44,6 +44,7 @@ static void member_pump(struct transport *t, short revents)
 {
     (void)revents; /* its pipes are nonblocking: the pump takes whatever is there */
     srun_step_pump(member_of(t)->step);
+    srun_step_member_pump(member_of(t)->step, member_of(t)->member);
 }
 
 static enum transport_state member_state(const struct transport *t)

@@ -8,6 +8,9 @@
 #   srun      `srun -N3 --ntasks-per-node=2 sh -c 'echo up'` (srun starting the ranks itself);
 #   slurm     `ddptop run --slurm --headless` (agents through srun) with the preflight;
 #   slurm-nc  the same with --no-check;
+#   slurm-io, slurm-io-nc  the same two with DDPTOP_SRUN_DIRECT=0: every agent's lines through
+#             srun's I/O forwarding instead of its direct connection to ddptop (docs/slurm.md,
+#             "The direct connection"), as before issue 22's last change;
 #   ssh       `ddptop run HOSTFILE --headless` over SSH to an sshd inside each node's namespace
 #             (listening on the node's address, port 22; hostfile `USER@ADDR slots=2`), with
 #             the preflight;
@@ -36,7 +39,7 @@ REPEAT=${BENCH_REPEAT:-5}
 DEADLINE=${BENCH_DEADLINE:-60}
 PHASES=${BENCH_PHASES:-1}
 DDPTOP=${DDPTOP:-${DDPTOP_BUILD:-$PWD/${BUILD:-build}}/ddptop}
-CONTENDERS=(srun slurm slurm-nc ssh ssh-nc)
+CONTENDERS=(srun slurm slurm-nc slurm-io slurm-io-nc ssh ssh-nc)
 
 # ---------------------------------------------------------------------------------------------
 # Inner part: runs inside the allocation on the login node (BENCH_D, BENCH_HOSTS, ... from the
@@ -54,6 +57,8 @@ if [ "${1:-}" = --inner ]; then
         srun) mode=srun cmd=(srun -N3 --ntasks-per-node=2 sh -c 'echo up') ;;
         slurm) cmd=("$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-}) ;;
         slurm-nc) cmd=("$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-} --no-check) ;;
+        slurm-io) cmd=(env DDPTOP_SRUN_DIRECT=0 "$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-}) ;;
+        slurm-io-nc) cmd=(env DDPTOP_SRUN_DIRECT=0 "$DDPTOP" run --slurm "${COMMON[@]}" ${BENCH_SLURM_OPTS:-} --no-check) ;;
         ssh) cmd=("$DDPTOP" run "$BENCH_HOSTS" "${COMMON[@]}" "${SSHOPT[@]}") ;;
         ssh-nc) cmd=("$DDPTOP" run "$BENCH_HOSTS" "${COMMON[@]}" "${SSHOPT[@]}" --no-check) ;;
         esac
@@ -216,6 +221,8 @@ declare -A M NAME
 NAME[srun]="srun -N3 --ntasks-per-node=2 (ranks directly)"
 NAME[slurm]="ddptop run --slurm (agents via srun), preflight"
 NAME[slurm-nc]="ddptop run --slurm --no-check"
+NAME[slurm-io]="the same, preflight, through srun's I/O"
+NAME[slurm-io-nc]="the same, --no-check, through srun's I/O"
 NAME[ssh]="ddptop run HOSTFILE (ssh), preflight"
 NAME[ssh-nc]="ddptop run HOSTFILE (ssh) --no-check"
 for c in "${CONTENDERS[@]}"; do M[$c]=$(med "$c"); done
@@ -229,6 +236,7 @@ done
 R_SLURM_SSH=$(ratio "${M[slurm]}" "${M[ssh]}")
 R_SLURM_SSH_NC=$(ratio "${M[slurm-nc]}" "${M[ssh-nc]}")
 echo "ddptop --slurm / srun: $(ratio "${M[slurm]}" "${M[srun]}") (preflight), $(ratio "${M[slurm-nc]}" "${M[srun]}") (--no-check)"
+echo "  through srun's I/O only (DDPTOP_SRUN_DIRECT=0): $(ratio "${M[slurm-io]}" "${M[srun]}") (preflight), $(ratio "${M[slurm-io-nc]}" "${M[srun]}") (--no-check)"
 echo "ddptop over srun / ddptop over ssh: $R_SLURM_SSH (preflight), $R_SLURM_SSH_NC (--no-check)"
 echo "machine: $(nproc) CPU cores ($CPU); $DATE; load average before $LOAD0, after $LOAD1"
 echo "PATH in the allocation (srun passes it to the agents and ranks): $SPATH"

@@ -1,0 +1,49 @@
+/* The direct connection under srun: each agent of a Slurm step connects back to ddptop over
+ * TCP, so the control plane does not wait on srun's I/O forwarding, whose connections to every
+ * slurmstepd run without TCP_NODELAY (40 ms waits, docs/slurm.md "The direct connection").
+ * ddptop listens on an ephemeral port and gives the agents the port and a 256-bit key in the
+ * step's environment (never on a command line). Each side proves it holds the key before the
+ * other trusts a byte (HMAC-SHA-256 over both nonces and the task id):
+ *
+ *   agent -> ddptop   "ddptop-direct 1 TASK NA"          NA: 16 random bytes, hex
+ *   ddptop -> agent   "NC MC"                             MC = HMAC(key, "ddptop-direct controller TASK NA NC")
+ *   agent -> ddptop   "MA =NAME ADDR[ kept]"              MA = HMAC(key, "ddptop-direct agent TASK NA NC"),
+ *                                                         then the relay's greeting (wire/relay.h)
+ *
+ * then protocol lines both ways, unframed (the connection is the node's own), with the relay's
+ * control lines: "!eof" and "!unlink" from ddptop, "!STATUS" last from the agent. A line of
+ * the handshake is at most DIRECT_LINE_MAX bytes. Pure: strings in, strings out. */
+#ifndef DDPTOP_WIRE_DIRECT_H
+#define DDPTOP_WIRE_DIRECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DIRECT_KEY_LEN 32
+#define DIRECT_NONCE_HEX 32
+#define DIRECT_MAC_HEX 64
+#define DIRECT_LINE_MAX 512
+/* The step's environment: the port ddptop listens on, and the key (64 hex digits). */
+#define DIRECT_ENV_PORT "DDPTOP_SRUN_PORT"
+#define DIRECT_ENV_KEY "DDPTOP_SRUN_KEY"
+
+/* HMAC-SHA-256 (RFC 2104) of msg under key, as 64 lower-case hex digits and a NUL. */
+void direct_hmac_hex(const unsigned char *key, size_t key_len, const char *msg, size_t len, char out[65]);
+/* The two proofs: role "controller" or "agent". */
+void direct_mac(const unsigned char key[DIRECT_KEY_LEN], const char *role, int task, const char *na,
+                const char *nc, char out[65]);
+/* Whether two MACs (64 hex digits each) are equal; time independent of where they differ. */
+bool direct_mac_equal(const char *a, const char *b);
+/* Lower-case hex of n bytes into out (2n+1 bytes). */
+void direct_hex(const unsigned char *b, size_t n, char *out);
+/* 64 hex digits into key; -1 when it is anything else. */
+int direct_key_parse(const char *hex, unsigned char key[DIRECT_KEY_LEN]);
+
+/* "ddptop-direct 1 TASK NA": 0 and *task, na[33]; -1 when malformed. */
+int direct_hello_parse(const char *line, int *task, char na[DIRECT_NONCE_HEX + 1]);
+/* "NC MC": 0 and nc[33], mc[65]; -1 when malformed. */
+int direct_reply_parse(const char *line, char nc[DIRECT_NONCE_HEX + 1], char mc[DIRECT_MAC_HEX + 1]);
+/* "MA =GREETING": 0, ma[65] and *greeting (past the '='); -1 when malformed. */
+int direct_proof_parse(const char *line, char ma[DIRECT_MAC_HEX + 1], const char **greeting);
+
+#endif
