@@ -193,8 +193,6 @@ static bool send_line(int fd, const char *line)
     return send(fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n;
 }
 
-static void member_lines(struct srun_step *s, struct member *m);
-
 /* One whole handshake line of pending i, and rest bytes that came after it (the agent's first
  * lines may follow its proof in one segment); returns false when it was dropped or handed over. */
 static bool pending_line(struct srun_step *s, size_t i, const char *line, const char *rest, size_t rest_len)
@@ -236,10 +234,7 @@ static bool pending_line(struct srun_step *s, size_t i, const char *line, const 
     }
     srun_step_log(s, "ddptop: %s (task %d) speaks over its direct connection from %s\n", m->name, p->task, p->peer);
     epoll_ctl(s->efd, EPOLL_CTL_DEL, p->fd, NULL);
-    if (rest_len) {
-        strbuf_add(&m->dr, rest, rest_len);
-        member_lines(s, m);
-    }
+    if (rest_len) srun_step_direct_feed(s, m, rest, rest_len);
     s->pend[i] = s->pend[--s->npend];
     return false; /* handed over: no longer pending */
 }
@@ -372,6 +367,12 @@ static void member_lines(struct srun_step *s, struct member *m)
     strbuf_consume(&m->dr, off);
 }
 
+void srun_step_direct_feed(struct srun_step *s, struct member *m, const char *buf, size_t len)
+{
+    strbuf_add(&m->dr, buf, len);
+    member_lines(s, m);
+}
+
 void srun_step_direct_pump(struct srun_step *s, struct member *m)
 {
     char buf[65536];
@@ -381,17 +382,13 @@ void srun_step_direct_pump(struct srun_step *s, struct member *m)
     for (int rounds = 0; m->dfd >= 0 && rounds < 16 && !backlogged(m); rounds++) {
         ssize_t r = recv(m->dfd, buf, sizeof buf, MSG_DONTWAIT);
         if (r > 0) {
-            strbuf_add(&m->dr, buf, (size_t)r);
-            member_lines(s, m);
+            srun_step_direct_feed(s, m, buf, (size_t)r);
             continue;
         }
         if (r < 0 && (errno == EINTR)) continue;
         if (r < 0 && errno == EAGAIN) break;
         /* its end: a last line without its newline is a line */
-        if (m->dr.len && !m->dskip) {
-            strbuf_add(&m->dr, "\n", 1);
-            member_lines(s, m);
-        }
+        if (m->dr.len && !m->dskip) srun_step_direct_feed(s, m, "\n", 1);
         strbuf_reset(&m->dr);
         m->dskip = false;
         if (!m->ended) {

@@ -113,6 +113,8 @@ void srun_step_direct_env(const struct srun_step *s);
 void srun_step_direct_accept(struct srun_step *s);
 /* m's connection: what is queued goes, what came is read into m->in; its end. */
 void srun_step_direct_pump(struct srun_step *s, struct member *m);
+/* Bytes of m's connection as read (its lines into m->in; tests and the fuzz target feed it). */
+void srun_step_direct_feed(struct srun_step *s, struct member *m, const char *buf, size_t len);
 void srun_step_direct_queue(struct member *m, const char *line, size_t len);
 void srun_step_direct_flush(struct member *m);
 /* m's socket to poll (0 or 1 filled). */

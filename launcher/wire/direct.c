@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/sha256.h"
-#include "wire/relay.h"
+#include "relay.h"
 
 void direct_hmac_hex(const unsigned char *key, size_t key_len, const char *msg, size_t len, char out[65])
 {

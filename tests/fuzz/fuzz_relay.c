@@ -5,8 +5,10 @@
  * members (nodes n1, n2, n3) and no process: the lines are fed as srun_step.c's reader does.
  *
  * Input: lines. A line that begins with 'E' is one of srun's stderr (the rest of it), one that
- * begins with 'O' one of its stdout (the rest), any other line is stdout as it is; every line
- * is also tried as "K LINE" from the controller. Lines are NUL-terminated copies of exactly
+ * begins with 'O' one of its stdout (the rest), one that begins with 'D' bytes of member 0's
+ * direct connection (launcher/ssh/srun_step_direct.c; the rest, and its '\n' unless it ends the
+ * input), any other line is stdout as it is; every line is also tried as "K LINE" from the
+ * controller and as each line of the direct connection's handshake (wire/direct.h). Lines are NUL-terminated copies of exactly
  * their length, as strbuf_take_line gives them.
  *
  * Invariants: a member's task is -1 or one srun gave; what a member collected is whole lines;
@@ -14,6 +16,7 @@
 #include "fuzz_common.h"
 
 #include "ssh/srun_step_int.h"
+#include "wire/direct.h"
 #include "wire/relay.h"
 
 static const char *const names[] = { "n1", "n2", "n3" };
@@ -33,6 +36,10 @@ static struct srun_step *step_new(void)
         strbuf_init(&m->piece.line);
         strbuf_init(&m->in);
         strbuf_init(&m->pending);
+        strbuf_init(&m->dq);
+        strbuf_init(&m->dr);
+        m->dfd = -1;
+        m->direct = i == 0; /* member 0 speaks over a direct connection (no socket here) */
         /* a request sent before the task was known: queued when the relay announces itself */
         strbuf_adds(&m->pending, "{\"op\":\"ping\"}\n");
         m->closed_by_us = i == 2;
@@ -41,6 +48,7 @@ static struct srun_step *step_new(void)
     strbuf_init(&s->obuf);
     strbuf_init(&s->ebuf);
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
+    s->lfd = s->efd = -1;
     return s;
 }
 
@@ -61,6 +69,9 @@ static void step_free(struct srun_step *s, size_t fed)
         strbuf_done(&m->piece.line);
         strbuf_done(&m->in);
         strbuf_done(&m->pending);
+        EXPECT(m->dr.len <= fed);
+        strbuf_done(&m->dq);
+        strbuf_done(&m->dr);
     }
     EXPECT(strlen(s->srun_err) < sizeof s->srun_err);
     strbuf_done(&s->wbuf);
@@ -93,6 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = data + at;
         at += n + 1;
         bool err = n && p[0] == 'E';
+        if (n && p[0] == 'D') {
+            srun_step_direct_feed(s, &s->m[0], (const char *)p + 1, nl ? n : n - 1);
+            continue;
+        }
         if (n && (p[0] == 'E' || p[0] == 'O')) {
             p++;
             n--;
@@ -104,6 +119,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *rest = NULL;
         if (relay_address(line, &task, &rest) == 0) {
             EXPECT(task >= 0 && rest > line && rest <= line + n);
+        }
+        {
+            char na[DIRECT_NONCE_HEX + 1], nc[DIRECT_NONCE_HEX + 1], mac[DIRECT_MAC_HEX + 1];
+            const char *g = NULL;
+            if (direct_hello_parse(line, &task, na) == 0) EXPECT(task >= 0 && strlen(na) == DIRECT_NONCE_HEX);
+            if (direct_reply_parse(line, nc, mac) == 0) EXPECT(strlen(nc) == DIRECT_NONCE_HEX && strlen(mac) == DIRECT_MAC_HEX);
+            if (direct_proof_parse(line, mac, &g) == 0) EXPECT(g > line && g <= line + n && strlen(mac) == DIRECT_MAC_HEX);
         }
         free(line);
     }
