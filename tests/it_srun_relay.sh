@@ -26,6 +26,8 @@ cleanup() {
     rj_cleanup
     kill_marker_pids "$D/bin/srun"
     rm -rf "$D"
+    # the note of which nodes hold the agent, kept for the stand-in's job (docs/slurm.md)
+    rm -f "/tmp/ddptop-$(id -u)/srun-itsrunrelay$$-4242-"* 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -74,7 +76,7 @@ chmod 755 "$D/bin/srun"
 # killing it at once past HWM_LIMIT_KB (RJ_RC 137 then) or after 120 s (124).
 job() {
     local mode=$1 deadline
-    PATH="$D/bin:$PATH" SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=4242 FAKE_SRUN_MODE=$mode \
+    PATH="$D/bin:$PATH" SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=4242 SLURM_CLUSTER_NAME=itsrunrelay$$ FAKE_SRUN_MODE=$mode \
         rj_start "$D/out.$mode" --slurm --headless --log-dir "$D/logs" -- true
     deadline=$(($(date +%s) + 120))
     RJ_RC=""

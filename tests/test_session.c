@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "session/session.h"
@@ -165,6 +166,37 @@ static void test_dir_choice(void)
     CHECK_STR(run, "20261124-1200-ab12");
 }
 
+/* A run's note goes once its directory is gone and it is over an hour old; the others stay. */
+static void test_notes_pruned(void)
+{
+    char xdg[128], dir[200], err[256], path[300], runs[160];
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
+    snprintf(xdg, sizeof xdg, "%s/xdg-notes", tmp);
+    CHECK(mkdir(xdg, 0700) == 0);
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+    CHECK_INT(session_dir(dir, sizeof dir, true, err, sizeof err), 0);
+    snprintf(runs, sizeof runs, "%s/runs-kept", tmp);
+    CHECK(mkdir(runs, 0700) == 0);
+    session_note_run("gone-old", "/nonexistent/ddptop-test/gone-old");
+    session_note_run("gone-new", "/nonexistent/ddptop-test/gone-new");
+    session_note_run("kept-old", runs);
+    snprintf(path, sizeof path, "%s/gone-old.dir", dir);
+    CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+    snprintf(path, sizeof path, "%s/kept-old.dir", dir);
+    CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+    session_note_run("another", runs); /* a new run: the others are looked at */
+    char *r = session_find_run("gone-old");
+    CHECK(r == NULL);
+    free(r);
+    r = session_find_run("gone-new"); /* not an hour old: its run may not have made it yet */
+    CHECK_STR(r, "/nonexistent/ddptop-test/gone-new");
+    free(r);
+    r = session_find_run("kept-old");
+    CHECK_STR(r, runs);
+    free(r);
+    unsetenv("XDG_RUNTIME_DIR");
+}
+
 static void test_socket_live_stale(void)
 {
     char path[128], err[512];
@@ -223,6 +255,7 @@ int main(void)
     RUN(test_queue_against_full_pipe);
     RUN(test_dir_refusals);
     RUN(test_dir_choice);
+    RUN(test_notes_pruned);
     RUN(test_socket_live_stale);
     RUN(test_inner_argv);
     char cmd[128];

@@ -434,6 +434,13 @@ slurm_down() {
         ip netns del "$ns" 2>/dev/null
     done
     _SLURM_NS_MADE=()
+    # notes of runs whose environment named no cluster (--jobid from the login node, whose
+    # shell has no SLURM_CLUSTER_NAME: srun-JOBID-HASH16), written since this cluster started
+    # (its directory's slurm.conf is older than them)
+    if [ -n "$SLURM_DIR" ] && [ -f "$SLURM_DIR/etc/slurm.conf" ]; then
+        find "/tmp/ddptop-$(id -u)" -maxdepth 1 -type f -regextype posix-extended \
+            -regex '.*/srun-[0-9]+-[0-9a-f]{16}' -newer "$SLURM_DIR/etc/slurm.conf" -delete 2>/dev/null
+    fi
     if [ -n "$SLURM_DIR" ] && [ -d "$SLURM_DIR" ]; then
         if [ -n "${SLURM_KEEP_DIR:-}" ]; then
             echo "slurm: kept $SLURM_DIR" >&2

@@ -5,6 +5,7 @@
 #include "session_proto.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -245,10 +247,49 @@ bool session_dir_fallback_note(const char *dir, char *note, size_t n)
     return true;
 }
 
+/* A run's note is worth keeping while its directory is there (attach and view also search
+ * --log-dir). Notes of ours older than an hour (a newer run may not have made its directory
+ * yet) that name a directory that is gone are removed when another run is noted: without it
+ * the directory kept one note per run for ever (4,484 here after a few days of tests). A
+ * bounded scan: SESSION_PRUNE_MAX notes looked at, each read at most 4 KiB, opened without
+ * following a link. */
+#define SESSION_PRUNE_MAX 4096
+#define SESSION_PRUNE_AGE_S 3600
+
+void session_prune_notes(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int seen = 0;
+    time_t now = time(NULL);
+    if (!d) return;
+    while ((e = readdir(d)) != NULL && seen < SESSION_PRUNE_MAX) {
+        size_t len = strlen(e->d_name);
+        struct stat st;
+        char buf[4096];
+        ssize_t n;
+        int fd;
+        if (len < 5 || strcmp(e->d_name + len - 4, ".dir") != 0) continue;
+        seen++;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != getuid() || now - st.st_mtime < SESSION_PRUNE_AGE_S)
+            continue;
+        fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0 || buf[0] != '/') continue;
+        buf[n] = '\0';
+        if (stat(buf, &st) != 0 && errno == ENOENT) unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
 void session_note_run(const char *run_id, const char *run_dir)
 {
     char dir[200], err[256];
     if (!run_dir || session_dir(dir, sizeof dir, true, err, sizeof err) < 0) return;
+    session_prune_notes(dir);
     char *path = xasprintf("%s/%s.dir", dir, run_id);
     util_replace_file(path, run_dir, strlen(run_dir), 0600, false); /* a note: attach also searches --log-dir */
     free(path);

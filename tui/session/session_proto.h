@@ -86,6 +86,9 @@ int session_dir_check(const char *dir, bool create, char *err, size_t errlen);
 /* Where run's directory is (DIR/RUN.dir, 0600): noted when a run starts, so that `ddptop
  * attach RUN` finds a run whose controller is gone from any directory. Best effort. */
 void session_note_run(const char *run_id, const char *run_dir);
+/* Removes the notes in dir, older than an hour, of runs whose directory is gone (done by
+ * session_note_run before it writes one). */
+void session_prune_notes(const char *dir);
 /* The run's directory as noted (malloc'd), or NULL. */
 char *session_find_run(const char *run_id);
 /* DIR/RUN.sock; -1 when it does not fit a Unix socket address. */
