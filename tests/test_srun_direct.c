@@ -102,8 +102,8 @@ static void pump_read_line(struct srun_step *s, int fd, char *line, size_t len)
     for (int i = 0; i < 400 && n + 1 < len; i++) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         srun_step_direct_accept(s);
-        srun_step_member_pump(s, 0);
-        srun_step_member_pump(s, 1);
+        srun_step_member_pump(s, 0, POLLIN);
+        srun_step_member_pump(s, 1, POLLIN);
         if (poll(&p, 1, 5) <= 0) continue;
         ssize_t r = recv(fd, line + n, 1, 0);
         if (r <= 0) {
@@ -120,8 +120,8 @@ static void pump_some(struct srun_step *s)
 {
     for (int i = 0; i < 20; i++) {
         srun_step_direct_accept(s);
-        srun_step_member_pump(s, 0);
-        srun_step_member_pump(s, 1);
+        srun_step_member_pump(s, 0, POLLIN);
+        srun_step_member_pump(s, 1, POLLIN);
         usleep(2000);
     }
 }

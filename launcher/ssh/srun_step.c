@@ -243,8 +243,7 @@ int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max)
     /* its own direct connection; then what the step shares */
     int n = srun_step_direct_pollfds(s, &s->m[m], p, max);
     /* offered once: by the first member not yet released (member 0 may be on a new step) */
-    for (size_t i = 0; i < m; i++)
-        if (!s->m[i].released) return n;
+    if (!srun_step_owner(s, m)) return n;
     if (s->efd >= 0 && n < max) p[n++] = (struct pollfd){.fd = s->efd, .events = POLLIN};
     if (s->out_fd >= 0 && n < max && !srun_step_backlogged(s))
         p[n++] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
@@ -386,9 +385,22 @@ void srun_step_pump(struct srun_step *s)
         fail_all(s, "srun (the agents' step) exited with status %d", WEXITSTATUS(s->status));
 }
 
-void srun_step_member_pump(struct srun_step *s, size_t m)
+void srun_step_member_pump(struct srun_step *s, size_t m, short revents)
 {
-    if (!s->m[m].released) srun_step_direct_pump(s, &s->m[m]);
+    struct member *me = &s->m[m];
+    if (me->released) return;
+    if (me->dfd >= 0 && !(revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)) && !me->dmore) {
+        srun_step_direct_flush(me); /* what was queued since: no POLLOUT was asked for it */
+        return;
+    }
+    srun_step_direct_pump(s, me);
+}
+
+bool srun_step_owner(const struct srun_step *s, size_t m)
+{
+    for (size_t i = 0; i < m; i++)
+        if (!s->m[i].released) return false;
+    return true;
 }
 
 enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)

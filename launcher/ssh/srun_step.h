@@ -52,8 +52,11 @@ void srun_step_start(struct srun_step *s);
 int srun_step_pollfds(struct srun_step *s, size_t m, struct pollfd *p, int max);
 /* Reads and writes what it can, sorting the agents' lines into their members. */
 void srun_step_pump(struct srun_step *s);
-/* Member m's own direct connection (wire/direct.h): what is queued goes, what came is read. */
-void srun_step_member_pump(struct srun_step *s, size_t m);
+/* Member m's own direct connection (wire/direct.h): what is queued goes, what came is read
+ * when revents (its poll's, 0 on a timer tick) says so or the last read left some. */
+void srun_step_member_pump(struct srun_step *s, size_t m, short revents);
+/* Whether member m offers (and pumps) what the step's members share: the first not released. */
+bool srun_step_owner(const struct srun_step *s, size_t m);
 
 /* What the step does with the bytes it reads from srun's stdout (the relays' lines, labelled
  * "K: ") or stderr (srun's and slurmstepd's messages, the tasks' stderr labelled): lines are

@@ -379,6 +379,7 @@ void srun_step_direct_pump(struct srun_step *s, struct member *m)
     int64_t now;
     if (m->dfd < 0) goto deadlines;
     srun_step_direct_flush(m);
+    m->dmore = true; /* unless a read below finds nothing, or the end */
     for (int rounds = 0; m->dfd >= 0 && rounds < 16 && !backlogged(m); rounds++) {
         ssize_t r = recv(m->dfd, buf, sizeof buf, MSG_DONTWAIT);
         if (r > 0) {
@@ -386,7 +387,10 @@ void srun_step_direct_pump(struct srun_step *s, struct member *m)
             continue;
         }
         if (r < 0 && (errno == EINTR)) continue;
-        if (r < 0 && errno == EAGAIN) break;
+        if (r < 0 && errno == EAGAIN) {
+            m->dmore = false;
+            break;
+        }
         /* its end: a last line without its newline is a line */
         if (m->dr.len && !m->dskip) srun_step_direct_feed(s, m, "\n", 1);
         strbuf_reset(&m->dr);
@@ -396,6 +400,7 @@ void srun_step_direct_pump(struct srun_step *s, struct member *m)
             m->deof_why = r < 0 ? errno : 0;
         }
         member_sock_close(m);
+        m->dmore = false;
     }
 deadlines:
     if (!m->direct) return;

@@ -32,6 +32,8 @@ struct member {
     int dfd;                  /* -1: none (never, or ended) */
     bool direct;              /* it spoke over one: srun's stdout carries nothing of it */
     bool dskip;               /* the rest of a line too long is dropped */
+    bool dmore;               /* its last read stopped early (a bound, the backlog): read again
+                               * without waiting for its poll */
     struct strbuf dq, dr;     /* to send; read, not yet a whole line */
     int64_t deof_ms;          /* its socket ended without the exit status (0: not) */
     int deof_why;             /* errno of that end (0: closed) */
