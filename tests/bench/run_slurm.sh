@@ -31,13 +31,19 @@
 # Env: BENCH_REPEAT (5), BENCH_DEADLINE (60), BENCH_PHASES=1 (one more run of each ddptop
 # contender with -v, its stderr lines with their arrival times printed, to see where time
 # goes; default 1, 0 skips it), BENCH_KEEP_PATH (see above), BENCH_SLURM_OPTS (more options
-# for the two --slurm contenders, split on blanks, e.g. "--agent-bcast never"). Needs root, slurm-wlm, munge and sshd.
+# for the two --slurm contenders, split on blanks, e.g. "--agent-bcast never"), BENCH_TPUT_MB
+# (default 10; 0 skips it): log throughput under Slurm, 6 ranks (3 nodes x 2) each printing that
+# many MB of 100-byte lines, best of 3 rounds taking turns: `srun -N3 --ntasks-per-node=2 CMD >
+# file` (srun's own I/O forwarding to one file), ddptop --slurm --no-check (every byte to its
+# per-rank logs, headless output to /dev/null) over its direct connections, and the same through
+# srun's I/O (DDPTOP_SRUN_DIRECT=0). Needs root, slurm-wlm, munge and sshd.
 set -u
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
 REPEAT=${BENCH_REPEAT:-5}
 DEADLINE=${BENCH_DEADLINE:-60}
 PHASES=${BENCH_PHASES:-1}
+TPUT_MB=${BENCH_TPUT_MB:-10}
 DDPTOP=${DDPTOP:-${DDPTOP_BUILD:-$PWD/${BUILD:-build}}/ddptop}
 CONTENDERS=(srun slurm slurm-nc slurm-io slurm-io-nc ssh ssh-nc)
 
@@ -75,6 +81,26 @@ if [ "${1:-}" = --inner ]; then
     done
     if [ "$PHASES" = 1 ]; then
         for c in slurm slurm-nc ssh ssh-nc; do one "$c" phases -v; done
+    fi
+    if [ "$TPUT_MB" -gt 0 ]; then
+        PRINT="head -c ${TPUT_MB}000000 /dev/zero | tr '\\0' x | fold -w 99"
+        tput_one() {   # tput_one CONTENDER ROUND: "tput ROUND CONTENDER MS BYTES RC" to results
+            local c=$1 r=$2 rid=t$2-$1-$RANDOM t0 rc bytes
+            t0=$(date +%s%N)
+            case $c in
+            srun) srun -N3 --ntasks-per-node=2 sh -c "$PRINT" >"$D/tput.srun" 2>/dev/null; rc=$?
+                  bytes=$(stat -c %s "$D/tput.srun"); rm -f "$D/tput.srun" ;;
+            slurm|slurm-io)
+                  if [ "$c" = slurm-io ]; then export DDPTOP_SRUN_DIRECT=0; else unset DDPTOP_SRUN_DIRECT; fi
+                  "$DDPTOP" run --slurm --headless --no-check --log-dir "$D/logs" --run-id "$rid" \
+                      --master-port $((20000 + RANDOM % 10000)) -- sh -c "$PRINT" >/dev/null 2>&1; rc=$?
+                  unset DDPTOP_SRUN_DIRECT
+                  bytes=$(cat "$D/logs/$rid"/attempt-0/rank-*.log 2>/dev/null | wc -c); rm -rf "${D:?}/logs/$rid" ;;
+            esac
+            echo "tput $r $c $((($(date +%s%N) - t0) / 1000000)) $bytes $rc" >>"$D/results"
+        }
+        echo "  log throughput: 6 ranks x $TPUT_MB MB, 3 rounds (srun > file, ddptop direct, ddptop through srun's I/O) ..."
+        for r in 1 2 3; do for c in srun slurm slurm-io; do tput_one "$c" "$r"; done; done
     fi
     exit 0
 fi
@@ -259,6 +285,14 @@ for c in "${CONTENDERS[@]}"; do
 done
 echo
 echo "ddptop over srun / ddptop over ssh: $R_SLURM_SSH with the preflight, $R_SLURM_SSH_NC with --no-check."
+if grep -q '^tput ' "$D/results"; then
+    # best MB/s of each (bytes that reached the file or logs over the wall time)
+    tbest() { awk -v c="$1" '$1 == "tput" && $3 == c && $6 == 0 { v = $5 / $4 / 1000; if (v > b) b = v } END { printf "%.1f", b }' "$D/results"; }
+    TS=$(tbest srun) TD=$(tbest slurm) TI=$(tbest slurm-io)
+    echo
+    echo "Log throughput under Slurm, 6 ranks x $TPUT_MB MB, best of 3 (MB/s): srun > file $TS, ddptop --slurm $TD ($(awk -v a="$TD" -v b="$TS" 'BEGIN { printf "%.2fx", a / b }')), through srun's I/O $TI ($(awk -v a="$TI" -v b="$TS" 'BEGIN { printf "%.2fx", a / b }'))"
+    awk '$1 == "tput" { printf "  round %s %-9s %6d ms %10d bytes rc %s\n", $2, $3, $4, $5, $6 }' "$D/results"
+fi
 [ "$src" = 0 ] || { echo "bench: salloc exited $src" >&2; exit 1; }
 bad=$(awk '$1 ~ /^[0-9]+$/ && ($3 == "-" || $5 != 0)' "$D/results")
 [ -z "$bad" ] || { echo "bench: failed rounds:" >&2; echo "$bad" >&2; exit 1; }
