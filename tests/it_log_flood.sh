@@ -8,7 +8,9 @@
 # its printing (docs/logs.md, "Latency"), while the flood goes on around it; rank 1's log
 # holds its lines; the headless output shows every line of both ranks or says how many it
 # did not show (tui/headless.c drops lines while its reader is slow, and the count of them
-# must come out, at the latest before the run's last words).
+# must come out, at the latest before the run's last words). Then the same read path behind a
+# ProxyCommand (libssh's own socket pair to a relay, not a socket ddptop connected): two ranks'
+# 30 MB floods land whole and in order.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -125,4 +127,31 @@ tap_check "each within 1 s of its printing while rank 0 floods (the slowest: $wo
     awk '$2 > 1.0 { bad = 1 } END { exit bad }' <<<"$QUIET"
 during=$(awk -v all="$NFLOOD" '$3 > 0 && $3 < all { n++ } END { print n + 0 }' <<<"$QUIET")
 tap_check "the flood went on around them: $during of $nq came with flood lines before and after" test "$during" -ge 6
+
+# ---- through a ProxyCommand ----
+cat >"$D/flood/relay.py" <<'PY'
+import os, select, socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+open(os.path.join(os.path.dirname(sys.argv[0]), "relay.used"), "a").close()
+to = {0: s.fileno(), s.fileno(): 1}
+while True:
+    for fd in select.select([0, s.fileno()], [], [])[0]:
+        d = os.read(fd, 65536)
+        if not d:
+            sys.exit(0)
+        while d:
+            d = d[os.write(to[fd], d):]
+PY
+cp "$D/ssh_config" "$D/ssh_config.proxy"
+printf 'Host *\n    ProxyCommand %s %s %%h %%p\n' "$PY" "$D/flood/relay.py" >>"$D/ssh_config.proxy"
+RID2=proxy$$-$RANDOM
+rj_start "$D/proxy.out" --discard "$D/hosts" --headless --known-hosts "$D/known_hosts" -i "$D/id_ed25519" \
+    -F "$D/ssh_config.proxy" --agent-dir "$D/agent" --timeout 20 --log-dir "$D/logs" --no-check \
+    --master-port "$(sshd_pick_port)" --run-id "$RID2" -- seq -f '%098g' 1 300000
+rj_wait 120
+seq -f '%098g' 1 300000 >"$D/want"
+whole=0
+for r in 0 1; do cmp -s "$D/want" "$D/logs/$RID2/attempt-0/rank-$r.log" && whole=$((whole + 1)); done
+tap_check "through a ProxyCommand (it ran: $([ -e "$D/flood/relay.used" ] && echo yes || echo no)): exit $RJ_RC, $whole of 2 ranks' 30 MB floods whole and in order in their logs" \
+    test "$RJ_RC" = 0 -a "$whole" = 2 -a -e "$D/flood/relay.used"
 tap_done
