@@ -251,6 +251,7 @@ else tap_fail "job/job.c sets only the initial states (CHECKING, CONNECTING, PEN
 EVLOOP_COPIES="python3 tests/lib/evloop_copies.py"
 declare -A LOOP_ALLOWED=(
     [agent_exec.c]="probes: a few children read to their end within one request, then gone"
+    [ssh_readahead.c]="the poll() libssh and the loop call, answered in part from the bytes read ahead: no loop of its own"
     [agent_relay.c]="the Slurm relay's thread: two fds, and a thread must not touch the agent's loop"
     [session_client.c]="the attach client: a process of its own around a terminal, no other loop in it"
     [comm_ring.c]="ddptop-train's ring thread: the runtime links no launcher room"

@@ -1,6 +1,8 @@
 /* The outbox's chunks (launcher/agent/agent_outslab.h): messages cut from 2 MiB chunks never
  * overlap and keep their bytes while others come and go, freed in order or not; an empty
- * chunk is reused, at most OUTSLAB_SPARE_MAX are kept, and a message too large for a chunk
+ * chunk is reused, at most OUTSLAB_SPARE_MAX are kept; a flood whose acknowledgements free a
+ * second's output at once reuses those chunks for the next second's (no fresh mapping), and
+ * once it stops the spares go back down to OUTSLAB_SPARE_KEEP; a message too large for a chunk
  * comes from malloc. Then the outbox on top of it: what was written is what was added. */
 #include <fcntl.h>
 #include <stdint.h>
@@ -85,6 +87,37 @@ static void test_flood_bounded(void)
     CHECK_INT(s.mapped, 0);
 }
 
+/* A flood in waves as acknowledgements make it: 20 chunks' worth of 64 KiB messages held,
+ * then all freed at once, a trim (the agent's once-a-second) between waves. After the first
+ * wave every chunk comes from the spares; once the waves stop, two trims give back all but
+ * OUTSLAB_SPARE_KEEP. */
+static void test_waves_reuse(void)
+{
+    struct outslab s = { 0 };
+    enum { MSG = 65536, PER_WAVE = 20 * 32 - 8 };
+    static void *p[PER_WAVE];
+    static struct outslab_chunk *c[PER_WAVE];
+    size_t maps_after_first = 0;
+    for (int wave = 0; wave < 6; wave++) {
+        for (int i = 0; i < PER_WAVE; i++) {
+            p[i] = outslab_alloc(&s, MSG - 64, &c[i]);
+            memset(p[i], 'x', 64);
+        }
+        for (int i = 0; i < PER_WAVE; i++) outslab_free(&s, p[i], c[i]);
+        if (wave == 0) maps_after_first = s.maps;
+        outslab_trim(&s);
+    }
+    CHECK(maps_after_first >= 20);
+    CHECK_INT(s.maps, maps_after_first);   /* waves 2 to 6: no fresh chunk */
+    CHECK(s.n_spare >= 19);
+    outslab_trim(&s);                      /* a second with no allocation */
+    outslab_trim(&s);
+    CHECK_INT(s.n_spare, OUTSLAB_SPARE_KEEP);
+    CHECK(s.mapped <= (size_t)(OUTSLAB_SPARE_KEEP + 1) * OUTSLAB_CHUNK);
+    outslab_done(&s);
+    CHECK_INT(s.mapped, 0);
+}
+
 static uint64_t from_none(void *ctx, int rank)
 {
     (void)ctx;
@@ -141,6 +174,7 @@ int main(void)
 {
     RUN(test_no_overlap);
     RUN(test_flood_bounded);
+    RUN(test_waves_reuse);
     RUN(test_outbox_roundtrip);
     return tap_done();
 }

@@ -168,8 +168,34 @@ static void test_open_private_and_read(void)
     free(mine);
 }
 
+/* util_memmem_rare answers as memmem does: 200,000 haystacks of near misses ('"step' without
+ * its closing quote, "step\"" without the opening one, quotes everywhere, a hit at either end,
+ * a needle longer than the haystack). */
+static void test_memmem_rare_as_memmem(void)
+{
+    static const char alpha[] = "\"step\"x ";
+    char hay[64];
+    unsigned seed = 1;
+    int differ = 0;
+    for (int i = 0; i < 200000; i++) {
+        size_t n = (size_t)(i % 40);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            hay[k] = alpha[(seed >> 16) % (sizeof alpha - 1)];
+        }
+        const char *needle = i % 3 ? "\"step\"" : "\"s";
+        size_t m = strlen(needle);
+        if (util_memmem_rare(hay, n, needle, m) != memmem(hay, n, needle, m)) differ++;
+    }
+    CHECK_INT(differ, 0);
+    CHECK(util_memmem_rare("\"step\"", 6, "\"step\"", 6) != NULL);
+    CHECK(util_memmem_rare("\"step", 5, "\"step\"", 6) == NULL);
+    CHECK(util_memmem_rare("", 0, "\"", 1) == NULL);
+}
+
 int main(void)
 {
+    RUN(test_memmem_rare_as_memmem);
     RUN(test_strbuf_grows_and_consumes);
     RUN(test_shell_quote_is_one_word);
     RUN(test_take_line_reassembles_across_reads);

@@ -104,7 +104,9 @@ static void emit(struct headless *h, bool droppable)
         strbuf_reset(&h->line);
         return;
     }
-    if (h->dropped && queued(h) < HEADLESS_QUEUE_MAX / 2) {
+    /* said once there is room again, or before the next line that is never dropped (the
+     * run's last words among them), so that the count is never lost */
+    if (h->dropped && (!droppable || queued(h) < HEADLESS_QUEUE_MAX / 2)) {
         strbuf_addf(&h->q, "[ddptop] %zu line%s not shown here (output too slow); the log files have them\n",
                     h->dropped, h->dropped == 1 ? "" : "s");
         h->dropped = 0;

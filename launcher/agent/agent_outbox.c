@@ -239,6 +239,11 @@ size_t outbox_bytes(const struct outbox *ob)
     return ob->bytes;
 }
 
+void outbox_trim(struct outbox *ob)
+{
+    outslab_trim(&ob->slab);
+}
+
 void outbox_ack(struct outbox *ob, int rank, uint64_t seq)
 {
     struct slot *s = slot_of(ob, rank);

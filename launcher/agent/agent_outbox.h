@@ -34,6 +34,9 @@ size_t outbox_bytes(const struct outbox *ob);
 /* Bytes of durable messages not yet acknowledged: what a controller still needs. */
 size_t outbox_durable_bytes(const struct outbox *ob);
 
+/* Gives back the memory of held messages no longer needed for reuse (agent_outslab.h): call
+ * it about once a second. */
+void outbox_trim(struct outbox *ob);
 /* The controller has rank's durable messages up to seq: they are let go. */
 void outbox_ack(struct outbox *ob, int rank, uint64_t seq);
 /* The last seq the controller acknowledged for rank (0: none). */

@@ -30,6 +30,7 @@ static struct outslab_chunk *chunk_map(struct outslab *s)
     (void)madvise((void *)a, sz, MADV_HUGEPAGE);   /* a hint: without it, 4 KiB pages */
 #endif
     s->mapped += sz;
+    s->maps++;
     struct outslab_chunk *c = (struct outslab_chunk *)a;
     c->next = NULL;
     c->used = HDR;
@@ -69,6 +70,7 @@ void *outslab_alloc(struct outslab *s, size_t n, struct outslab_chunk **chunk)
             s->cur = s->spare;
             s->spare = s->cur->next;
             s->n_spare--;
+            if (s->n_spare < s->spare_low) s->spare_low = s->n_spare;
         } else {
             s->cur = chunk_map(s);
         }
@@ -88,6 +90,18 @@ void outslab_free(struct outslab *s, void *p, struct outslab_chunk *c)
         return;
     }
     if (--c->live == 0 && c != s->cur) chunk_release(s, c);
+}
+
+void outslab_trim(struct outslab *s)
+{
+    int idle = s->spare_low < s->n_spare ? s->spare_low : s->n_spare;
+    while (idle-- > 0 && s->n_spare > OUTSLAB_SPARE_KEEP) {
+        struct outslab_chunk *c = s->spare;
+        s->spare = c->next;
+        s->n_spare--;
+        chunk_unmap(s, c);
+    }
+    s->spare_low = s->n_spare;
 }
 
 void outslab_done(struct outslab *s)

@@ -73,11 +73,11 @@ static struct {
 /* ---- output ---- */
 
 /* The rank's last step, from each whole line of the block that may be the runtime's step line
- * (one memmem turns away a block that holds none). */
+ * (one scan turns away a block that holds none). */
 static void note_steps(struct agent_rank *r, const char *data, size_t len)
 {
     const char *end = data + len;
-    if (!memmem(data, len, "\"step\"", 6)) return;
+    if (!util_memmem_rare(data, len, "\"step\"", 6)) return;
     while (data < end) {
         const char *nl = memchr(data, '\n', (size_t)(end - data));
         size_t n = nl ? (size_t)(nl - data) : (size_t)(end - data);
@@ -630,6 +630,7 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
     if (ranks_link_check(now, ranks_live())) return; /* the watchdog or the grace ended the agent */
     if (ranks.heartbeat && now >= ranks.next_status_ms) {
         send_status();
+        outbox_trim(agent_outbox(ranks.ag));
         ranks.next_status_ms += STATUS_EVERY_MS;
         if (ranks.next_status_ms <= now) ranks.next_status_ms = now + STATUS_EVERY_MS;
     }

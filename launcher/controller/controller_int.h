@@ -118,6 +118,7 @@ struct controller {
     struct preflight *pf;       /* the preflight (NULL: --no-check, local, or not begun) */
     int check_exit;             /* check-only: the report's exit code */
     int64_t next_ping_ms, next_tick_ms, next_link_ms, stop_deadline_ms;
+    uint64_t durable_gen;     /* logw_durable_gen at the last ping (its acknowledgements) */
     size_t ev_head_seen, ev_count_seen;
     uint64_t drawn_generation;
     int64_t fe_due_ms;

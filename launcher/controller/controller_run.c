@@ -295,7 +295,13 @@ void ctl_draw(struct controller *c)
 static void timers(struct controller *c)
 {
     int64_t now = mono_ms();
+    /* the log writer's sync just moved the durable marks: the ping (with its acknowledgements)
+     * goes now rather than up to a second later, and the agents let that output go sooner (in
+     * a flood they hold about a second of it less, memory each fills afresh) */
+    uint64_t gen = logw_durable_gen(run_files_writer(c->files));
+    if (gen != c->durable_gen) c->next_ping_ms = now;
     if (now >= c->next_ping_ms) {
+        c->durable_gen = gen;
         c->next_ping_ms = now + PING_EVERY_MS;
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];

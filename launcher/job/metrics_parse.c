@@ -183,5 +183,5 @@ bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,
 bool metrics_block_may_hold(const struct metrics_parser *p, const char *text, size_t len)
 {
     if (!p->is_default) return true;
-    return memmem(text, len, "\"step\"", 6) || has_loss_word(text, len);
+    return util_memmem_rare(text, len, "\"step\"", 6) || has_loss_word(text, len);
 }

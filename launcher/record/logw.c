@@ -257,6 +257,7 @@ static void index_write(struct logw *w)
             w->dur_seq[i] = w->r[i].w_seq;
             w->dur_base[i] = w->r[i].w_base;
         }
+        w->dur_gen++;
         pthread_mutex_unlock(&w->mu);
     }
     free(synced);
@@ -586,6 +587,15 @@ void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base)
     *seq = w->dur_seq[rank];
     *base = w->dur_base[rank];
     pthread_mutex_unlock((pthread_mutex_t *)&w->mu);
+}
+
+uint64_t logw_durable_gen(const struct logw *w)
+{
+    if (!w) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&w->mu);
+    uint64_t g = w->dur_gen;
+    pthread_mutex_unlock((pthread_mutex_t *)&w->mu);
+    return g;
 }
 
 char *logw_take_error(struct logw *w)

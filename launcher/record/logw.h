@@ -76,6 +76,9 @@ bool logw_drain(struct logw *w, int timeout_ms);
 size_t logw_backlog(const struct logw *w);
 /* What the last index holds for rank: its seq and base (0, 0: nothing). */
 void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base);
+/* Goes up each time the durable marks move (a sync that wrote its index): the controller
+ * acknowledges right then, not at its next ping, so that agents hold a second less output. */
+uint64_t logw_durable_gen(const struct logw *w);
 /* Files made from now on get file_mode (and directories it with x where r is: 0640 -> 0750);
  * the open ones are changed to it. Before logw_attempt, so that no log is made otherwise. */
 void logw_set_mode(struct logw *w, unsigned file_mode);

@@ -86,6 +86,7 @@ struct logw {
     bool ending;              /* the reserve is spent on the record's last lines */
     /* under mu: what the last index holds, errors to report, what was lost */
     uint64_t *dur_seq, *dur_base;
+    uint64_t dur_gen;         /* how many times the marks moved */
     struct strbuf errors;     /* '\n'-separated */
     unsigned reported;        /* bit per kind of file already reported */
     struct logw_loss loss;

@@ -14,6 +14,7 @@
 #include <libssh/libssh.h>
 
 #include "ssh_conn.h"
+#include "ssh_readahead.h"
 #include "util/util.h"
 
 struct gai_req;
@@ -42,6 +43,7 @@ struct ssh_conn {
     int64_t syn_ms;            /* when its connect began */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
+    int ra_fd;                 /* the session's socket as read ahead (ssh_readahead.h), or -1 */
     char connect_err[128];
 
     /* authentication */

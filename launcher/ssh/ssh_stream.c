@@ -16,6 +16,7 @@
 static void read_stream(struct ssh_conn *c, int is_stderr)
 {
     char buf[16384];
+    size_t ahead = ssh_readahead_pending(c->ra_fd);
     for (;;) {
         if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
         int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, is_stderr);
@@ -24,6 +25,17 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
                           c->h->name, ssh_get_error(c->session));
             return;
         }
+        if (n == 0) {
+            /* libssh takes 4 KiB per call and a packet is up to 32 KiB: while it still takes
+             * what was read ahead (ssh_readahead.h), the rest of the packet is here, not one
+             * more pass of the loop away */
+            size_t left = ssh_readahead_pending(c->ra_fd);
+            if (left && left < ahead) {
+                ahead = left;
+                continue;
+            }
+        }
+        ahead = ssh_readahead_pending(c->ra_fd);
         if (n <= 0) return;
         if (is_stderr) {
             strbuf_add(&c->errtail, buf, (size_t)n);

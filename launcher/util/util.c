@@ -459,3 +459,16 @@ bool util_run_id_ok(const char *s)
     }
     return true;
 }
+
+const char *util_memmem_rare(const char *hay, size_t n, const char *needle, size_t m)
+{
+    if (!m) return hay;
+    const char *p = hay, *end = hay + n;
+    while ((size_t)(end - p) >= m) {
+        p = memchr(p, needle[0], (size_t)(end - p) - m + 1);
+        if (!p) return NULL;
+        if (!memcmp(p + 1, needle + 1, m - 1)) return p;
+        p++;
+    }
+    return NULL;
+}

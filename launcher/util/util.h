@@ -56,6 +56,11 @@ bool strbuf_next_line(struct strbuf *sb, size_t *off, struct strbuf *out);
 /* The file `name` in the directory of our own executable (/proc/self/exe), e.g. build/ddptop
  * -> build/ddptop-agent; name may climb ("../themes"). malloc'd; NULL when the executable's
  * path cannot be read. How ddptop finds the agent and the trainer it ships with, and themes. */
+/* memmem for a needle whose first byte is rare in the haystack ('"' in rank output): a memchr
+ * to each such byte, then a compare. glibc's memmem sets up a shift table on every call, which
+ * on each 64 KiB block of a flood cost more than the scan. Same answer as memmem. */
+const char *util_memmem_rare(const char *hay, size_t n, const char *needle, size_t m);
+
 char *util_exe_sibling(const char *name);
 /* A program ddptop ships with (ddptop-agent, ddptop-train): beside our own executable (the
  * build tree), else where `make install` puts it, ../libexec/ddptop/ from our directory

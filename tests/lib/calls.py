@@ -30,6 +30,10 @@ OBJ = None
 TOPS = ("launcher", "tui")   # the programs ddptop and ddptop-agent; runtime/ is another program
 DEFINED = set("TWVDRBGSCi")  # a definition another object can link against
 UNDEFINED = set("Uw")
+# libc's functions that a file defines again for a shared library's sake (interposition): a
+# call of them from another file is a call of libc for fds of its own, no edge to that file.
+# launcher/ssh/ssh_readahead.c: recv() and poll() for libssh's sockets (ssh_readahead.h).
+LIBC_AGAIN = {("launcher/ssh/ssh_readahead.c", "recv"), ("launcher/ssh/ssh_readahead.c", "poll")}
 
 
 def sources():
@@ -83,7 +87,8 @@ def graph():
     definers = {}
     for s, (defs, _) in syms.items():
         for name in defs:
-            definers.setdefault(name, []).append(s)
+            if (s, name) not in LIBC_AGAIN:
+                definers.setdefault(name, []).append(s)
     g = {s: {} for s in syms}
     for s, (_, undef) in syms.items():
         for name in undef:
