@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "util/ascii_run.h"
+
 void stream_init(struct stream_buf *s)
 {
     strbuf_init(&s->buf);
@@ -178,17 +180,6 @@ void stream_sanitize(struct strbuf *sb, const char *s, size_t n)
     strbuf_add(sb, s + run, n - run);
 }
 
-/* 8 bytes that go into a JSON string as they are and need no UTF-8 check: ASCII, no control,
- * no '"', no '\\'. */
-static int json_ascii8(const unsigned char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    if (w & HIGHS) return 0;
-    if ((w - ONES * 0x20) & ~w & HIGHS) return 0;              /* a byte < 0x20 */
-    return !has_zero_byte(w ^ (ONES * '"')) && !has_zero_byte(w ^ (ONES * '\\'));
-}
-
 int stream_json_text(struct strbuf *sb, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -202,10 +193,8 @@ int stream_json_text(struct strbuf *sb, const char *s, size_t n)
     o = sb->buf + sb->len;
     *o++ = '"';
     while (i < n) {
-        size_t k = i;
+        size_t k = i + ascii_json_run(p + i, n - i);
         unsigned char c;
-        while (k + 8 <= n && json_ascii8(p + k)) k += 8;
-        while (k < n && p[k] >= 0x20 && p[k] < 0x80 && p[k] != '"' && p[k] != '\\') k++;
         memcpy(o, p + i, k - i);
         o += k - i;
         i = k;
