@@ -18,7 +18,7 @@ static void log_ring_drop_oldest(struct log_ring *r)
     struct log_line *l = &r->lines[r->head];
     r->bytes -= l->len;
     if (l->flags & LOG_LINE_NCCL) r->nccl--;
-    free(r->spare);
+    if (r->spare) free(r->spare);   /* mostly taken by log_ring_text_buf already */
     r->spare = l->text;
     r->spare_room = (size_t)l->len + 1;
     l->text = NULL;
