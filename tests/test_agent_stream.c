@@ -6,8 +6,10 @@
 #include "tap.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -214,11 +216,149 @@ static void test_base64_vectors(void)
     strbuf_done(&sb);
 }
 
+/* ---- the framing as it was before stream_json_text (a check, then the escaping; kept here as
+ * the reference the one-pass version must match byte for byte) ---- */
+#define R_ONES 0x0101010101010101u
+#define R_HIGHS 0x8080808080808080u
+static int ref_has_zero_byte(uint64_t w) { return ((w - R_ONES) & ~w & R_HIGHS) != 0; }
+static int ref_ascii8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return !(w & R_HIGHS) && !ref_has_zero_byte(w);
+}
+static int ref_json_plain8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    if (((w & ~R_HIGHS) - R_ONES * 0x20) & ~w & R_HIGHS) return 0;
+    return !ref_has_zero_byte(w ^ (R_ONES * '"')) && !ref_has_zero_byte(w ^ (R_ONES * '\\'));
+}
+static size_t ref_utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    size_t len;
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;
+        else if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        else if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return len;
+}
+static int ref_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n && ref_ascii8(p + i)) { i += 8; continue; }
+        if (p[i] >= 0x01 && p[i] < 0x80) { i++; continue; }
+        size_t k = ref_utf8_seq(p + i, n - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+static void ref_json_string(struct strbuf *sb, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    strbuf_add(sb, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        while (i + 8 <= n && ref_json_plain8((const unsigned char *)s + i)) i += 8;
+        if (i == n) break;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        strbuf_add(sb, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': strbuf_add(sb, "\\\"", 2); break;
+        case '\\': strbuf_add(sb, "\\\\", 2); break;
+        case '\n': strbuf_add(sb, "\\n", 2); break;
+        case '\r': strbuf_add(sb, "\\r", 2); break;
+        case '\t': strbuf_add(sb, "\\t", 2); break;
+        case '\b': strbuf_add(sb, "\\b", 2); break;
+        case '\f': strbuf_add(sb, "\\f", 2); break;
+        default: {
+            char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            strbuf_add(sb, u, sizeof u);
+        }
+        }
+    }
+    strbuf_add(sb, s + run, n - run);
+    strbuf_add(sb, "\"", 1);
+}
+
+/* stream_json_text against the check and the escaping it replaced, on random text: lines of
+ * printable ASCII with now and then a control, a quote, a backslash, a NUL, UTF-8 good and bad
+ * (cut short, overlong, surrogates, past U+10FFFF, stray continuation bytes) at any offset
+ * and length, appended after something already in the buffer. Same verdict, same bytes, and
+ * on a no the buffer as it was. */
+static void test_json_text_as_before(void)
+{
+    static const char *const odd[] = { "\"", "\\", "\n", "\r", "\t", "\b", "\f", "\x01", "\x1f", "\x7f",
+                                       "\0", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc3",
+                                       "\xe2\x82", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                       "\x80", "\xbf", "\xf5", "\xff", "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf" };
+    unsigned seed = 12345;
+    size_t mismatches = 0, valid = 0, invalid = 0;
+    char in[600];
+    for (int round = 0; round < 60000; round++) {
+        size_t n = 0, want;
+        seed = seed * 1103515245u + 12345u;
+        want = (seed >> 8) % (round % 10 == 0 ? 560 : 120);
+        while (n < want) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned r = (seed >> 8) % 100;
+            if (r < (round % 3 ? 97u : 80u)) {
+                in[n++] = (char)(0x20 + (seed >> 16) % 95);
+            } else if (round % 7 == 0) {
+                in[n++] = (char)((seed >> 16) & 0xff);          /* any byte at all */
+            } else {
+                const char *o = odd[(seed >> 16) % (sizeof odd / sizeof *odd)];
+                size_t k = o[0] ? strlen(o) : 1;
+                if (n + k > sizeof in) break;
+                memcpy(in + n, o, k);
+                n += k;
+            }
+        }
+        struct strbuf a, b;
+        strbuf_init(&a);
+        strbuf_init(&b);
+        strbuf_adds(&a, "{\"t\":");
+        strbuf_adds(&b, "{\"t\":");
+        int ok_ref = ref_utf8_valid(in, n), ok_new;
+        if (ok_ref) ref_json_string(&a, in, n);
+        ok_new = stream_json_text(&b, in, n);
+        if (ok_ref != ok_new || a.len != b.len || memcmp(a.buf, b.buf, a.len + 1) != 0) {
+            if (!mismatches) printf("#   round %d: ref %d new %d\n#   ref %s\n#   new %s\n", round, ok_ref, ok_new, a.buf, b.buf);
+            mismatches++;
+        }
+        ok_ref ? valid++ : invalid++;
+        strbuf_done(&a);
+        strbuf_done(&b);
+    }
+    CHECK_INT(mismatches, 0);
+    CHECK(valid > 10000 && invalid > 10000);   /* both verdicts were asked about often */
+}
+
 static void test_json_string_and_sanitize(void)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    stream_json_string(&sb, "a\"b\\c\n\r\t\x01\x1b caf\xc3\xa9", 16);
+    CHECK(stream_json_text(&sb, "a\"b\\c\n\r\t\x01\x1b caf\xc3\xa9", 16));
     CHECK_STR(sb.buf, "\"a\\\"b\\\\c\\n\\r\\t\\u0001\\u001b caf\xc3\xa9\"");
     strbuf_reset(&sb);
     stream_sanitize(&sb, "ok\xff\0\xc3\xa9\xe2\x82", 8);
@@ -240,7 +380,7 @@ static void test_word_at_a_time(void)
             memcpy(in + off, odd[k], strlen(odd[k]));
             strbuf_init(&sb);
             strbuf_adds(&sb, "[");
-            stream_json_string(&sb, in, 32);
+            if (!stream_json_text(&sb, in, 32)) ok = false;
             strbuf_adds(&sb, "]");
             cJSON *j = cJSON_Parse(sb.buf);
             const char *back = cJSON_GetStringValue(cJSON_GetArrayItem(j, 0));
@@ -286,6 +426,7 @@ int main(void)
     RUN(test_base64_vectors);
     RUN(test_json_string_and_sanitize);
     RUN(test_word_at_a_time);
+    RUN(test_json_text_as_before);
     RUN(test_proc_stat_parse);
     return tap_done();
 }

@@ -72,6 +72,49 @@ static void test_agrees_with_cjson(void)
     strbuf_done(&sb);
 }
 
+/* Strings made of backslash runs, quotes escaped and not, "\n" escapes and plain text, in an
+ * out message: whatever json_flat takes, cJSON takes and reads the same (the closing quote
+ * found by the parity of the backslashes before it, as cJSON finds it byte by byte). */
+static void test_random_escapes_agree(void)
+{
+    static const char *const piece[] = { "x", "ab", "\\\\", "\\\"", "\\n", "\\", "\"", "\\u0041", "\\\\\\" };
+    unsigned seed = 31337;
+    size_t taken = 0, refused = 0, bad = 0;
+    for (int round = 0; round < 50000; round++) {
+        struct strbuf sb;
+        struct json_flat o;
+        strbuf_init(&sb);
+        strbuf_adds(&sb, "{\"ev\":\"out\",\"t\":\"");
+        seed = seed * 1103515245u + 12345u;
+        for (unsigned k = (seed >> 8) % 12; k > 0; k--) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned r = (seed >> 8) % 100;
+            strbuf_adds(&sb, piece[r < 40 ? 0 : r < 50 ? 1 : 2 + (seed >> 16) % 7]);
+        }
+        strbuf_adds(&sb, "\",\"f\":\"p\",\"mono_ns\":5}");
+        cJSON *c = cJSON_Parse(sb.buf);
+        if (json_flat_scan(sb.buf, sb.len, &o)) {
+            const struct json_flat_field *t = json_flat_get(&o, "t"), *f = json_flat_get(&o, "f");
+            const cJSON *ct = cJSON_GetObjectItemCaseSensitive(c, "t");
+            char *buf = t ? xmalloc(t->str_len + 1) : NULL;
+            size_t n = buf ? json_flat_unescape(t->str, t->str_len, buf) : (size_t)-1;
+            /* a bad escape (unescape says no) goes to cJSON: refused like a failed scan */
+            bool same = n == (size_t)-1 || (c && t && f && cJSON_IsString(ct) && strcmp(buf, ct->valuestring) == 0 &&
+                        t->str_escaped == (memchr(t->str, '\\', t->str_len) != NULL) &&
+                        f->str_len == 1 && f->str[0] == 'p');
+            if (!same && !bad++) printf("#   differs from cJSON: %s\n", sb.buf);
+            n == (size_t)-1 ? refused++ : taken++;
+            free(buf);
+        } else {
+            refused++;
+        }
+        cJSON_Delete(c);
+        strbuf_done(&sb);
+    }
+    CHECK_INT(bad, 0);
+    CHECK(taken > 10000 && refused > 1000);
+}
+
 static void test_refuses(void)
 {
     static const char *const bad[] = {
@@ -113,6 +156,7 @@ static void test_get(void)
 int main(void)
 {
     RUN(test_agrees_with_cjson);
+    RUN(test_random_escapes_agree);
     RUN(test_refuses);
     RUN(test_unescape_refuses);
     RUN(test_get);

@@ -178,6 +178,184 @@ static void test_random_idempotent(void)
     CHECK(ok);
 }
 
+/* ---- the sanitizer as it was before its printable runs were found 16 bytes a step (the
+ * reference the current one must match byte for byte) ---- */
+static const char ref_replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is not one.
+ * When it is not, *bad is the length of the maximal ill-formed piece to replace by one
+ * U+FFFD (Unicode's "maximal subpart" practice: a truncated sequence is one piece). */
+static size_t ref_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp, size_t *bad)
+{
+    unsigned char b = s[0];
+    size_t need, i;
+    unsigned char lo = 0x80, hi = 0xbf;
+    uint32_t v;
+    if (b >= 0xc2 && b <= 0xdf) {
+        need = 2;
+        v = b & 0x1f;
+    } else if (b >= 0xe0 && b <= 0xef) {
+        need = 3;
+        v = b & 0x0f;
+        if (b == 0xe0) lo = 0xa0;        /* overlong */
+        else if (b == 0xed) hi = 0x9f;   /* surrogates */
+    } else if (b >= 0xf0 && b <= 0xf4) {
+        need = 4;
+        v = b & 0x07;
+        if (b == 0xf0) lo = 0x90;        /* overlong */
+        else if (b == 0xf4) hi = 0x8f;   /* above U+10FFFF */
+    } else {
+        *bad = 1;                        /* 0x80..0xc1 and 0xf5..0xff never start a sequence */
+        return 0;
+    }
+    for (i = 1; i < need; i++) {
+        unsigned char c = i < n ? s[i] : 0;
+        unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xbf;
+        if (i >= n || c < l || c > h) {
+            *bad = i;
+            return 0;
+        }
+        v = (v << 6) | (c & 0x3f);
+    }
+    *cp = v;
+    return need;
+}
+
+/* Whether the 8 bytes at s are all printable ASCII (0x20..0x7e), asked of a whole word at once:
+ * headless output runs every line every rank prints through here. */
+static bool ref_printable8(const unsigned char *s)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t w, del;
+    memcpy(&w, s, 8);
+    if (w & highs) return false;                          /* a byte >= 0x80 */
+    if ((w - ones * 0x20) & ~w & highs) return false;     /* a byte < 0x20 */
+    del = w ^ (ones * 0x7f);
+    return !((del - ones) & ~del & highs);                /* no DEL */
+}
+
+static void ref_add_caret(struct strbuf *sb, unsigned c)
+{
+    char t[3] = {'^', (char)(c == 0x7f ? '?' : (char)(c + '@')), '\0'};
+    strbuf_add(sb, t, 2);
+}
+
+static bool ref_is_format_control(uint32_t cp)
+{
+    return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
+           cp == 0x2029;
+}
+
+static void ref_sanitize_append(struct strbuf *sb, const char *in, size_t len, unsigned flags)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i = 0, col = 0, run = 0;
+    /* runs of plain printable ASCII are copied in one go: the common case */
+#define FLUSH_RUN() do { if (run) { strbuf_add(sb, s + i - run, run); run = 0; } } while (0)
+    if (!len) {
+        strbuf_add(sb, "", 0);
+        return;
+    }
+    while (i < len) {
+        unsigned char b = s[i];
+        if (b >= 0x20 && b < 0x7f) {
+            size_t k = i + 1;
+            while (k + 8 <= len && ref_printable8(s + k)) k += 8;
+            while (k < len && s[k] >= 0x20 && s[k] < 0x7f) k++;
+            run += k - i;
+            col += k - i;
+            i = k;
+            continue;
+        }
+        FLUSH_RUN();
+        if (b == '\t' && !(flags & SANITIZE_KEEP_TAB)) {
+            size_t to = (col / 8 + 1) * 8;
+            while (col < to) {
+                strbuf_add(sb, " ", 1);
+                col++;
+            }
+            i++;
+        } else if (b == '\t') {
+            strbuf_add(sb, "\t", 1);
+            col = (col / 8 + 1) * 8;
+            i++;
+        } else if (b < 0x20 || b == 0x7f) {
+            ref_add_caret(sb, b);
+            col += 2;
+            i++;
+        } else {
+            uint32_t cp = 0;
+            size_t bad = 0, n = ref_utf8_seq(s + i, len - i, &cp, &bad);
+            if (!n) {
+                strbuf_add(sb, ref_replacement, 3);
+                i += bad;
+                col++;
+            } else if (cp >= 0x80 && cp <= 0x9f) {
+                strbuf_add(sb, "M-", 2);
+                ref_add_caret(sb, cp - 0x80);
+                col += 4;
+                i += n;
+            } else if (ref_is_format_control(cp)) {
+                strbuf_addf(sb, "<U+%04X>", (unsigned)cp);
+                col += 8;
+                i += n;
+            } else {
+                strbuf_add(sb, s + i, n);
+                col++;
+                i += n;
+            }
+        }
+    }
+    FLUSH_RUN();
+#undef FLUSH_RUN
+}
+
+
+/* sanitize_append against the reference on random input: printable runs of every length cut
+ * by controls, tabs, DEL, C1 controls, bidi controls, UTF-8 good and bad, any byte at all;
+ * both flag settings; appended after text already in the buffer. */
+static void test_same_as_before(void)
+{
+    static const char *const odd[] = { "\t", "\x1b", "\x7f", "\r", "\n", "\0", "\xc3\xa9", "\xe2\x82\xac",
+                                       "\xf0\x9f\x98\x80", "\xc3", "\xff", "\xc2\x85", "\xe2\x80\xae",
+                                       "\xed\xa0\x80", "\xe0\x80\xaf", "\xf4\x90\x80\x80", "\x80", "~", " " };
+    unsigned seed = 777;
+    size_t diff = 0;
+    char in[700];
+    for (int round = 0; round < 100000; round++) {
+        size_t n = 0, want;
+        seed = seed * 1103515245u + 12345u;
+        want = (seed >> 8) % (round % 10 ? 80 : sizeof in - 8);
+        while (n < want) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned r = (seed >> 8) % 100;
+            if (r < (round % 3 ? 95u : 70u)) {
+                in[n++] = (char)(0x20 + (seed >> 16) % 95);
+            } else if (round % 5 == 0) {
+                in[n++] = (char)(seed >> 16);
+            } else {
+                const char *o = odd[(seed >> 16) % (sizeof odd / sizeof *odd)];
+                size_t k = o[0] ? strlen(o) : 1;
+                memcpy(in + n, o, k);
+                n += k;
+            }
+        }
+        unsigned flags = round % 2 ? SANITIZE_KEEP_TAB : 0;
+        struct strbuf a, b;
+        strbuf_init(&a);
+        strbuf_init(&b);
+        strbuf_adds(&a, "[r1 h] ");
+        strbuf_adds(&b, "[r1 h] ");
+        ref_sanitize_append(&a, in, n, flags);
+        sanitize_append(&b, in, n, flags);
+        if ((a.len != b.len || memcmp(a.buf, b.buf, a.len + 1) != 0) && !diff++)
+            printf("#   round %d differs: %s | %s\n", round, a.buf, b.buf);
+        strbuf_done(&a);
+        strbuf_done(&b);
+    }
+    CHECK_INT(diff, 0);
+}
+
 int main(void)
 {
     RUN(test_hostile_table);
@@ -185,5 +363,6 @@ int main(void)
     RUN(test_every_byte_pair);
     RUN(test_random_idempotent);
     RUN(test_word_at_a_time);
+    RUN(test_same_as_before);
     return tap_done();
 }

@@ -172,11 +172,26 @@ static void on_line(void *ctx, const struct job *j, int rank, const struct log_l
         h->prefix_attempt = j->attempt;
         h->prefix_host = host;
     }
-    strbuf_add(&h->line, h->prefix.buf, h->prefix.len);
-    sanitize_append(&h->line, l->text, l->len, 0);
-    if (l->flags & LOG_LINE_TRUNCATED) strbuf_adds(&h->line, " [...]");
-    strbuf_adds(&h->line, "\n");
-    emit(h, true);
+    if (h->dropped) {   /* the count of dropped lines may go first: emit decides */
+        strbuf_add(&h->line, h->prefix.buf, h->prefix.len);
+        sanitize_append(&h->line, l->text, l->len, 0);
+        if (l->flags & LOG_LINE_TRUNCATED) strbuf_adds(&h->line, " [...]");
+        strbuf_adds(&h->line, "\n");
+        emit(h, true);
+        return;
+    }
+    /* The common case: the line straight into the queue, not formatted in h->line and copied
+     * (every line of a flood passes here), and taken back when it goes over the bound, the
+     * same test as emit's (the queue before it plus the line). */
+    size_t mark = h->q.len;
+    strbuf_add(&h->q, h->prefix.buf, h->prefix.len);
+    sanitize_append(&h->q, l->text, l->len, 0);
+    if (l->flags & LOG_LINE_TRUNCATED) strbuf_add(&h->q, " [...]", 6);
+    strbuf_add(&h->q, "\n", 1);
+    if (queued(h) > HEADLESS_QUEUE_MAX) {
+        strbuf_truncate(&h->q, mark);
+        h->dropped++;
+    }
 }
 
 static void print_root_cause(struct headless *h, const struct job *j)

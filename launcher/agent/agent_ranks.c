@@ -86,7 +86,9 @@ static void note_steps(struct agent_rank *r, const char *data, size_t len)
     }
 }
 
-static void send_out(struct rank_stream *s, const char *data, size_t len, int flags, int text)
+/* text: as a JSON string, when data is valid UTF-8 without NUL; returns 0 (nothing sent) when
+ * it is not. Otherwise as base64. */
+static int send_out(struct rank_stream *s, const char *data, size_t len, int flags, int text)
 {
     struct strbuf *sb = &ranks.line;
     uint64_t seq = outbox_next_seq(agent_outbox(ranks.ag), s->r->rank);
@@ -95,7 +97,7 @@ static void send_out(struct rank_stream *s, const char *data, size_t len, int fl
                 (unsigned long long)seq, s->r->attempt, s->name);
     if (text) {
         strbuf_adds(sb, "\"t\":");
-        stream_json_string(sb, data, len);
+        if (!stream_json_text(sb, data, len)) return 0;
     } else {
         strbuf_adds(sb, "\"b64\":\"");
         base64_encode(sb, data, len);
@@ -110,6 +112,7 @@ static void send_out(struct rank_stream *s, const char *data, size_t len, int fl
     }
     strbuf_adds(sb, "}");
     agent_send_durable(ranks.ag, s->r->rank, seq, sb->buf, sb->len);
+    return 1;
 }
 
 /* One out message for one block (agent_stream.h): whole lines with their newlines, or one
@@ -118,8 +121,8 @@ static void send_out(struct rank_stream *s, const char *data, size_t len, int fl
 static void emit_piece(void *ctx, const char *data, size_t len, int flags)
 {
     struct rank_stream *s = ctx;
-    if (stream_utf8_valid(data, len)) {
-        send_out(s, data, len, flags, 1);
+    if (send_out(s, data, len, flags, 1)) {
+        /* sent as text */
     } else if (flags) {
         send_out(s, data, len, flags, 0);
     } else {

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "util/ascii_run.h"
+
 void stream_init(struct stream_buf *s)
 {
     strbuf_init(&s->buf);
@@ -114,16 +116,6 @@ static int ascii8(const unsigned char *p)
     return !(w & HIGHS) && !has_zero_byte(w);
 }
 
-/* 8 bytes that a JSON string takes as they are: no control, no '"', no '\\'. (Bytes >= 0x80
- * pass: they are UTF-8 the caller has checked.) */
-static int json_plain8(const unsigned char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    if (((w & ~HIGHS) - ONES * 0x20) & ~w & HIGHS) return 0;  /* a byte < 0x20 */
-    return !has_zero_byte(w ^ (ONES * '"')) && !has_zero_byte(w ^ (ONES * '\\'));
-}
-
 /* Length of the valid UTF-8 sequence (NUL excluded) at p, or 0 when there is none. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
 {
@@ -188,32 +180,63 @@ void stream_sanitize(struct strbuf *sb, const char *s, size_t n)
     strbuf_add(sb, s + run, n - run);
 }
 
-void stream_json_string(struct strbuf *sb, const char *s, size_t n)
+int stream_json_text(struct strbuf *sb, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t run = 0;
-    strbuf_add(sb, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        while (i + 8 <= n && json_plain8((const unsigned char *)s + i)) i += 8;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t start = sb->len, i = 0;
+    char *o;
+    /* Room for the quotes and the text as it is, so that runs are copied without a call to
+     * strbuf_add each (two per line: the run, then its "\n"); each escape makes its own. The
+     * invariant: room at o for the input left (n - i), the closing quote and the NUL. */
+    strbuf_reserve(sb, n + 2);
+    o = sb->buf + sb->len;
+    *o++ = '"';
+    while (i < n) {
+        size_t k = i + ascii_json_run(p + i, n - i);
+        unsigned char c;
+        memcpy(o, p + i, k - i);
+        o += k - i;
+        i = k;
         if (i == n) break;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        strbuf_add(sb, s + run, i - run);
-        run = i + 1;
+        c = p[i];
+        if (c >= 0x80) {                    /* UTF-8 goes as it is, once checked */
+            size_t m = utf8_seq(p + i, n - i);
+            if (!m) goto bad;
+            memcpy(o, p + i, m);
+            o += m;
+            i += m;
+            continue;
+        }
+        if (c == 0) goto bad;               /* NUL: not text (stream_utf8_valid) */
+        if ((size_t)(sb->buf + sb->cap - o) < n - i + 8) {
+            sb->len = (size_t)(o - sb->buf);
+            strbuf_reserve(sb, n - i + 8);
+            o = sb->buf + sb->len;
+        }
+        *o++ = '\\';
         switch (c) {
-        case '"': strbuf_add(sb, "\\\"", 2); break;
-        case '\\': strbuf_add(sb, "\\\\", 2); break;
-        case '\n': strbuf_add(sb, "\\n", 2); break;
-        case '\r': strbuf_add(sb, "\\r", 2); break;
-        case '\t': strbuf_add(sb, "\\t", 2); break;
-        case '\b': strbuf_add(sb, "\\b", 2); break;
-        case '\f': strbuf_add(sb, "\\f", 2); break;
-        default: {
-            char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-            strbuf_add(sb, u, sizeof u);
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
         }
-        }
+        i++;
     }
-    strbuf_add(sb, s + run, n - run);
-    strbuf_add(sb, "\"", 1);
+    *o++ = '"';
+    sb->len = (size_t)(o - sb->buf);
+    sb->buf[sb->len] = '\0';
+    return 1;
+bad:
+    sb->len = start;
+    sb->buf[start] = '\0';
+    return 0;
 }

@@ -47,8 +47,10 @@ int64_t stream_deadline(const struct stream_buf *s);
 /* Whether s[0..n) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF) with
  * no NUL byte: such text can travel as a JSON string and come back byte for byte. */
 int stream_utf8_valid(const char *s, size_t n);
-/* Appends s[0..n) as a quoted JSON string; s must pass stream_utf8_valid. */
-void stream_json_string(struct strbuf *sb, const char *s, size_t n);
+/* Appends s[0..n) as a quoted JSON string when it passes stream_utf8_valid, and returns 1;
+ * returns 0 with sb as it was when it does not. One pass for both: rank output is framed
+ * here, every byte of it. */
+int stream_json_text(struct strbuf *sb, const char *s, size_t n);
 /* Appends s[0..n) with each byte that is not part of valid UTF-8, and each NUL, replaced by
  * '?': for text from other programs (gdb, /proc) that must be a JSON string. */
 void stream_sanitize(struct strbuf *sb, const char *s, size_t n);

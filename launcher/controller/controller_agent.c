@@ -198,7 +198,7 @@ static void out_block(struct controller *c, int rank, int attempt, uint64_t q, e
         const char *nl = memchr(t, '\n', (size_t)(end - t));
         size_t n = nl ? (size_t)(nl - t) : (size_t)(end - t);
         if (nccl) nccl_feed_line(c->job, rank, t, n, wall, mono_ms());
-        out_line(c, rank, stream, 0, t, n, metrics, wall);
+        out_line(c, rank, stream, nccl ? 0 : JOB_KEEP_NOT_NCCL, t, n, metrics, wall);
         t += n + 1;
     } while (t < end);
 }

@@ -310,7 +310,7 @@ void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flag
         line.len = (uint32_t)keep;
         line.flags |= LOG_LINE_TRUNCATED;
     }
-    if (stream != LOG_SYSTEM && nccl_foldable(text, len)) line.flags |= LOG_LINE_NCCL;
+    if (stream != LOG_SYSTEM && !(flags & JOB_KEEP_NOT_NCCL) && nccl_foldable(text, len)) line.flags |= LOG_LINE_NCCL;
     log_ring_push(&r->log, &line);
     j->generation++;
 }

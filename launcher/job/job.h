@@ -314,6 +314,10 @@ void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const cha
                    bool newline);
 void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
                   const char *text, size_t len, int64_t wall);
+/* A hint in job_log_keep's flags (never stored in the line): the caller's block has no
+ * " NCCL " (nccl_block_may_hold said no), so no line of it is one of NCCL's, and the line
+ * need not be looked at again. */
+#define JOB_KEEP_NOT_NCCL 0x100u
 /* A numbered message of rank that writes nothing to its log (its exit) was taken: the log
  * index counts it once what came before is on disk, so that it is acknowledged too. */
 void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ascii_run.h"
+
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
 /* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is not one.
@@ -51,19 +53,6 @@ static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp, size_t *b
     return need;
 }
 
-/* Whether the 8 bytes at s are all printable ASCII (0x20..0x7e), asked of a whole word at once:
- * headless output runs every line every rank prints through here. */
-static bool printable8(const unsigned char *s)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t w, del;
-    memcpy(&w, s, 8);
-    if (w & highs) return false;                          /* a byte >= 0x80 */
-    if ((w - ones * 0x20) & ~w & highs) return false;     /* a byte < 0x20 */
-    del = w ^ (ones * 0x7f);
-    return !((del - ones) & ~del & highs);                /* no DEL */
-}
-
 static void add_caret(struct strbuf *sb, unsigned c)
 {
     char t[3] = {'^', (char)(c == 0x7f ? '?' : (char)(c + '@')), '\0'};
@@ -89,9 +78,7 @@ void sanitize_append(struct strbuf *sb, const char *in, size_t len, unsigned fla
     while (i < len) {
         unsigned char b = s[i];
         if (b >= 0x20 && b < 0x7f) {
-            size_t k = i + 1;
-            while (k + 8 <= len && printable8(s + k)) k += 8;
-            while (k < len && s[k] >= 0x20 && s[k] < 0x7f) k++;
+            size_t k = i + 1 + ascii_printable_run(s + i + 1, len - i - 1);
             run += k - i;
             col += k - i;
             i = k;

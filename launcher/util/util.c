@@ -124,6 +124,18 @@ static void strbuf_grow(struct strbuf *sb, size_t extra)
     sb->cap = cap;
 }
 
+void strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+    strbuf_grow(sb, extra);
+}
+
+void strbuf_truncate(struct strbuf *sb, size_t n)
+{
+    if (n >= sb->len) return;
+    sb->len = n;
+    sb->buf[n] = '\0';
+}
+
 void strbuf_add(struct strbuf *sb, const void *data, size_t n)
 {
     strbuf_grow(sb, n);

@@ -40,6 +40,11 @@ void strbuf_add(struct strbuf *sb, const void *data, size_t n);
 void strbuf_adds(struct strbuf *sb, const char *s);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+/* Room for extra more bytes and the NUL, so that a hot loop can write into buf + len itself
+ * (and set len and the NUL after) without a call per piece. */
+void strbuf_reserve(struct strbuf *sb, size_t extra);
+/* Back to the first n bytes (n <= len): what was appended after a mark, taken back. */
+void strbuf_truncate(struct strbuf *sb, size_t n);
 /* Appends s as one POSIX shell word in single quotes ('it'\''s'), safe for any bytes. */
 void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);
 /* Removes the first n bytes. */

@@ -15,7 +15,7 @@ U = [
  (r"^(malloc|cfree|free|_int_free|_int_malloc|malloc_consolidate|realloc|_int_realloc|unlink_chunk.*|__libc_malloc)", "malloc/free"),
  (r"^(__memmove|__memcpy|memcpy)", "memcpy"),
  (r"^(__memchr|memchr|__memrchr|memrchr)", "memchr (line splitting)"),
- (r"^(stream_json_string|json_plain8|strbuf_addf|strbuf_vaddf|__vfprintf_internal|send_out|base64_encode)$", "JSON framing (escape)"),
+ (r"^(stream_json_text|stream_json_string|json_plain8|json_ascii8|strbuf_addf|strbuf_vaddf|__vfprintf_internal|send_out|base64_encode)$", "JSON framing (escape)"),
  (r"^(stream_utf8_valid|ascii8|utf8_seq)$", "UTF-8 check"),
  (r"^(has_loss_word|__GI___memmem|memmem|metrics_.*|step_line_.*|note_steps)$", "metrics / step scan"),
  (r"^(sanitize_append.*|on_line|emit|headless.*)$", "headless printer"),
