@@ -119,6 +119,8 @@ struct controller {
     int check_exit;             /* check-only: the report's exit code */
     int64_t next_ping_ms, next_tick_ms, next_link_ms, stop_deadline_ms;
     uint64_t durable_gen;     /* logw_durable_gen at the last ping (its acknowledgements) */
+    uint64_t in_since_sync;   /* bytes from the nodes since the last sync of the logs was asked */
+    uint64_t sync_gen;        /* logw_durable_gen when it was asked (a flood sync waits for it) */
     size_t ev_head_seen, ev_count_seen;
     uint64_t drawn_generation;
     int64_t fe_due_ms;

@@ -292,9 +292,26 @@ void ctl_draw(struct controller *c)
 
 /* ---- the loop ----------------------------------------------------------------------------- */
 
+/* In a flood the agents hold what they sent until the log writer's sync puts it on disk and
+ * the acknowledgement comes back: with a sync a second, each held a second or two of output,
+ * all of it in memory touched for the first time (the kernel zeroing fresh pages: half of
+ * the agent's time in the log bench, issue 22). While the nodes send at least this much
+ * between two syncs, the next sync is asked as soon as the last one is done; a trickle (1,024
+ * nodes x 8 ranks at a metrics line a second: under 1 MB a second) keeps the one a second. */
+#define FLOOD_SYNC_BYTES (4u << 20)
+
+static void logs_sync(struct controller *c)
+{
+    c->in_since_sync = 0;
+    c->sync_gen = logw_durable_gen(run_files_writer(c->files));
+    run_files_flush(c->files);
+}
+
 static void timers(struct controller *c)
 {
     int64_t now = mono_ms();
+    if (c->in_since_sync >= FLOOD_SYNC_BYTES && logw_durable_gen(run_files_writer(c->files)) != c->sync_gen)
+        logs_sync(c);
     /* the log writer's sync just moved the durable marks: the ping (with its acknowledgements)
      * goes now rather than up to a second later, and the agents let that output go sooner (in
      * a flood they hold about a second of it less, memory each fills afresh) */
@@ -325,7 +342,7 @@ static void timers(struct controller *c)
         }
         root_cause_tick(c->job, now); /* a failure's class, once the others' lines are in */
         nccl_tick(c->job, now);   /* NCCL's odd ones out, once enough ranks said their part */
-        run_files_flush(c->files);
+        logs_sync(c);
     }
 }
 
@@ -486,6 +503,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             before = transport_bytes_in(nd->t);
             transport_pump(nd->t, c->rev[i]);
             got += transport_bytes_in(nd->t) - before;
+            c->in_since_sync += transport_bytes_in(nd->t) - before;
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }

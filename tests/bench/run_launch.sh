@@ -272,7 +272,7 @@ tput_ssh_file() {
 # BENCH_BASE=BUILD_DIR: another build's ddptop (an older commit's) as one more contender in the
 # same rounds, for a before/after measured in the same time window.
 tput_base() { tput_ddptop "$BENCH_BASE/ddptop"; }
-T_DDP="" T_SSH="" T_SSHF="" T_BASE="" T_BYTES=""
+T_DDP="" T_SSH="" T_SSHF="" T_BASE="" T_BYTES="" HOLD_KB=0 HOLD_BASE_KB=0
 if part tput; then
     echo "tput: 8 ranks x $MB MB, best of $REPEAT ..."
     if [ -n "${BENCH_BASE:-}" ]; then
@@ -281,6 +281,25 @@ if part tput; then
         best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
     fi
     T_BYTES=${T_DDP#* }
+    # An agent's peak memory in the flood: it holds what it sent until the controller has it
+    # on disk (docs/logs.md). One more round of each ddptop, the agents' VmRSS sampled every
+    # 50 ms (the bench user's ddptop-agent processes), the largest kept.
+    hold_kb() {
+        local bin=$1 max=0 a r pid
+        ( tput_ddptop "$bin" >/dev/null ) &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null; do
+            for a in $(pgrep -u "$BUSER" -f ddptop-agent); do
+                r=$(awk '/^VmRSS/ { print $2 }' "/proc/$a/status" 2>/dev/null)
+                [ -n "$r" ] && [ "$r" -gt "$max" ] && max=$r
+            done
+            sleep 0.05
+        done
+        wait "$pid"
+        echo "$max"
+    }
+    HOLD_KB=$(hold_kb "$DDPTOP")
+    [ -n "${BENCH_BASE:-}" ] && HOLD_BASE_KB=$(hold_kb "$BENCH_BASE/ddptop")
     if [ -n "${BENCH_PERF:-}" ]; then
         # One more ddptop round under a system-wide profile: every process of the log path
         # (the ranks, the agents, sshd, the controller, its log writer) in one perf.data.
@@ -357,8 +376,10 @@ if [ -n "$T_DDP" ]; then
     ROWS+=("log throughput, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_ddp")|>= 1.0x")
     ROWS+=("  wall time / ssh > /dev/null, ssh > file|$(sec "$t_ddp")|$(sec "$t_ssh"), $(sec "$t_sshf")|$(ratio "$t_ddp" "$t_ssh")|")
     ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
+    ROWS+=("  an agent's peak memory in the flood (VmRSS)|$((HOLD_KB / 1024)) MiB||||")
     if [ -n "$T_BASE" ]; then
         t_base=${T_BASE%% *}
+        ROWS+=("  BENCH_BASE's agent's peak memory in the flood|$((${HOLD_BASE_KB:-0} / 1024)) MiB||||")
         ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > /dev/null|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_base")|")
         ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_base")|")
     fi
