@@ -121,6 +121,7 @@ struct controller {
     uint64_t durable_gen;     /* logw_durable_gen at the last ping (its acknowledgements) */
     uint64_t in_since_sync;   /* bytes from the nodes since the last sync of the logs was asked */
     uint64_t sync_gen;        /* logw_durable_gen when it was asked (a flood sync waits for it) */
+    int64_t sync_ms;          /* when it was asked */
     size_t ev_head_seen, ev_count_seen;
     uint64_t drawn_generation;
     int64_t fe_due_ms;

@@ -296,13 +296,17 @@ void ctl_draw(struct controller *c)
  * the acknowledgement comes back: with a sync a second, each held a second or two of output,
  * all of it in memory touched for the first time (the kernel zeroing fresh pages: half of
  * the agent's time in the log bench, issue 22). While the nodes send at least this much
- * between two syncs, the next sync is asked as soon as the last one is done; a trickle (1,024
- * nodes x 8 ranks at a metrics line a second: under 1 MB a second) keeps the one a second. */
+ * between two syncs, the next sync is asked as soon as the last one is done, but not within
+ * FLOOD_SYNC_MS of it (with 32 ranks or more a sync is a syncfs of the log directory's file
+ * system, which others may share); a trickle (1,024 nodes x 8 ranks at a metrics line a second:
+ * under 1 MB a second) keeps the one a second. */
 #define FLOOD_SYNC_BYTES (4u << 20)
+#define FLOOD_SYNC_MS 200
 
 static void logs_sync(struct controller *c)
 {
     c->in_since_sync = 0;
+    c->sync_ms = mono_ms();
     c->sync_gen = logw_durable_gen(run_files_writer(c->files));
     run_files_flush(c->files);
 }
@@ -310,7 +314,8 @@ static void logs_sync(struct controller *c)
 static void timers(struct controller *c)
 {
     int64_t now = mono_ms();
-    if (c->in_since_sync >= FLOOD_SYNC_BYTES && logw_durable_gen(run_files_writer(c->files)) != c->sync_gen)
+    if (c->in_since_sync >= FLOOD_SYNC_BYTES && now - c->sync_ms >= FLOOD_SYNC_MS &&
+        logw_durable_gen(run_files_writer(c->files)) != c->sync_gen)
         logs_sync(c);
     /* the log writer's sync just moved the durable marks: the ping (with its acknowledgements)
      * goes now rather than up to a second later, and the agents let that output go sooner (in
