@@ -34,6 +34,8 @@ SOCK=ddpt-scale-$$
 cleanup() {
     scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
     tmux_cleanup
+    # the NCCL directories of the bench's runs, whose agents the bed's end killed
+    rm -rf /tmp/ddptop-nccl-plain /tmp/ddptop-nccl-pre
 }
 trap cleanup EXIT
 trap 'exit 130' INT

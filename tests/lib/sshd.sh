@@ -269,6 +269,9 @@ sshd_user_remove() {
         done
         userdel -r "$SSHD_USER" 2>/dev/null || userdel -r -f "$SSHD_USER" 2>/dev/null ||
             echo "could not remove user $SSHD_USER (userdel -r)" >&2
+        # what its agents kept in this machine's /tmp (their private directory, its cache
+        # and sockets): the next user with its uid starts clean
+        [ -d "/tmp/ddptop-$uid" ] && [ "$(stat -c %u "/tmp/ddptop-$uid")" = "$uid" ] && rm -rf "/tmp/ddptop-$uid"
     fi
     SSHD_USER=""
     SSHD_USER_KEY=""
