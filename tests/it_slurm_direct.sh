@@ -81,6 +81,11 @@ tap_check "n2's agent: no answer from 192.0.2.1 within a second, so it speaks th
 tap_check "n3's agent (wrong key) refuses the listener's proof, and ddptop the connection" \
     sh -c "grep -q 'no direct connection to ddptop (the listener there could not prove it is this step.s ddptop)' '$AL' &&
            grep -q '^ddptop: a direct connection from $(slurm_addr n3):[0-9]* was refused' '$AL'"
+tap_check "the run says so as an event of each of those nodes (headless output and events.jsonl)" \
+    sh -c "grep -q 'node n2: no direct connection to ddptop (connect to 192.0.2.1 port' mixed.out &&
+           grep -q 'node n3: no direct connection to ddptop (the listener there could not prove' mixed.out &&
+           grep -q 'node n2: no direct connection' '$LOGS/mixed/events.jsonl' &&
+           ! grep -q 'node n1: no direct connection' mixed.out"
 if ! grep -q "n2 (task 1) speaks over\|n3 (task 2) speaks over" "$AL"; then
     tap_ok "neither n2 nor n3 was taken as directly connected"
 else

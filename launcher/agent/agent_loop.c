@@ -7,6 +7,7 @@
  * See agent.h. */
 #include "agent.h"
 #include "agent_outbox.h"
+#include "agent_relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -453,6 +454,7 @@ cJSON *agent_hello_new(void)
     if (gethostname(host, sizeof host - 1) == 0 && host[0]) cJSON_AddStringToObject(msg, "hostname", host);
     else cJSON_AddNullToObject(msg, "hostname");
     cJSON_AddNumberToObject(msg, "pid", (double)getpid());
+    if (agent_relay_note()) cJSON_AddStringToObject(msg, "link_note", agent_relay_note());
     return msg;
 }
 

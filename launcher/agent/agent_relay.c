@@ -287,6 +287,14 @@ static void scrub_step_env(void)
     }
 }
 
+/* Why this agent could not make its direct connection (said in its hello), or "". */
+static char direct_note[400];
+
+const char *agent_relay_note(void)
+{
+    return direct_note[0] ? direct_note : NULL;
+}
+
 /* Whether this agent keeps a copy of itself for the job's later steps (said in its greeting). */
 static bool kept;
 
@@ -339,8 +347,11 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         relay.sock = agent_direct_connect(relay.task, hello.buf, why, sizeof why);
         relay.sock_out_ok = relay.sock >= 0;
         relay.last = '\n';
-        if (relay.sock < 0 && why[0])
+        if (relay.sock < 0 && why[0]) {
             fprintf(stderr, "ddptop-agent: no direct connection to ddptop (%s): speaking through srun's I/O\n", why);
+            snprintf(direct_note, sizeof direct_note, "no direct connection to ddptop (%s): its lines go "
+                     "through srun's I/O, slower", why);
+        }
     }
     scrub_step_env();
     if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {

@@ -20,4 +20,8 @@ void agent_relay_finish(int in_fd, int out_fd, int status);
  * an interface that is up; "-" when there is none. */
 void agent_relay_address(char *buf, size_t len);
 
+/* Under --relay, when the direct connection to ddptop could not be made: why, in a line the
+ * agent's hello carries ("link_note"); else NULL. */
+const char *agent_relay_note(void);
+
 #endif

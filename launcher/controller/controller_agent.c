@@ -28,6 +28,7 @@
 #include "job/nccl.h"
 #include "wire/protocol.h"
 #include "job/root_cause.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #define CTL_READ_BYTES_MAX (256 * 1024)
@@ -133,6 +134,14 @@ static void on_hello(struct controller *c, size_t i, const cJSON *m)
     ctl_link_fresh_agent(c, i);
     nd->hello = true;
     job_node_ready(c->job, i);
+    const char *note = str(m, "link_note");
+    if (note && *note) {
+        /* under srun: the agent could not connect back (docs/slurm.md, "The direct connection") */
+        char *safe = sanitize_str(note, strnlen(note, 300), 0);
+        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: %s (docs/slurm.md, \"The direct connection\")",
+                      c->job->nodes[i].name, safe);
+        free(safe);
+    }
     ctl_gpu_watch(c, i);
     if (c->job->state == JOB_CHECKING && c->pf) ctl_check_node_up(c, i, m);
 }
