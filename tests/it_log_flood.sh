@@ -22,6 +22,9 @@ cleanup() {
     rj_cleanup
     if [ -n "$D" ]; then kill_marker_pids "$D/agent"; kill_marker_pids "$D/flood"; fi
     sshd_cleanup
+    # the runs' NCCL directories on the "nodes" (this machine), which an agent ended by the
+    # clean-up above could not remove
+    rm -rf "/tmp/ddptop-nccl-${RID:-none}" "/tmp/ddptop-nccl-${RID2:-none}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
