@@ -93,7 +93,7 @@ static int handshake(int fd, const unsigned char key[DIRECT_KEY_LEN], int task, 
         snprintf(why, wl, "getrandom: %s", strerror(errno));
         return -1;
     }
-    direct_hex(rnd, sizeof rnd, na);
+    util_hex(rnd, sizeof rnd, na);
     snprintf(line, sizeof line, "ddptop-direct 1 %d %s\n", task, na);
     if (send_line(fd, line) != 0 || read_line(fd, line, deadline) != 0) {
         snprintf(why, wl, "ddptop did not answer its greeting");

@@ -144,24 +144,13 @@ static void from_direct(struct strbuf *in)
     strbuf_consume(in, off);
 }
 
-static int send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The agent's bytes on the direct connection, as they are: the connection is this node's own,
  * no framing needed. Once it broke they are dropped (ddptop is gone, or sees the node lost). */
 static void to_direct(const char *p, size_t n)
 {
     if (!relay.sock_out_ok || n == 0) return;
-    if (send_all(relay.sock, p, n) < 0) relay.sock_out_ok = 0;
+    /* the agent ignores SIGPIPE (agent_main.c): a closed peer is an error here */
+    if (util_write_all(relay.sock, p, n) < 0) relay.sock_out_ok = 0;
     else relay.last = p[n - 1];
 }
 

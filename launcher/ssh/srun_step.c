@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,13 +37,8 @@ char *srun_step_bcast_target(void)
 {
     unsigned char rnd[16];
     char hex[33];
-    size_t got = 0;
-    while (got < sizeof rnd) {
-        ssize_t r = getrandom(rnd + got, sizeof rnd - got, 0);
-        if (r < 0 && errno != EINTR) util_fatal("getrandom: %s", strerror(errno));
-        if (r > 0) got += (size_t)r;
-    }
-    for (size_t i = 0; i < sizeof rnd; i++) snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    util_random(rnd, sizeof rnd);
+    util_hex(rnd, sizeof rnd, hex);
     return xasprintf("/tmp/ddptop-agent.%s", hex);
 }
 

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,22 +57,10 @@ static void peer_str(const struct sockaddr_storage *ss, char *out, size_t len)
     snprintf(out, len, "%s:%d", a, port);
 }
 
-static void random_bytes(unsigned char *b, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(b + got, n - got, 0);
-        if (r < 0 && errno != EINTR) util_fatal("getrandom: %s", strerror(errno));
-        if (r > 0) got += (size_t)r;
-    }
-}
-
 static void new_key(struct srun_step *s)
 {
-    unsigned char key[DIRECT_KEY_LEN];
-    random_bytes(key, sizeof key);
-    memcpy(s->dkey, key, sizeof key);
-    direct_hex(key, sizeof key, s->dkey_hex);
+    util_random(s->dkey, sizeof s->dkey);
+    util_hex(s->dkey, sizeof s->dkey, s->dkey_hex);
 }
 
 /* A socket on every address of this host (the agents come from srun's side of the network:
@@ -208,8 +195,8 @@ static bool pending_line(struct srun_step *s, size_t i, const char *line, const 
             pending_drop(s, i, "not a ddptop agent's greeting");
             return false;
         }
-        random_bytes(rnd, sizeof rnd);
-        direct_hex(rnd, sizeof rnd, p->nc);
+        util_random(rnd, sizeof rnd);
+        util_hex(rnd, sizeof rnd, p->nc);
         direct_mac(s->dkey, "controller", p->task, p->na, p->nc, want);
         snprintf(out, sizeof out, "%s %s\n", p->nc, want);
         if (!send_line(p->fd, out)) {

@@ -1,5 +1,6 @@
 /* SHA-256 (FIPS 180-4): a compact streaming implementation, see sha256.h. */
 #include "sha256.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,12 +88,7 @@ void sha256_final(struct sha256 *h, unsigned char digest[32])
 
 void sha256_hex(const unsigned char digest[32], char out[65])
 {
-    static const char hexd[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hexd[digest[i] >> 4];
-        out[2 * i + 1] = hexd[digest[i] & 15];
-    }
-    out[64] = '\0';
+    util_hex(digest, 32, out);
 }
 
 int sha256_file_hex(const char *path, char out_hex[65])

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -275,6 +276,27 @@ void util_iso_time(int64_t wall, char *buf, size_t n)
     gmtime_r(&secs, &tm);
     strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(buf, n, "%s.%03dZ", base, (int)(wall / 1000000 % 1000));
+}
+
+void util_hex(const void *b, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *u = b;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[u[i] >> 4];
+        out[2 * i + 1] = digits[u[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void util_random(void *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom((unsigned char *)b + got, n - got, 0);
+        if (r < 0 && errno != EINTR) util_fatal("getrandom: %s", strerror(errno));
+        if (r > 0) got += (size_t)r;
+    }
 }
 
 int util_write_all(int fd, const void *p, size_t n)

@@ -82,6 +82,10 @@ bool util_in_path(const char *name);
 /* Writes all n bytes to a blocking fd, through EINTR and short writes: for threads and
  * children that may wait (never the poll loops). 0, or -1 with errno set. */
 int util_write_all(int fd, const void *p, size_t n);
+/* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void util_hex(const void *b, size_t n, char *out);
+/* n bytes from getrandom (the kernel's CSPRNG); a failure other than EINTR is fatal. */
+void util_random(void *b, size_t n);
 /* mkdir -p: every missing component of path (0755 before the umask); 0, or -1 with errno
  * (ENOTDIR when path exists and is not a directory). */
 int util_mkdir_p(const char *path);

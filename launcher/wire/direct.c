@@ -48,16 +48,6 @@ bool direct_mac_equal(const char *a, const char *b)
     return d == 0;
 }
 
-void direct_hex(const unsigned char *b, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[b[i] >> 4];
-        out[2 * i + 1] = digits[b[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';

@@ -34,8 +34,6 @@ void direct_mac(const unsigned char key[DIRECT_KEY_LEN], const char *role, int t
                 const char *nc, char out[65]);
 /* Whether two MACs (64 hex digits each) are equal; time independent of where they differ. */
 bool direct_mac_equal(const char *a, const char *b);
-/* Lower-case hex of n bytes into out (2n+1 bytes). */
-void direct_hex(const unsigned char *b, size_t n, char *out);
 /* 64 hex digits into key; -1 when it is anything else. */
 int direct_key_parse(const char *hex, unsigned char key[DIRECT_KEY_LEN]);
 

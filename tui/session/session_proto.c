@@ -254,6 +254,19 @@ bool session_dir_fallback_note(const char *dir, char *note, size_t n)
  * bounded scan: SESSION_PRUNE_MAX notes looked at, each read at most 4 KiB, opened without
  * following a link. */
 #define SESSION_PRUNE_MAX 4096
+
+/* The run directory a note (NAME in the directory dirfd) names, into buf: true when it holds an
+ * absolute path. Opened without following a link, read at most len - 1 bytes. */
+static bool note_read(int dirfd, const char *name, char *buf, size_t len)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0 || buf[0] != '/') return false;
+    buf[n] = '\0';
+    return true;
+}
 #define SESSION_PRUNE_AGE_S 3600
 
 void session_prune_notes(const char *dir)
@@ -267,20 +280,13 @@ void session_prune_notes(const char *dir)
         size_t len = strlen(e->d_name);
         struct stat st;
         char buf[4096];
-        ssize_t n;
-        int fd;
         if (len < 5 || strcmp(e->d_name + len - 4, ".dir") != 0) continue;
         seen++;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             st.st_uid != getuid() || now - st.st_mtime < SESSION_PRUNE_AGE_S)
             continue;
-        fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) continue;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0 || buf[0] != '/') continue;
-        buf[n] = '\0';
-        if (stat(buf, &st) != 0 && errno == ENOENT) unlinkat(dirfd(d), e->d_name, 0);
+        if (note_read(dirfd(d), e->d_name, buf, sizeof buf) && stat(buf, &st) != 0 && errno == ENOENT)
+            unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
 }
@@ -300,14 +306,9 @@ char *session_find_run(const char *run_id)
     char dir[200], err[256], buf[4096];
     if (session_dir(dir, sizeof dir, false, err, sizeof err) < 0) return NULL;
     char *path = xasprintf("%s/%s.dir", dir, run_id);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    bool ok = note_read(AT_FDCWD, path, buf, sizeof buf);
     free(path);
-    if (fd < 0) return NULL;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0 || buf[0] != '/') return NULL;
-    buf[n] = '\0';
-    return xstrdup(buf);
+    return ok ? xstrdup(buf) : NULL;
 }
 
 int session_sock_path(char *out, size_t n, const char *dir, const char *run_id,
