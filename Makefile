@@ -64,7 +64,14 @@ LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 # An archive with no members yet is left out of the link (ld refuses an empty one).
 LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,controller check ssh record job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
-PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train
+# The agents for the nodes, one per architecture (launcher/dist/README.md): ddptop uploads the
+# one a node's `uname -m` names. PORTABLE=0 builds only this machine's, against its own glibc.
+PORTABLE     ?= 1
+HOST_ARCH    := $(shell uname -m)
+AGENT_ARCHES ?= x86_64 aarch64
+NODE_AGENTS   = $(if $(filter 1,$(PORTABLE)),$(AGENT_ARCHES:%=$(BUILD)/ddptop-agent-%))
+
+PROGS = $(BUILD)/ddptop $(BUILD)/ddptop-agent $(BUILD)/ddptop-train $(NODE_AGENTS)
 
 # Test and bench objects are intermediates of pattern rules: keep them (relinks stay cheap).
 # Only those: with a bare .SECONDARY every target is secondary, and a new source file older
@@ -113,10 +120,71 @@ $(LIB_RUNTIME): $(RUNTIME_OBJ)
 
 $(BUILD)/ddptop: $(BUILD)/obj/tui/cmd/ddptop_main.o $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(LIBS_LAUNCHER)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI)) $(LDLIBS_BASE)
-# The agent is uploaded to nodes that may lack libcjson: ddptop uploads its own copy of the
-# library next to the agent, found there through RUNPATH $ORIGIN (docs/protocol.md).
-$(BUILD)/ddptop-agent: $(BUILD)/obj/launcher/agent/agent_main.o $(LIBS_AGENT)
-	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
+# The agent of this machine (the local runs, srun and pbs_tmrsh): the portable one of this
+# architecture, or with PORTABLE=0 one linked against this machine's glibc and libcjson. The
+# latter is also built for the tests (build/tests/ddptop-agent-hostlibc): an agent that asks for
+# a newer glibc than Debian 11's, for the "too old a glibc" case on a real Debian 11 node.
+$(BUILD)/tests/ddptop-agent-hostlibc: $(BUILD)/obj/launcher/agent/agent_main.o $(LIBS_AGENT)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_AGENT)) $(LDLIBS_BASE)
+ifneq ($(NODE_AGENTS),)
+ifneq ($(filter $(HOST_ARCH),$(AGENT_ARCHES)),)
+$(BUILD)/ddptop-agent: $(BUILD)/ddptop-agent-$(HOST_ARCH)
+	cp -f $< $@
+else
+$(BUILD)/ddptop-agent: $(BUILD)/tests/ddptop-agent-hostlibc
+	cp -f $< $@
+endif
+else
+$(BUILD)/ddptop-agent: $(BUILD)/tests/ddptop-agent-hostlibc
+	cp -f $< $@
+endif
+tests: $(BUILD)/tests/ddptop-agent-hostlibc
+
+# ---- the agents for the nodes (launcher/dist/README.md) ----
+# Compiled once more per architecture against Debian 11's headers and C library (glibc 2.31;
+# what they ask for is 2.28 at most: tests/it_agent_glibc.sh), with cJSON's own sources compiled
+# in, so an agent is one file that needs nothing on a node but glibc, and still dlopens the
+# node's NVML and NCCL. The sysroots (launcher/dist/sysroot.sh) are fetched once from Debian's
+# archive into SYSROOT_CACHE and reused by every clone and build on this machine.
+SYSROOT_CACHE ?= /var/tmp/ddptop-build-$(shell id -u)
+deb_arch      = $(if $(filter x86_64,$(1)),amd64,$(if $(filter aarch64,$(1)),arm64,$(1)))
+arch_cc       = $(if $(filter $(HOST_ARCH),$(1)),$(CC),$(1)-linux-gnu-gcc)
+sysroot_of    = $(SYSROOT_CACHE)/bullseye-$(call deb_arch,$(1))
+# A native gcc searches its own prefix's library directories before the sysroot's: -B and -L
+# put the sysroot's crt files and libraries first (and LIBRARY_PATH is emptied for the link).
+# launcher/dist/glibc_floor.h binds the few symbols whose 2.31 version is above 2.28 to older ones.
+sysroot_cflags  = --sysroot=$(call sysroot_of,$(1)) -B$(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu \
+                  -include launcher/dist/glibc_floor.h
+sysroot_ldflags = $(call sysroot_cflags,$(1)) -L$(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu \
+                  -L$(call sysroot_of,$(1))/lib/$(1)-linux-gnu -static-libgcc
+CJSON_SRC     = $(SYSROOT_CACHE)/cjson
+AGENT_PORT_SRC = $(foreach r,$(AGENT_ROOMS),$(call room_src,$(r))) launcher/agent/agent_main.c
+
+define node_agent
+$(BUILD)/nodes/$(1)/sysroot.stamp: launcher/dist/sysroot.sh
+	@mkdir -p $$(@D)
+	@command -v $(call arch_cc,$(1)) >/dev/null || { echo "make: $(call arch_cc,$(1)) is missing: make deps installs it (or build with AGENT_ARCHES=$(HOST_ARCH))" >&2; exit 1; }
+	launcher/dist/sysroot.sh $(SYSROOT_CACHE) $(call deb_arch,$(1)) >/dev/null
+	launcher/dist/sysroot.sh $(SYSROOT_CACHE) cjson >/dev/null
+	echo '$(call sysroot_of,$(1))' >$$@
+$(BUILD)/nodes/$(1)/obj/%.o: %.c $(BUILD)/nodes/$(1)/sysroot.stamp launcher/dist/glibc_floor.h
+	@mkdir -p $$(@D)
+	$(call arch_cc,$(1)) $(call sysroot_cflags,$(1)) $(CFLAGS) $(DDP_CFLAGS) -I$(CJSON_SRC) -c $$< -o $$@
+$(BUILD)/nodes/$(1)/obj/cJSON.o: $(BUILD)/nodes/$(1)/sysroot.stamp launcher/dist/glibc_floor.h
+	@mkdir -p $$(@D)
+	$(call arch_cc,$(1)) $(call sysroot_cflags,$(1)) $(CFLAGS) -std=c89 -c $(CJSON_SRC)/cJSON.c -o $$@
+$(BUILD)/ddptop-agent-$(1): $(patsubst %.c,$(BUILD)/nodes/$(1)/obj/%.o,$(AGENT_PORT_SRC)) $(BUILD)/nodes/$(1)/obj/cJSON.o
+	LIBRARY_PATH= $(call arch_cc,$(1)) $(call sysroot_ldflags,$(1)) $(LDFLAGS) -o $$@ $$^ -ldl -lpthread -lm
+endef
+$(foreach a,$(AGENT_ARCHES),$(eval $(call node_agent,$(a))))
+# A sysroot removed since (a /var/tmp clean-up) or another SYSROOT_CACHE: its stamp goes, and
+# the sysroot is made again before anything is compiled against it.
+ifneq ($(NODE_AGENTS),)
+$(foreach a,$(AGENT_ARCHES),$(shell [ -f $(call sysroot_of,$(a))/.ddptop-sysroot ] && \
+  [ -f $(CJSON_SRC)/.ddptop-sysroot ] && grep -qxF '$(call sysroot_of,$(a))' $(BUILD)/nodes/$(a)/sysroot.stamp \
+  2>/dev/null || rm -f $(BUILD)/nodes/$(a)/sysroot.stamp))
+endif
 $(BUILD)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(CUDA_LIBS) $(LDLIBS_BASE)
 
@@ -232,7 +300,11 @@ fuzz: deps
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
-           slurm-wlm munge clang libclang-rt-14-dev man-db
+           slurm-wlm munge clang libclang-rt-14-dev man-db \
+           $(CROSS_GCC_PKG) debootstrap qemu-user-static binfmt-support
+# the compiler of the other architecture's agent; debootstrap and qemu make the tests' Debian 11
+# and aarch64 nodes (tests/lib/noderoot.sh)
+CROSS_GCC_PKG = $(if $(filter x86_64,$(HOST_ARCH)),gcc-aarch64-linux-gnu,gcc-x86-64-linux-gnu)
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -278,7 +350,7 @@ demo-check: deps
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS='-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer' \
-	  LDFLAGS='-fsanitize=address,undefined,float-cast-overflow' all
+	  LDFLAGS='-fsanitize=address,undefined,float-cast-overflow' PORTABLE=0 all
 
 # `make install` (README "Install"): ddptop on PATH, the programs it starts where it looks for
 # them (../libexec/ddptop/ from its own directory: util_exe_program), the man page, the themes
@@ -292,13 +364,14 @@ MAN1DIR     = $(PREFIX)/share/man/man1
 COMPDIR     = $(PREFIX)/share/bash-completion/completions
 THEMES      = $(notdir $(wildcard themes/*.theme))
 INSTALLED   = $(BINDIR)/ddptop $(LIBEXECDIR)/ddptop-agent $(LIBEXECDIR)/ddptop-train \
+              $(NODE_AGENTS:$(BUILD)/%=$(LIBEXECDIR)/%) \
               $(MAN1DIR)/ddptop.1 $(COMPDIR)/ddptop $(THEMES:%=$(DATADIR)/themes/%)
 .PHONY: install uninstall
 install: $(PROGS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/themes \
 	  $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(COMPDIR)
 	install -m 755 $(BUILD)/ddptop $(DESTDIR)$(BINDIR)/ddptop
-	install -m 755 $(BUILD)/ddptop-agent $(BUILD)/ddptop-train $(DESTDIR)$(LIBEXECDIR)/
+	install -m 755 $(BUILD)/ddptop-agent $(BUILD)/ddptop-train $(NODE_AGENTS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 docs/ddptop.1 $(DESTDIR)$(MAN1DIR)/ddptop.1
 	install -m 644 tui/cmd/completion.bash $(DESTDIR)$(COMPDIR)/ddptop
 	install -m 644 $(addprefix themes/,$(THEMES)) $(DESTDIR)$(DATADIR)/themes/
@@ -306,7 +379,44 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	-rmdir $(DESTDIR)$(DATADIR)/themes $(DESTDIR)$(DATADIR) $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
 
+# `make dist` (docs/install.md): ddptop-VERSION-linux-ARCH.tar.gz for each of DIST_ARCHES, laid
+# out as `make install` lays out PREFIX and running from wherever it is unpacked, on any Linux
+# of that architecture with glibc 2.28 or newer. ddptop and ddptop-train are compiled again
+# against the Debian 11 sysroot of the agents: cJSON, ncurses and OpenBLAS linked in, libssh
+# and the libraries it needs carried in lib/ddptop/ (found through RPATH $ORIGIN/..), the
+# agents of every architecture, terminfo entries, the man page, the completion and the themes.
+# ddptop-train there is the CPU build (the GPU backend links the node's CUDA: build it there).
+VERSION     := $(shell sed -n 's/^\#define DDPTOP_VERSION "\(.*\)"/\1/p' launcher/util/version.h)
+DIST_ARCHES ?= $(AGENT_ARCHES)
+DIST_DIR     = $(BUILD)/dist
+DIST_SRC     = $(LAUNCHER_SRC) $(TUI_SRC) $(CMD_SRC) tui/cmd/ddptop_main.c
+DIST_RT_SRC  = $(RUNTIME_SRC) runtime/train_main.c
+# pkg-config of the sysroot, run by the recipe (the sysroot may not exist when make starts)
+dist_pkg = PKG_CONFIG_SYSROOT_DIR=$(call sysroot_of,$(1)) PKG_CONFIG_LIBDIR=$(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu/pkgconfig:$(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu/openblas-pthread/pkgconfig pkg-config
+
+define dist_build
+$(DIST_DIR)/$(1)/obj/%.o: %.c $(BUILD)/nodes/$(1)/sysroot.stamp launcher/dist/glibc_floor.h
+	@mkdir -p $$(@D)
+	$(call arch_cc,$(1)) $(call sysroot_cflags,$(1)) $(CFLAGS) $(DDP_CFLAGS) -I$(CJSON_SRC) \
+	  $$$$($(call dist_pkg,$(1)) --cflags ncursesw libssh openblas) -c $$< -o $$@
+$(DIST_DIR)/$(1)/ddptop: $(patsubst %.c,$(DIST_DIR)/$(1)/obj/%.o,$(DIST_SRC)) $(BUILD)/nodes/$(1)/obj/cJSON.o
+	LIBRARY_PATH= $(call arch_cc,$(1)) $(call sysroot_ldflags,$(1)) $(LDFLAGS) -o $$@ $$^ \
+	  $(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu/libncursesw.a $(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu/libtinfo.a \
+	  -lssh -lanl -ldl -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$$$ORIGIN/../lib/ddptop'
+$(DIST_DIR)/$(1)/ddptop-train: $(patsubst %.c,$(DIST_DIR)/$(1)/obj/%.o,$(DIST_RT_SRC))
+	LIBRARY_PATH= $(call arch_cc,$(1)) $(call sysroot_ldflags,$(1)) $(LDFLAGS) -o $$@ $$^ \
+	  $(call sysroot_of,$(1))/usr/lib/$(1)-linux-gnu/openblas-pthread/libopenblas.a -ldl -lpthread -lm
+$(DIST_DIR)/ddptop-$(VERSION)-linux-$(1).tar.gz: $(DIST_DIR)/$(1)/ddptop $(DIST_DIR)/$(1)/ddptop-train $(NODE_AGENTS) \
+    launcher/dist/dist.sh docs/ddptop.1 tui/cmd/completion.bash $(wildcard themes/*.theme)
+	launcher/dist/dist.sh $(1) $(VERSION) $(DIST_DIR) $(call sysroot_of,$(1)) $(BUILD) $$@
+endef
+$(foreach a,$(DIST_ARCHES),$(eval $(call dist_build,$(a))))
+DIST_TARBALLS = $(DIST_ARCHES:%=$(DIST_DIR)/ddptop-$(VERSION)-linux-%.tar.gz)
+.PHONY: dist
+dist: $(DIST_TARBALLS)
+	@for t in $(DIST_TARBALLS); do echo "dist: $$t ($$(du -h $$t | cut -f1))"; done
+
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(BUILD)/obj $(FAKE)/obj $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/nodes $(DIST_DIR) $(FAKE)/obj $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)

@@ -58,12 +58,12 @@ else
     tap_fail "the agent's name ends in its SHA-256 prefix" "name $NAME, sha $h" "$(ls -la "$D/private" 2>&1)"
 fi
 
-# plant DIR: another user's program under our name (and a libcjson) in DIR, that would leave
+# plant DIR: another user's program under our name in DIR, that would leave
 # $D/shared/pwned-* behind if anyone ran it.
 mkdir -m 1777 "$D/shared"
 plant() {
     "${OTHER[@]}" sh -c 'printf "#!/bin/sh\ntouch %s/pwned-\$(id -u)\necho {}\n" "$2" >"$1/$3" &&
-        chmod 777 "$1/$3" && cp "$1/$3" "$1/libcjson.so.1" && chmod 666 "$1/libcjson.so.1"' \
+        chmod 777 "$1/$3"' \
         sh "$1" "$D/shared" "$NAME"
 }
 pwned() { ls "$D"/shared/pwned-* 2>/dev/null; }

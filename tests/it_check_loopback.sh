@@ -59,12 +59,23 @@ if [ -n "$agent" ] && [ -x "$agent" ] && cmp -s "$agent" "$(dirname "$DDPTOP")/d
 else
     tap_fail "agent uploaded into --agent-dir" "$(ls -la "$D/agent" 2>&1)"
 fi
-# Its one library beyond libc travels with it, so a node needs nothing installed.
-if [ -r "$D/agent/libcjson.so.1" ] && readelf -d "$agent" 2>/dev/null | grep -q 'RUNPATH.*\$ORIGIN'; then
-    tap_ok "libcjson uploaded beside the agent, found through RUNPATH \$ORIGIN"
+# It is one file: cJSON compiled in, nothing beside it; the node's basics and which agent it
+# got, and why, are in --json.
+left=$(ls -A "$D/agent" | grep -v '^ddptop-agent-')
+if [ -z "$left" ] && ! readelf -d "$agent" 2>/dev/null | grep -q 'libcjson'; then
+    tap_ok "the agent is one file: nothing uploaded beside it, no libcjson needed"
 else
-    tap_fail "libcjson uploaded beside the agent" "$(ls -la "$D/agent" 2>&1)"
+    tap_fail "the agent is one file" "$(ls -la "$D/agent" 2>&1; readelf -d "$agent" | grep NEEDED)"
 fi
+jassert "json: each host's node basics, and the agent chosen by its uname -m with its glibc need" "$D/all.json" \
+    "all(e['node']['arch'] == os.uname().machine for e in H)" \
+    "all(e['node']['glibc'] == os.confstr('CS_GNU_LIBC_VERSION').split()[1] for e in H)" \
+    "all(e['node']['kernel'] == os.uname().release and e['node']['os'] for e in H)" \
+    "all(ck(k, 'ssh')['agent']['arch'] == os.uname().machine and ck(k, 'ssh')['agent']['chosen_by'] == 'uname -m' for k in range(3))" \
+    "all(ck(k, 'ssh')['agent']['file'] == 'ddptop-agent-' + os.uname().machine for k in range(3))" \
+    "all((2, 0) < ver(ck(k, 'ssh')['agent']['glibc_needed']) <= (2, 28) for k in range(3))" \
+    "all(ck(k, 'ssh')['agent']['glibc'] == h(k)['node']['glibc'] for k in range(3))" \
+    "all('for its uname -m; needs glibc ' in ck(k, 'ssh')['detail'] for k in range(3) if st(k, 'ssh') == 'pass')"
 agent_stamp=$(stat -c '%i %Y.%y' "$agent" 2>/dev/null)
 
 # --- the table ---

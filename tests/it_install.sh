@@ -21,12 +21,13 @@ mkdir -p "$HOME"
 out=$(make -s install BUILD="$BUILD_REL" PREFIX="$P" 2>&1)
 rc=$?
 want="bin/ddptop libexec/ddptop/ddptop-agent libexec/ddptop/ddptop-train share/man/man1/ddptop.1
+libexec/ddptop/ddptop-agent-x86_64 libexec/ddptop/ddptop-agent-aarch64
 share/bash-completion/completions/ddptop share/ddptop/themes/default.theme"
 missing=""
 for f in $want; do [ -f "$P/$f" ] || missing="$missing $f"; done
 if [ $rc -eq 0 ] && [ -z "$missing" ] && [ -x "$P/bin/ddptop" ] && [ -x "$P/libexec/ddptop/ddptop-agent" ] &&
    [ ! -e "$P/bin/ddptop-agent" ]; then
-    tap_ok "make install PREFIX=\$tmp puts ddptop in bin/, the agent and the trainer in libexec/ddptop/, the man page, completion and themes in share/"
+    tap_ok "make install PREFIX=\$tmp puts ddptop in bin/, the agents (this machine's, x86_64, aarch64) and the trainer in libexec/ddptop/, the man page, completion and themes in share/"
 else
     tap_fail "make install PREFIX=\$tmp puts ddptop in bin/, the agent and the trainer in libexec/ddptop/, the man page, completion and themes in share/" \
         "rc $rc, missing:$missing" "$out" "$(cd "$P" 2>/dev/null && find . | sort)"

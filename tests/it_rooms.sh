@@ -30,6 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 # (tui/frontend_session.h), and it includes nothing of the dashboard. Keep it equal to
 # docs/architecture.md.
 RULES=(
+    dist:
     util:
     hosts:util
     wire:util
@@ -43,7 +44,7 @@ RULES=(
     session:record,job,util
     cmd:tui,session,controller,check,ssh,record,job,wire,hosts,util
 )
-ALL_ROOMS="agent ssh wire check record job controller hosts util tui session cmd"
+ALL_ROOMS="agent ssh wire check record job controller hosts util tui session cmd dist"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
 TUI_ROOMS=$(for d in tui/*/; do [ -d "$d" ] && basename "$d"; done)
 # A room's folder: launcher/ROOM, or tui/ROOM for the rooms inside tui/.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration: deploying the agent to nodes whose sshd has no `Subsystem sftp` line (real
 # OpenSSH servers on loopback, started with sshd_start --no-sftp; sftp is shown refused).
-# `ddptop check` with an empty --agent-dir uploads the agent and libcjson over an exec channel
+# `ddptop check` with an empty --agent-dir uploads the agent over an exec channel
 # and says so (detail and agent_upload "exec"); the files have our bytes and modes and no
 # temporary file is left; a second check reuses them; `ddptop run` (headless, its own connection
 # uploading) runs a command there; a node whose sha256sum reports another hash (a fake first on
@@ -31,7 +31,6 @@ done
 if ! sshd_setup; then tap_fail "test directory and keys"; tap_done; exit; fi
 D=$SSHD_DIR
 AGENT_LOCAL=$(dirname "$DDPTOP")/ddptop-agent
-LIB_LOCAL=$(ldd "$DDPTOP" | awk '$1 == "libcjson.so.1" { print $3 }')
 
 # "odd": a node whose PATH (set by its sshd) holds only the tools the upload needs, in $D/odd;
 # the test puts a fake sha256sum there, or none.
@@ -83,16 +82,10 @@ if [ -n "$agent" ] && [ "$(file_mode "$agent")" = 700 ] && cmp -s "$agent" "$AGE
 else
     tap_fail "agent installed over exec: our bytes, mode 700" "$(ls -la "$A" 2>&1)"
 fi
-if [ -n "$LIB_LOCAL" ] && [ "$(file_mode "$A/libcjson.so.1")" = 600 ] &&
-   [ "$(sha "$A/libcjson.so.1")" = "$(sha "$LIB_LOCAL")" ]; then
-    tap_ok "libcjson.so.1 installed beside it: same SHA-256 as $LIB_LOCAL, mode 600"
-else
-    tap_fail "libcjson.so.1 installed beside it (local: $LIB_LOCAL)" "$(ls -la "$A" 2>&1)"
-fi
-left=$(ls -A "$A" 2>/dev/null | grep -v -e '^ddptop-agent-' -e '^libcjson\.so\.1$')
+left=$(ls -A "$A" 2>/dev/null | grep -v -e '^ddptop-agent-')
 if [ -z "$left" ]; then tap_ok "no temporary file left in --agent-dir"
 else tap_fail "no temporary file left in --agent-dir" "$left"; fi
-stamp=$(stat -c '%i %Y.%y' "$agent" "$A/libcjson.so.1" 2>/dev/null)
+stamp=$(stat -c '%i %Y.%y' "$agent" 2>/dev/null)
 
 # --- 2. a second check reuses it ---
 run_check "$D/c2.json" "$D/nosftp.txt" --json "${COMMON[@]}" --agent-dir "$A"
@@ -101,7 +94,7 @@ jassert "second check: no upload" "$D/c2.json" \
     "ssh_ok(0)" \
     "ck(0, 'ssh')['agent_uploaded'] is False and ck(0, 'ssh')['agent_upload'] is None" \
     "'uploaded' not in ck(0, 'ssh')['detail']"
-if [ -n "$agent" ] && [ "$(stat -c '%i %Y.%y' "$agent" "$A/libcjson.so.1" 2>/dev/null)" = "$stamp" ]; then
+if [ -n "$agent" ] && [ "$(stat -c '%i %Y.%y' "$agent" 2>/dev/null)" = "$stamp" ]; then
     tap_ok "second check reuses the files (same inodes, mtimes unchanged)"
 else
     tap_fail "second check reuses the files" "before: $stamp" "$(ls -la --time-style=full-iso "$A" 2>&1)"
@@ -129,7 +122,7 @@ expect_rc "corrupted upload: check fails" 1
 jassert "corrupted upload: ssh fail naming host and file, SHA-256 mismatch, a hint" "$D/c4.json" \
     "st(0, 'ssh') == 'fail'" \
     "'corrupted' in ck(0, 'ssh')['detail'] and 'SHA-256' in ck(0, 'ssh')['detail']" \
-    "'127.0.0.2' in ck(0, 'ssh')['detail'] and 'libcjson.so.1' in ck(0, 'ssh')['detail']" \
+    "'127.0.0.2' in ck(0, 'ssh')['detail'] and 'ddptop-agent-' in ck(0, 'ssh')['detail']" \
     "'0bad' in ck(0, 'ssh')['detail'] and ck(0, 'ssh').get('hint')"
 if [ -d "$B" ] && [ -z "$(ls -A "$B")" ]; then
     tap_ok "corrupted upload: nothing under the final names, no temporary file left"
@@ -144,7 +137,7 @@ expect_rc "hung upload: check fails" 1
 jassert "hung upload: ssh fail 'timed out' after about 3 x --timeout 2 ($ELAPSED_MS ms)" "$D/c4t.json" \
     "st(0, 'ssh') == 'fail' and 'timed out' in ck(0, 'ssh')['detail']" \
     "5500 <= $ELAPSED_MS < 20000"
-if ! ls "$B"/ddptop-agent-* "$B/libcjson.so.1" >/dev/null 2>&1; then
+if ! ls "$B"/ddptop-agent-* >/dev/null 2>&1; then
     tap_ok "hung upload: nothing under the final names"
 else
     tap_fail "hung upload: nothing under the final names" "$(ls -la "$B" 2>&1)"

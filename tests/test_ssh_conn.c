@@ -41,7 +41,8 @@ static const char *run(const char *cmd)
 static void test_hostile_dir_is_quoted(void)
 {
     char *dir = xasprintf("%s/a b'$(touch pwned)`touch pwned2`;x", tmp);
-    char *cmd = ssh_conn_probe_command(dir, "ddptop-agent-0.1.0-p1-x86_64", "no-such-arch");
+    char *arch = xstrdup(run("uname -m"));
+    char *cmd = ssh_conn_probe_command(dir, "ddptop-agent-0.1.0-p1-x86_64", arch);
     char *want = xasprintf("ddptop-probe ");
     const char *out = run(cmd);
     CHECK(strncmp(out, want, strlen(want)) == 0);
@@ -53,6 +54,7 @@ static void test_hostile_dir_is_quoted(void)
     free(p2);
     free(want);
     free(cmd);
+    free(arch);
     free(dir);
 }
 
@@ -85,19 +87,13 @@ static void test_present_agent_is_executed(void)
         fclose(f);
     }
     chmod(path, 0700);
-    /* without the bundled library beside it the agent could not start: upload again */
-    CHECK(strncmp(run(cmd), "ddptop-probe ", 13) == 0);
-    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB);
-    f = fopen(lib, "w");
-    CHECK(f != NULL);
-    if (f) fclose(f);
     CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
-    unlink(lib);
-    free(lib);
     free(cmd);
     /* another architecture: never run, reported instead */
     cmd = ssh_conn_probe_command(dir, "the-agent", "other-arch");
-    CHECK(strncmp(run(cmd), "ddptop-probe ", 13) == 0);
+    char *want = xasprintf("ddptop-probe %s noagent", arch);
+    CHECK_STR(run(cmd), want);
+    free(want);
     unlink(path);
     free(cmd);
     free(arch);
@@ -107,7 +103,8 @@ static void test_present_agent_is_executed(void)
 
 static void test_home_dir_expands_remotely(void)
 {
-    char *cmd = ssh_conn_probe_command("~/.cache/ddptop", "n", "no-such-arch");
+    char *arch = xstrdup(run("uname -m"));
+    char *cmd = ssh_conn_probe_command("~/.cache/ddptop", "n", arch);
     /* "~/" becomes "$HOME"/ for the remote shell; the rest stays quoted */
     CHECK(strstr(cmd, "\"$HOME\"/") != NULL);
     setenv("HOME", tmp, 1);
@@ -115,6 +112,7 @@ static void test_home_dir_expands_remotely(void)
     CHECK(strstr(run(cmd), want) != NULL);
     free(want);
     free(cmd);
+    free(arch);
 }
 
 /* Runs cmd with /bin/sh -c in tmp, its stdin the n bytes of data, under env prefix pre (e.g.
@@ -267,6 +265,91 @@ static void write_script(const char *path, const char *marker, mode_t mode)
     chmod(path, mode);
 }
 
+/* Two agents: the one the node's uname -m names runs, and only it. */
+static void test_probe_picks_agent_by_arch(void)
+{
+    char *arch = xstrdup(run("uname -m"));
+    char *dir = xasprintf("%s/kit", tmp), *mine = xasprintf("%s/agent-mine", dir);
+    char *other = xasprintf("%s/agent-other", dir), *marker = xasprintf("%s/other-ran", tmp);
+    mkdir(dir, 0700);
+    write_script(other, marker, 0700);
+    FILE *f = fopen(mine, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#!/bin/sh\necho mine \"$1\"\n", f);
+        fclose(f);
+    }
+    chmod(mine, 0700);
+    struct ssh_probe_agent g[2] = {{.arch = "zz_other", .name = "agent-other"}, {.arch = arch, .name = "agent-mine"}};
+    struct ssh_probe p = {.dir = dir, .agents = g, .n_agents = 2, .arg = "--attach"};
+    char *cmd = ssh_conn_probe_script(&p);
+    CHECK_STR(run(cmd), "mine --attach");
+    CHECK(access(marker, F_OK) != 0);
+    free(cmd);
+    /* no agent for this architecture among several */
+    g[1].arch = "zz_third";
+    cmd = ssh_conn_probe_script(&p);
+    char *want = xasprintf("ddptop-probe %s noagent", arch);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    free(cmd);
+    unlink(mine);
+    unlink(other);
+    rmdir(dir);
+    free(marker);
+    free(other);
+    free(mine);
+    free(dir);
+    free(arch);
+}
+
+/* An agent that asks for a newer glibc than the node's is refused before it runs, naming both
+ * versions; an older or equal need runs it; without an answer from getconf it is tried. */
+static void test_probe_checks_glibc(void)
+{
+    char *arch = xstrdup(run("uname -m")), *have = xstrdup(run("getconf GNU_LIBC_VERSION"));
+    const char *v = strncmp(have, "glibc ", 6) == 0 ? have + 6 : have;
+    char *dir = xasprintf("%s/glibc", tmp), *agent = xasprintf("%s/the-agent", dir);
+    char *marker = xasprintf("%s/glibc-ran", tmp), *want;
+    mkdir(dir, 0700);
+    write_script(agent, marker, 0700);
+    struct ssh_probe_agent g = {.arch = arch, .name = "the-agent", .glibc = "99.1"};
+    struct ssh_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
+    char *cmd = ssh_conn_probe_script(&p);
+    want = xasprintf("ddptop-probe %s oldlibc %s 99.1", arch, v);
+    CHECK_STR(run(cmd), want);
+    CHECK(access(marker, F_OK) != 0);
+    free(want);
+    free(cmd);
+    /* the same major, a newer minor: refused too (2.36 < 2.100 as numbers, not as text) */
+    char major[16];
+    snprintf(major, sizeof major, "%.*s.100", (int)strcspn(v, "."), v);
+    g.glibc = major;
+    cmd = ssh_conn_probe_script(&p);
+    want = xasprintf("ddptop-probe %s oldlibc %s %s", arch, v, major);
+    CHECK_STR(run(cmd), want);
+    free(want);
+    free(cmd);
+    /* equal and older needs run it */
+    g.glibc = v;
+    cmd = ssh_conn_probe_script(&p);
+    CHECK_STR(run(cmd), "planted-ran");
+    free(cmd);
+    g.glibc = "2.17";
+    cmd = ssh_conn_probe_script(&p);
+    CHECK_STR(run(cmd), "planted-ran");
+    free(cmd);
+    unlink(marker);
+    unlink(agent);
+    rmdir(dir);
+    free(marker);
+    free(agent);
+    free(dir);
+    free(have);
+    free(arch);
+}
+
 /* Another user's world-writable directory with a program under the agent's name: refused before
  * anything runs (the probe names the owner), the program never runs. So for a directory of
  * ours made writable by others, a parent others can write without the sticky bit, a link. */
@@ -274,12 +357,11 @@ static void test_probe_refuses_unsafe_dirs(void)
 {
     char *arch = xstrdup(run("uname -m"));
     char *dir = xasprintf("%s/other", tmp), *agent = xasprintf("%s/the-agent", dir);
-    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB), *marker = xasprintf("%s/ran", tmp);
+    char *marker = xasprintf("%s/ran", tmp);
     char *cmd = ssh_conn_probe_command(dir, "the-agent", arch), *want;
     mkdir(dir, 0777);
     chmod(dir, 0777);
     write_script(agent, marker, 0777);
-    write_script(lib, marker, 0666);
     CHECK(chown(dir, 65534, 65534) == 0 && chown(agent, 65534, 65534) == 0);
     want = xasprintf("ddptop-probe %s unsafe dir owner 65534 %s", arch, dir);
     CHECK_STR(run(cmd), want);
@@ -333,7 +415,6 @@ static void test_probe_refuses_unsafe_dirs(void)
     free(cmd);
     unlink(link);
     unlink(agent);
-    unlink(lib);
     rmdir(sub);
     rmdir(open_dir);
     rmdir(dir);
@@ -341,20 +422,19 @@ static void test_probe_refuses_unsafe_dirs(void)
     free(sub);
     free(open_dir);
     free(marker);
-    free(lib);
     free(agent);
     free(dir);
     free(arch);
 }
 
-/* With hashes, the agent runs only when it and the library hash to them on the node. */
+/* With a hash, the agent runs only when it hashes to it on the node. */
 static void test_probe_checks_hashes(void)
 {
     char *arch = xstrdup(run("uname -m"));
     char *dir = xasprintf("%s/hashed", tmp), *agent = xasprintf("%s/the-agent", dir);
-    char *lib = xasprintf("%s/%s", dir, AGENT_BUNDLED_LIB), *marker = xasprintf("%s/hashed-ran", tmp);
+    char *marker = xasprintf("%s/hashed-ran", tmp);
     static const char script[] = "#!/bin/sh\necho '{\"ev\":\"hello\"}'\n";
-    char ha[65], hl[65], *want;
+    char ha[65], *want;
     FILE *f;
     mkdir(dir, 0700);
     f = fopen(agent, "w");
@@ -363,33 +443,23 @@ static void test_probe_checks_hashes(void)
         fclose(f);
     }
     chmod(agent, 0700);
-    f = fopen(lib, "w");
-    if (f) fclose(f);
     hex_of(script, sizeof script - 1, ha);
-    hex_of("", 0, hl);
-    struct ssh_probe p = {.dir = dir, .name = "the-agent", .arch = arch, .agent_sha256 = ha, .lib_sha256 = hl};
+    struct ssh_probe_agent g = {.arch = arch, .name = "the-agent", .sha256 = ha};
+    struct ssh_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
     char *cmd = ssh_conn_probe_script(&p);
     CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
     free(cmd);
-    /* the library's hash differs: not run */
-    p.lib_sha256 = ha;
-    cmd = ssh_conn_probe_script(&p);
-    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
-    CHECK_STR(run(cmd), want);
-    free(cmd);
     /* another program under the agent's name: not run */
-    p.lib_sha256 = hl;
     write_script(agent, marker, 0700);
     cmd = ssh_conn_probe_script(&p);
+    want = xasprintf("ddptop-probe %s absent %s", arch, dir);
     CHECK_STR(run(cmd), want);
     CHECK(access(marker, F_OK) != 0);
     free(cmd);
     free(want);
     unlink(agent);
-    unlink(lib);
     rmdir(dir);
     free(marker);
-    free(lib);
     free(agent);
     free(dir);
     free(arch);
@@ -411,6 +481,8 @@ int main(void)
     RUN(test_upload_unwritable_dir_fails);
     RUN(test_probe_refuses_unsafe_dirs);
     RUN(test_probe_checks_hashes);
+    RUN(test_probe_picks_agent_by_arch);
+    RUN(test_probe_checks_glibc);
     char *rm = xasprintf("rm -rf '%s'", tmp);
     if (system(rm) != 0) printf("# could not remove %s\n", tmp);
     free(rm);

@@ -47,10 +47,10 @@ static void keeper_close_others(int keep[3])
             }
     unsigned lo = 3;
     for (int i = 0; i < 3; i++) {
-        if ((unsigned)sorted[i] > lo) close_range(lo, (unsigned)sorted[i] - 1, 0);
+        if ((unsigned)sorted[i] > lo) util_close_range(lo, (unsigned)sorted[i] - 1);
         lo = (unsigned)sorted[i] + 1;
     }
-    close_range(lo, ~0U, 0);
+    util_close_range(lo, ~0U);
     int nul = open("/dev/null", O_RDWR);
     for (int fd = 0; fd < 3; fd++)
         if (nul != fd) dup2(nul, fd);

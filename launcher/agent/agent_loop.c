@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -451,6 +452,8 @@ cJSON *agent_hello_new(void)
     cJSON_AddStringToObject(msg, "version", DDPTOP_VERSION);
     if (uname(&u) == 0) cJSON_AddStringToObject(msg, "arch", u.machine);
     else cJSON_AddNullToObject(msg, "arch");
+    /* the C library it runs on: ddptop says which agent a node got and why (docs/check.md) */
+    cJSON_AddStringToObject(msg, "glibc", gnu_get_libc_version());
     if (gethostname(host, sizeof host - 1) == 0 && host[0]) cJSON_AddStringToObject(msg, "hostname", host);
     else cJSON_AddNullToObject(msg, "hostname");
     cJSON_AddNumberToObject(msg, "pid", (double)getpid());

@@ -134,7 +134,7 @@ static void stacks_child(pid_t agent, pid_t rank_pid, int fd)
         fd = 3;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC); /* the tools must not hold it: its end of file is the answer */
-    close_range(4, ~0U, 0);
+    util_close_range(4, ~0U);
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
         dup2(nul, 0);

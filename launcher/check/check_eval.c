@@ -162,8 +162,14 @@ struct env_fact {
 static const struct env_fact env_facts[] = {
     {"os", "OS", CHECK_WARN, "install the same OS release on every node"},
     {"kernel", "kernel", CHECK_WARN, "run the same kernel on every node"},
-    {"arch", "arch", CHECK_FAIL, "use nodes of one architecture"},
-    {"libc", "libc", CHECK_WARN, "install the same OS release on every node"},
+    /* a warning: ddptop runs each node's own agent (docs/check.md, "Which nodes"), but the
+     * training command must exist for every architecture, and mixed nodes train at the pace
+     * of the slowest */
+    {"arch", "arch", CHECK_WARN,
+     "make sure the training command runs on every architecture (a Python env or a build per architecture)"},
+    {"libc", "glibc", CHECK_WARN, "install the same OS release on every node"},
+    {"gpu:model", "GPU model", CHECK_WARN,
+     "mixed GPU models train at the pace of the slowest: use nodes of one model, or expect that"},
     {"nccl", "NCCL", CHECK_FAIL, "install the same NCCL version on every node"},
     {"cuda_runtime", "CUDA runtime", CHECK_FAIL, "install the same CUDA runtime on every node"},
     {"python3", "python3", CHECK_WARN, "install the same python3 on every node"},
@@ -184,6 +190,8 @@ static char *fact_value(const cJSON *facts, const char *key)
         v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "nccl_env"), key + 9);
     } else if (strncmp(key, "nccl_conf:", 10) == 0) {
         v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "nccl_conf"), key + 10);
+    } else if (strncmp(key, "gpu:", 4) == 0) {
+        v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "gpu"), key + 4);
     } else {
         v = cJSON_GetObjectItemCaseSensitive(facts, key);
     }

@@ -44,6 +44,7 @@ void check_report_done(struct check_report *r)
         free(r->rows[i].host);
         free(r->rows[i].address);
         for (int k = 0; k < CHECK_KINDS; k++) result_done(&r->rows[i].checks[k]);
+        cJSON_Delete(r->rows[i].node);
     }
     free(r->rows);
     memset(r, 0, sizeof *r);
@@ -137,6 +138,8 @@ cJSON *check_report_json(const struct check_report *r)
         cJSON_AddStringToObject(h, "address", row->address ? row->address : "");
         cJSON_AddNumberToObject(h, "port", row->port);
         cJSON_AddStringToObject(h, "status", check_status_name(check_row_status(row)));
+        if (row->node) cJSON_AddItemToObject(h, "node", cJSON_Duplicate(row->node, 1));
+        else cJSON_AddNullToObject(h, "node");
         checks = cJSON_AddObjectToObject(h, "checks");
         for (int k = 0; k < CHECK_KINDS; k++) {
             const struct check_result *res = &row->checks[k];

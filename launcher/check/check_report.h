@@ -34,6 +34,8 @@ struct check_row {
     char *address;       /* HostName after the ssh config */
     int port;
     struct check_result checks[CHECK_KINDS];
+    cJSON *node;         /* the node's basics from its facts (arch, glibc, kernel, os), owned;
+                          * NULL until known. --json "node" */
 };
 
 /* The tcp check's mesh (check_mesh.h) as the preflight planned it: its coverage in --json

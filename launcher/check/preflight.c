@@ -21,6 +21,7 @@
 #include "check_mesh.h"
 #include "clock_est.h"
 #include "hosts/hostfile.h"
+#include "ssh/agent_kit.h"
 #include "util/util.h"
 #include "wire/json_num.h"
 #include "wire/protocol.h"
@@ -221,23 +222,54 @@ static void send_listen(struct preflight *p, size_t i)
     }
 }
 
+/* Which agent the node runs and why (docs/check.md, "Which nodes"): over SSH the one of the
+ * node's `uname -m` among the kit's; through srun, pbs_tmrsh or locally this machine's own.
+ * " (ddptop-agent-aarch64 for its uname -m; needs glibc 2.27, has 2.31)" into out, the same
+ * as JSON into f's "agent". */
+static void agent_words(const struct preflight *p, const struct preflight_link *l, const char *arch,
+                        const char *glibc, struct strbuf *out, cJSON *f)
+{
+    const struct agent_kit *k = agent_kit_get(p->o->ssh.agent_local);
+    const struct agent_kit_entry *e = l->via ? NULL : agent_kit_find(k, arch);
+    const char *file = e ? strrchr(e->path, '/') : k->local ? strrchr(k->local, '/') : NULL;
+    const char *need = e ? e->glibc : NULL;
+    cJSON *a = cJSON_AddObjectToObject(f, "agent");
+    file = file ? file + 1 : e ? e->path : k->local;
+    strbuf_addf(out, " (%s%s", file ? file : "ddptop-agent", l->via ? " of this machine" : " for its uname -m");
+    if (need && *need) strbuf_addf(out, "; needs glibc %s", need);
+    if (glibc) strbuf_addf(out, "%shas %s", need && *need ? ", " : "; glibc ", glibc);
+    strbuf_adds(out, ")");
+    cJSON_AddStringToObject(a, "arch", arch ? arch : "");
+    if (file) cJSON_AddStringToObject(a, "file", file);
+    else cJSON_AddNullToObject(a, "file");
+    cJSON_AddStringToObject(a, "chosen_by", l->via ? "this machine's architecture" : "uname -m");
+    if (need && *need) cJSON_AddStringToObject(a, "glibc_needed", need);
+    else cJSON_AddNullToObject(a, "glibc_needed");
+    if (glibc) cJSON_AddStringToObject(a, "glibc", glibc);
+    else cJSON_AddNullToObject(a, "glibc");
+}
+
 /* The ssh column: who we are on the node, the agent, and how long its login shell took. */
 static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_link *l, const cJSON *hello)
 {
     struct check_result *res = &p->r.rows[i].checks[CHECK_SSH];
     const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "version"));
     const char *arch = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "arch"));
+    const char *glibc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "glibc"));
     const char *host = p->nodes[i].h->name;
     char login[64] = "";
     bool slow = l->login_ms > PREFLIGHT_SLOW_LOGIN_MS;
     const char *how = l->upload_method;
     const char *note = !l->uploaded ? "" : how && strcmp(how, "exec") == 0 ? " (uploaded over exec: no sftp subsystem)"
                                                                             : " (uploaded)";
-    cJSON *f;
+    struct strbuf which;
+    cJSON *f = check_result_fields(res);
+    strbuf_init(&which);
+    agent_words(p, l, arch, glibc && strlen(glibc) < 16 ? glibc : NULL, &which, f);
     if (l->login_ms >= 0) snprintf(login, sizeof login, ", login shell %.1f s", (double)l->login_ms / 1000);
     if (l->via)
-        check_result_setf(res, CHECK_PASS, NULL, "%s@%s through %s, agent %s %s", l->user, l->address, l->via,
-                          ver ? ver : "?", arch ? arch : "?");
+        check_result_setf(res, CHECK_PASS, NULL, "%s@%s through %s, agent %s %s%s", l->user, l->address, l->via,
+                          ver ? ver : "?", arch ? arch : "?", which.buf);
     else if (slow)
         check_result_setf(res, CHECK_WARN,
                           "a slow ~/.bashrc, ~/.profile or /etc/profile (conda, pyenv, environment modules) delays "
@@ -245,9 +277,9 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
                           "%s@%s:%d: the login shell took %.1f s to start the agent (above %d s)", l->user,
                           l->address, l->port, (double)l->login_ms / 1000, PREFLIGHT_SLOW_LOGIN_MS / 1000);
     else
-        check_result_setf(res, CHECK_PASS, NULL, "%s@%s:%d, agent %s %s%s%s", l->user, l->address, l->port,
-                          ver ? ver : "?", arch ? arch : "?", note, login);
-    f = check_result_fields(res);
+        check_result_setf(res, CHECK_PASS, NULL, "%s@%s:%d, agent %s %s%s%s%s", l->user, l->address, l->port,
+                          ver ? ver : "?", arch ? arch : "?", which.buf, note, login);
+    strbuf_done(&which);
     cJSON_AddBoolToObject(f, "agent_uploaded", l->uploaded);
     if (l->uploaded && how) cJSON_AddStringToObject(f, "agent_upload", how);
     else cJSON_AddNullToObject(f, "agent_upload");
@@ -280,6 +312,19 @@ void preflight_node_up(struct preflight *p, size_t i, const struct preflight_lin
     p->dirty = true;
 }
 
+/* The node's basics for --json's "node": what decides which agent and binaries run there. */
+static void node_basics(struct check_row *row, const cJSON *facts)
+{
+    static const char *const keys[][2] = {{"arch", "arch"}, {"libc", "glibc"}, {"kernel", "kernel"}, {"os", "os"}};
+    cJSON_Delete(row->node);
+    row->node = cJSON_CreateObject();
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(facts, keys[k][0]));
+        if (v) cJSON_AddStringToObject(row->node, keys[k][1], v);
+        else cJSON_AddNullToObject(row->node, keys[k][1]);
+    }
+}
+
 static void on_facts(struct preflight *p, size_t i, const cJSON *m)
 {
     struct pf_node *nd = &p->nodes[i];
@@ -290,6 +335,7 @@ static void on_facts(struct preflight *p, size_t i, const cJSON *m)
     nd->spec = spec ? xstrdup(spec) : NULL;
     nd->facts = cJSON_Duplicate(m, true);
     nd->facts_wait = false;
+    node_basics(&p->r.rows[i], m);
     check_eval_gpu(&p->r.rows[i].checks[CHECK_GPU], m, nd->h->slots);
     ask_deadline(p, i);
 }

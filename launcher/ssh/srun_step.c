@@ -192,7 +192,7 @@ static void child_exec(struct srun_step *s, int in_rd, int out_wr, int err_wr)
     }
     srun_step_direct_env(s);
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) _exit(127);
-    close_range(3, ~0U, 0);
+    util_close_range(3, ~0U);
     execvp(v[0], v);
     dprintf(2, "srun: fatal: cannot execute srun: %s\n", strerror(errno));
     _exit(127);

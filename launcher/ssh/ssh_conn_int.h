@@ -18,6 +18,7 @@
 #include "util/util.h"
 
 struct gai_req;
+struct agent_kit_entry;
 
 struct ssh_conn {
     const struct host *h;
@@ -59,6 +60,7 @@ struct ssh_conn {
     int64_t exec_sent_ms;      /* when the first exec request went out (0: not yet) */
     int64_t login_ms;          /* see ssh_conn_login_ms */
     bool probe_done_once;      /* the probe said "absent" once (we uploaded) */
+    const struct agent_kit_entry *agent; /* the one the probe's answer named (uploaded), or NULL */
     bool uploaded;
     const char *upload_method; /* "sftp" or "exec" (static), set by the upload thread */
     char *remote_dir;
@@ -105,15 +107,6 @@ void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
 char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode,
                            const char *want_sha256);
 
-/* ssh_probe.c: our machine's architecture; the libcjson loaded into this process (uploaded
- * beside the agent), or NULL; the SHA-256 (hex, "" when unreadable) of the agent file local and
- * of that library, hashed once per process; the agent's remote name, which carries the first
- * 16 hex digits of its hash (malloc'd). */
-const char *ssh_conn_arch(void);
-const char *ssh_conn_bundled_lib(void);
-const char *ssh_conn_agent_sha256(const char *local);
-const char *ssh_conn_lib_sha256(const char *local);
-char *ssh_conn_agent_name(const char *local);
 /* The bytes an upload sent hash to got_hex: NULL when that is want_hex (the hash the agent's
  * name and the probe carry; NULL or "": not checked), else the error for c's node (the local
  * file changed since ddptop started), malloc'd. Both uploads (sftp, exec) ask it. */

@@ -140,6 +140,7 @@ static int no_passphrase(const char *prompt, char *buf, size_t len, int echo, in
     return -1;
 }
 
+#if LIBSSH_VERSION_INT >= SSH_VERSION_INT(0, 10, 0)
 static void tried_add(struct ssh_conn *c, const char *what)
 {
     /* the same identity is reported at every step while it is being tried */
@@ -152,6 +153,7 @@ static void tried_add(struct ssh_conn *c, const char *what)
     if (c->tried.len) strbuf_adds(&c->tried, ", ");
     strbuf_adds(&c->tried, what);
 }
+#endif
 
 void ssh_conn_auth_begin(struct ssh_conn *c)
 {
@@ -189,12 +191,14 @@ static void auth_failed(struct ssh_conn *c, int rc)
 
 void ssh_conn_auth_pump(struct ssh_conn *c)
 {
-    char *id = NULL;
     int rc = ssh_userauth_publickey_auto(c->session, NULL, NULL);
+#if LIBSSH_VERSION_INT >= SSH_VERSION_INT(0, 10, 0)
+    char *id = NULL;
     if (ssh_userauth_publickey_auto_get_current_identity(c->session, &id) == SSH_OK && id) {
         tried_add(c, id);
         ssh_string_free_char(id);
     }
+#endif /* libssh 0.9 (the tarball's, Debian 11's) cannot say which key it tried */
     if (rc == SSH_AUTH_AGAIN) return;
     if (rc == SSH_AUTH_SUCCESS) {
         ssh_conn_exec_begin(c);

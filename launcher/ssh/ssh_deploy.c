@@ -22,6 +22,7 @@
 
 #include <libssh/sftp.h>
 
+#include "agent_kit.h"
 #include "hosts/hostfile.h"
 #include "wire/protocol.h"
 #include "util/sha256.h"
@@ -29,13 +30,15 @@
 void ssh_conn_exec_begin(struct ssh_conn *c)
 {
     if (!c->exec_cmd) {
-        const char *local = c->o->agent_local;
-        char *name = ssh_conn_agent_name(local);
-        struct ssh_probe p = {.dir = c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR, .name = name,
-                              .arch = ssh_conn_arch(), .agent_sha256 = ssh_conn_agent_sha256(local),
-                              .lib_sha256 = ssh_conn_lib_sha256(local), .arg = c->attach ? "--attach" : NULL};
+        const struct agent_kit *k = agent_kit_get(c->o->agent_local);
+        struct ssh_probe_agent *g = xcalloc(k->n ? k->n : 1, sizeof *g);
+        for (size_t i = 0; i < k->n; i++)
+            g[i] = (struct ssh_probe_agent){.arch = k->e[i].arch, .name = k->e[i].remote_name,
+                                            .sha256 = k->e[i].sha256, .glibc = k->e[i].glibc};
+        struct ssh_probe p = {.dir = c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR, .agents = g,
+                              .n_agents = k->n, .arg = c->attach ? "--attach" : NULL};
         c->exec_cmd = ssh_conn_probe_script(&p);
-        free(name);
+        free(g);
     }
     c->exec_stage = 0;
     c->state = SSH_CONN_EXEC;
@@ -79,15 +82,14 @@ static void *upload_thread(void *arg);
 
 static void upload_begin(struct ssh_conn *c, const char *remote_dir)
 {
-    const char *local = c->o->agent_local;
     free(c->remote_dir);
     c->remote_dir = xstrdup(remote_dir);
     ssh_channel_free(c->channel); /* the probe's channel: the shell already exited */
     c->channel = NULL;
-    if (!local || access(local, R_OK) != 0) {
+    if (access(c->agent->path, R_OK) != 0) {
         ssh_conn_fail(c, "build it next to ddptop with make, or install it on the node by hand",
-                      "ddptop-agent is not on %s and there is no local copy to upload (looked for %s)",
-                      c->h->name, local ? local : "ddptop-agent next to ddptop");
+                      "ddptop-agent is not on %s and the local copy %s cannot be read: %s", c->h->name,
+                      c->agent->path, strerror(errno));
         return;
     }
     if (pipe2(c->upload_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -103,20 +105,57 @@ static void upload_begin(struct ssh_conn *c, const char *remote_dir)
     }
 }
 
-/* Handles "ddptop-probe ARCH absent DIR" and "ddptop-probe ARCH unsafe ..."; returns false
- * when the first line is neither. */
+/* The node's architecture has no agent here: which ones there are, and where they were
+ * looked for (a file skipped, e.g. of the wrong architecture, is named). */
+static void fail_no_agent(struct ssh_conn *c, const char *arch)
+{
+    const struct agent_kit *k = agent_kit_get(c->o->agent_local);
+    struct strbuf have, hint;
+    strbuf_init(&have);
+    strbuf_init(&hint);
+    agent_kit_arches(k, &have);
+    strbuf_addf(&hint, "use nodes of %s, or build ddptop-agent on a %s machine (make PORTABLE=0 "
+                "build/ddptop-agent) and put it beside this ddptop's agents as %s-%s",
+                have.buf, arch, k->local ? k->local : "ddptop-agent", arch);
+    if (k->skipped) strbuf_addf(&hint, " (skipped: %s)", k->skipped);
+    ssh_conn_fail(c, hint.buf, "%s is %s: this ddptop has agents for %s only (nothing was run)", c->h->name, arch,
+                  have.buf);
+    strbuf_done(&have);
+    strbuf_done(&hint);
+}
+
+/* Handles the probe's "ddptop-probe ARCH absent DIR", "... noagent", "... oldlibc G NEED"
+ * and "... unsafe ..."; returns false when the first line is none of them. */
 static bool handle_probe_line(struct ssh_conn *c, const char *line)
 {
-    char arch[64];
+    char arch[64], have[32], need[32];
     int off = 0;
     if (sscanf(line, "ddptop-probe %63s unsafe %n", arch, &off) == 1 && off > 0)
         return ssh_conn_probe_unsafe(c, line + off);
     off = 0;
+    if (sscanf(line, "ddptop-probe %63s noagent%n", arch, &off) == 1 && off > 0 && !line[off]) {
+        for (char *q = arch; *q; q++)
+            if (*q < 0x21 || *q > 0x7e) *q = '?';
+        fail_no_agent(c, arch);
+        return true;
+    }
+    off = 0;
+    if (sscanf(line, "ddptop-probe %63s oldlibc %31s %31s%n", arch, have, need, &off) == 3 && off > 0) {
+        for (char *q = have; *q; q++)
+            if (*q < 0x21 || *q > 0x7e) *q = '?';
+        ssh_conn_fail(c,
+                      "run the nodes on glibc 2.28 or newer (RHEL/Rocky 8, Debian 10, Ubuntu 18.10, SLES 15 and "
+                      "later), or build ddptop-agent on such a node (make PORTABLE=0 build/ddptop-agent) and put "
+                      "it beside this ddptop's agents as ddptop-agent-ARCH",
+                      "%s has glibc %s, older than the %s that ddptop's %s agent needs (nothing was run)",
+                      c->h->name, have, need, agent_kit_find(agent_kit_get(c->o->agent_local), arch) ? arch : "?");
+        return true;
+    }
+    off = 0;
     if (sscanf(line, "ddptop-probe %63s absent %n", arch, &off) != 1 || off == 0) return false;
-    if (strcmp(arch, ssh_conn_arch()) != 0) {
-        ssh_conn_fail(c, "run ddptop from a machine of the node's architecture",
-                      "%s is %s but this ddptop is %s: its agent cannot run there", c->h->name, arch,
-                      ssh_conn_arch());
+    c->agent = agent_kit_find(agent_kit_get(c->o->agent_local), arch);
+    if (!c->agent) {
+        fail_no_agent(c, arch);
     } else if (c->probe_done_once) {
         ssh_conn_fail(c, "check that the agent dir is writable and not mounted noexec (--agent-dir)",
                       "ddptop-agent was uploaded to %s:%s but cannot be run from there", c->h->name,
@@ -210,34 +249,21 @@ out:
     return err;
 }
 
-/* The library first: the probe runs the agent only when both are there. */
 static char *upload(struct ssh_conn *c)
 {
-    const char *local = c->o->agent_local, *lib = ssh_conn_bundled_lib();
-    const char *want_agent = ssh_conn_agent_sha256(local), *want_lib = ssh_conn_lib_sha256(local);
-    char *name = ssh_conn_agent_name(local), *err = NULL;
-    sftp_session sftp = NULL;
-    if (!lib) {
-        err = xasprintf("cannot find the local %s to upload beside the agent", AGENT_BUNDLED_LIB);
-        goto out;
-    }
-    sftp = sftp_new(c->session);
+    const struct agent_kit_entry *a = c->agent;
+    char *err = NULL;
+    sftp_session sftp = sftp_new(c->session);
     if (sftp && sftp_init(sftp) == SSH_OK) {
         c->upload_method = "sftp";
-        err = upload_file(c, sftp, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR, want_lib);
-        if (!err) err = upload_file(c, sftp, local, name, S_IRWXU, want_agent);
+        err = upload_file(c, sftp, a->path, a->remote_name, S_IRWXU, a->sha256);
     } else {
         /* sftp_new fails when sshd refuses the subsystem (no `Subsystem sftp` line), sftp_init
          * when its server does not start: both mean no SFTP here, so the same over exec */
-        if (sftp) sftp_free(sftp);
-        sftp = NULL;
         c->upload_method = "exec";
-        err = ssh_conn_upload_exec(c, lib, AGENT_BUNDLED_LIB, S_IRUSR | S_IWUSR, want_lib);
-        if (!err) err = ssh_conn_upload_exec(c, local, name, S_IRWXU, want_agent);
+        err = ssh_conn_upload_exec(c, a->path, a->remote_name, S_IRWXU, a->sha256);
     }
-out:
     if (sftp) sftp_free(sftp);
-    free(name);
     return err;
 }
 

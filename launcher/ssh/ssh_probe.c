@@ -1,86 +1,25 @@
 /* The probe that starts the agent on a node (ssh_deploy.c runs it), and what it says back.
  *
- * The agent runs as the user from --agent-dir, so that directory decides whose code runs: the
- * probe refuses it, before anything executes, when it is a symbolic link, belongs to someone
- * other than the user (or root), or is writable by group or others (a private group, the
- * user's own, excepted); the same for its parent, where a sticky bit (/tmp) is enough, since it
- * keeps others from renaming the directory away. The agent's name carries the first 16 hex
- * digits of its SHA-256, so a rebuilt agent of the same version gets a new name and is uploaded
- * again; where the node has sha256sum, the agent and libcjson beside it are hashed there and
- * must match ours, and both must belong to the user (or root), before the agent is exec'd. */
+ * The probe chooses the agent by the node's `uname -m` among the kit's (agent_kit.h) and
+ * refuses, before anything runs, a node of an architecture ddptop has no agent for or whose
+ * glibc (getconf GNU_LIBC_VERSION) is older than that agent asks for: the loader's own
+ * "GLIBC_2.27 not found" would say less, and say it later. The agent runs as the user from
+ * --agent-dir, so that directory decides whose code runs: the probe refuses it when it is a
+ * symbolic link, belongs to someone other than the user (or root), or is writable by group or
+ * others (a private group, the user's own, excepted); the same for its parent, where a sticky
+ * bit (/tmp) is enough, since it keeps others from renaming the directory away. The agent's
+ * name carries the first 16 hex digits of its SHA-256, so a rebuilt agent of the same version
+ * gets a new name and is uploaded again; where the node has sha256sum, the agent is hashed
+ * there and must match ours, and must belong to the user (or root), before it is exec'd. */
 #include "ssh_conn_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
-#include <cJSON.h>
-#include <dlfcn.h>
-
+#include "agent_kit.h"
 #include "hosts/hostfile.h"
-#include "util/sha256.h"
-#include "util/version.h"
 #include "wire/protocol.h"
-
-const char *ssh_conn_arch(void)
-{
-    static struct utsname u;
-    if (!u.machine[0] && uname(&u) < 0) return "unknown";
-    return u.machine;
-}
-
-const char *ssh_conn_bundled_lib(void)
-{
-    Dl_info info;
-    if (dladdr((void *)cJSON_Version, &info) && info.dli_fname && info.dli_fname[0] == '/')
-        return info.dli_fname;
-    return NULL;
-}
-
-/* The hashes of our agent and library, computed once per process (not once per node: a
- * thousand nodes would hash the same files a thousand times). Filled on the poll loop's thread
- * before any upload thread starts, which only reads it. */
-static struct {
-    bool filled;
-    char *local;     /* the agent file hashed (NULL: none) */
-    char agent[65];  /* "" when it cannot be read */
-    char lib[65];
-} ident;
-
-static void ident_fill(const char *local)
-{
-    const char *lib;
-    if (ident.filled && (ident.local == local || (ident.local && local && strcmp(ident.local, local) == 0)))
-        return;
-    lib = ssh_conn_bundled_lib();
-    ident.filled = true;
-    free(ident.local);
-    ident.local = local ? xstrdup(local) : NULL;
-    if (!local || sha256_file_hex(local, ident.agent) < 0) ident.agent[0] = '\0';
-    if (!lib || sha256_file_hex(lib, ident.lib) < 0) ident.lib[0] = '\0';
-}
-
-const char *ssh_conn_agent_sha256(const char *local)
-{
-    ident_fill(local);
-    return ident.agent;
-}
-
-const char *ssh_conn_lib_sha256(const char *local)
-{
-    ident_fill(local);
-    return ident.lib;
-}
-
-char *ssh_conn_agent_name(const char *local)
-{
-    const char *h = ssh_conn_agent_sha256(local);
-    /* without a local copy there is nothing to hash: the name of an agent installed by hand */
-    if (!*h) return xasprintf(AGENT_REMOTE_NAME_FMT, DDPTOP_VERSION, PROTOCOL_VERSION, ssh_conn_arch());
-    return xasprintf(AGENT_REMOTE_NAME_FMT "-%.16s", DDPTOP_VERSION, PROTOCOL_VERSION, ssh_conn_arch(), h);
-}
 
 char *ssh_conn_upload_changed(const struct ssh_conn *c, const char *local, const char *got_hex,
                               const char *want_hex)
@@ -116,16 +55,29 @@ char *ssh_conn_probe_script(const struct ssh_probe *p)
      * the words of ls's output are never globbed. */
     strbuf_adds(&s, "umask 077; set -f; d=");
     add_remote_dir(&s, p->dir);
-    strbuf_adds(&s, "; n=");
-    strbuf_add_shell_quoted(&s, p->name);
-    strbuf_adds(&s, "; ha=");
-    strbuf_add_shell_quoted(&s, p->agent_sha256 ? p->agent_sha256 : "");
-    strbuf_adds(&s, "; hl=");
-    strbuf_add_shell_quoted(&s, p->lib_sha256 ? p->lib_sha256 : "");
-    strbuf_adds(&s, "; a=$(uname -m); if [ \"$a\" = ");
-    strbuf_add_shell_quoted(&s, p->arch);
+    /* the node's architecture picks the agent: its name, hash and the glibc it needs */
+    strbuf_adds(&s, "; a=$(uname -m); case \"$a\" in ");
+    for (size_t i = 0; i < p->n_agents; i++) {
+        const struct ssh_probe_agent *g = &p->agents[i];
+        strbuf_add_shell_quoted(&s, g->arch);
+        strbuf_adds(&s, ") n=");
+        strbuf_add_shell_quoted(&s, g->name);
+        strbuf_adds(&s, "; ha=");
+        strbuf_add_shell_quoted(&s, g->sha256 ? g->sha256 : "");
+        strbuf_adds(&s, "; gv=");
+        strbuf_add_shell_quoted(&s, g->glibc ? g->glibc : "");
+        strbuf_adds(&s, ";; ");
+    }
     strbuf_adds(
-        &s, " ]; then "
+        &s, "*) printf 'ddptop-probe %s noagent\\n' \"$a\"; exit 0;; esac; "
+            /* glibc X.Y older than the agent's need: refused before anything runs. No getconf
+             * or another C library: tried, and the loader says why. */
+            "older() { M=${1%%.*}; r=${1#*.}; m=${r%%.*}; N=${2%%.*}; o=${2#*.}; "
+            "[ \"$M\" -lt \"$N\" ] 2>/dev/null || { [ \"$M\" -eq \"$N\" ] 2>/dev/null && "
+            "[ \"${m:-0}\" -lt \"$o\" ] 2>/dev/null; }; }; "
+            "g=$(getconf GNU_LIBC_VERSION 2>/dev/null); g=${g#glibc }; "
+            "case \"$g$gv\" in [0-9]*.[0-9]*[0-9].[0-9]*) older \"$g\" \"$gv\" && "
+            "{ printf 'ddptop-probe %s oldlibc %s %s\\n' \"$a\" \"$g\" \"$gv\"; exit 0; };; esac; "
             "[ -d \"$d\" ] || [ -L \"$d\" ] || mkdir -p \"$d\" 2>/dev/null; "
             "p=${d%/*}; [ -z \"$p\" ] && p=/; [ \"$p\" = \"$d\" ] && p=.; "
             /* the verdict on an unsafe directory: WHICH KIND VALUE PATH, the path last */
@@ -145,13 +97,12 @@ char *ssh_conn_probe_script(const struct ssh_probe *p)
             "f=$1; set -- $(ls -ldn \"$f\" 2>/dev/null); [ \"$3\" = 0 ]; }; "
             "sum() { [ -z \"$2\" ] && return 0; command -v sha256sum >/dev/null 2>&1 || return 0; "
             "s=$(sha256sum <\"$1\" 2>/dev/null) || return 1; [ \"${s%% *}\" = \"$2\" ]; }; "
-            "mine \"$d/$n\" && mine \"$d/" AGENT_BUNDLED_LIB "\" && [ -x \"$d/$n\" ] && "
-            "sum \"$d/$n\" \"$ha\" && sum \"$d/" AGENT_BUNDLED_LIB "\" \"$hl\" && exec \"$d/$n\"");
+            "mine \"$d/$n\" && [ -x \"$d/$n\" ] && sum \"$d/$n\" \"$ha\" && exec \"$d/$n\"");
     if (p->arg) {
         strbuf_adds(&s, " ");
         strbuf_add_shell_quoted(&s, p->arg);
     }
-    strbuf_adds(&s, "; fi; printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
+    strbuf_adds(&s, "; printf 'ddptop-probe %s absent %s\\n' \"$a\" \"$d\"");
     /* the login shell may not be POSIX (fish, csh): run the script with sh */
     strbuf_init(&cmd);
     strbuf_adds(&cmd, "exec sh -c ");
@@ -162,7 +113,8 @@ char *ssh_conn_probe_script(const struct ssh_probe *p)
 
 char *ssh_conn_probe_command(const char *agent_dir, const char *name, const char *arch)
 {
-    struct ssh_probe p = {.dir = agent_dir, .name = name, .arch = arch};
+    struct ssh_probe_agent g = {.arch = arch, .name = name};
+    struct ssh_probe p = {.dir = agent_dir, .agents = &g, .n_agents = 1};
     return ssh_conn_probe_script(&p);
 }
 

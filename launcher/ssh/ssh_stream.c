@@ -95,7 +95,16 @@ void ssh_conn_channel_io(struct ssh_conn *c)
         int status = ssh_channel_is_closed(c->channel) ? ssh_channel_get_exit_status(c->channel) : -1;
         const char *tail = errtail_line(c);
         if (c->state == SSH_CONN_PROBING) {
-            ssh_conn_fail(c, "run the agent by hand with ssh to see why",
+            /* the loader's words when the probe could not tell (no getconf, another libc) */
+            const char *hint = strstr(tail, "GLIBC_")
+                                   ? "the node's C library is older than the agent needs (ldd --version there): "
+                                     "run nodes with glibc 2.28 or newer, or build the agent on such a node "
+                                     "(make PORTABLE=0) and put it beside ddptop as ddptop-agent-ARCH"
+                               : strstr(tail, "error while loading shared libraries")
+                                   ? "install the library named on the node, or use an agent that needs none "
+                                     "(make's portable agents, docs/check.md \"Which nodes\")"
+                                   : "run the agent by hand with ssh to see why";
+            ssh_conn_fail(c, hint,
                           "starting ddptop-agent on %s failed (exit status %d)%s%s", c->h->name, status,
                           *tail ? ": " : "", tail);
         } else if (c->state == SSH_CONN_READY && !(backlog(c) && memchr(c->in.buf + c->in_off, '\n', backlog(c)))) {

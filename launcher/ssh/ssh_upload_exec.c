@@ -180,7 +180,7 @@ static char *judge(struct ssh_conn *c, const struct strbuf *out, const struct st
     if (tagged && strcmp(tag, "ok") == 0 && status == 0) return NULL;
     if (tagged && strcmp(tag, "no-sha256sum") == 0) {
         set_hint(c, "install sha256sum (coreutils) on the node, or add `Subsystem sftp` to its "
-                    "sshd_config, or copy ddptop-agent and " AGENT_BUNDLED_LIB " into --agent-dir by hand");
+                    "sshd_config, or copy the agent for its architecture into --agent-dir by hand");
         return xasprintf("cannot upload ddptop-agent to %s: its sshd has no sftp subsystem and the node "
                          "has no sha256sum to verify a copy sent over exec (nothing was installed)",
                          c->h->name);

@@ -133,7 +133,7 @@ static void child_exec(struct child_transport *c, int in_rd, int out_wr)
     signal(SIGPIPE, SIG_DFL);
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0) _exit(127);
     if (efd >= 0) dup2(efd, 2);
-    close_range(3, ~0U, 0);
+    util_close_range(3, ~0U);
     execvp(c->argv[0], c->argv);
     dprintf(2, "ddptop: cannot execute %s: %s\n", c->argv[0], strerror(errno));
     _exit(127);

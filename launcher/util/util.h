@@ -116,6 +116,9 @@ int util_read_fd(int fd, struct strbuf *out, size_t cap);
 
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);
+/* Closes every descriptor from lo to hi (~0U: all above lo), as close_range(2) does, also where
+ * the C library (before 2.34) or the kernel (before 5.9) lacks it. Safe between fork and exec. */
+void util_close_range(unsigned lo, unsigned hi);
 
 /* wall (wall_ns()) as UTC with milliseconds, "2026-11-24T12:00:00.123Z": the time stamps of
  * events.jsonl and gpu.jsonl. */

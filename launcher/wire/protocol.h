@@ -56,10 +56,6 @@
 #define AGENT_REMOTE_DIR "~/.cache/ddptop"
 #define AGENT_REMOTE_NAME_FMT "ddptop-agent-%s-p%d-%s" /* version, PROTOCOL_VERSION, arch */
 
-/* The shared library the agent needs beyond libc, uploaded beside it (the agent finds it
- * through RUNPATH $ORIGIN), so a node needs nothing installed. */
-#define AGENT_BUNDLED_LIB "libcjson.so.1"
-
 /* How many unread bytes of agent output the controller holds per node before it stops reading
  * that node: the agent then stops reading its ranks' pipes, and the ranks wait on their writes.
  * Nothing is lost, and the controller's memory stays bounded whatever the ranks print. Through

@@ -7,12 +7,15 @@
 #   st(k, c)   status of check c of host k  ck(k, c) the check object
 #   txt(k, c)  the check as JSON text (detail, hint, every field: for "mentions X" checks)
 #   low(s)     s.lower()
+#   os         the os module (os.uname(), os.confstr(): this machine's facts)
+#   ver(s)     "2.28" as (2, 28), for comparing versions
 #   ssh_ok(k)  the ssh check of host k passed, or only warned that the login shell was slow
 #              (root's login shell here runs pyenv's init: on a loaded machine it passes 5 s)
 # On failure it prints the expression and the host entries involved as TAP comments ("# ...")
 # and exits 1. A file that is not exactly one JSON document fails too: stdout of --json must
 # hold nothing else.
 import json
+import os
 import sys
 
 
@@ -55,7 +58,8 @@ def main():
         return c.get("status") == "pass" or slow
 
     env = {"d": d, "H": H, "h": h, "ck": ck, "st": st, "txt": txt, "ssh_ok": ssh_ok,
-           "low": lambda s: s.lower(), "json": json}
+           "low": lambda s: s.lower(), "json": json, "os": os,
+           "ver": lambda s: tuple(int(x) for x in s.split("."))}
     bad = 0
     for e in exprs:
         try:

@@ -169,10 +169,10 @@ static void close_others(int *keep, size_t n)
     unsigned lo = 3;
     for (size_t i = 0; i < n; i++) {
         if (keep[i] < 3) continue;
-        if ((unsigned)keep[i] > lo) close_range(lo, (unsigned)keep[i] - 1, 0);
+        if ((unsigned)keep[i] > lo) util_close_range(lo, (unsigned)keep[i] - 1);
         lo = (unsigned)keep[i] + 1;
     }
-    close_range(lo, ~0U, 0);
+    util_close_range(lo, ~0U);
 }
 
 /* The server's process: its own session (closing the starting terminal does not reach it),
