@@ -149,7 +149,7 @@ if [ -z "$left" ]; then tap_ok "no agent for aarch64: nothing was uploaded to ar
 else tap_fail "no agent for aarch64: nothing was uploaded to arm" "$left"; fi
 
 # ---- 3. make dist: one tarball, unpacked anywhere, nothing installed ----
-if ! make -s --no-print-directory BUILD="$B" dist >"$W/dist.out" 2>&1; then
+if ! make -s --no-print-directory -j"$(nproc)" BUILD="$B" dist >"$W/dist.out" 2>&1; then
     tap_fail "make dist" "$(tail -20 "$W/dist.out")"; tap_done; exit 1
 fi
 V=$("$DDPTOP" --version | awk '{print $2}')
