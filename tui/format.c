@@ -5,9 +5,12 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <wchar.h>
+
+#include "util/utf8.h"
 
 static char *dash(char *buf, size_t n)
 {
@@ -179,43 +182,14 @@ const char *format_rank_glyph(enum rank_state s, bool ascii)
     return "?";
 }
 
-/* Decodes one UTF-8 character at s (len > 0). Returns its byte length (1 for an invalid
- * byte, with *cp = -1) so that broken input still advances one byte at a time. */
+/* Decodes one UTF-8 character at s (len > 0, util/utf8.h). Returns its byte length (1 for an
+ * invalid byte, with *cp = -1) so that broken input still advances one byte at a time. */
 static size_t utf8_next(const unsigned char *s, size_t len, long *cp)
 {
-    unsigned c = s[0];
-    size_t need;
-    long v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        need = 2, v = c & 0x1f, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3, v = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        *cp = -1;
-        return 1;
-    }
-    if (len < need) {
-        *cp = -1;
-        return 1;
-    }
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *cp = -1;
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) {
-        *cp = -1;
-        return 1;
-    }
-    *cp = v;
-    return need;
+    uint32_t v;
+    size_t bad, n = utf8_decode(s, len, &v, &bad);
+    *cp = n ? (long)v : -1;
+    return n ? n : 1;
 }
 
 static int cp_width(long cp)

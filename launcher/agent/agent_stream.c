@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/ascii_run.h"
+#include "util/utf8.h"
 
 void stream_init(struct stream_buf *s)
 {
@@ -116,31 +117,13 @@ static int ascii8(const unsigned char *p)
     return !(w & HIGHS) && !has_zero_byte(w);
 }
 
-/* Length of the valid UTF-8 sequence (NUL excluded) at p, or 0 when there is none. */
+/* Length of the valid UTF-8 sequence at p (util/utf8.h), or 0 when there is none: NUL is
+ * not text here (stream_utf8_valid). */
 static size_t utf8_seq(const unsigned char *p, size_t n)
 {
-    unsigned c = p[0];
-    unsigned lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c == 0) return 0;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;      /* overlong */
-        else if (c == 0xED) hi = 0x9F; /* UTF-16 surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;      /* overlong */
-        else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return len;
+    uint32_t cp;
+    size_t bad;
+    return p[0] ? utf8_decode(p, n, &cp, &bad) : 0;
 }
 
 int stream_utf8_valid(const char *s, size_t n)

@@ -5,34 +5,24 @@
  * raw bytes must not make the file unparseable. */
 #include "run_events.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "job/failure_line.h"
+#include "util/utf8.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+/* Length of the valid UTF-8 sequence at s (1-4, util/utf8.h), or 0 when it is not one or is
+ * a NUL. */
 static size_t utf8_seq_len(const unsigned char *s, size_t n)
 {
-    unsigned char c = s[0];
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (c < 0x80) return c ? 1 : 0;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
+    uint32_t cp;
+    size_t bad;
+    return s[0] ? utf8_decode(s, n, &cp, &bad) : 0;
 }
 
 /* A NUL-terminated copy with invalid UTF-8 and NUL bytes replaced by U+FFFD. */

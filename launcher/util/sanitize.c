@@ -11,47 +11,9 @@
 #include <string.h>
 
 #include "ascii_run.h"
+#include "utf8.h"
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
-
-/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is not one.
- * When it is not, *bad is the length of the maximal ill-formed piece to replace by one
- * U+FFFD (Unicode's "maximal subpart" practice: a truncated sequence is one piece). */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp, size_t *bad)
-{
-    unsigned char b = s[0];
-    size_t need, i;
-    unsigned char lo = 0x80, hi = 0xbf;
-    uint32_t v;
-    if (b >= 0xc2 && b <= 0xdf) {
-        need = 2;
-        v = b & 0x1f;
-    } else if (b >= 0xe0 && b <= 0xef) {
-        need = 3;
-        v = b & 0x0f;
-        if (b == 0xe0) lo = 0xa0;        /* overlong */
-        else if (b == 0xed) hi = 0x9f;   /* surrogates */
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 4;
-        v = b & 0x07;
-        if (b == 0xf0) lo = 0x90;        /* overlong */
-        else if (b == 0xf4) hi = 0x8f;   /* above U+10FFFF */
-    } else {
-        *bad = 1;                        /* 0x80..0xc1 and 0xf5..0xff never start a sequence */
-        return 0;
-    }
-    for (i = 1; i < need; i++) {
-        unsigned char c = i < n ? s[i] : 0;
-        unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xbf;
-        if (i >= n || c < l || c > h) {
-            *bad = i;
-            return 0;
-        }
-        v = (v << 6) | (c & 0x3f);
-    }
-    *cp = v;
-    return need;
-}
 
 static void add_caret(struct strbuf *sb, unsigned c)
 {
@@ -102,7 +64,7 @@ void sanitize_append(struct strbuf *sb, const char *in, size_t len, unsigned fla
             i++;
         } else {
             uint32_t cp = 0;
-            size_t bad = 0, n = utf8_seq(s + i, len - i, &cp, &bad);
+            size_t bad = 0, n = utf8_decode(s + i, len - i, &cp, &bad);
             if (!n) {
                 strbuf_add(sb, replacement, 3);
                 i += bad;
