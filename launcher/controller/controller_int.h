@@ -139,6 +139,7 @@ struct controller {
     bool abandon;               /* leaving the run to its agents (they wait; ddptop attach) */
     bool allocation_released;   /* --salloc's allocation was given back at the job's end */
     char **start_env;           /* the environment and directory we started in (the record's) */
+    int record_state;           /* the job state adopt.json says; -1 before it is first written */
     size_t n_start_env;
     char *start_cwd;
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
