@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -145,7 +146,8 @@ static int connect_within(const char *path)
         if (e == EINTR) continue;
         if (left <= 0 && (e == EAGAIN || e == EINPROGRESS)) e = ETIMEDOUT;
         if (e == EAGAIN) { /* a Unix socket's full backlog: no connection is in progress */
-            poll(NULL, 0, left < 20 ? left : 20);
+            struct timespec pause = {0, (left < 20 ? left : 20) * 1000000L};
+            nanosleep(&pause, NULL);
             continue;
         }
         if (e == EINPROGRESS) {
