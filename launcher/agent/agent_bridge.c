@@ -3,10 +3,11 @@
  * {"ev":"bridge"}, reads one line from the controller ({"op":"attach","run":R,"node":N}),
  * finds that agent's socket (agent_sock.h), checks that the agent is our user, and hands it its
  * own stdin and stdout: from then on the controller talks to the agent directly, no byte is
- * copied here. Other users of the node can make /tmp/ddptop-UID first and listen at our
- * socket's name there (issue 28): so the bridge looks only in directories the agent itself
- * would have used, connects with a deadline, and passes over whatever is not our user's. It waits until the agent lets go of the link ("bye") and exits 0; when there is
- * no such agent, or it dies holding the link, it says {"ev":"gone","error":...} and exits 3. */
+ * copied here. It waits until the agent lets go of the link ("bye") and exits 0; when there is
+ * no such agent, or it dies holding the link, it says {"ev":"gone","error":...} and exits 3.
+ * Other users of the node can make /tmp/ddptop-UID first and listen at our socket's name there
+ * (issue 28): so the bridge looks only in directories the agent itself would have used,
+ * connects with a deadline, and passes over whatever is not our user's. */
 #include "agent_bridge.h"
 
 #include <errno.h>
@@ -194,11 +195,12 @@ static int connect_agent(const char *run, int node, struct strbuf *tried, bool *
         int s = connect_within(path);
         if (s < 0) {
             int e = errno;
-            if (e != ENOENT && e != ECONNREFUSED) *absent = false;
+            /* a name too long for a socket is one the agent could not have listened at either */
+            if (e != ENOENT && e != ECONNREFUSED && e != ENAMETOOLONG) *absent = false;
             strbuf_addf(tried, "%s: %s", path,
                         e == ENOENT || e == ECONNREFUSED ? "nothing listens"
                         : e == ETIMEDOUT ? "its listener did not take the connection in time"
-                        : strerror(e));
+                        : e == ENAMETOOLONG ? "too long for a socket's path" : strerror(e));
             free(path);
             continue;
         }
@@ -251,9 +253,9 @@ int agent_bridge_main(int in_fd, int out_fd)
     if (s < 0) {
         int rc = absent ? gone(out_fd, true, "no agent of run %s node %d on %s (nothing of ours listens: %s): it has "
                                "exited (its --agent-grace ended, or it was stopped), it was killed, or the node "
-                               "rebooted", run_id, node, host, tried.buf)
+                               "rebooted", run_id, node, host, tried.buf ? tried.buf : "")
                         : gone(out_fd, false, "cannot reach the agent of run %s node %d on %s (%s)", run_id, node,
-                               host, tried.buf);
+                               host, tried.buf ? tried.buf : "");
         strbuf_done(&tried);
         free(run_id);
         return rc;

@@ -139,9 +139,9 @@ struct controller {
     bool abandon;               /* leaving the run to its agents (they wait; ddptop attach) */
     bool allocation_released;   /* --salloc's allocation was given back at the job's end */
     char **start_env;           /* the environment and directory we started in (the record's) */
-    int record_state;           /* the job state adopt.json says; -1 before it is first written */
     size_t n_start_env;
     char *start_cwd;
+    int record_state;           /* the job state adopt.json says; -1 before it is first written */
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
     struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */

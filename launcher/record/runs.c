@@ -74,7 +74,8 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
         e->note = xasprintf("its controller (pid %d) is on %s: not checked from here",
                             e->owner.pid, e->owner.host);
     e->orphan_left_s = -1;
-    bool ended = e->sum.ended && e->owner_status != OWNER_ALIVE;
+    /* a controller on another host may still show it, and restart it (r): that one's record */
+    bool ended = e->sum.ended && (e->owner_status == OWNER_GONE || e->owner_status == OWNER_NONE);
     bool dead = e->sum.state == RUN_INTERRUPTED && !e->sum.ended && e->owner_status == OWNER_GONE;
     if (ended || (dead && e->sum.attempts > 0)) {
         /* its agents wait for a controller for their grace, counted from when the dead one
