@@ -9,6 +9,7 @@
  * user owns it or could have put it there; counts a line claims believed only within the limits
  * and as far as the rank logs and attempt directories bear them out. */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,18 @@ static void write_file(const char *path, const char *text)
     if (!f) { printf("# cannot write %s: %s\n", path, strerror(errno)); return; }
     fputs(text, f);
     fclose(f);
+}
+
+/* The whole file (at most 64 KiB), or NULL. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = xcalloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
 }
 
 static char *make_run(const char *root, const char *id, const char *events)
@@ -487,10 +500,12 @@ static void test_one_controller_per_run(void)
 
 static void write_record(const char *dir, mode_t mode)
 {
-    char *argv[] = { "--run-id", "rec", "--", "/bin/true" }, *env[] = { "PATH=/usr/bin" }, *hosts[] = { "n1" };
+    char *argv[] = { "--run-id", "rec", "--", "/bin/true" }, *env[] = { "PATH=/usr/bin", "API_KEY=sekrit" };
+    char *hosts[] = { "n1" };
     int rpn[] = { 1 };
     uint64_t base[] = { 7 };
-    struct run_record r = { .argv = argv, .argc = 4, .cwd = "/tmp", .env = env, .n_env = 1, .token = "t",
+    struct run_record r = { .argv = argv, .argc = 4, .cwd = "/tmp", .adoptable = true, .env = env, .n_env = 2,
+                            .token = "tok3n",
                             .attempt = 2, .state = "RUNNING", .agent_grace_s = 600, .ranks_per_node = rpn,
                             .hosts = hosts, .n_nodes = 1, .rank_base = base, .n_ranks = 1,
                             .slurm_jobid = "42", .slurm_release = true };
@@ -519,6 +534,10 @@ static void test_takeover_record_is_ours(void)
     CHECK_INT(r.rank_base[0], 7);
     CHECK_STR(r.slurm_jobid, "42");
     CHECK(r.slurm_release);
+    CHECK(r.adoptable);
+    CHECK_INT(r.n_env, 2);
+    CHECK_STR(r.env[1], "API_KEY=sekrit");
+    CHECK_STR(r.token, "tok3n");
     run_record_free(&r);
 
     write_record(dir, 0620); /* the group may write it */
@@ -539,6 +558,80 @@ static void test_takeover_record_is_ours(void)
     free(dir);
 }
 
+/* The environment and the token are kept only while the run can be taken over (issue 28): an
+ * ended run's record is written without them and read back as not adoptable; forgetting them
+ * (a dead controller whose agents gave up) rewrites the record with the state given, keeps
+ * everything else and the file's time and mode, and is done once. */
+static void test_takeover_record_forget(void)
+{
+    char *dir = xasprintf("%s/forget", tmpdir), *path = xasprintf("%s/%s", dir, RUN_RECORD_FILE);
+    char err[512] = "";
+    struct run_record r;
+    mkdir(dir, 0700);
+
+    char *argv[] = { "--", "/bin/true" }, *hosts[] = { "n1" };
+    int rpn[] = { 1 };
+    uint64_t base[] = { 0 };
+    struct run_record ended = { .argv = argv, .argc = 2, .cwd = "/", .state = "DONE", .ranks_per_node = rpn,
+                                .hosts = hosts, .n_nodes = 1, .rank_base = base, .n_ranks = 1 };
+    char *text = run_record_json(&ended);
+    CHECK(strstr(text, "\"env\"") == NULL && strstr(text, "\"token\"") == NULL);
+    CHECK(strstr(text, "\"state\":\"DONE\"") != NULL);
+    write_file(path, text);
+    chmod(path, 0600);
+    free(text);
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), 0);
+    CHECK(!r.adoptable && r.env == NULL && r.n_env == 0 && r.token == NULL);
+    CHECK_STR(r.state, "DONE");
+    run_record_free(&r);
+
+    write_record(dir, 0600);
+    struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } }; /* 2001: a dead controller's */
+    CHECK_INT(utimensat(AT_FDCWD, path, old, 0), 0);
+    CHECK_INT(run_record_forget(dir, "INTERRUPTED", err, sizeof err), 0);
+    struct stat st;
+    CHECK_INT(stat(path, &st), 0);
+    CHECK_INT(st.st_mtim.tv_sec, 1000000000);
+    CHECK_INT(st.st_mode & 07777, 0600);
+    char *raw = read_file(path);
+    CHECK(raw && !strstr(raw, "sekrit") && !strstr(raw, "tok3n") && !strstr(raw, "PATH=/usr/bin"));
+    free(raw);
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), 0);
+    CHECK(!r.adoptable && r.env == NULL && r.token == NULL);
+    CHECK_STR(r.state, "INTERRUPTED");
+    CHECK_INT(r.argc, 4); /* the rest is as it was */
+    CHECK_INT(r.rank_base[0], 7);
+    CHECK_INT(r.agent_grace_s, 600);
+    run_record_free(&r);
+    CHECK_INT(run_record_forget(dir, "STOPPED", err, sizeof err), 0); /* nothing left to forget */
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), 0);
+    CHECK_STR(r.state, "INTERRUPTED");
+    run_record_free(&r);
+
+    /* half a record: an environment without its token */
+    write_file(path, "{\"version\":1,\"argv\":[],\"cwd\":\"/\",\"env\":[],\"state\":\"RUNNING\",\"attempt\":0,"
+                     "\"agent_grace_s\":0,\"hosts\":[\"n1\"],\"ranks_per_node\":[1],\"rank_base\":[0]}");
+    chmod(path, 0600);
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), -1);
+    CHECK(strstr(err, "without the other") != NULL);
+    free(path);
+    free(dir);
+
+    /* an ended run whose record still holds them (written by a ddptop before issue 28):
+     * listing it drops them and says how it ended */
+    dir = make_run(tmpdir, "endedrec", LAUNCH(T0, 0) "\n" END(T2, 0, "succeeded", 0) "\n");
+    write_record(dir, 0600);
+    struct run_entry e;
+    runs_entry_read(&e, dir, "endedrec");
+    CHECK_STR(run_state_name(e.sum.state), "succeeded");
+    runs_entry_free(&e);
+    CHECK_INT(run_record_read(dir, &r, err, sizeof err), 0);
+    CHECK(!r.adoptable && r.env == NULL && r.token == NULL);
+    CHECK_STR(r.state, "DONE");
+    run_record_free(&r);
+    free(dir);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ddptop-test-runs.XXXXXX");
@@ -554,6 +647,7 @@ int main(void)
     RUN(test_round_trip_from_the_job);
     RUN(test_one_controller_per_run);
     RUN(test_takeover_record_is_ours);
+    RUN(test_takeover_record_forget);
     tmptree_remove(tmpdir);
     return tap_done();
 }

@@ -35,20 +35,9 @@ static char **bases(void)
     return agent_nodedir_bases("agents");
 }
 
-void agent_sock_paths_free(char **v)
+char *agent_sock_in(const char *dir, const char *run, int node)
 {
-    agent_nodedir_free(v);
-}
-
-char **agent_sock_paths(const char *run, int node)
-{
-    char **v = bases();
-    for (size_t i = 0; v[i]; i++) {
-        char *p = xasprintf("%s/agent-%s.n%d.sock", v[i], run, node);
-        free(v[i]);
-        v[i] = p;
-    }
-    return v;
+    return xasprintf("%s/agent-%s.n%d.sock", dir, run, node);
 }
 
 char *agent_sock_path(const char *run, int node, char *err, size_t errlen)
@@ -61,7 +50,7 @@ char *agent_sock_path(const char *run, int node, char *err, size_t errlen)
             if (!why[0]) snprintf(why, sizeof why, "%s", w);
             continue;
         }
-        char *p = xasprintf("%s/agent-%s.n%d.sock", dirs[i], run, node);
+        char *p = agent_sock_in(dirs[i], run, node);
         if (strlen(p) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
             snprintf(why, sizeof why, "the socket path %s is too long", p);
             free(p);
@@ -70,7 +59,7 @@ char *agent_sock_path(const char *run, int node, char *err, size_t errlen)
         path = p;
     }
     if (!path) snprintf(err, errlen, "no private directory for the agent's socket: %s", why);
-    agent_sock_paths_free(dirs);
+    agent_nodedir_free(dirs);
     return path;
 }
 

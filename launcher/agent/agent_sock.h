@@ -19,13 +19,13 @@
 
 
 /* The socket's path for run's node: in the first usable private directory of
- * $TMPDIR/ddptop-UID/agents, /tmp/ddptop-UID/agents, /dev/shm/ddptop-UID/agents (made 0700). NULL with err filled when none
- * is usable (another user owns them all) or the path would be too long. malloc'd. The bridge
- * calls it with create false and tries each candidate (agent_sock_paths). */
+ * $TMPDIR/ddptop-UID/agents, /tmp/ddptop-UID/agents, /dev/shm/ddptop-UID/agents (made 0700). NULL
+ * with err filled when none is usable (another user owns them all) or the path would be too
+ * long. malloc'd. */
 char *agent_sock_path(const char *run, int node, char *err, size_t errlen);
-/* Every candidate path, existing or not (NULL-terminated, malloc'd strings in a malloc'd array). */
-char **agent_sock_paths(const char *run, int node);
-void agent_sock_paths_free(char **v);
+/* The socket's path for run's node in the candidate directory dir (malloc'd): the bridge tries
+ * each candidate the agent could have chosen (agent_bridge.c). */
+char *agent_sock_in(const char *dir, const char *run, int node);
 
 /* Listens for bridges of run's node (once; later calls with the same run and node do nothing).
  * 0, or -1 with err filled (the run goes on, but cannot be reconnected on this node). */

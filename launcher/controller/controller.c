@@ -510,6 +510,7 @@ void ctl_finish(struct controller *c, enum job_state st)
 {
     job_ended(c->job, st);
     ctl_record_end(c);
+    ctl_record_write(c); /* the end, and no environment any more: nothing can take it over */
     run_files_flush(c->files);
     /* A finished job lets go at once: of its agents (a restart from the dashboard starts fresh
      * ones), and of the Slurm allocation --salloc made. The final screen stays. */
@@ -614,4 +615,6 @@ void ctl_check_progress(struct controller *c)
     else if (job_is_running(c->job)) run_progress(c);
     else if (job_is_stopping(c->job)) stop_progress(c);
     ctl_stacks_progress(c);
+    /* a takeover acts on the state adopt.json says (a stall, a stop under way): it follows */
+    if (c->record_state >= 0 && c->record_state != (int)c->job->state) ctl_record_write(c);
 }

@@ -63,11 +63,18 @@ void ctl_record_write(struct controller *c)
     if (!c->files || c->o.check_only) return;
     record_argv(c, &r);
     r.cwd = c->start_cwd;
-    r.env = c->start_env;
-    r.n_env = c->n_start_env;
-    r.token = c->token;
+    /* The environment (API tokens, passwords in variables) and the job token are what a
+     * takeover restores: kept only while there is a run to take over. An ended run's record
+     * says how it ended and holds neither; a restart from the final screen writes them again. */
+    r.adoptable = !job_is_ended(j);
+    if (r.adoptable) {
+        r.env = c->start_env;
+        r.n_env = c->n_start_env;
+        r.token = c->token;
+    }
     r.attempt = j->attempt;
     r.state = (char *)job_state_name(j->state);
+    c->record_state = (int)j->state;
     r.after = job_is_stopping(j) ? (char *)after_name(c->after) : NULL;
     r.auto_restart = c->auto_restart;
     r.agent_grace_s = c->o.agent_grace_s;
@@ -112,6 +119,11 @@ int ctl_adopt_read(struct controller *c, char *err, size_t errlen)
     int rc = run_record_read(dir, c->adopt, err, errlen);
     free(dir);
     if (rc < 0) return -1;
+    if (!c->adopt->adoptable) {
+        snprintf(err, errlen, "run %s cannot be taken over: its record says %s and holds no environment any more",
+                 c->o.run_id, c->adopt->state);
+        return -1;
+    }
     if (c->adopt->n_nodes != c->n) {
         snprintf(err, errlen, "run %s had %zu node%s; its hosts now give %zu: ddptop attach needs the same hosts",
                  c->o.run_id, c->adopt->n_nodes, c->adopt->n_nodes == 1 ? "" : "s", c->n);

@@ -141,6 +141,7 @@ struct controller {
     char **start_env;           /* the environment and directory we started in (the record's) */
     size_t n_start_env;
     char *start_cwd;
+    int record_state;           /* the job state adopt.json says; -1 before it is first written */
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
     struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */

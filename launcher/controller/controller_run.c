@@ -159,6 +159,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->hl = hl;
     if (fe) c->fe = *fe;
     c->el = evloop_new();
+    c->record_state = -1;
     ctl_start_snapshot(c); /* before anything below changes the environment */
     c->n = o->local ? 1 : hl ? hl->n : 0;
     if (!o->local && c->n == 0) {

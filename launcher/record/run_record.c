@@ -30,8 +30,10 @@ char *run_record_json(const struct run_record *r)
     cJSON_AddNumberToObject(o, "version", RUN_RECORD_VERSION);
     cJSON_AddItemToObject(o, "argv", strings(r->argv, r->argc));
     cJSON_AddStringToObject(o, "cwd", r->cwd ? r->cwd : "/");
-    cJSON_AddItemToObject(o, "env", strings(r->env, r->n_env));
-    cJSON_AddStringToObject(o, "token", r->token ? r->token : "");
+    if (r->adoptable) {
+        cJSON_AddItemToObject(o, "env", strings(r->env, r->n_env));
+        cJSON_AddStringToObject(o, "token", r->token ? r->token : "");
+    }
     cJSON_AddNumberToObject(o, "attempt", r->attempt);
     cJSON_AddStringToObject(o, "state", r->state ? r->state : "?");
     if (r->after) cJSON_AddStringToObject(o, "after", r->after);
@@ -129,16 +131,20 @@ int run_record_read(const char *run_dir, struct run_record *r, char *err, size_t
     else if (!int_in(cJSON_GetObjectItem(o, "version"), RUN_RECORD_VERSION, RUN_RECORD_VERSION))
         bad = "its version is not one this ddptop reads";
     else if (take_strings(cJSON_GetObjectItem(o, "argv"), &r->argv, &r->argc) < 0) bad = "\"argv\" is not a list of strings";
-    else if (take_strings(cJSON_GetObjectItem(o, "env"), &r->env, &r->n_env) < 0) bad = "\"env\" is not a list of strings";
-    else if (!cJSON_IsString(cJSON_GetObjectItem(o, "cwd")) || !cJSON_IsString(cJSON_GetObjectItem(o, "token")) ||
-             !cJSON_IsString(cJSON_GetObjectItem(o, "state")))
+    else if (!!cJSON_GetObjectItem(o, "env") != !!cJSON_GetObjectItem(o, "token"))
+        bad = "it holds one of \"env\" and \"token\" without the other";
+    else if ((r->adoptable = cJSON_GetObjectItem(o, "env") != NULL) &&
+             take_strings(cJSON_GetObjectItem(o, "env"), &r->env, &r->n_env) < 0)
+        bad = "\"env\" is not a list of strings";
+    else if (!cJSON_IsString(cJSON_GetObjectItem(o, "cwd")) || !cJSON_IsString(cJSON_GetObjectItem(o, "state")) ||
+             (r->adoptable && !cJSON_IsString(cJSON_GetObjectItem(o, "token"))))
         bad = "\"cwd\", \"token\" or \"state\" is missing";
     else if (!int_in(cJSON_GetObjectItem(o, "attempt"), 0, 1e6) ||
              !int_in(cJSON_GetObjectItem(o, "agent_grace_s"), 0, 7 * 86400))
         bad = "\"attempt\" or \"agent_grace_s\" is out of range";
     if (!bad) {
         r->cwd = xstrdup(cJSON_GetObjectItem(o, "cwd")->valuestring);
-        r->token = xstrdup(cJSON_GetObjectItem(o, "token")->valuestring);
+        if (r->adoptable) r->token = xstrdup(cJSON_GetObjectItem(o, "token")->valuestring);
         r->state = xstrdup(cJSON_GetObjectItem(o, "state")->valuestring);
         const char *after = cJSON_GetStringValue(cJSON_GetObjectItem(o, "after"));
         r->after = after ? xstrdup(after) : NULL;
@@ -204,4 +210,41 @@ int64_t run_record_last_alive(const char *run_dir)
         free(p);
     }
     return best;
+}
+
+int run_record_forget(const char *run_dir, const char *state, char *err, size_t errlen)
+{
+    struct run_record r;
+    if (run_record_read(run_dir, &r, err, errlen) < 0) return -1;
+    if (!r.adoptable) {
+        run_record_free(&r);
+        return 0;
+    }
+    char *path = xasprintf("%s/%s", run_dir, RUN_RECORD_FILE);
+    struct stat st;
+    int rc = stat(path, &st);
+    for (size_t i = 0; i < r.n_env; i++) {
+        /* not left in freed memory either */
+        explicit_bzero(r.env[i], strlen(r.env[i]));
+        free(r.env[i]);
+    }
+    free(r.env);
+    explicit_bzero(r.token, strlen(r.token));
+    free(r.token);
+    free(r.state);
+    r.env = NULL;
+    r.n_env = 0;
+    r.token = NULL;
+    r.adoptable = false;
+    r.state = xstrdup(state);
+    char *text = run_record_json(&r);
+    run_record_free(&r);
+    if (rc == 0) rc = util_replace_file(path, text, strlen(text), 0600, true);
+    /* its time says when the run's controller was last alive: a rewrite is not a sign of life */
+    struct timespec t[2] = {st.st_atim, st.st_mtim};
+    if (rc == 0) utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
+    else snprintf(err, errlen, "cannot rewrite %s: %s", path, strerror(errno));
+    free(text);
+    free(path);
+    return rc == 0 ? 0 : -1;
 }

@@ -49,6 +49,13 @@ static void runs_entry_incomplete(struct run_entry *e)
     }
 }
 
+/* What adopt.json says of a run that can no longer be taken over: the controller's name for
+ * the way it ended, or INTERRUPTED (its controller died and its agents gave up). */
+static const char *record_state(enum run_state s)
+{
+    return s == RUN_SUCCEEDED ? "DONE" : s == RUN_FAILED ? "FAILED" : s == RUN_STOPPED ? "STOPPED" : "INTERRUPTED";
+}
+
 void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
 {
     memset(e, 0, sizeof *e);
@@ -67,7 +74,10 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
         e->note = xasprintf("its controller (pid %d) is on %s: not checked from here",
                             e->owner.pid, e->owner.host);
     e->orphan_left_s = -1;
-    if (e->sum.state == RUN_INTERRUPTED && !e->sum.ended && e->owner_status == OWNER_GONE && e->sum.attempts > 0) {
+    /* a controller on another host may still show it, and restart it (r): that one's record */
+    bool ended = e->sum.ended && (e->owner_status == OWNER_GONE || e->owner_status == OWNER_NONE);
+    bool dead = e->sum.state == RUN_INTERRUPTED && !e->sum.ended && e->owner_status == OWNER_GONE;
+    if (ended || (dead && e->sum.attempts > 0)) {
         /* its agents wait for a controller for their grace, counted from when the dead one
          * was last alive (its log index is touched every second) */
         struct run_record r;
@@ -75,11 +85,17 @@ void runs_entry_read(struct run_entry *e, const char *dir, const char *id)
         if (run_record_read(dir, &r, err, sizeof err) == 0) {
             int64_t last = run_record_last_alive(dir), now = wall_ns();
             long left = r.agent_grace_s - (long)((now - last) / 1000000000);
-            if (r.agent_grace_s > 0 && last && left > 0) {
+            bool adoptable = r.adoptable, grace = r.agent_grace_s > 0;
+            run_record_free(&r);
+            if (!ended && adoptable && grace && last && left > 0) {
                 e->sum.state = RUN_ORPHANED;
                 e->orphan_left_s = left;
+            } else if (adoptable && (ended || (last && left < -RUN_RECORD_FORGET_AFTER_S))) {
+                /* nothing can take the run over any more: the environment it kept for that
+                 * (API tokens, passwords) goes (a controller that ended the run did it already;
+                 * not one that was killed, or a ddptop before issue 28) */
+                run_record_forget(dir, record_state(e->sum.state), err, sizeof err);
             }
-            run_record_free(&r);
         }
     }
     runs_entry_incomplete(e);

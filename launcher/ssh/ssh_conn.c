@@ -32,7 +32,7 @@ struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *
     c->h = h;
     c->o = o;
     c->fd = -1;
-    c->ra_fd = -1;
+    c->ra = SSH_READAHEAD_NONE;
     c->login_ms = -1;
     c->upload_pipe[0] = c->upload_pipe[1] = -1;
     c->address = xstrdup(h->name);
@@ -75,8 +75,7 @@ void ssh_conn_teardown(struct ssh_conn *c)
         ssh_free(c->session);
         c->session = NULL;
         /* right after the socket's closing, before this thread can open another fd there */
-        ssh_readahead_del(c->ra_fd);
-        c->ra_fd = -1;
+        ssh_readahead_del(&c->ra);
         if (c->fd_given) c->fd = -1;
     }
     if (c->fd >= 0) close(c->fd);

@@ -44,7 +44,7 @@ struct ssh_conn {
     int64_t syn_ms;            /* when its connect began */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
-    int ra_fd;                 /* the session's socket as read ahead (ssh_readahead.h), or -1 */
+    struct ssh_readahead_ref ra; /* the session's socket as read ahead (ssh_readahead.h) */
     char connect_err[128];
 
     /* authentication */

@@ -16,7 +16,7 @@
 static void read_stream(struct ssh_conn *c, int is_stderr)
 {
     char buf[16384];
-    size_t ahead = ssh_readahead_pending(c->ra_fd);
+    size_t ahead = ssh_readahead_pending(c->ra);
     for (;;) {
         if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
         /* the agent's lines straight into c->in: a copy less of every byte of a flood */
@@ -32,13 +32,13 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
             /* libssh takes 4 KiB per call and a packet is up to 32 KiB: while it still takes
              * what was read ahead (ssh_readahead.h), the rest of the packet is here, not one
              * more pass of the loop away */
-            size_t left = ssh_readahead_pending(c->ra_fd);
+            size_t left = ssh_readahead_pending(c->ra);
             if (left && left < ahead) {
                 ahead = left;
                 continue;
             }
         }
-        ahead = ssh_readahead_pending(c->ra_fd);
+        ahead = ssh_readahead_pending(c->ra);
         if (n <= 0) return;
         if (is_stderr) {
             strbuf_add(&c->errtail, buf, (size_t)n);

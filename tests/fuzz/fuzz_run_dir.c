@@ -1,28 +1,32 @@
 /* libFuzzer harness for a run's directory as `ddptop view` and `ddptop ls` read it back
- * (launcher/record/run_replay.c, runs.c, gpu.c's job_gpu_restore; docs/logs.md): events.jsonl,
- * gpu.jsonl and a rank's log, written by the harness into a directory of its own and read
- * with the real readers, run_replay_load and runs_entry_read, which take a path.
+ * (launcher/record/run_replay.c, runs.c, gpu.c's job_gpu_restore, run_record.c; docs/logs.md):
+ * events.jsonl, gpu.jsonl, a rank's log and adopt.json, written by the harness into a
+ * directory of its own and read with the real readers, run_replay_load, runs_entry_read and
+ * run_record_read, which take a path.
  *
- * Input: the three files' bytes, separated by NUL bytes: events.jsonl, then gpu.jsonl, then
- * attempt-0/rank-0.log (a file whose part is absent is not there).
+ * Input: the four files' bytes, separated by NUL bytes: events.jsonl, then gpu.jsonl, then
+ * attempt-0/rank-0.log, then adopt.json (a file whose part is absent is not there).
  *
  * Invariants: a loaded run has a job of the ranks and nodes it says, in an ended state, and
- * counts that are not negative; a run `ls` lists has attempts >= 0. */
+ * counts that are not negative; a run `ls` lists has attempts >= 0; once `ls` has seen an
+ * ended run, its takeover record (when one can be read) holds no environment and no token. */
 #include "fuzz_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "job/gpu.h"
 #include "job/job.h"
 #include "job/job_state.h"
+#include "record/run_record.h"
 #include "record/run_replay.h"
 #include "record/runs.h"
 
 static char dir[64];
-static const char *const files[] = { "events.jsonl", "gpu.jsonl", "attempt-0/rank-0.log" };
+static const char *const files[] = { "events.jsonl", "gpu.jsonl", "attempt-0/rank-0.log", "adopt.json" };
 
 static void cleanup(void)
 {
@@ -31,6 +35,8 @@ static void cleanup(void)
         snprintf(p, sizeof p, "%s/%s", dir, files[k]);
         unlink(p);
     }
+    snprintf(p, sizeof p, "%s/adopt.json.tmp", dir);
+    unlink(p);
     snprintf(p, sizeof p, "%s/attempt-0", dir);
     rmdir(p);
     rmdir(dir);
@@ -88,6 +94,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct run_entry e;
     runs_entry_read(&e, dir, "fuzz");
     EXPECT(e.sum.attempts >= 0);
+    bool ended = e.sum.ended;
     runs_entry_free(&e);
+
+    struct run_record rec;
+    if (run_record_read(dir, &rec, err, sizeof err) == 0) {
+        EXPECT(!ended || (!rec.adoptable && !rec.env && !rec.token));
+        EXPECT(rec.n_nodes >= 1 && rec.state && rec.cwd);
+        run_record_free(&rec);
+    } else {
+        EXPECT(err[0]);
+    }
     return 0;
 }

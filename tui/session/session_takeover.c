@@ -100,6 +100,15 @@ int session_takeover(const char *run, const char *log_dir, bool headless, bool f
         fprintf(stderr, "ddptop attach: run %s cannot be taken over: %s\n", run, err);
         goto out;
     }
+    if (!r.adoptable) {
+        /* the run ended, or runs_entry_read found its agents' grace long over */
+        fprintf(stderr, "ddptop attach: run %s cannot be taken over: its record (adopt.json) says %s and holds no "
+                "environment any more (the run ended, or its controller died and its agents stopped waiting: "
+                "--agent-grace %d s, over more than %d s ago); ddptop view %s shows it\n", run, r.state,
+                r.agent_grace_s, RUN_RECORD_FORGET_AFTER_S, run);
+        run_record_free(&r);
+        goto out;
+    }
     int64_t alive = run_record_last_alive(dir), now = wall_ns();
     long long ago = alive && alive < now ? (long long)((now - alive) / 1000000000) : 0;
     if (r.agent_grace_s == 0)
