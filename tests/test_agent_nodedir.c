@@ -12,6 +12,7 @@
 
 #include "agent/agent_nodedir.h"
 #include "tap.h"
+#include "util/util.h"
 
 static void test_dir_rules(void)
 {
@@ -43,8 +44,7 @@ static void test_dir_rules(void)
     char want[100];
     snprintf(want, sizeof want, "belongs to uid 65534, not to us (uid %u)", (unsigned)geteuid());
     CHECK_STR(why, want);
-    char *link = malloc(strlen(dir) + 6);
-    sprintf(link, "%s.link", dir);
+    char *link = xasprintf("%s.link", dir);
     CHECK(symlink(dir, link) == 0);
     CHECK(!agent_nodedir_ours(link, 077, true, why, sizeof why));
     CHECK_STR(why, "is a symbolic link");

@@ -171,7 +171,7 @@ static void build_many(struct check_report *r, size_t n)
 {
     check_report_init(r, n);
     for (size_t i = 0; i < n; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "n%04zu", i + 1);
         check_row_set_host(&r->rows[i], name, "127.0.0.1", 22);
         for (int k = 0; k < CHECK_KINDS; k++) check_result_set(&r->rows[i].checks[k], CHECK_PASS, "fine", NULL);
