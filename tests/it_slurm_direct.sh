@@ -9,7 +9,9 @@
 #   - n3's agent holds a wrong key (TaskProlog): it refuses the listener's proof, ddptop refuses
 #     the connection, and n3 speaks through srun's I/O;
 #   - the job runs the same on all three (preflight, launch, every rank's lines, exit 0), the
-#     ranks never see the key, and ddptop's listener is gone once every agent said where it is;
+#     ranks never see the key, not even in /proc/AGENT/environ or their keeper's (issue 28: the
+#     block the kernel wrote at exec kept it after unsetenv), and ddptop's listener is gone once
+#     every agent said where it is;
 #   - DDPTOP_SRUN_DIRECT=0 turns the connections off.
 set -u
 cd "$(dirname "$0")/.."
@@ -38,7 +40,10 @@ ip -n "$(slurm_netns n2)" route add 192.0.2.1/32 dev eth0 2>/dev/null
 
 cat >rank.sh <<'EOF2'
 #!/bin/sh
-echo "rank $RANK up on $(hostname) key=[${DDPTOP_SRUN_KEY:-}] port=[${DDPTOP_SRUN_PORT:-}]"
+# the key as its agent and keeper were given it, if it is still in their environ
+k=$PPID; a=$(cut -d' ' -f4 /proc/$k/stat)
+seen=$(cat /proc/$a/environ /proc/$k/environ 2>/dev/null | tr '\0' '\n' | grep -c '^DDPTOP_SRUN_KEY=[0-9a-f]\{64\}')
+echo "rank $RANK up on $(hostname) key=[${DDPTOP_SRUN_KEY:-}] port=[${DDPTOP_SRUN_PORT:-}] in_agent=[$seen]"
 sleep "${HOLD:-0}"
 EOF2
 chmod 755 rank.sh
@@ -68,9 +73,9 @@ rc=$?
 JOB_PID=""
 AL=$LOGS/mixed/agent.log
 ok=1
-for r in 0 1 2; do grep -q "rank $r up on n$((r + 1)) key=\[\] port=\[\]" "$LOGS/mixed/attempt-0/rank-$r.log" 2>/dev/null || ok=0; done
+for r in 0 1 2; do grep -q "rank $r up on n$((r + 1)) key=\[\] port=\[\] in_agent=\[0\]" "$LOGS/mixed/attempt-0/rank-$r.log" 2>/dev/null || ok=0; done
 if [ "$rc" = 0 ] && [ "$ok" = 1 ]; then
-    tap_ok "preflight and launch on three nodes: every rank's line, exit 0; no rank sees the key or the port"
+    tap_ok "preflight and launch on three nodes: every rank's line, exit 0; no rank sees the key or the port, nor finds the key in its agent's or keeper's /proc/PID/environ"
 else
     tap_fail "the mixed run" "rc $rc" "$(tail -5 mixed.out)" "$(cat "$LOGS"/mixed/attempt-0/rank-*.log 2>&1)"
 fi

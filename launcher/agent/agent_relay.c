@@ -24,10 +24,13 @@
 #include "wire/relay.h"
 
 static struct {
-    int task;
+    int task;            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
     int sock;            /* the direct connection to ddptop (wire/direct.h), or -1: srun's I/O */
     int sock_out_ok;     /* its sending side still works (else the agent's lines are dropped) */
-    char last;           /* the last byte sent on it (a line's end, or not) */            /* SLURM_PROCID: the lines for "task K" with K == task are ours */
+    struct direct_line_key tx, rx; /* the keys of its lines (wire/direct_line.h): ours, ddptop's */
+    struct strbuf part;  /* the agent's bytes after its last whole line (only whole lines are
+                          * sealed); touched by the relay's thread, then by agent_relay_finish */
+    struct strbuf sealed; /* what goes on the connection, sealed lines (kept: one per read) */
     int64_t ack_every;   /* ms between two acknowledging empty lines (acknowledge()) */
     int64_t acked_ms;    /* the last one */
     int to_agent;        /* write end of the agent's stdin; -1 once closed */
@@ -123,35 +126,86 @@ static void acknowledge(int others, ssize_t got)
     util_write_all(STDOUT_FILENO, "\n", 1);
 }
 
-/* ddptop's lines on the direct connection: its own, unaddressed; "!eof" and "!unlink" as
- * through srun. */
-static void from_direct(struct strbuf *in)
+/* ddptop's lines on the direct connection, each with its MAC (wire/direct_line.h): its own,
+ * unaddressed; "!eof" and "!unlink" as through srun. Returns -1 at the first line that fails its
+ * check: whoever wrote it does not hold the step's key (a spawn request written into the TCP
+ * stream), so nothing more of the connection is believed. */
+static int from_direct(struct strbuf *in)
 {
     size_t off = 0;
-    char *line;
-    while ((line = strbuf_take_line(in, &off)) != NULL) {
-        if (strcmp(line, RELAY_EOF) == 0) {
+    while (off < in->len) {
+        char *p = in->buf + off, *nl = memchr(p, '\n', in->len - off);
+        int at;
+        if (!nl) break;
+        *nl = '\0';
+        off += (size_t)(nl - p) + 1;
+        if ((at = direct_line_open(&relay.rx, p, (size_t)(nl - p))) < 0) {
+            fprintf(stderr, "ddptop-agent: line %llu from ddptop on the direct connection failed its check "
+                    "(someone without the step's key wrote into it): the connection is closed\n",
+                    (unsigned long long)relay.rx.seq + 1);
+            strbuf_reset(in);
+            return -1;
+        }
+        p += at;
+        if (strcmp(p, RELAY_EOF) == 0) {
             close_to_agent();
-        } else if (strcmp(line, RELAY_UNLINK) == 0) {
+        } else if (strcmp(p, RELAY_UNLINK) == 0) {
             if (bcast_copy[0]) unlink(bcast_copy);
         } else if (relay.to_agent >= 0) {
-            size_t n = strlen(line);
-            if (util_write_all(relay.to_agent, line, n) < 0 || util_write_all(relay.to_agent, "\n", 1) < 0)
+            size_t n = strlen(p);
+            if (util_write_all(relay.to_agent, p, n) < 0 || util_write_all(relay.to_agent, "\n", 1) < 0)
                 close_to_agent();
         }
-        free(line);
     }
     strbuf_consume(in, off);
+    return 0;
 }
 
-/* The agent's bytes on the direct connection, as they are: the connection is this node's own,
- * no framing needed. Once it broke they are dropped (ddptop is gone, or sees the node lost). */
+/* The agent's bytes on the direct connection: its whole lines, each sealed with its MAC; the
+ * rest waits for its newline. Once the connection broke they are dropped (ddptop is gone, or
+ * sees the node lost). */
 static void to_direct(const char *p, size_t n)
 {
+    const char *nl;
     if (!relay.sock_out_ok || n == 0) return;
+    strbuf_reset(&relay.sealed);
+    if (relay.part.len) {
+        /* a line begun in an earlier read: its end is this read's first newline */
+        size_t k;
+        nl = memchr(p, '\n', n);
+        k = nl ? (size_t)(nl - p) + 1 : n;
+        strbuf_add(&relay.part, p, k);
+        p += k;
+        n -= k;
+        if (!nl) return;
+        direct_line_seal(&relay.tx, relay.part.buf, relay.part.len - 1, &relay.sealed);
+        strbuf_reset(&relay.part);
+    }
+    while ((nl = memchr(p, '\n', n)) != NULL) {
+        direct_line_seal(&relay.tx, p, (size_t)(nl - p), &relay.sealed);
+        n -= (size_t)(nl - p) + 1;
+        p = nl + 1;
+    }
+    strbuf_add(&relay.part, p, n);
     /* the agent ignores SIGPIPE (agent_main.c): a closed peer is an error here */
-    if (util_write_all(relay.sock, p, n) < 0) relay.sock_out_ok = 0;
-    else relay.last = p[n - 1];
+    if (relay.sealed.len && util_write_all(relay.sock, relay.sealed.buf, relay.sealed.len) < 0) relay.sock_out_ok = 0;
+}
+
+/* The direct connection is over, or cannot be believed: closed both ways (ddptop then sees its
+ * end; the agent, its stdin ending, as when ddptop is gone). */
+static void direct_end(void)
+{
+    shutdown(relay.sock, SHUT_RDWR);
+    relay.sock_out_ok = 0;
+    close_to_agent();
+}
+
+/* The keys wiped: at the end, and in every child forked from the agent (pthread_atfork), which
+ * would otherwise hold a copy all its life (a rank's keeper lives on without exec). */
+static void relay_forget(void)
+{
+    direct_line_wipe(&relay.tx);
+    direct_line_wipe(&relay.rx);
 }
 
 static void *relay_main(void *arg)
@@ -175,9 +229,11 @@ static void *relay_main(void *arg)
             ssize_t r = recv(relay.sock, buf, sizeof buf, 0);
             if (r > 0) {
                 strbuf_add(&din, buf, (size_t)r);
-                from_direct(&din);
                 /* ddptop sends requests, not floods: a line without its end this long is not its */
-                if (din.len > (1u << 20)) strbuf_reset(&din);
+                if (from_direct(&din) < 0 || din.len > (1u << 20)) {
+                    sock_open = 0;
+                    direct_end();
+                }
             } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
                 /* ddptop or the connection is gone: as srun's stdin ending */
                 sock_open = 0;
@@ -333,9 +389,11 @@ int agent_relay_start(int *in_fd, int *out_fd, char *err, size_t errlen)
         /* the greeting goes over the direct connection when there is one (wire/direct.h);
          * while the step's variables are still there (SLURM_SRUN_COMM_HOST) */
         char why[256];
-        relay.sock = agent_direct_connect(relay.task, hello.buf, why, sizeof why);
+        relay.sock = agent_direct_connect(relay.task, hello.buf, &relay.tx, &relay.rx, why, sizeof why);
         relay.sock_out_ok = relay.sock >= 0;
-        relay.last = '\n';
+        if (relay.sock >= 0) pthread_atfork(NULL, NULL, relay_forget);
+        strbuf_init(&relay.part);
+        strbuf_init(&relay.sealed);
         if (relay.sock < 0 && why[0]) {
             fprintf(stderr, "ddptop-agent: no direct connection to ddptop (%s): speaking through srun's I/O\n", why);
             snprintf(direct_note, sizeof direct_note, "no direct connection to ddptop (%s): its lines go "
@@ -377,14 +435,17 @@ void agent_relay_finish(int in_fd, int out_fd, int status)
     n = snprintf(last, sizeof last, "!%d", status);
     if (relay.sock >= 0 && relay.sock_out_ok) {
         /* on its own line, whatever the agent's last bytes were */
-        if (relay.last != '\n') to_direct("\n", 1);
-        to_direct(last, (size_t)n);
-        to_direct("\n", 1);
+        if (relay.part.len) to_direct("\n", 1);
+        last[n] = '\n';
+        to_direct(last, (size_t)n + 1);
     }
     if (relay.sock >= 0) {
         int ok = relay.sock_out_ok;
         close(relay.sock);
         relay.sock = -1;
+        strbuf_done(&relay.part);
+        strbuf_done(&relay.sealed);
+        relay_forget();
         if (ok) return;
     }
     /* framed like a piece, so that a cut one is still read whole */

@@ -405,7 +405,7 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     if (s->cache_try) return SRUN_MEMBER_RUNNING; /* the step may still start again */
     /* its last lines are handed out before it is reported gone, those srun still holds while
      * another member's backlog stops us reading included (unless it is cut off) */
-    if (me->ended && me->in_off >= me->in.len && me->dfd < 0 && (me->cut || s->out_fd < 0 || !srun_step_backlogged(s)))
+    if (me->ended && me->in_off >= me->in.len && me->dfd < 0 && (me->cut || me->dforged || s->out_fd < 0 || !srun_step_backlogged(s)))
         return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
     return SRUN_MEMBER_RUNNING;
 }

@@ -10,6 +10,7 @@
 
 #include "srun_step.h"
 #include "util/util.h"
+#include "wire/direct_line.h"
 #include "wire/relay.h"
 
 struct member {
@@ -28,10 +29,12 @@ struct member {
     uint64_t bytes_in;
     bool released;
     bool kept;                /* its agent keeps a copy of itself (its greeting said "kept") */
-    /* its direct connection (srun_step_direct.c), when its agent made one */
+    /* its direct connection (srun_step_direct.c, srun_step_dlink.c), when its agent made one */
     int dfd;                  /* -1: none (never, or ended) */
     bool direct;              /* it spoke over one: srun's stdout carries nothing of it */
     bool dskip;               /* the rest of a line too long is dropped */
+    bool dforged;             /* a line failed its MAC: closed, and the member failed */
+    struct direct_line_key drx, dtx; /* the keys of its agent's lines and of ours */
     bool dmore;               /* its last read stopped early (a bound, the backlog): read again
                                * without waiting for its poll */
     struct strbuf dq, dr;     /* to send; read, not yet a whole line */
@@ -43,6 +46,26 @@ struct member {
 /* Handshakes in progress at most (besides the step's size). */
 #define DIRECT_PENDING_MAX 8192
 struct direct_pending;
+
+/* Refused direct connections (srun_step_direct.c): the first is said in the step's log at
+ * once, the rest counted by reason and said in one line when the listener closes (at most once
+ * a minute while it stays open): a stranger's flood of connections writes a line a minute,
+ * not one per try. */
+#define DIRECT_REFUSAL_KINDS 12
+struct direct_refusals {
+    bool first_said;
+    unsigned long total;                   /* counted, not said yet */
+    const char *why[DIRECT_REFUSAL_KINDS]; /* static strings, matched by address */
+    unsigned long count[DIRECT_REFUSAL_KINDS];
+    char last_peer[64];
+    int64_t said_ms;                       /* the last summary (mono_ms) */
+};
+
+/* A direct connection whose agent proved the step's key: its socket and its lines' keys. */
+struct direct_link {
+    int fd;
+    struct direct_line_key rx, tx; /* the agent's lines, ddptop's */
+};
 
 struct srun_step {
     char *agent_path, *jobid, *stderr_path;
@@ -75,6 +98,7 @@ struct srun_step {
     char dkey_hex[65];
     struct direct_pending *pend;
     size_t npend, pend_cap;
+    struct direct_refusals refused;
     pid_t tried_pid;          /* the srun that tried the kept copies and was given up: reaped
                                * when it ends (srun_step.c reap), never waited for; 0 none */
 };
@@ -100,8 +124,9 @@ void srun_step_wait_exit(struct srun_step *s, int ms);
 /* The step's log (its stderr file): a line of ddptop's own. */
 void srun_step_log(struct srun_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "NAME ADDR[ kept]" from task's relay: the member it names, now announced (NULL: none waits for
- * it). dfd: its direct connection, or -1 (srun's I/O). */
-struct member *srun_step_announce(struct srun_step *s, int task, const char *text, int dfd);
+ * it). link: its direct connection (taken over: its keys are copied, the caller wipes its own),
+ * or NULL (srun's I/O). */
+struct member *srun_step_announce(struct srun_step *s, int task, const char *text, const struct direct_link *link);
 /* The agent's exit status (the relay's "!STATUS" without its '!'). */
 void srun_step_member_exited(struct member *m, const char *status);
 /* m sent a line longer than PROTOCOL_MAX_LINE: it fails as over SSH. */
@@ -113,14 +138,19 @@ void srun_step_direct_open(struct srun_step *s);
 void srun_step_direct_env(const struct srun_step *s);
 /* New connections and handshakes; closes the listener once every agent said where it is. */
 void srun_step_direct_accept(struct srun_step *s);
+/* srun_step_dlink.c: a member's own connection once its agent proved the key. */
 /* m's connection: what is queued goes, what came is read into m->in; its end. */
 void srun_step_direct_pump(struct srun_step *s, struct member *m);
-/* Bytes of m's connection as read (its lines into m->in; tests and the fuzz target feed it). */
+/* Bytes of m's connection as read: each line's MAC checked, its line into m->in (tests and the
+ * fuzz target feed it). A line that fails its check closes the connection and fails m. */
 void srun_step_direct_feed(struct srun_step *s, struct member *m, const char *buf, size_t len);
+/* A line for m's agent, sealed (direct_line.h), on its connection. */
 void srun_step_direct_queue(struct member *m, const char *line, size_t len);
 void srun_step_direct_flush(struct member *m);
 /* m's socket to poll (0 or 1 filled). */
 int srun_step_direct_pollfds(const struct srun_step *s, const struct member *m, struct pollfd *p, int max);
+/* m's connection closed (if open) and its keys wiped. */
+void srun_step_direct_drop(struct member *m);
 /* The step starts again (srun_step_cache.c): every connection closed, a new key. */
 void srun_step_direct_reset(struct srun_step *s);
 /* Everything closed (the step is freed). */

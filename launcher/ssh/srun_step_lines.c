@@ -90,7 +90,7 @@ void srun_step_member_cut(struct srun_step *s, struct member *m)
 /* "=NAME ADDR[ kept]": the relay of task `task` says where it runs. ADDR is what MASTER_ADDR
  * uses: only a numeric address is taken ("-", empty, or anything else: the node's name).
  * "kept": the agent keeps a copy of itself for the job's later steps (srun_step_cache.c). */
-struct member *srun_step_announce(struct srun_step *s, int task, const char *text, int dfd)
+struct member *srun_step_announce(struct srun_step *s, int task, const char *text, const struct direct_link *link)
 {
     const char *sp = strchr(text, ' ');
     size_t nl = sp ? (size_t)(sp - text) : strlen(text);
@@ -103,8 +103,10 @@ struct member *srun_step_announce(struct srun_step *s, int task, const char *tex
     if (!m) return NULL;
     m->task = task;
     m->announced = true;
-    if (dfd >= 0) {
-        m->dfd = dfd;
+    if (link) {
+        m->dfd = link->fd;
+        m->drx = link->rx;
+        m->dtx = link->tx;
         m->direct = true;
     }
     if (sp) {
@@ -188,7 +190,7 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
         strbuf_reset(&m->piece.line);
         return;
     }
-    if (rest[0] == '=' && m == NULL) srun_step_announce(s, task, rest + 1, -1);
+    if (rest[0] == '=' && m == NULL) srun_step_announce(s, task, rest + 1, NULL);
 }
 
 /* The member a message of srun or slurmstepd is about: the task's, else the node it names

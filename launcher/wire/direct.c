@@ -8,9 +8,9 @@
 #include "util/sha256.h"
 #include "relay.h"
 
-void direct_hmac_hex(const unsigned char *key, size_t key_len, const char *msg, size_t len, char out[65])
+void direct_hmac(const unsigned char *key, size_t key_len, const void *msg, size_t len, unsigned char out[32])
 {
-    unsigned char k[64] = {0}, pad[64], inner[32], mac[32];
+    unsigned char k[64] = {0}, pad[64], inner[32];
     struct sha256 h;
     if (key_len > sizeof k) {
         sha256_init(&h);
@@ -28,7 +28,17 @@ void direct_hmac_hex(const unsigned char *key, size_t key_len, const char *msg, 
     sha256_init(&h);
     sha256_update(&h, pad, sizeof pad);
     sha256_update(&h, inner, sizeof inner);
-    sha256_final(&h, mac);
+    sha256_final(&h, out);
+    /* the padded key, and a hash state that has taken it in, are as good as the key */
+    explicit_bzero(k, sizeof k);
+    explicit_bzero(pad, sizeof pad);
+    explicit_bzero(&h, sizeof h);
+}
+
+void direct_hmac_hex(const unsigned char *key, size_t key_len, const char *msg, size_t len, char out[65])
+{
+    unsigned char mac[32];
+    direct_hmac(key, key_len, msg, len, mac);
     sha256_hex(mac, out);
 }
 
@@ -36,7 +46,8 @@ void direct_mac(const unsigned char key[DIRECT_KEY_LEN], const char *role, int t
                 const char *nc, char out[65])
 {
     char msg[160];
-    int n = snprintf(msg, sizeof msg, "ddptop-direct %s %d %s %s", role, task, na, nc);
+    int n = nc ? snprintf(msg, sizeof msg, "ddptop-direct %s %d %s %s", role, task, na, nc)
+               : snprintf(msg, sizeof msg, "ddptop-direct %s %d %s", role, task, na);
     direct_hmac_hex(key, DIRECT_KEY_LEN, msg, n > 0 ? (size_t)n : 0, out);
 }
 
@@ -70,16 +81,20 @@ int direct_key_parse(const char *hex, unsigned char key[DIRECT_KEY_LEN])
     return 0;
 }
 
-int direct_hello_parse(const char *line, int *task, char na[DIRECT_NONCE_HEX + 1])
+int direct_hello_parse(const char *line, int *task, char na[DIRECT_NONCE_HEX + 1], char hm[DIRECT_MAC_HEX + 1])
 {
-    static const char head[] = "ddptop-direct 1 ";
+    static const char head[] = "ddptop-direct 2 ";
     const char *end;
     int t;
     if (strncmp(line, head, sizeof head - 1) != 0) return -1;
     t = relay_number(line + sizeof head - 1, &end);
-    if (t < 0 || *end != ' ' || !hex_run(end + 1, DIRECT_NONCE_HEX, '\0')) return -1;
+    if (t < 0 || *end != ' ' || !hex_run(end + 1, DIRECT_NONCE_HEX, ' ') ||
+        !hex_run(end + 2 + DIRECT_NONCE_HEX, DIRECT_MAC_HEX, '\0'))
+        return -1;
     *task = t;
-    memcpy(na, end + 1, DIRECT_NONCE_HEX + 1);
+    memcpy(na, end + 1, DIRECT_NONCE_HEX);
+    na[DIRECT_NONCE_HEX] = '\0';
+    memcpy(hm, end + 2 + DIRECT_NONCE_HEX, DIRECT_MAC_HEX + 1);
     return 0;
 }
 
