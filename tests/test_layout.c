@@ -8,6 +8,9 @@
 #include "layout.h"
 #include "tap.h"
 
+/* An area of the layout l in scope, by name: A(RANKS). */
+#define A(name) (l.area[AREA_##name])
+
 struct flags {
     bool help, maxi, grid, check;
     int n_ranks;
@@ -32,10 +35,15 @@ static int check_one(int rows, int cols, const struct flags *f, int *printed)
                             .show_check = f->check, .n_ranks = f->n_ranks };
     struct layout l;
     layout_compute(&in, &l);
-    const struct rect *panes[] = { &l.header, &l.ranks, &l.chart, &l.log, &l.events,
-                                   &l.status, &l.check };
-    static const char *names[] = { "header", "ranks", "chart", "log", "events", "status",
-                                   "check" };
+    /* every area but the overlay, which lies over the others by design */
+    static const char *const names[AREA_COUNT] = {
+        [AREA_HEADER] = "header", [AREA_RANKS] = "ranks", [AREA_CHART] = "chart",
+        [AREA_LOG] = "log", [AREA_EVENTS] = "events", [AREA_CHECK] = "check",
+        [AREA_STATUS] = "status",
+    };
+    _Static_assert(AREA_OVERLAY == AREA_COUNT - 1, "the overlay is the last area");
+    const struct rect *panes[AREA_COUNT - 1];
+    for (int a = 0; a < AREA_OVERLAY; a++) panes[a] = &l.area[a];
     int bad = 0;
 #define BAD(...) do { bad++; if ((*printed)++ < 10) { printf("#   %dx%d help=%d max=%d " \
     "grid=%d check=%d n=%d: ", cols, rows, f->help, f->maxi, f->grid, f->check, f->n_ranks); \
@@ -45,20 +53,21 @@ static int check_one(int rows, int cols, const struct flags *f, int *printed)
         const struct rect *r = panes[i];
         if (!rect_inside(r, rows, cols))
             BAD("%s %d,%d %dx%d outside", names[i], r->y, r->x, r->w, r->h);
-        if (rect_visible(r) && i != 0 && i != 5 &&
+        if (rect_visible(r) && i != AREA_HEADER && i != AREA_STATUS &&
             (r->h < LAYOUT_MIN_PANE_H || r->w < LAYOUT_MIN_PANE_W))
             BAD("%s too small to draw: %dx%d", names[i], r->w, r->h);
         for (size_t k = i + 1; k < sizeof panes / sizeof *panes; k++)
             if (rect_overlaps(r, panes[k])) BAD("%s overlaps %s", names[i], names[k]);
     }
-    if (!rect_visible(&l.header) || l.header.y != 0 || l.header.w != cols) BAD("no header");
-    if (!rect_visible(&l.status) || l.status.y != rows - 1 || l.status.w != cols)
+    if (!rect_visible(&A(HEADER)) || A(HEADER).y != 0 || A(HEADER).w != cols) BAD("no header");
+    if (!rect_visible(&A(STATUS)) || A(STATUS).y != rows - 1 || A(STATUS).w != cols)
         BAD("no status line");
-    if (!rect_visible(&l.ranks)) BAD("ranks hidden");
-    if (!rect_visible(&l.log) && !f->check) BAD("log hidden");
-    if (f->check != rect_visible(&l.check)) BAD("check pane shown=%d", rect_visible(&l.check));
-    if (f->help != rect_visible(&l.help)) BAD("help shown=%d", rect_visible(&l.help));
-    if (f->help && !rect_inside(&l.help, rows, cols)) BAD("help outside");
+    if (!rect_visible(&A(RANKS))) BAD("ranks hidden");
+    if (!rect_visible(&A(LOG)) && !f->check) BAD("log hidden");
+    if (f->check != rect_visible(&A(CHECK))) BAD("check pane shown=%d", rect_visible(&A(CHECK)));
+    if (f->help != rect_visible(&A(OVERLAY)))
+        BAD("help shown=%d", rect_visible(&A(OVERLAY)));
+    if (f->help && !rect_inside(&A(OVERLAY), rows, cols)) BAD("help outside");
     /* panes side by side are LAYOUT_GAP columns apart (issue 12: the log's text ran into
      * the events' first column), never touching */
     for (size_t i = 0; i < sizeof panes / sizeof *panes; i++)
@@ -74,7 +83,7 @@ static int check_one(int rows, int cols, const struct flags *f, int *printed)
      * arrangement each body row has one gap (ranks | chart above, log | events below) */
     int area = 0;
     for (size_t i = 0; i < sizeof panes / sizeof *panes; i++) area += panes[i]->h * panes[i]->w;
-    int gaps = l.wide ? (rows - l.header.h - l.status.h) * LAYOUT_GAP : 0;
+    int gaps = l.wide ? (rows - A(HEADER).h - A(STATUS).h) * LAYOUT_GAP : 0;
     if (area + gaps != rows * cols)
         BAD("panes cover %d of %d cells (gaps %d)", area, rows * cols, gaps);
     return bad;
@@ -103,8 +112,8 @@ static void test_too_small(void)
         struct layout l;
         layout_compute(&in, &l);
         CHECK(l.too_small);
-        CHECK(!rect_visible(&l.header) && !rect_visible(&l.ranks) && !rect_visible(&l.log) &&
-              !rect_visible(&l.help) && !rect_visible(&l.status));
+        CHECK(!rect_visible(&A(HEADER)) && !rect_visible(&A(RANKS)) && !rect_visible(&A(LOG)) &&
+              !rect_visible(&A(OVERLAY)) && !rect_visible(&A(STATUS)));
     }
 }
 
@@ -114,11 +123,11 @@ static void test_minimal_40x10(void)
     struct layout l;
     layout_compute(&in, &l);
     CHECK(!l.too_small);
-    CHECK(rect_visible(&l.header) && rect_visible(&l.ranks) && rect_visible(&l.log));
-    CHECK(!rect_visible(&l.chart));
-    CHECK(!rect_visible(&l.events));
+    CHECK(rect_visible(&A(HEADER)) && rect_visible(&A(RANKS)) && rect_visible(&A(LOG)));
+    CHECK(!rect_visible(&A(CHART)));
+    CHECK(!rect_visible(&A(EVENTS)));
     /* both ranks fit: title + column header + 2 rows */
-    CHECK_INT(layout_rank_capacity(&l.ranks, false), 2);
+    CHECK_INT(layout_rank_capacity(&A(RANKS), false), 2);
 }
 
 static void test_full_120x40(void)
@@ -127,20 +136,20 @@ static void test_full_120x40(void)
     struct layout l;
     layout_compute(&in, &l);
     CHECK(l.wide);
-    CHECK(rect_visible(&l.chart) && rect_visible(&l.events) && rect_visible(&l.log));
-    CHECK_INT(l.header.h, 2);
+    CHECK(rect_visible(&A(CHART)) && rect_visible(&A(EVENTS)) && rect_visible(&A(LOG)));
+    CHECK_INT(A(HEADER).h, 2);
     /* chart beside the ranks, events beside the log */
-    CHECK_INT(l.chart.y, l.ranks.y);
-    CHECK(l.chart.x >= l.ranks.x + l.ranks.w);
-    CHECK_INT(l.events.y, l.log.y);
+    CHECK_INT(A(CHART).y, A(RANKS).y);
+    CHECK(A(CHART).x >= A(RANKS).x + A(RANKS).w);
+    CHECK_INT(A(EVENTS).y, A(LOG).y);
     /* one blank column between them, the right pane reaching the right edge */
-    CHECK_INT(l.chart.x, l.ranks.x + l.ranks.w + 1);
-    CHECK_INT(l.events.x, l.log.x + l.log.w + 1);
-    CHECK_INT(l.events.x + l.events.w, 120);
-    CHECK_INT(l.chart.x + l.chart.w, 120);
-    CHECK(l.ranks.w >= 72);   /* the whole rank row fits */
-    CHECK(layout_rank_capacity(&l.ranks, false) >= 8);
-    CHECK(l.log.h >= 10);
+    CHECK_INT(A(CHART).x, A(RANKS).x + A(RANKS).w + 1);
+    CHECK_INT(A(EVENTS).x, A(LOG).x + A(LOG).w + 1);
+    CHECK_INT(A(EVENTS).x + A(EVENTS).w, 120);
+    CHECK_INT(A(CHART).x + A(CHART).w, 120);
+    CHECK(A(RANKS).w >= 72);   /* the whole rank row fits */
+    CHECK(layout_rank_capacity(&A(RANKS), false) >= 8);
+    CHECK(A(LOG).h >= 10);
 }
 
 static void test_narrow_80x24(void)
@@ -149,9 +158,9 @@ static void test_narrow_80x24(void)
     struct layout l;
     layout_compute(&in, &l);
     CHECK(!l.wide);
-    CHECK(rect_visible(&l.chart) && rect_visible(&l.events));
-    CHECK(l.ranks.y < l.chart.y && l.chart.y < l.log.y && l.log.y < l.events.y);
-    CHECK_INT(layout_rank_capacity(&l.ranks, false), 4);
+    CHECK(rect_visible(&A(CHART)) && rect_visible(&A(EVENTS)));
+    CHECK(A(RANKS).y < A(CHART).y && A(CHART).y < A(LOG).y && A(LOG).y < A(EVENTS).y);
+    CHECK_INT(layout_rank_capacity(&A(RANKS), false), 4);
 }
 
 static void test_many_ranks_leave_room_for_log(void)
@@ -159,15 +168,15 @@ static void test_many_ranks_leave_room_for_log(void)
     struct layout_in in = { .rows = 50, .cols = 100, .n_ranks = 4096 };
     struct layout l;
     layout_compute(&in, &l);
-    CHECK(l.log.h >= (50 - 3) / 4);
-    CHECK(l.ranks.h <= (50 - 3) / 2);
+    CHECK(A(LOG).h >= (50 - 3) / 4);
+    CHECK(A(RANKS).h <= (50 - 3) / 2);
     /* grid mode needs far fewer rows for the same ranks */
     in.n_ranks = 64;
     in.grid_mode = true;
     layout_compute(&in, &l);
-    CHECK_INT(layout_grid_per_row(&l.ranks), 50);
-    CHECK_INT(l.ranks.h, 1 + 2);   /* title + two rows of 50 cells */
-    CHECK(layout_rank_capacity(&l.ranks, true) >= 64);
+    CHECK_INT(layout_grid_per_row(&A(RANKS)), 50);
+    CHECK_INT(A(RANKS).h, 1 + 2);   /* title + two rows of 50 cells */
+    CHECK(layout_rank_capacity(&A(RANKS), true) >= 64);
 }
 
 static void test_maximized_and_check(void)
@@ -175,16 +184,16 @@ static void test_maximized_and_check(void)
     struct layout_in in = { .rows = 40, .cols = 160, .n_ranks = 64, .log_maximized = true };
     struct layout l;
     layout_compute(&in, &l);
-    CHECK_INT(l.ranks.h, LAYOUT_MIN_PANE_H);
-    CHECK_INT(l.log.h, 40 - 2 - 1 - LAYOUT_MIN_PANE_H);
-    CHECK(!rect_visible(&l.chart) && !rect_visible(&l.events));
+    CHECK_INT(A(RANKS).h, LAYOUT_MIN_PANE_H);
+    CHECK_INT(A(LOG).h, 40 - 2 - 1 - LAYOUT_MIN_PANE_H);
+    CHECK(!rect_visible(&A(CHART)) && !rect_visible(&A(EVENTS)));
 
     struct layout_in ck = { .rows = 40, .cols = 160, .n_ranks = 4, .show_check = true,
                             .check_lines = 6 };
     layout_compute(&ck, &l);
-    CHECK_INT(l.check.h, 7);   /* what it asked for; the rest goes to the log */
-    CHECK(!rect_visible(&l.chart));
-    CHECK(l.log.h > 10);
+    CHECK_INT(A(CHECK).h, 7);   /* what it asked for; the rest goes to the log */
+    CHECK(!rect_visible(&A(CHART)));
+    CHECK(A(LOG).h > 10);
 }
 
 static void test_help_centred(void)
@@ -192,12 +201,12 @@ static void test_help_centred(void)
     struct layout_in in = { .rows = 50, .cols = 200, .show_help = true, .help_lines = 30 };
     struct layout l;
     layout_compute(&in, &l);
-    CHECK_INT(l.help.h, 32);
-    CHECK_INT(l.help.y, 9);
-    CHECK_INT(l.help.x + l.help.w / 2, 100);
+    CHECK_INT(A(OVERLAY).h, 32);
+    CHECK_INT(A(OVERLAY).y, 9);
+    CHECK_INT(A(OVERLAY).x + A(OVERLAY).w / 2, 100);
     in.rows = 12;
     layout_compute(&in, &l);
-    CHECK_INT(l.help.h, 10);   /* scrolls inside */
+    CHECK_INT(A(OVERLAY).h, 10);   /* scrolls inside */
 }
 
 static void test_rect_helpers(void)

@@ -36,7 +36,7 @@ static struct job *make_job(int n_ranks, const char *node_name)
 static void init_ui(struct ui_state *ui)
 {
     memset(ui, 0, sizeof *ui);
-    ui->focus = KM_RANKS;
+    ui->focus = AREA_RANKS;
     ui->modal = KM_COUNT;
     ui->follow = true;
 }

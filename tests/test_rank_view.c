@@ -266,7 +266,7 @@ static void test_drawing_8192(void)
     if (!j) { CHECK(0); endwin(); delscreen(scr); return; }
     struct ui_state ui;
     memset(&ui, 0, sizeof ui);
-    ui.focus = KM_RANKS;
+    ui.focus = AREA_RANKS;
     ui.modal = KM_COUNT;
     ui.now_ms = mono_ms();
     struct rank_view v;

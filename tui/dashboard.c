@@ -1,7 +1,8 @@
 /* The dashboard (dashboard.h): the terminal's life cycle (take it at the first frame, give it
  * back on every way out), the frame loop (draw only when the model's generation moved, a key
  * changed the UI or a one-second timer for ages is due; at most 10 frames a second; one
- * window per pane, wnoutrefresh each, one doupdate), and the controller's hooks. Keys are in
+ * window per area of the layout, wnoutrefresh each, one doupdate), and the controller's hooks.
+ * What each area shows and how is the pane table's (pane_table.h); keys are in
  * dashboard_keys.c, the panes in pane_*.c. */
 #include <errno.h>
 #include <langinfo.h>
@@ -162,7 +163,7 @@ static int terminal_take(struct dashboard *d)
 
 static void windows_free(struct dashboard *d)
 {
-    for (int i = 0; i < P_COUNT; i++) {
+    for (int i = 0; i < AREA_COUNT; i++) {
         if (d->win[i]) delwin(d->win[i]);
         d->win[i] = NULL;
     }
@@ -178,22 +179,6 @@ static void terminal_give_back(struct dashboard *d)
     d->screen = NULL;
     util_set_fatal_hook(NULL);
     stderr_capture_end();
-}
-
-static const struct rect *pane_rect(const struct layout *l, enum pane p)
-{
-    switch (p) {
-    case P_HEADER: return &l->header;
-    case P_RANKS: return &l->ranks;
-    case P_CHART: return &l->chart;
-    case P_LOG: return &l->log;
-    case P_EVENTS: return &l->events;
-    case P_STATUS: return &l->status;
-    case P_HELP: return &l->help;
-    case P_CHECK: return &l->check;
-    case P_COUNT: break;
-    }
-    return &l->header;
 }
 
 /* The layout for the current size and toggles; windows are made again only when it moved. */
@@ -221,18 +206,21 @@ static void layout_update(struct dashboard *d)
     werase(stdscr);
     wnoutrefresh(stdscr);
     if (l.too_small) return;
-    for (int p = 0; p < P_COUNT; p++) {
-        const struct rect *r = pane_rect(&l, (enum pane)p);
-        if (rect_visible(r)) d->win[p] = newwin(r->h, r->w, r->y, r->x);
+    for (int a = 0; a < AREA_COUNT; a++) {
+        const struct rect *r = &l.area[a];
+        if (rect_visible(r)) d->win[a] = newwin(r->h, r->w, r->y, r->x);
     }
-    /* focus stays on a pane that is on screen */
-    if (d->ui.focus == KM_EVENTS && !d->win[P_EVENTS]) d->ui.focus = KM_RANKS;
+    struct pane_ctx c;
+    dashboard_pane_ctx(d, &c, d->ui.now_ms);
+    pane_focus_check(&c);
 }
 
-int dashboard_log_rows(const struct dashboard *d)
+void dashboard_pane_ctx(struct dashboard *d, struct pane_ctx *c, int64_t now_ms)
 {
-    int h = d->have_lay ? d->lay.log.h - 1 : 10;
-    return h > 1 ? h : 1;
+    *c = (struct pane_ctx){
+        .job = d->job, .ui = &d->ui, .view = &d->view, .chart = &d->chart, .paint = &d->paint,
+        .lay = d->have_lay ? &d->lay : NULL, .now_ms = now_ms,
+    };
 }
 
 size_t dashboard_running_ranks(const struct job *j)
@@ -247,9 +235,8 @@ void dashboard_notice(struct dashboard *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->ui.notice, sizeof d->ui.notice, fmt, ap);
+    ui_notice_v(&d->ui, mono_ms(), fmt, ap);
     va_end(ap);
-    d->ui.notice_until_ms = mono_ms() + 4000;
 }
 
 /* The terminal's size from the kernel: SIGWINCH reaches us through the controller's
@@ -264,15 +251,6 @@ static void size_check(struct dashboard *d)
         d->cols = COLS;
         d->pending |= DK_RELAYOUT | DK_REDRAW;
     }
-}
-
-void dashboard_view_refresh(struct dashboard *d)
-{
-    if (!d->job) return;
-    bool grid = d->ui.grid && !d->ui.node_view;
-    struct rank_view_opts o;
-    ranks_view_opts(&d->ui, d->have_lay ? layout_rank_capacity(&d->lay.ranks, grid) : 0, &o);
-    rank_view_update(&d->view, d->job, &o);
 }
 
 static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
@@ -299,43 +277,32 @@ static void draw_frame(struct dashboard *d, const struct job *j, int64_t now)
         doupdate();
         return;
     }
-    const struct paint *p = &d->paint;
     const struct layout *l = &d->lay;
     bool grid = ui->grid && !ui->node_view;
-    int cap = layout_rank_capacity(&l->ranks, grid);
+    int cap = layout_rank_capacity(&l->area[AREA_RANKS], grid);
     d->job = j;
-    dashboard_view_refresh(d);
+    struct pane_ctx c;
+    dashboard_pane_ctx(d, &c, now);
+    pane_ranks_view_refresh(&c);
     if (ui->selected >= (int)j->n_ranks) ui->selected = j->n_ranks ? (int)j->n_ranks - 1 : 0;
     if (ui->selected < 0) ui->selected = 0;
-    /* only kept in range here: keys scroll to the selection (dashboard_keys.c), a rank moving
+    /* only kept in range here: keys scroll to the selection (pane_ranks_keys.c), a rank moving
      * in the attention order does not */
-    int per_row = grid ? layout_grid_per_row(&l->ranks) : 1;
+    int per_row = grid ? layout_grid_per_row(&l->area[AREA_RANKS]) : 1;
     if (ui->node_view) ranks_scroll_to(&ui->nodes_top, -1, (int)d->view.n_nodes_shown, cap, 1);
     else ranks_scroll_to(&ui->ranks_top, -1, (int)d->view.n, cap, per_row);
-    if (d->win[P_HEADER]) pane_header_draw(d->win[P_HEADER], j, ui, p);
-    if (d->win[P_RANKS]) {
-        if (ui->node_view) pane_nodes_draw(d->win[P_RANKS], j, ui, &d->view, p);
-        else pane_ranks_draw(d->win[P_RANKS], j, ui, &d->view, p);
+    /* each area shows the kind of pane the UI state chooses; the overlay last, over them */
+    for (int a = 0; a < AREA_COUNT; a++) {
+        const struct pane_class *pc = pane_table_shown((enum area)a, ui);
+        if (d->win[a] && pc && a != AREA_OVERLAY) pc->draw(d->win[a], &c);
     }
-    if (d->win[P_CHART]) {
-        chart_cache_update(&d->chart, j);
-        pane_chart_draw(d->win[P_CHART], &d->chart, ui, p);
-    }
-    if (d->win[P_LOG]) pane_log_draw(d->win[P_LOG], j, ui, p);
-    if (d->win[P_EVENTS]) pane_events_draw(d->win[P_EVENTS], j, ui, p);
-    if (d->win[P_CHECK]) pane_check_draw(d->win[P_CHECK], j, ui, p);
-    if (d->win[P_STATUS]) pane_status_draw(d->win[P_STATUS], j, ui, p);
-    for (int i = 0; i < P_COUNT; i++)
-        if (d->win[i] && i != P_HELP) wnoutrefresh(d->win[i]);
-    if (d->win[P_HELP] && ui->modal == KM_HELP) {
-        if (ui->gpu_view) {
-            ui->n_gpu_lines = pane_gpus_lines(j);
-            pane_gpus_draw(d->win[P_HELP], j, ui, p);
-        } else {
-            pane_help_draw(d->win[P_HELP], ui, p);
-        }
-        touchwin(d->win[P_HELP]);          /* on top of the panes drawn under it */
-        wnoutrefresh(d->win[P_HELP]);
+    for (int a = 0; a < AREA_COUNT; a++)
+        if (d->win[a] && a != AREA_OVERLAY) wnoutrefresh(d->win[a]);
+    const struct pane_class *top = pane_table_shown(AREA_OVERLAY, ui);
+    if (d->win[AREA_OVERLAY] && top) {
+        top->draw(d->win[AREA_OVERLAY], &c);
+        touchwin(d->win[AREA_OVERLAY]);    /* on top of the panes drawn under it */
+        wnoutrefresh(d->win[AREA_OVERLAY]);
     }
     doupdate();
 }
@@ -493,7 +460,8 @@ static void fe_on_stacks(void *ctx, const struct job *j, int rank, const char *t
     d->ui.stacks_rank = rank;
     d->ui.log_mode = LOGV_STACKS;
     d->ui.follow = false;
-    d->ui.log_pos = (uint64_t)dashboard_log_rows(d);   /* from the first frame down */
+    /* from the first frame down */
+    d->ui.log_pos = (uint64_t)pane_log_rows(d->have_lay ? &d->lay : NULL);
     d->ui.log_hscroll = 0;
     d->ui.mark = 0;
     d->pending |= DK_REDRAW;
@@ -513,7 +481,7 @@ struct dashboard *dashboard_new(const char *theme, char *err, size_t errlen)
     snprintf(d->ui.theme_name, sizeof d->ui.theme_name, "%s", d->theme.name);
     setlocale(LC_ALL, "");
     d->no_color = no_color_env();
-    d->ui.focus = KM_RANKS;
+    d->ui.focus = AREA_RANKS;
     d->ui.modal = KM_COUNT;
     d->ui.follow = true;
     d->ui.log_mode = LOGV_RANK;

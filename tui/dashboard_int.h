@@ -10,15 +10,9 @@
 #include "controller/controller.h"
 #include "dashboard.h"
 #include "layout.h"
-#include "theme.h"
+#include "pane_table.h"
 #include "panes.h"
-
-enum pane { P_HEADER, P_RANKS, P_CHART, P_LOG, P_EVENTS, P_STATUS, P_HELP, P_CHECK, P_COUNT };
-
-/* What a key handler asks the frame loop for (htop's flags: acted on once per batch). */
-#define DK_REDRAW   0x1u    /* draw the next frame even if the model did not change */
-#define DK_RELAYOUT 0x2u    /* recompute the layout (a toggle changed what is shown) */
-#define DK_REPAINT  0x4u    /* repaint every cell (Ctrl-L) */
+#include "theme.h"
 
 struct dashboard {
     struct controller *ctl;       /* NULL in `ddptop view` (view_only) */
@@ -37,7 +31,7 @@ struct dashboard {
     struct rank_view view;        /* the ranks pane's order and filters (a cache of the model) */
     struct layout lay;
     bool have_lay;
-    WINDOW *win[P_COUNT];
+    WINDOW *win[AREA_COUNT];      /* one per area the layout shows */
     int rows, cols;
     unsigned pending;             /* DK_* flags not yet acted on */
     bool key_frame;               /* a key changed the UI: its frame is drawn at once */
@@ -46,15 +40,14 @@ struct dashboard {
 };
 
 /* dashboard_keys.c: one key (wget_wch's result: a code point, or a KEY_* code when
- * function_key). Returns DK_* flags. */
+ * function_key), through the key map and the pane table. Returns DK_* flags. */
 unsigned dashboard_key(struct dashboard *d, int key, bool function_key);
-/* The pane rows the log shows (for paging), and the number of running ranks (for the quit
- * question). */
-int dashboard_log_rows(const struct dashboard *d);
+/* Whether action a is one of the dashboard's own (not a pane's: pane_table.h). */
+bool dashboard_key_does(enum ui_action a);
+/* What the panes draw from and their keys change, for this dashboard at now_ms. */
+void dashboard_pane_ctx(struct dashboard *d, struct pane_ctx *c, int64_t now_ms);
+/* The number of running ranks (for the quit question). */
 size_t dashboard_running_ranks(const struct job *j);
-/* Brings d->view up to the model and the UI's order and filters (dashboard.c; cheap when
- * nothing moved). */
-void dashboard_view_refresh(struct dashboard *d);
 /* The paint for the current theme and terminal (dashboard.c). */
 void dashboard_build_paint(struct dashboard *d);
 

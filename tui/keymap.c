@@ -176,19 +176,23 @@ const char *ui_action_name(enum ui_action a)
     return action_names[a];
 }
 
+/* Each mode's name and its section of the help, in the order the help lists them. */
+static const struct {
+    const char *name, *section;
+} modes[KM_COUNT] = {
+    [KM_RANKS] = { "Ranks pane", "Ranks pane:" },
+    [KM_LOG] = { "Log pane", "Log pane:" },
+    [KM_EVENTS] = { "Events pane", "Events pane:" },
+    [KM_CHECK] = { "Preflight results",
+                   "Preflight results (the moving keys, t, ?, q and Ctrl-L work too):" },
+    [KM_HELP] = { "Help", "This help (the moving keys scroll it):" },
+    [KM_SEARCH] = { "Typing a search", "Typing a search (/) or a host filter (H):" },
+    [KM_CONFIRM] = { "A question", "A question:" },
+};
+
 const char *km_mode_name(enum km_mode m)
 {
-    switch (m) {
-    case KM_RANKS: return "Ranks pane";
-    case KM_LOG: return "Log pane";
-    case KM_EVENTS: return "Events pane";
-    case KM_CHECK: return "Preflight results";
-    case KM_HELP: return "Help";
-    case KM_SEARCH: return "Typing a search";
-    case KM_CONFIRM: return "A question";
-    case KM_COUNT: break;
-    }
-    return "?";
+    return (int)m >= 0 && m < KM_COUNT ? modes[m].name : "?";
 }
 
 enum action ui_action_controller(enum ui_action a)
@@ -301,13 +305,7 @@ char **keymap_help_lines(size_t *n_lines)
 {
     struct lines l = { 0 };
     add_section(&l, -1, "Ranks, log and events panes (Tab moves between them):");
-    add_section(&l, KM_RANKS, "Ranks pane:");
-    add_section(&l, KM_LOG, "Log pane:");
-    add_section(&l, KM_EVENTS, "Events pane:");
-    add_section(&l, KM_CHECK, "Preflight results (the moving keys, t, ?, q and Ctrl-L work too):");
-    add_section(&l, KM_HELP, "This help (the moving keys scroll it):");
-    add_section(&l, KM_SEARCH, "Typing a search (/) or a host filter (H):");
-    add_section(&l, KM_CONFIRM, "A question:");
+    for (int m = 0; m < KM_COUNT; m++) add_section(&l, m, modes[m].section);
     if (l.oom) {
         keymap_help_free(l.v, l.n);
         *n_lines = 0;

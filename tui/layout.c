@@ -77,7 +77,7 @@ static void place_help(const struct layout_in *in, struct layout *out)
     int w = in->cols - 4 < 80 ? in->cols - 4 : 80;
     int max_h = in->rows - 2;
     int h = in->help_lines > 0 ? clampi(in->help_lines + 2, LAYOUT_MIN_PANE_H, max_h) : max_h;
-    out->help = mk((in->rows - h) / 2, (in->cols - w) / 2, h, w);
+    out->area[AREA_OVERLAY] = mk((in->rows - h) / 2, (in->cols - w) / 2, h, w);
 }
 
 /* Preflight on screen: the check results get the room, the log what is left if enough. */
@@ -93,15 +93,15 @@ static void body_check(const struct layout_in *in, struct layout *out, int by, i
         log_h += check_h - (in->check_lines + 1);
         check_h = in->check_lines + 1;
     }
-    out->ranks = mk(by, 0, ranks_h, cols);
-    out->check = mk(by + ranks_h, 0, check_h, cols);
-    out->log = mk(by + ranks_h + check_h, 0, log_h, cols);
+    out->area[AREA_RANKS] = mk(by, 0, ranks_h, cols);
+    out->area[AREA_CHECK] = mk(by + ranks_h, 0, check_h, cols);
+    out->area[AREA_LOG] = mk(by + ranks_h + check_h, 0, log_h, cols);
 }
 
 static void body_log_maximized(const struct layout_in *in, struct layout *out, int by, int bh)
 {
-    out->ranks = mk(by, 0, LAYOUT_MIN_PANE_H, in->cols);
-    out->log = mk(by + LAYOUT_MIN_PANE_H, 0, bh - LAYOUT_MIN_PANE_H, in->cols);
+    out->area[AREA_RANKS] = mk(by, 0, LAYOUT_MIN_PANE_H, in->cols);
+    out->area[AREA_LOG] = mk(by + LAYOUT_MIN_PANE_H, 0, bh - LAYOUT_MIN_PANE_H, in->cols);
 }
 
 /* Wide: ranks with the chart beside them on top, the log with the events beside it below,
@@ -120,10 +120,10 @@ static void body_wide(const struct layout_in *in, struct layout *out, int by, in
     int bot_h = bh - top_h;
     int events_w = clampi(cols * 3 / 10, 30, 70);
 
-    out->ranks = mk(by, 0, top_h, ranks_w);
-    out->chart = mk(by, ranks_w + LAYOUT_GAP, top_h, chart_w);
-    out->log = mk(by + top_h, 0, bot_h, cols - events_w - LAYOUT_GAP);
-    out->events = mk(by + top_h, cols - events_w, bot_h, events_w);
+    out->area[AREA_RANKS] = mk(by, 0, top_h, ranks_w);
+    out->area[AREA_CHART] = mk(by, ranks_w + LAYOUT_GAP, top_h, chart_w);
+    out->area[AREA_LOG] = mk(by + top_h, 0, bot_h, cols - events_w - LAYOUT_GAP);
+    out->area[AREA_EVENTS] = mk(by + top_h, cols - events_w, bot_h, events_w);
 }
 
 /* Narrow: a stack; the chart from 17 body rows, the events from 21, the log never below a
@@ -140,13 +140,13 @@ static void body_narrow(const struct layout_in *in, struct layout *out, int by, 
     int log_h = bh - ranks_h - chart_h - events_h;
     int y = by;
 
-    out->ranks = mk(y, 0, ranks_h, cols);
+    out->area[AREA_RANKS] = mk(y, 0, ranks_h, cols);
     y += ranks_h;
-    out->chart = mk(y, 0, chart_h, cols);
+    out->area[AREA_CHART] = mk(y, 0, chart_h, cols);
     y += chart_h;
-    out->log = mk(y, 0, log_h, cols);
+    out->area[AREA_LOG] = mk(y, 0, log_h, cols);
     y += log_h;
-    out->events = mk(y, 0, events_h, cols);
+    out->area[AREA_EVENTS] = mk(y, 0, events_h, cols);
 }
 
 void layout_compute(const struct layout_in *in, struct layout *out)
@@ -157,8 +157,8 @@ void layout_compute(const struct layout_in *in, struct layout *out)
         return;
     }
     int header_h = in->rows >= 16 ? 2 : 1;
-    out->header = mk(0, 0, header_h, in->cols);
-    out->status = mk(in->rows - 1, 0, 1, in->cols);
+    out->area[AREA_HEADER] = mk(0, 0, header_h, in->cols);
+    out->area[AREA_STATUS] = mk(in->rows - 1, 0, 1, in->cols);
     int by = header_h, bh = in->rows - header_h - 1;   /* bh >= 7 */
 
     out->wide = in->cols >= LAYOUT_WIDE_COLS && !in->show_check && !in->log_maximized;

@@ -9,7 +9,7 @@
  *   - header (1 or 2 rows, full width, top) and status (1 row, full width, bottom) always;
  *   - ranks always, at least LAYOUT_MIN_PANE_H rows (title + column header + one rank);
  *   - every other visible pane has h >= LAYOUT_MIN_PANE_H and w >= LAYOUT_MIN_PANE_W;
- *   - no two visible rects overlap, except help, an overlay centred on top of the others;
+ *   - no two visible rects overlap, except the overlay (help), centred on top of the others;
  *   - panes side by side (wide: ranks | chart, log | events) are LAYOUT_GAP columns apart:
  *     the gap belongs to no pane and stays blank, so text cut at one pane's edge never runs
  *     into the next pane's first column (issue 12); every other cell belongs to a pane;
@@ -47,10 +47,25 @@ struct layout_in {
     int check_lines;     /* lines the check pane would like (0: as many as fit) */
 };
 
+/* The layout's areas: where panes go. A pane kind (pane_table.h) names the area it is drawn
+ * in; kinds that take turns in one place share its area (the ranks table, the node view and
+ * its NCCL columns; the help and the GPU view over the panes). */
+enum area {
+    AREA_HEADER,
+    AREA_RANKS,
+    AREA_CHART,
+    AREA_LOG,
+    AREA_EVENTS,
+    AREA_CHECK,          /* preflight results */
+    AREA_STATUS,
+    AREA_OVERLAY,        /* centred over the others (help, GPUs) */
+    AREA_COUNT
+};
+
 struct layout {
     bool too_small;
     bool wide;           /* side-by-side arrangement chosen */
-    struct rect header, ranks, chart, log, events, status, help, check;
+    struct rect area[AREA_COUNT];
 };
 
 /* Computes the layout for in; pure and cheap (call it on every resize or toggle). */

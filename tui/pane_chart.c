@@ -2,13 +2,15 @@
  * ranks behind it, in braille dots (chart.c computes the dots; this file keeps the per-step
  * aggregate and draws). The aggregate is updated incrementally: each call reads only the
  * points the ranks' series gained since the previous call, so 1,024 ranks reporting ten
- * times a second cost a few thousand additions a second, not a rescan of every series. */
+ * times a second cost a few thousand additions a second, not a rescan of every series. Its
+ * class (pane_table.h) takes L, the log scale, from any pane. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chart.h"
 #include "format.h"
+#include "pane_table.h"
 #include "panes.h"
 
 /* Per rank: the newest point already counted, compared by value (the series is a ring
@@ -240,3 +242,30 @@ void pane_chart_draw(WINDOW *w, struct chart_cache *c, const struct ui_state *ui
         pane_put(w, p, m, strlen(m), cw / 2, p->role[ROLE_DIM]);
     }
 }
+
+/* ---- the class ---------------------------------------------------------------------------- */
+
+static unsigned chart_log_scale(struct pane_ctx *c, enum ui_action a)
+{
+    (void)a;
+    c->ui->log_scale = !c->ui->log_scale;
+    return DK_REDRAW;
+}
+
+/* The points the series gained since the last frame, then the frame. */
+static void chart_draw(WINDOW *w, struct pane_ctx *c)
+{
+    chart_cache_update(c->chart, c->job);
+    pane_chart_draw(w, c->chart, c->ui, c->paint);
+}
+
+const struct pane_class pane_chart_class = {
+    .name = "chart",
+    .area = AREA_CHART,
+    .mode = KM_COUNT,
+    .draw = chart_draw,
+    .keys = (const struct pane_key[]){
+        { UI_LOG_SCALE, chart_log_scale },
+        { UI_NONE, NULL },
+    },
+};

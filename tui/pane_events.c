@@ -1,8 +1,7 @@
 /* The events pane (launches, exits, the root cause of a failure, stalls and stragglers,
  * lost nodes, restarts), newest at the bottom with the root cause pinned above them, long
- * events wrapped over as many rows as they need (w: one row each, cut), and the
- * preflight pane that takes the chart's and events' place while the job is CHECKING or the
- * checks refused it (the report's table and details, coloured by status). */
+ * events wrapped over as many rows as they need (w: one row each, cut); its class and keys
+ * (pane_table.h): scrolling event by event, Enter opens the log of the event's rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "job/failure_line.h"
 #include "util/sanitize.h"
 #include "util/util.h"
+#include "pane_table.h"
 #include "panes.h"
 
 static enum theme_role event_role(enum job_event_kind k)
@@ -206,7 +206,7 @@ void pane_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     snprintf(title, sizeof title, " Events %zu%s", j->ev_count,
              ui->events_back ? "  [scrolled: End follows]" : "");
     werase(w);
-    pane_title(w, p, title, ui->focus == KM_EVENTS);
+    pane_title(w, p, title, ui->focus == AREA_EVENTS);
     int y = 1 + draw_root_cause(w, j, p, 1, h - 1);
     int rows = h - y;
     if (rows <= 0) return;
@@ -243,62 +243,71 @@ void pane_events_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     free(height);
 }
 
-/* The status words of the report's table, coloured where they appear. */
-static void draw_check_line(WINDOW *w, const struct paint *p, const char *s, int wd)
+/* ---- the class ---------------------------------------------------------------------------- */
+
+/* The rank the pane points at: the root cause's, else the newest event's. */
+static int events_rank(const struct job *j)
 {
-    static const struct { const char *word; enum theme_role role; } words[] = {
-        { "fail", ROLE_FAIL }, { "FAIL", ROLE_FAIL }, { "warn", ROLE_WARN },
-        { "WARN", ROLE_WARN }, { "pass", ROLE_OK }, { "PASS", ROLE_OK },
-        { "skip", ROLE_DIM }, { "fix:", ROLE_DIM },
-    };
-    int x = 0;
-    size_t len = strlen(s), i = 0;
-    while (i < len && x < wd) {
-        size_t best = len, bw = 0;
-        enum theme_role br = ROLE_NORMAL;
-        for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
-            const char *hit = strstr(s + i, words[k].word);
-            if (hit && (size_t)(hit - s) < best) {
-                best = (size_t)(hit - s);
-                bw = strlen(words[k].word);
-                br = words[k].role;
-            }
-        }
-        if (best > i) x += pane_put(w, p, s + i, best - i, wd - x, p->role[ROLE_NORMAL]);
-        if (best < len && x < wd) x += pane_put(w, p, s + best, bw, wd - x, p->role[br] | A_BOLD);
-        i = best + bw;
+    if (j->cause.set && j->cause.rank >= 0) return j->cause.rank;
+    for (size_t i = j->ev_count; i-- > 0;) {
+        const struct job_event *ev = job_event_at(j, i);
+        if (ev && ev->rank >= 0) return ev->rank;
     }
+    return -1;
 }
 
-void pane_check_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
-                     const struct paint *p)
+/* Event by event; a page is the log pane's rows (what PgUp moves everywhere). */
+static unsigned events_move(struct pane_ctx *c, enum ui_action a)
 {
-    int h = getmaxy(w), wd = getmaxx(w);
-    char title[128];
-    if (j->state == JOB_CHECK_FAILED)
-        snprintf(title, sizeof title, " Preflight refused the launch: Enter launches anyway, q quits");
-    else if (ui->n_check)
-        snprintf(title, sizeof title, " Preflight results");
-    else
-        snprintf(title, sizeof title, " Preflight: checking %zu node%s (ssh, env, tcp)...",
-                 j->n_nodes, j->n_nodes == 1 ? "" : "s");
-    werase(w);
-    pane_title(w, p, title, true);
-    if (!ui->n_check) {
-        /* the report comes complete; meanwhile, which nodes are asked */
-        for (size_t i = 0; i < j->n_nodes && (int)i + 1 < h; i++) {
-            wmove(w, 1 + (int)i, 1);
-            char line[160];
-            snprintf(line, sizeof line, "%-24s %s", j->nodes[i].name ? j->nodes[i].name : "?",
-                     "checking");
-            pane_put(w, p, line, strlen(line), wd - 1, p->role[ROLE_DIM]);
-        }
-        return;
-    }
-    int top = ui->check_top;
-    if (top < 0) top = 0;
-    for (int y = 1; y < h && (size_t)(top + y - 1) < ui->n_check; y++) {
-        wmove(w, y, 0);
-        draw_check_line(w, p, ui->check_lines[top + y - 1], wd);
-    }
+    int page = pane_log_rows(c->lay);
+    long back = c->ui->events_back;
+    long max = (long)c->job->ev_count;
+    if (a == UI_UP) back++;
+    else if (a == UI_DOWN) back--;
+    else if (a == UI_PAGE_UP) back += page;
+    else if (a == UI_PAGE_DOWN) back -= page;
+    else if (a == UI_HOME) back = max;
+    else if (a == UI_END) back = 0;
+    if (back > max) back = max;
+    if (back < 0) back = 0;
+    c->ui->events_back = (int)back;
+    return DK_REDRAW;
 }
+
+static unsigned events_open(struct pane_ctx *c, enum ui_action a)
+{
+    (void)a;
+    int r = events_rank(c->job);
+    if (r >= 0) pane_ranks_select(c, r);
+    return pane_log_open_selected(c);
+}
+
+static unsigned events_wrap(struct pane_ctx *c, enum ui_action a)
+{
+    struct ui_state *ui = c->ui;
+    (void)a;
+    ui->events_cut = !ui->events_cut;
+    ui_notice(ui, c->now_ms, "events: %s (w: %s)", ui->events_cut ? "one row each" : "wrapped",
+              ui->events_cut ? "wrap" : "one row each");
+    return DK_REDRAW;
+}
+
+static void events_draw(WINDOW *w, struct pane_ctx *c)
+{
+    pane_events_draw(w, c->job, c->ui, c->paint);
+}
+
+const struct pane_class pane_events_class = {
+    .name = "events",
+    .area = AREA_EVENTS,
+    .mode = KM_EVENTS,
+    .focus = 3,
+    .hints = " ? help  Up/Down scroll  Enter rank  Tab focus  r restart  K stop  q quit",
+    .draw = events_draw,
+    .move = events_move,
+    .keys = (const struct pane_key[]){
+        { UI_OPEN, events_open },
+        { UI_EVENTS_WRAP, events_wrap },
+        { UI_NONE, NULL },
+    },
+};

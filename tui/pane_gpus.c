@@ -2,13 +2,15 @@
  * node: the rank on it, utilisation now and as a sparkline of its last minute (as wide as the
  * window allows), memory, power against its limit, temperature, SM clock, and what is wrong
  * (throttling and why, ECC errors) in the warning or failure colour. Drawn from the job model
- * (job/gpu.c) at every frame, like the panes. */
+ * (job/gpu.c) at every frame, like the panes. Its class (pane_table.h) shares the overlay's
+ * area with the help: G opens it, the moving keys scroll it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "format.h"
 #include "job/gpu.h"
+#include "pane_table.h"
 #include "panes.h"
 
 int pane_gpus_lines(const struct job *j)
@@ -98,3 +100,47 @@ void pane_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, c
     }
     wbkgdset(w, ' ');
 }
+
+/* ---- the class ---------------------------------------------------------------------------- */
+
+static unsigned gpus_open(struct pane_ctx *c, enum ui_action a)
+{
+    struct ui_state *ui = c->ui;
+    (void)a;
+    ui->modal = KM_HELP;
+    ui->gpu_view = true;
+    ui->help_top = 0;
+    ui->n_gpu_lines = pane_gpus_lines(c->job);
+    return DK_REDRAW | DK_RELAYOUT;
+}
+
+static unsigned gpus_move(struct pane_ctx *c, enum ui_action a)
+{
+    return pane_overlay_scroll(c, a, c->ui->n_gpu_lines);
+}
+
+static bool gpus_shown(const struct ui_state *ui)
+{
+    return ui->modal == KM_HELP && ui->gpu_view;
+}
+
+/* Its line count kept for scrolling: the samples grow it. */
+static void gpus_draw(WINDOW *w, struct pane_ctx *c)
+{
+    c->ui->n_gpu_lines = pane_gpus_lines(c->job);
+    pane_gpus_draw(w, c->job, c->ui, c->paint);
+}
+
+const struct pane_class pane_gpus_class = {
+    .name = "gpus",
+    .area = AREA_OVERLAY,
+    .shown = gpus_shown,
+    .grabs = true,
+    .mode = KM_HELP,
+    .draw = gpus_draw,
+    .move = gpus_move,
+    .keys = (const struct pane_key[]){
+        { UI_GPUS, gpus_open },
+        { UI_NONE, NULL },
+    },
+};

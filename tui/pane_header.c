@@ -1,7 +1,8 @@
 /* The header (job state, run id, attempt, nodes, world size, elapsed, step spread, tokens/s,
  * mean loss) and the status line at the bottom (key hints, y/n questions, the search being
- * typed). Also the two drawing helpers every pane uses: pane_put, which is the only way text
- * reaches the screen (every byte through the sanitizer), and pane_title. */
+ * typed, a notice), with their pane classes. Also the two drawing helpers every pane uses:
+ * pane_put, which is the only way text reaches the screen (every byte through the
+ * sanitizer), and pane_title. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "format.h"
 #include "job/failure_line.h"
 #include "util/sanitize.h"
+#include "pane_table.h"
 #include "panes.h"
 
 /* Scratch for pane_put: panes run one at a time on the loop's thread, and reusing the buffer
@@ -210,16 +212,9 @@ static const char *status_hints(const struct job *j, const struct ui_state *ui)
     if (j->state == JOB_CHECK_FAILED)
         return " Enter launch anyway  q quit  Up/Down scroll  ? help";
     if (j->state == JOB_CHECKING) return " preflight running...  q quit  ? help";
-    switch (ui->focus) {
-    case KM_LOG:
-        return " ? help  PgUp/PgDn scroll  f follow  / search  n/N next  e error  a all ranks"
-               "  Tab focus  q quit";
-    case KM_EVENTS:
-        return " ? help  Up/Down scroll  Enter rank  Tab focus  r restart  K stop  q quit";
-    default:
-        return " ? help  q quit  r restart  K stop  s stacks  / search  v nodes  o order"
-               "  F state  H host  g grid  a all ranks  Tab focus";
-    }
+    /* the focused pane's keys (pane_table.h) */
+    const struct pane_class *pc = pane_table_shown(ui->focus, ui);
+    return pc && pc->hints ? pc->hints : "";
 }
 
 void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
@@ -251,3 +246,43 @@ void pane_status_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
     }
     put_str(w, p, status_hints(j, ui), wd, st);
 }
+
+void ui_notice_v(struct ui_state *ui, int64_t now_ms, const char *fmt, va_list ap)
+{
+    vsnprintf(ui->notice, sizeof ui->notice, fmt, ap);
+    ui->notice_until_ms = now_ms + 4000;
+}
+
+void ui_notice(struct ui_state *ui, int64_t now_ms, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ui_notice_v(ui, now_ms, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the pane classes (pane_table.h) ----------------------------------------------------- */
+
+static void header_draw(WINDOW *w, struct pane_ctx *c)
+{
+    pane_header_draw(w, c->job, c->ui, c->paint);
+}
+
+static void status_draw(WINDOW *w, struct pane_ctx *c)
+{
+    pane_status_draw(w, c->job, c->ui, c->paint);
+}
+
+const struct pane_class pane_header_class = {
+    .name = "header",
+    .area = AREA_HEADER,
+    .mode = KM_COUNT,
+    .draw = header_draw,
+};
+
+const struct pane_class pane_status_class = {
+    .name = "status",
+    .area = AREA_STATUS,
+    .mode = KM_COUNT,
+    .draw = status_draw,
+};

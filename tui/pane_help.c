@@ -1,10 +1,12 @@
 /* The help overlay, generated from the keymap table (keymap_help_lines) so that it lists
- * every key the dashboard knows, and the notice shown instead of the panes when the terminal
- * is smaller than the layout's minimum. */
+ * every key the dashboard knows, with its class (pane_table.h: ? opens it, the moving keys
+ * scroll it), and the notice shown instead of the panes when the terminal is smaller than
+ * the layout's minimum. */
 #include <stdio.h>
 #include <string.h>
 
 #include "format.h"
+#include "pane_table.h"
 #include "panes.h"
 
 attr_t pane_overlay_frame(WINDOW *w, const struct paint *p, const char *title)
@@ -60,3 +62,59 @@ void pane_too_small(WINDOW *w, int rows, int cols, const struct paint *p)
                                                                      : p->role[ROLE_NORMAL]);
     }
 }
+
+/* ---- the class ---------------------------------------------------------------------------- */
+
+unsigned pane_overlay_scroll(struct pane_ctx *c, enum ui_action a, int n)
+{
+    int *t = &c->ui->help_top;
+    const struct rect *r = pane_ctx_area(c, AREA_OVERLAY);
+    int hp = r->h > 3 ? r->h - 2 : 1;
+    if (a == UI_UP) (*t)--;
+    else if (a == UI_DOWN) (*t)++;
+    else if (a == UI_PAGE_UP) *t -= hp;
+    else if (a == UI_PAGE_DOWN) *t += hp;
+    else if (a == UI_HOME) *t = 0;
+    else if (a == UI_END) *t = n;
+    if (*t > n - hp) *t = n - hp;
+    if (*t < 0) *t = 0;
+    return DK_REDRAW;
+}
+
+static unsigned help_open(struct pane_ctx *c, enum ui_action a)
+{
+    (void)a;
+    c->ui->modal = KM_HELP;
+    c->ui->gpu_view = false;
+    c->ui->help_top = 0;
+    return DK_REDRAW | DK_RELAYOUT;
+}
+
+static unsigned help_move(struct pane_ctx *c, enum ui_action a)
+{
+    return pane_overlay_scroll(c, a, (int)c->ui->n_help);
+}
+
+static bool help_shown(const struct ui_state *ui)
+{
+    return ui->modal == KM_HELP && !ui->gpu_view;
+}
+
+static void help_draw(WINDOW *w, struct pane_ctx *c)
+{
+    pane_help_draw(w, c->ui, c->paint);
+}
+
+const struct pane_class pane_help_class = {
+    .name = "help",
+    .area = AREA_OVERLAY,
+    .shown = help_shown,
+    .grabs = true,
+    .mode = KM_HELP,
+    .draw = help_draw,
+    .move = help_move,
+    .keys = (const struct pane_key[]){
+        { UI_HELP, help_open },
+        { UI_NONE, NULL },
+    },
+};

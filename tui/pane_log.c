@@ -330,7 +330,7 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         break;
     }
     werase(w);
-    pane_title(w, p, title, ui->focus == KM_LOG);
+    pane_title(w, p, title, ui->focus == AREA_LOG);
     int rows = h - 1;
     if (rows <= 0) return;
 

@@ -110,10 +110,6 @@ static void cell(const struct job *j, int node, const struct node_summary *s, en
 void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                      const struct rank_view *v, const struct paint *p)
 {
-    if (ui->nccl_cols) {
-        pane_nodes_nccl_draw(w, j, ui, v, p);
-        return;
-    }
     int h = getmaxy(w), wd = getmaxx(w);
     werase(w);
     size_t troubled = 0;
@@ -130,7 +126,7 @@ void pane_nodes_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                       v->n_nodes_shown, rank_filter_name(ui->filter),
                       ui->host_filter[0] ? " host " : "", ui->host_filter);
     snprintf(title + k, sizeof title - (size_t)k, "  Enter: its ranks, v: ranks, C: NCCL");
-    pane_title(w, p, title, ui->focus == KM_RANKS);
+    pane_title(w, p, title, ui->focus == AREA_RANKS);
 
     bool shown[N_N];
     int node_w;

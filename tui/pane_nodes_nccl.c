@@ -93,7 +93,7 @@ void pane_nodes_nccl_draw(WINDOW *w, const struct job *j, const struct ui_state 
     char title[200];
     snprintf(title, sizeof title, " Nodes %zu: NCCL%s  C: node columns, Enter: its ranks", j->n_nodes,
              any ? "" : " (no NCCL lines yet: NCCL_DEBUG=INFO prints them)");
-    pane_title(w, p, title, ui->focus == KM_RANKS);
+    pane_title(w, p, title, ui->focus == AREA_RANKS);
     bool shown[C_N];
     choose(wd, shown);
     int x = 0;

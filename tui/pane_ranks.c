@@ -277,7 +277,7 @@ void pane_ranks_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                  at);
     }
     werase(w);
-    pane_title(w, p, title, ui->focus == KM_RANKS);
+    pane_title(w, p, title, ui->focus == AREA_RANKS);
     if (ui->grid) draw_grid(w, j, ui, v, p);
     else draw_table(w, j, ui, v, p);
     if (v->n == 0 && getmaxy(w) > 2)

@@ -1,13 +1,14 @@
 /* The dashboard's views: what each pane draws, as functions of (model, UI state, window).
  * No view reads the clock, a file or the network, and no view changes the model: the
- * dashboard (dashboard.c) owns the UI state, keeps scroll positions consistent, turns keys
- * into changes of that state and calls the panes once per frame. Shared here: the UI state,
+ * dashboard (dashboard.c) owns the UI state and calls the panes once per frame through the
+ * pane table (pane_table.h), whose pane classes also turn keys into changes of that state. Shared here: the UI state,
  * the paint (theme roles resolved to curses attributes), the log pane's line positions (which
  * the search keys use too) and the chart's per-step aggregate across ranks. */
-#ifndef DDPTOP_VIEWS_H
-#define DDPTOP_VIEWS_H
+#ifndef DDPTOP_PANES_H
+#define DDPTOP_PANES_H
 
 #include <curses.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +39,8 @@ struct merged_ref {
 
 struct ui_state {
     int64_t now_ms;           /* the frame's mono_ms(): every age on screen agrees */
-    enum km_mode focus;       /* KM_RANKS, KM_LOG or KM_EVENTS */
+    enum area focus;          /* the focused pane's area: AREA_RANKS, AREA_LOG or AREA_EVENTS
+                               * (the Tab ring of pane_table.h) */
     enum km_mode modal;       /* KM_SEARCH, KM_CONFIRM, KM_HELP, or KM_COUNT for none */
     int selected;             /* the selected rank */
     int ranks_top;            /* table: first rank shown; grid: first grid row shown */
@@ -139,6 +141,12 @@ attr_t pane_overlay_frame(WINDOW *w, const struct paint *p, const char *title);
 void pane_gpus_draw(WINDOW *w, const struct job *j, const struct ui_state *ui, const struct paint *p);
 /* How many lines it has for this job (nodes' headings and GPUs). */
 int pane_gpus_lines(const struct job *j);
+
+/* Sets the status line's notice for a few seconds from now_ms. (pane_header.c) */
+void ui_notice(struct ui_state *ui, int64_t now_ms, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ui_notice_v(struct ui_state *ui, int64_t now_ms, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* A pane's title row: the text, the rest of the row in the same role. */
 void pane_title(WINDOW *w, const struct paint *p, const char *title, bool focused);
