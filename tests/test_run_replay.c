@@ -273,34 +273,38 @@ static void test_reused_id_and_missing(void)
     free(dir);
 }
 
-/* A gpu.jsonl line of more GPUs than a node reports is not a sample; counts that do not fit
- * are left unknown, not cast. */
+/* A gpu.jsonl line of more GPUs than a node reports is not a sample (the node keeps the
+ * sample before it); counts that do not fit are left unknown, not cast; a host no longer in
+ * the run is no error. */
 static void test_gpu_line_bounds(void)
 {
-    const char *names[] = { "a", "b" };
-    int per_node[] = { 1, 1 };
-    char err[256];
-    struct job *j = job_new("t", NULL, 0, names, NULL, per_node, 2, err, sizeof err);
-    CHECK(j != NULL);
-    if (!j) return;
+    char *dir = run_path("gpu-bounds");
+    mkdir(dir, 0755);
+    put(dir, "events.jsonl", LAUNCH("00.000", 0) END("05.000", 0, "succeeded", 0));
     struct strbuf sb;
     strbuf_init(&sb);
-    strbuf_adds(&sb, "{\"host\":\"b\",\"gpus\":[");
+    strbuf_adds(&sb, "{\"host\":\"localhost\",\"gpus\":[{\"index\":0,\"throttle\":1e30,"
+                "\"ecc_uncorrected\":3}]}\n");
+    strbuf_adds(&sb, "{\"host\":\"localhost\",\"gpus\":[");
     for (int i = 0; i < RUN_REPLAY_GPUS_MAX + 1; i++) strbuf_addf(&sb, "%s{\"index\":%d}", i ? "," : "", i);
-    strbuf_adds(&sb, "]}");
-    CHECK(!run_replay_gpu_line(j, sb.buf, sb.len));
-    CHECK_INT(j->nodes[1].gpus.n, 0);
-    const char *ok = "{\"host\":\"b\",\"gpus\":[{\"index\":0,\"throttle\":1e30,\"ecc_uncorrected\":3}]}";
-    CHECK(run_replay_gpu_line(j, ok, strlen(ok)));
-    CHECK_INT(j->nodes[1].gpus.n, 1);
-    if (j->nodes[1].gpus.n == 1) {
-        CHECK(!j->nodes[1].gpus.g[0].has_throttle);
-        CHECK(j->nodes[1].gpus.g[0].has_ecc && j->nodes[1].gpus.g[0].ecc == 3);
-    }
-    const char *other = "{\"host\":\"zz\",\"gpus\":[]}";
-    CHECK(run_replay_gpu_line(j, other, strlen(other)));    /* a host not in the run */
+    strbuf_adds(&sb, "]}\n{\"host\":\"zz\",\"gpus\":[]}\n");
+    put(dir, "gpu.jsonl", sb.buf);
     strbuf_done(&sb);
-    job_free(j);
+    struct run_replay r;
+    char err[256] = "";
+    CHECK_INT(run_replay_load(dir, NULL, OWNER_GONE, &r, err, sizeof err), 0);
+    if (r.job) {
+        CHECK_INT(r.gpu_samples, 2);            /* the first line and the host not in the run */
+        CHECK_INT(r.bad_lines, 1);              /* 65 GPUs */
+        const struct node_gpus *ng = &r.job->nodes[0].gpus;
+        CHECK_INT(ng->n, 1);
+        if (ng->n == 1) {
+            CHECK(!ng->g[0].has_throttle);
+            CHECK(ng->g[0].has_ecc && ng->g[0].ecc == 3);
+        }
+    }
+    run_replay_done(&r);
+    free(dir);
 }
 
 int main(void)

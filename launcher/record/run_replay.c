@@ -472,14 +472,6 @@ static bool gpu_line(struct job *j, const int *by_name, const char *line, size_t
     return true;
 }
 
-bool run_replay_gpu_line(struct job *j, const char *line, size_t len)
-{
-    int *by_name = nodes_by_name(j);
-    bool ok = gpu_line(j, by_name, line, len);
-    free(by_name);
-    return ok;
-}
-
 static void gpu_read(struct run_replay *out, const char *dir, const int *by_name)
 {
     char *path = xasprintf("%s/gpu.jsonl", dir);

@@ -52,11 +52,6 @@ int run_replay_load(const char *run_dir, const char *id, enum run_owner_status o
                     struct run_replay *out, char *err, size_t errlen);
 void run_replay_done(struct run_replay *r);
 
-/* One line of gpu.jsonl (no newline) into j's nodes, as run_replay_load reads them: true when
- * it is a sample (of a node j has or not), false when it is not one. For tests and fuzzing;
- * events.jsonl's lines go through run_summary_feed (run_summary.h) the same way. */
-bool run_replay_gpu_line(struct job *j, const char *line, size_t len);
-
 /* The job state a run's end maps to on screen: succeeded DONE, failed FAILED, anything else
  * (stopped, interrupted, unknown) STOPPED. */
 enum job_state run_replay_job_state(enum run_state st);
