@@ -8,8 +8,10 @@
  * questions, typing); Tab walks the panes in the order of their `focus`.
  *
  * Adding a pane that takes turns in an existing area (a view of the ranks, an overlay) is its
- * file and one line of the table; a new area is also a line of layout.h's enum area and its
- * place in layout.c, which keeps the arrangement one pure function tested at every size.
+ * file and its line in pane_table.c (the table, and its name in the declaration above it); a
+ * new area is also a line of layout.h's enum area and its place in layout.c, which keeps the
+ * arrangement one pure function tested at every size. A new key is a binding in keymap.c (a
+ * new action, a line of keymap.h's enum ui_action).
  *
  * Pane keys are functions of a pane_ctx (the model read only, the UI state, the caches of the
  * model): no terminal and no controller, so that tests drive them as they are. */
