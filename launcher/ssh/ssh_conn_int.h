@@ -16,6 +16,7 @@
 #include "ssh_conn.h"
 #include "ssh_readahead.h"
 #include "util/util.h"
+#include "wire/line_reader.h"
 
 struct gai_req;
 struct agent_kit_entry;
@@ -64,8 +65,8 @@ struct ssh_conn {
     bool uploaded;
     const char *upload_method; /* "sftp" or "exec" (static), set by the upload thread */
     char *remote_dir;
-    struct strbuf in, out, errtail;
-    size_t in_off;             /* bytes of in already returned as lines */
+    struct line_reader in;     /* the agent's stdout (wire/line_reader.h) */
+    struct strbuf out, errtail;
     uint64_t bytes_in;         /* agent output received, in all */
 
     /* upload thread */

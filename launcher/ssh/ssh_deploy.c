@@ -168,16 +168,16 @@ static bool handle_probe_line(struct ssh_conn *c, const char *line)
 
 bool ssh_conn_probe_reply(struct ssh_conn *c)
 {
-    char *nl = c->in.len ? memchr(c->in.buf, '\n', c->in.len) : NULL;
-    if (!nl) return false;
+    struct strbuf first;
+    strbuf_init(&first);
+    if (!line_reader_peek(&c->in, &first)) return false;
     if (c->login_ms < 0) c->login_ms = mono_ms() - c->exec_sent_ms;
-    *nl = '\0';
-    if (handle_probe_line(c, c->in.buf)) {
-        strbuf_reset(&c->in);
-        c->in_off = 0;
+    bool probe = handle_probe_line(c, first.buf);
+    strbuf_done(&first);
+    if (probe) {
+        line_reader_reset(&c->in);
         return true;
     }
-    *nl = '\n';
     c->state = SSH_CONN_READY; /* the agent's first line (hello) stays queued */
     /* from here on only the loop's thread uses the session: its socket is read in 64 KiB
      * gulps, not libssh's 4 KiB ones */

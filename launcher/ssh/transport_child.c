@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wire/line_reader.h"
 #include "wire/protocol.h"
 #include "util/util.h"
 
@@ -33,8 +34,8 @@ struct child_transport {
     int status;
     int to_fd, from_fd;          /* its stdin (we write), its stdout (we read) */
     enum transport_state state;
-    struct strbuf in, out;
-    size_t in_off;               /* lines before this offset were handed out */
+    struct line_reader in;       /* its stdout (wire/line_reader.h) */
+    struct strbuf out;
     uint64_t bytes_in;           /* agent output received, in all */
     char *err;
     int64_t eof_ms;              /* when its output ended (0: not yet) */
@@ -92,6 +93,7 @@ struct transport *transport_child_new(const char *const *argv, const char *addre
     c->stderr_path = stderr_path ? xstrdup(stderr_path) : NULL;
     c->to_fd = c->from_fd = -1;
     c->state = TRANSPORT_CONNECTING;
+    line_reader_init(&c->in, PROTOCOL_MAX_LINE);
     return &c->base;
 }
 
@@ -179,7 +181,7 @@ static int child_pollfds(struct transport *t, struct pollfd *p, int max)
 {
     struct child_transport *c = child_of(t);
     int n = 0;
-    if (c->from_fd >= 0 && n < max && c->in.len - c->in_off < PROTOCOL_BACKLOG_MAX)
+    if (c->from_fd >= 0 && n < max && line_reader_pending(&c->in) < PROTOCOL_BACKLOG_MAX)
         p[n++] = (struct pollfd){.fd = c->from_fd, .events = POLLIN};
     if (c->to_fd >= 0 && c->out.len && n < max) p[n++] = (struct pollfd){.fd = c->to_fd, .events = POLLOUT};
     return n;
@@ -207,12 +209,12 @@ static void local_flush(struct child_transport *c)
 
 static void local_read(struct child_transport *c)
 {
-    char buf[65536];
+    const size_t chunk = 65536;
     for (int rounds = 0; c->from_fd >= 0 && rounds < 64; rounds++) {
-        if (c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
-        ssize_t r = read(c->from_fd, buf, sizeof buf);
+        if (line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
+        ssize_t r = read(c->from_fd, line_reader_space(&c->in, chunk), chunk);
         if (r > 0) {
-            strbuf_add(&c->in, buf, (size_t)r);
+            line_reader_wrote(&c->in, (size_t)r);
             c->bytes_in += (uint64_t)r;
             continue;
         }
@@ -251,7 +253,7 @@ static void child_pump(struct transport *t, short revents)
     local_read(c);
     /* the agent exited: report it once its last lines were taken, with its exit status (it
      * closes its output a moment before the kernel lets us reap it) */
-    if (c->from_fd < 0 && c->in_off >= c->in.len) {
+    if (c->from_fd < 0 && !line_reader_pending(&c->in)) {
         local_reap(c);
         if (!c->eof_ms) c->eof_ms = mono_ms();
         if (c->reaped || mono_ms() - c->eof_ms >= LOCAL_REAP_WAIT_MS) local_closed(c);
@@ -311,8 +313,8 @@ static uint64_t child_bytes_in(const struct transport *t)
  * bound this would grow forever. */
 static void child_check_long(struct child_transport *c)
 {
-    if (c->in.len - c->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
-        c->in_off = c->in.len;
+    if (line_reader_overlong(&c->in)) {
+        line_reader_reset(&c->in);
         local_fail(c, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
     }
 }
@@ -320,7 +322,7 @@ static void child_check_long(struct child_transport *c)
 static char *child_next_line(struct transport *t)
 {
     struct child_transport *c = child_of(t);
-    char *line = strbuf_take_line(&c->in, &c->in_off);
+    char *line = line_reader_take(&c->in);
     if (!line) child_check_long(c);
     return line;
 }
@@ -328,7 +330,7 @@ static char *child_next_line(struct transport *t)
 static bool child_next_line_into(struct transport *t, struct strbuf *out)
 {
     struct child_transport *c = child_of(t);
-    if (strbuf_next_line(&c->in, &c->in_off, out)) return true;
+    if (line_reader_next_into(&c->in, out)) return true;
     child_check_long(c);
     return false;
 }
@@ -376,7 +378,7 @@ static void child_release(struct transport *t)
             waitpid(c->pid, &c->status, 0);
         }
     }
-    strbuf_done(&c->in);
+    line_reader_done(&c->in);
     strbuf_done(&c->out);
     for (size_t i = 0; c->argv && c->argv[i]; i++) free(c->argv[i]);
     free(c->argv);
