@@ -231,10 +231,10 @@ static void agent_words(const struct preflight *p, const struct preflight_link *
 {
     const struct agent_kit *k = agent_kit_get(p->o->ssh.agent_local);
     const struct agent_kit_entry *e = l->via ? NULL : agent_kit_find(k, arch);
-    const char *file = e ? strrchr(e->path, '/') : k->local ? strrchr(k->local, '/') : NULL;
+    const char *file = e ? strrchr(e->path, '/') : k->native ? strrchr(k->native, '/') : NULL;
     const char *need = e ? e->glibc : NULL;
     cJSON *a = cJSON_AddObjectToObject(f, "agent");
-    file = file ? file + 1 : e ? e->path : k->local;
+    file = file ? file + 1 : e ? e->path : k->native;
     strbuf_addf(out, " (%s%s", file ? file : "ddptop-agent", l->via ? " of this machine" : " for its uname -m");
     if (need && *need) strbuf_addf(out, "; needs glibc %s", need);
     if (glibc) strbuf_addf(out, "%shas %s", need && *need ? ", " : "; glibc ", glibc);
