@@ -1,5 +1,5 @@
-/* The child kind of transport (transport_int.h): a process on two pipes that is the agent (the
- * embedded default, no hostfile) or starts it on a node (`pbs_tmrsh NODE AGENT` under PBS).
+/* A transport over a child process (transport_int.h's ops): a process on two pipes that is
+ * the agent (the local kind: no hosts) or starts it on a node (`pbs_tmrsh NODE AGENT`: tm).
  * The agent runs in a session of its own so a Ctrl-C at the terminal reaches only ddptop,
  * which then stops the ranks in order; if ddptop dies instead, the agent sees end of file on
  * its stdin and kills its ranks (docs/protocol.md). Its output is read into a buffer of at
@@ -67,6 +67,11 @@ static void orphan_add(pid_t pid)
     orphans[n_orphans++] = pid;
 }
 
+void transport_child_orphan(pid_t pid)
+{
+    orphan_add(pid);
+}
+
 void transport_reap_orphans(void)
 {
     for (size_t i = 0; i < n_orphans;) {
@@ -97,12 +102,6 @@ struct transport *transport_child_new(const char *const *argv, const char *addre
     return &c->base;
 }
 
-struct transport *transport_local_new(const char *agent_path, const char *stderr_path)
-{
-    const char *argv[] = {agent_path, NULL};
-    return transport_child_new(argv, NULL, stderr_path);
-}
-
 static void local_fail(struct child_transport *c, enum transport_state st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void local_fail(struct child_transport *c, enum transport_state st, const char *fmt, ...)
@@ -122,10 +121,10 @@ static void local_reap(struct child_transport *c)
     if (c->pid > 0 && !c->reaped && waitpid(c->pid, &c->status, WNOHANG) == c->pid) c->reaped = true;
 }
 
-static void child_exec(struct child_transport *c, int in_rd, int out_wr)
+static void child_exec(char *const *argv, const char *stderr_path, int in_rd, int out_wr)
 {
     sigset_t none;
-    int efd = open(c->stderr_path ? c->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    int efd = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     /* A session of its own: a Ctrl-C or the hang-up of ddptop's terminal reaches ddptop only,
      * which stops the ranks in order, and an agent that holds ranks outlives a ddptop that was
      * killed (its grace). */
@@ -136,44 +135,57 @@ static void child_exec(struct child_transport *c, int in_rd, int out_wr)
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0) _exit(127);
     if (efd >= 0) dup2(efd, 2);
     util_close_range(3, ~0U);
-    execvp(c->argv[0], c->argv);
-    dprintf(2, "ddptop: cannot execute %s: %s\n", c->argv[0], strerror(errno));
+    execvp(argv[0], argv);
+    dprintf(2, "ddptop: cannot execute %s: %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+pid_t transport_child_spawn(char *const *argv, const char *stderr_path, int *to_fd, int *from_fd, char **err)
+{
+    int in[2], out[2];
+    pid_t pid;
+    if (pipe2(in, O_CLOEXEC) < 0) {
+        *err = xasprintf("pipe: %s", strerror(errno));
+        return -1;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        *err = xasprintf("pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) child_exec(argv, stderr_path, in[0], out[1]);
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        *err = xasprintf("fork: %s", strerror(errno));
+        return -1;
+    }
+    /* no setpgid here: done before the child's setsid, it would make that fail */
+    *to_fd = in[1];
+    *from_fd = out[0];
+    fd_set_nonblock(*to_fd);
+    fd_set_nonblock(*from_fd);
+    return pid;
 }
 
 static void child_start(struct transport *t)
 {
     struct child_transport *c = child_of(t);
-    int in[2], out[2];
+    char *err = NULL;
     if (!c->launcher && access(c->argv[0], X_OK) != 0) {
         local_fail(c, TRANSPORT_FAILED, "cannot execute %s: %s (build it: make)", c->argv[0], strerror(errno));
         return;
     }
-    if (pipe2(in, O_CLOEXEC) < 0) {
-        local_fail(c, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
-        return;
-    }
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        local_fail(c, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
-        return;
-    }
-    c->pid = fork();
-    if (c->pid == 0) child_exec(c, in[0], out[1]);
-    close(in[0]);
-    close(out[1]);
+    c->pid = transport_child_spawn(c->argv, c->stderr_path, &c->to_fd, &c->from_fd, &err);
     if (c->pid < 0) {
-        close(in[1]);
-        close(out[0]);
-        local_fail(c, TRANSPORT_FAILED, "fork: %s", strerror(errno));
+        local_fail(c, TRANSPORT_FAILED, "%s", err);
+        free(err);
         return;
     }
-    /* no setpgid here: done before the child's setsid, it would make that fail */
-    c->to_fd = in[1];
-    c->from_fd = out[0];
-    fd_set_nonblock(c->to_fd);
-    fd_set_nonblock(c->from_fd);
     c->state = TRANSPORT_READY;
 }
 
@@ -390,7 +402,6 @@ static void child_release(struct transport *t)
 }
 
 static const struct transport_ops child_ops = {
-    .name = "child",
     .start = child_start,
     .pollfds = child_pollfds,
     .pump = child_pump,
