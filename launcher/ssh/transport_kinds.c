@@ -19,6 +19,7 @@
     X(srun)                \
     X(tm)                  \
     X(local)               \
+    X(fork)                \
     /* the table's end */
 
 #define KIND_DECLARE(name) extern const struct transport_kind kind_##name;
