@@ -508,12 +508,12 @@ kind_tests() {
             print "$ARGV:$line: $text\n";
         };
         for my $re (@code_re) { while ($code =~ /$re/g) { $report->($code, $-[0]) } }
-        # a kind name, or what holds one (--transport, the link of a report), compared
+        # a kind name, or what holds one (--transport, a check report), compared
         while ($code =~ /\bstrn?(?:case)?cmp\s*\(([^;{}]*)\)/g) {
             my ($at, $args) = ($-[0], $1);
             my $lit = substr($nocom, $-[1], $+[1] - $-[1]);
             $report->($code, $at) if $lit =~ /"(?:$kinds|pbs_tmrsh|child)"/ ||
-                                     $args =~ /(?:\bkind\s*->\s*name|\bnamed|->\s*link)\b/;
+                                     $args =~ /(?:\bkind\s*->\s*name|\bnamed|->\s*(?:link|transport))\b/;
         }' "$@"
 }
 

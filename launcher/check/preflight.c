@@ -678,7 +678,7 @@ struct preflight *preflight_new(const struct check_opts *o, const struct host *h
     p->n = n;
     p->master_nonce = xasprintf("%s-m", run_nonce);
     check_report_init(&p->r, n);
-    p->r.link = o->transport.kind->name;
+    p->r.transport = o->transport.kind->name;
     p->nodes = xcalloc(n ? n : 1, sizeof *p->nodes);
     for (size_t i = 0; i < n; i++) {
         struct pf_node *nd = &p->nodes[i];
