@@ -23,7 +23,7 @@ OBJ=${DDPTOP_BUILD:-$PWD/${BUILD:-build}}/obj
 KIND=launcher/ssh/kind_fork.c TABLE=launcher/ssh/transport_kinds.c
 
 # 1. The kind is one file and one table line.
-others=$(grep -rlE '\bkind_fork\b|"fork"' launcher tui | grep -vx "$KIND")
+others=$(grep -rlE --include='*.[ch]' '\bkind_fork\b|"fork"' launcher tui | grep -vx "$KIND")
 lines=$(grep -nE '^[[:space:]]*X\(fork\)' "$TABLE")
 tap_check "no source names the fork kind but its file and the table: $(wc -l <"$KIND") lines + '$(echo $lines | sed 's/ *\\$//')'" \
     test -z "$others" -a "$(wc -l <<<"$lines")" = 1

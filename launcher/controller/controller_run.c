@@ -10,6 +10,7 @@
 #include "controller_int.h"
 #include "hosts/slurm_job.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -161,6 +162,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->el = evloop_new();
     c->record_state = -1;
     ctl_start_snapshot(c); /* before anything below changes the environment */
+    assert(o->check.transport.kind); /* chosen by the command line (check_opts_hosts) */
     c->n = hl ? hl->n : 1; /* no hosts: this machine */
     if (c->n == 0) {
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
