@@ -9,9 +9,10 @@
 # DDPTOP_TEST_TRANSPORTS it is not there (--transport fork is a usage error naming the kinds
 # there are, the help does not list it); (3) a job runs through it: the agent uploaded into
 # --agent-dir (checked with sha256sum there), 4 ranks on 2 nodes with torchrun's variables; a
-# second run finds the agent and uploads nothing; (4) `ddptop check` through it: a FORK column,
-# "through sh -c", the agent chosen by the node's uname -m; (5) the controller SIGKILLed,
-# `ddptop attach` takes the run over through bridges the kind starts, and the logs are whole.
+# second run finds the agent and uploads nothing; an --agent-dir others can write is refused
+# with the probe's words; (4) `ddptop check` through it: a FORK column, "through sh -c", the
+# agent chosen by the node's uname -m; (5) the controller SIGKILLed, `ddptop attach` takes the
+# run over through bridges the kind starts, and the logs are whole.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -67,6 +68,15 @@ rj_run "$D/run2.out" "$D/hosts" --transport fork --agent-dir "$agents" --headles
     --log-dir "$D/logs" --run-id fork2 -- true
 rj_expect_rc "a second run through the kind" 0
 tap_check "it found the agent the probe checked and uploaded nothing" test "$(stat -c %i.%Y "$agents"/*)" = "$before"
+
+# The probe's refusals are the helper's, the same words over any kind: a directory others can
+# write is refused before anything runs there.
+mkdir -m 777 "$D/open"
+rj_run "$D/open.out" "$D/hosts" --transport fork --agent-dir "$D/open" --headless --no-check \
+    --log-dir "$D/logs" --run-id forkopen -- true
+tap_check "an --agent-dir others can write is refused through the kind, as over SSH (exit $RJ_RC)" \
+    sh -c "test $RJ_RC != 0 && grep -q 'the agent directory $D/open is writable by others (drwxrwxrwx).*(nothing was run)' $D/open.out &&
+           test -z \"\$(ls -A $D/open)\""
 
 # 4. ddptop check through the kind.
 "$DDPTOP" check "$D/hosts" --transport fork --agent-dir "$agents" --json >"$D/check.json" 2>"$D/check.err"
