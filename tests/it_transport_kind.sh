@@ -58,9 +58,10 @@ rj_run "$D/run.out" "$D/hosts" --transport fork --agent-dir "$agents" --headless
     --log-dir "$D/logs" --run-id fork1 -- sh -c 'echo "rank $RANK of $WORLD_SIZE local $LOCAL_RANK node $GROUP_RANK"'
 rj_expect_rc "a job through the fork kind: 4 ranks on 2 nodes succeed" 0
 installed=$(ls "$agents" 2>/dev/null)
+ours=${DDPTOP%/ddptop}/ddptop-agent-$(uname -m)
+[ -f "$ours" ] || ours=${DDPTOP%/ddptop}/ddptop-agent   # PORTABLE=0 (make asan): this machine's own
 tap_check "the agent was uploaded into --agent-dir under its hashed name, mode 0700 ($installed)" \
-    sh -c "test \"\$(ls $agents | wc -l)\" = 1 && test \"\$(stat -c %a $agents/*)\" = 700 &&
-           cmp -s $agents/* ${DDPTOP%/ddptop}/ddptop-agent-\$(uname -m)"
+    sh -c "test \"\$(ls $agents | wc -l)\" = 1 && test \"\$(stat -c %a $agents/*)\" = 700 && cmp -s $agents/* $ours"
 tap_check "rank 3: world 4, local rank 1 on node 1" \
     grep -qx 'rank 3 of 4 local 1 node 1' "$D/logs/fork1/attempt-0/rank-3.log"
 before=$(stat -c %i.%Y "$agents"/*)

@@ -110,7 +110,7 @@ struct agent_kit *agent_kit_load(const char *local)
         }
         closedir(d);
     }
-    qsort(names, n, sizeof *names, by_name); /* the same order on every run */
+    if (n) qsort(names, n, sizeof *names, by_name); /* the same order on every run (none: no array) */
     for (size_t i = 0; i < n; i++) {
         char *p = xasprintf("%s/%s", dir, names[i]);
         add(k, p, names[i] + strlen(base) + 1);
