@@ -7,8 +7,9 @@
 # other than agent, wire and util; (d) job, node and rank states are assigned only in
 # launcher/job/job_state.c (and job.c, which builds a job and starts an attempt); (e) every
 # room has a README.md; (f) every subcommand is an entry of the one command table
-# (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it; (g) only a transport
-# kind's own file (launcher/ssh/transport_KIND.c) tests which kind a transport is; (h) one
+# (tui/cmd/cmd.c): none dispatched elsewhere, no command file outside it; (g) a transport kind
+# is one file (launcher/ssh/kind_NAME.c) and one line of the table in transport_kinds.c, and no
+# other file tests which kind a transport is (no via, no o.local, no kind compared); (h) one
 # event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
 # an allowlist with reasons; (i) the job model (launcher/job/) does no I/O; (j) calls between
 # files (from the built objects) follow the rooms' direction, with no call circle between rooms.
@@ -460,66 +461,125 @@ else
         "entries in the table: $n_entries" "$out"
 fi
 
-# ---- (g) only the transports' own files know which kind a transport is ------------------------
+# ---- (g) a transport kind is one file; no other file tests which kind a transport is ---------
 
-# Each kind of transport is one file, launcher/ssh/transport_KIND.c, that fills one ops table
-# (launcher/ssh/transport_int.h); transport.c dispatches through it. Anywhere else a test of
-# the kind (an enumerator of a kind enum, an ops table's name, t->ops compared, the kind's name
-# compared) would be the kind field of old again: a caller picks a kind by its constructor.
-mapfile -t kind_files < <(ls launcher/ssh/transport_*.c 2>/dev/null | sort)
-ops_names=$(perl -ne 'print "$1\n" if /\bstruct\s+transport_ops\s+(\w+)\s*=/' "${kind_files[@]}" /dev/null |
+# Two things are transports. How an agent's lines flow is an ops table (struct transport_ops,
+# launcher/ssh/transport_int.h), one a file, launcher/ssh/transport_WAY.c, that transport.c
+# dispatches through: nothing else looks at t->ops. How ddptop starts its agents is a kind
+# (struct transport_kind, launcher/ssh/transport_kind.h): one file, launcher/ssh/kind_NAME.c,
+# that defines kind_NAME, and one line X(NAME) of the table in launcher/ssh/transport_kinds.c;
+# the controller, the preflight and the command lines call its operations and read its
+# properties. Anywhere else a test of the kind would be the ten edits of issue 32 again: the
+# enum of old (hosts_via), a field or variable that says which kind it is (via, o.local), a
+# kind's name or --transport's value compared, a kind compared or named, t->ops compared.
+mapfile -t ops_files < <(ls launcher/ssh/transport_*.c 2>/dev/null | grep -v '/transport_kinds\.c$' | sort)
+ops_names=$(perl -ne 'print "$1\n" if /\bstruct\s+transport_ops\s+(\w+)\s*=/' "${ops_files[@]}" /dev/null |
     sort -u | paste -sd'|')
-# FILE:LINE: text of every test of a transport's kind in the files given; comments and
-# strings are blanked first (a message may name the kind).
+mapfile -t kind_files < <(ls launcher/ssh/kind_*.c 2>/dev/null | sort)
+kind_names=$(perl -ne 'print "$1\n" if /^\s*\.name\s*=\s*"([^"]+)"/' "${kind_files[@]}" /dev/null | sort -u |
+    paste -sd'|')
+# FILE:LINE: text of every test of a transport's kind in the files given. Comments (and, for all
+# but the comparison with a kind name, strings) are blanked first: a message may name a kind.
 kind_tests() {
-    OPS="$ops_names" perl -0ne '
+    OPS="$ops_names" KINDS="$kind_names" perl -0ne '
         my $src = $_;
-        my $code = $src;
-        $code =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{ (my $m = $1) =~ s/[^\n]/ /g; $m }sge;
-        my $re = qr{\benum\s+transport_kind\b|\bT_(?:SSH|CHILD|SRUN|LOCAL|PBS)\b|\bTRANSPORT_(?:KIND_\w+|SSH|CHILD|SRUN|LOCAL|PBS|TMRSH)\b|\bstruct\s+transport_ops\b|->\s*ops\s*(?:==|!=)|\bstrn?cmp\s*\(\s*transport_kind_name\b|\btransport_kind_name\s*\([^()]*\)\s*[!=]=};
-        $re = qr{$re|\b(?:$ENV{OPS})\b} if $ENV{OPS};
+        (my $nocom = $src) =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{
+            my $m = $1; $m =~ /^["'"'"']/ ? $m : ($m =~ s/[^\n]/ /gr) }sge;
+        (my $code = $nocom) =~ s{("(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"')}{ $1 =~ s/[^\n]/ /gr }sge;
+        my $kinds = $ENV{KINDS} || "ssh|srun|tm|local";
+        (my $flags = "$kinds|pbs_tmrsh|remote") =~ s/\bssh\|//; # .ssh: the connection options
+        my $kind = qr{(?:\btransport\s*(?:\.|->)\s*kind|->\s*o\s*->\s*kind)\b};
+        my @code_re = (
+            qr{\benum\s+hosts_via\b|\bHOSTS_VIA_\w+},                                 # the enum of old
+            qr{\bvia\b},                                                              # a "via" in code
+            qr{(?:\.|->)\s*(?:$flags)\b(?!\s*(?:\.|->|\[))},                          # a kind flag
+            qr{\bstruct\s+transport_ops\b|->\s*ops\s*[!=]=},                          # an ops table
+            qr{\bkind_(?:$kinds)\b},                                                  # a kind named
+            qr{$kind\s*[!=]=|[!=]=\s*[\w.>-]*?$kind|[!=]=\s*&\s*kind_\w+|\bkind_\w+\s*[!=]=}, # compared
+            qr{\btransport_kind_find\s*\(},                                           # looked up
+        );
+        push @code_re, qr{\b(?:$ENV{OPS})\b} if $ENV{OPS};
         my %seen;
-        while ($code =~ /$re/g) {
-            my $line = 1 + (substr($code, 0, $-[0]) =~ tr/\n//);
-            next if $seen{$line}++;
+        my $report = sub {
+            my $line = 1 + (substr($_[0], 0, $_[1]) =~ tr/\n//);
+            return if $seen{$line}++;
             my $text = (split /\n/, $src)[$line - 1];
             $text =~ s/^\s+//;
             print "$ARGV:$line: $text\n";
+        };
+        for my $re (@code_re) { while ($code =~ /$re/g) { $report->($code, $-[0]) } }
+        # a kind name, or what holds one (--transport, a check report), compared
+        while ($code =~ /\bstrn?(?:case)?cmp\s*\(([^;{}]*)\)/g) {
+            my ($at, $args) = ($-[0], $1);
+            my $lit = substr($nocom, $-[1], $+[1] - $-[1]);
+            $report->($code, $at) if $lit =~ /"(?:$kinds|pbs_tmrsh|child)"/ ||
+                                     $args =~ /(?:\bkind\s*->\s*name|\bnamed|->\s*(?:link|transport))\b/;
         }' "$@"
 }
 
 cat >"$tmp/kinds.c" <<'EOF'
 #include "ssh/transport.h"
 static bool is_local(const struct transport *t) { return t->ops == &child_ops; }
-static bool is_srun(const struct transport *t) { return strcmp(transport_kind_name(t), "srun") == 0; }
-static void f(struct transport *t)
+static bool is_srun(const struct check_report *r) { return strcmp(r->link, "srun") == 0; }
+static void f(struct controller *c, size_t i)
 {
-    if (t->kind == T_SSH) return;
-    printf("via %s\n", transport_kind_name(t)); /* T_CHILD in a comment, "T_SRUN" in a string */
+    if (c->o.check.via == HOSTS_VIA_SRUN) return;
+    const struct host *h = c->o.local ? NULL : &c->hl->hosts[i];
+    if (c->o.check.transport.kind == &kind_srun || strcmp(c->o.check.transport.named, "tm") == 0) return;
+    printf("via %s, tm\n", h->name); /* c->o.local, T_SRUN and strcmp(x, "srun") in a comment */
+    ssh_cli_option("run", 0, NULL, NULL, &c->o.check.ssh, NULL, 0);
+    if (ev->kind == EV_END || strcmp(kind, "link") == 0) return;
+    int64_t t = c->o.check.ssh.timeout_s + transport_kind_hello_ms(c->o.check.transport.kind);
 }
 EOF
-out=$(kind_tests "$tmp/kinds.c")
+out=$(kind_tests "$tmp/kinds.c" | sort -t: -k2,2n)
 want="$tmp/kinds.c:2: static bool is_local(const struct transport *t) { return t->ops == &child_ops; }
-$tmp/kinds.c:3: static bool is_srun(const struct transport *t) { return strcmp(transport_kind_name(t), \"srun\") == 0; }
-$tmp/kinds.c:6: if (t->kind == T_SSH) return;"
+$tmp/kinds.c:3: static bool is_srun(const struct check_report *r) { return strcmp(r->link, \"srun\") == 0; }
+$tmp/kinds.c:6: if (c->o.check.via == HOSTS_VIA_SRUN) return;
+$tmp/kinds.c:7: const struct host *h = c->o.local ? NULL : &c->hl->hosts[i];
+$tmp/kinds.c:8: if (c->o.check.transport.kind == &kind_srun || strcmp(c->o.check.transport.named, \"tm\") == 0) return;"
 n_ops=$(tr '|' '\n' <<<"$ops_names" | grep -c .)
-if [ "${#kind_files[@]}" -ge 3 ] && [ "$n_ops" -eq "${#kind_files[@]}" ] && [ "$out" = "$want" ]; then
-    tap_ok "each transport kind's file fills one ops table ($ops_names); the kind-test pattern finds tests of a kind, not a kind named in a comment, a string or a message"
+if [ "${#ops_files[@]}" -ge 3 ] && [ "$n_ops" -eq "${#ops_files[@]}" ] && [ "$out" = "$want" ]; then
+    tap_ok "each way of carrying an agent's lines fills one ops table ($ops_names); the kind-test pattern finds tests of a kind (the enum, via, o.local, a kind name or a kind compared, t->ops), not a kind named in a comment, a string or a message"
 else
-    tap_fail "each transport kind's file fills one ops table; the kind-test pattern finds tests of a kind" \
-        "kind files: ${kind_files[*]}" "ops tables: $ops_names" "found:" "$out" "expected:" "$want"
+    tap_fail "each way of carrying an agent's lines fills one ops table; the kind-test pattern finds tests of a kind" \
+        "ops files: ${ops_files[*]}" "ops tables: $ops_names" "found:" "$out" "expected:" "$want"
 fi
 
-mapfile -t sources < <(find launcher tui tests -name '*.[ch]' ! -path 'launcher/ssh/transport_*.c' \
-    ! -path launcher/ssh/transport_int.h | sort)
-out=$(kind_tests "${sources[@]}"
-      grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ssh/)?transport_int\.h"' "${sources[@]}" |
-          grep -v '^launcher/ssh/transport\.c:')
-if [ -z "$out" ]; then
-    tap_ok "no file but a transport kind's own tests which kind a transport is (${#sources[@]} files, transport.c among them)"
+# Each kind is its file and its line: kind_NAME.c defines kind_NAME and no other kind, and the
+# table lists every such file once.
+table=$(sed -n '/#define TRANSPORT_KINDS(X)/,/table.s end/p' launcher/ssh/transport_kinds.c |
+    grep -oE '^[[:space:]]*X\([a-z0-9_]+\)' | sed 's/.*X(//; s/)//' | sort)
+files=$(for f in "${kind_files[@]}"; do basename "$f" .c | sed 's/^kind_//'; done | sort)
+bad=""
+for f in "${kind_files[@]}"; do
+    k=$(basename "$f" .c)
+    defs=$(grep -cE '^const struct transport_kind [a-z0-9_]+ = \{' "$f")
+    grep -qE "^const struct transport_kind $k = \{" "$f" && [ "$defs" -eq 1 ] || bad="$bad $f"
+done
+if [ -n "$table" ] && [ "$table" = "$files" ] && [ -z "$(uniq -d <<<"$table")" ] && [ -z "$bad" ]; then
+    tap_ok "each transport kind is one file, launcher/ssh/kind_NAME.c, and one line of the table ($(echo $table))"
 else
-    tap_fail "no file but a transport kind's own tests which kind a transport is" \
-        "call an entry of struct transport_ops (launcher/ssh/transport_int.h) through transport.h instead:" "$out"
+    tap_fail "each transport kind is one file and one line of the table" "table: $(echo $table)" \
+        "kind files: $(echo $files)" "files not defining exactly their kind_NAME:$bad"
+fi
+
+# The kinds' files and the table are where kinds are known; the ops files and transport.c may
+# look at their own ops tables.
+mapfile -t sources < <(find launcher tui -name '*.[ch]' ! -path 'launcher/ssh/kind_*.c' \
+    ! -path launcher/ssh/transport_kinds.c ! -path launcher/ssh/transport_kind.h \
+    ! -path launcher/ssh/transport_int.h | sort)
+is_ops_file='^launcher/ssh/transport(_[a-z]+)?\.c$'
+out=$(kind_tests $(printf '%s\n' "${sources[@]}" | grep -vE "$is_ops_file")
+      kind_tests $(printf '%s\n' "${sources[@]}" | grep -E "$is_ops_file") |
+          grep -vE ':[0-9]+: .*(struct transport_ops|\b('"$ops_names"')\b)'
+      grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ssh/)?transport_int\.h"' "${sources[@]}" |
+          grep -vE '^launcher/ssh/transport(_[a-z]+)?\.c:')
+if [ -z "$out" ]; then
+    tap_ok "no file but a kind's own tests which kind a transport is: not the controller, the checks, the hosts or any other (${#sources[@]} files)"
+else
+    tap_fail "no file but a kind's own tests which kind a transport is" \
+        "ask the kind (launcher/ssh/transport_kind.h: an operation or a property of struct transport_kind) instead:" "$out"
 fi
 
 # ---- (j) calls follow the rooms' direction; no call circle between rooms ---------------------

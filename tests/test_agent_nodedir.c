@@ -1,6 +1,6 @@
 /* Unit tests for agent_nodedir_ours (launcher/agent/agent_nodedir.c): the one check of a
  * directory of ours on a node, with the --agent-dir probe's rule for a group-writable one
- * (ssh_probe.c): accepted when the group is the user's private one, refused otherwise. The tests
+ * (ssh/agent_probe.c): accepted when the group is the user's private one, refused otherwise. The tests
  * run as root, whose primary group "root" is named as the user. */
 #include <grp.h>
 #include <pwd.h>

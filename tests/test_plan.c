@@ -415,7 +415,8 @@ static void test_cli(void)
     CHECK_INT(parse("--headless --no-check --nproc-per-node gpu --max-restarts 2 --run-id x1 --env A=1 --export NCCL_.* "
                     "--hang-timeout 0 --term-timeout 3 --master-port 29777 --log-dir /tmp/l --workdir /w -- echo hi",
                     &o, &hl, err, sizeof err), 0);
-    CHECK(o.local && o.headless && o.no_check);
+    CHECK(hl.n == 0 && o.headless && o.no_check);
+    CHECK_STR(o.check.transport.kind ? o.check.transport.kind->name : "", "local"); /* no hosts */
     CHECK_INT(o.nproc_per_node, -1);
     CHECK_INT(o.max_restarts, 2);
     CHECK_STR(o.run_id, "x1");
@@ -433,7 +434,7 @@ static void test_cli(void)
     run_opts_done(&o);
 
     CHECK_INT(parse("", &o, &hl, err, sizeof err), 0); /* defaults */
-    CHECK(o.local);
+    CHECK(hl.n == 0 && o.check.transport.kind && strcmp(o.check.transport.kind->name, "local") == 0);
     CHECK_INT(o.nproc_per_node, 0);
     CHECK_INT(o.max_restarts, 0);
     CHECK_INT(o.hang_timeout_s, 300);

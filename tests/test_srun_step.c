@@ -270,7 +270,7 @@ static void test_long_raw_line(void)
     memset(junk, 'z', big);
     feed(s, SRUN_STDOUT, "0: =n1 -\n1: =n2 -\n1: +384");
     for (int i = 0; i < 3; i++) srun_step_feed(s, SRUN_STDOUT, junk, big);
-    CHECK(s->obuf.len <= (size_t)PROTOCOL_MAX_LINE + 1);
+    CHECK(line_reader_pending(&s->olines) <= (size_t)PROTOCOL_MAX_LINE + 1);
     feed(s, SRUN_STDOUT, "zzz: .002{}\n0: .002[]\n");
     CHECK_INT(srun_step_state(s, 1), SRUN_MEMBER_FAILED);
     CHECK_STR(srun_step_error(s, 1), want);
@@ -280,7 +280,7 @@ static void test_long_raw_line(void)
 
     feed(s, SRUN_STDERR, "srun: error: n1: task 0: ");
     for (int i = 0; i < 3; i++) srun_step_feed(s, SRUN_STDERR, junk, big);
-    CHECK(s->ebuf.len <= (size_t)PROTOCOL_MAX_LINE + 1);
+    CHECK(line_reader_pending(&s->elines) <= (size_t)PROTOCOL_MAX_LINE + 1);
     feed(s, SRUN_STDERR, "\nsrun: fatal: after the long line\n");
     CHECK(contains(srun_step_error(s, 0), "the agent's task on n1 ended: zzzz"));
     CHECK(strlen(srun_step_error(s, 0)) < 400);
@@ -309,7 +309,7 @@ static void test_backlog(void)
         CHECK(lines < 10000);
         if (lines >= 10000) break;
     }
-    CHECK(s->m[0].in.len - s->m[0].in_off < (size_t)PROTOCOL_BACKLOG_MAX + f.len);
+    CHECK(line_reader_pending(&s->m[0].in) < (size_t)PROTOCOL_BACKLOG_MAX + f.len);
     /* srun may hold the last lines of n2's agent, which ended, behind n1's backlog */
     feed(s, SRUN_STDERR, "srun: error: n2: task 1: Killed\n");
     CHECK_INT(srun_step_state(s, 1), SRUN_MEMBER_RUNNING);
@@ -324,9 +324,9 @@ static void test_backlog(void)
     CHECK_INT(srun_step_state(s, 1), SRUN_MEMBER_CLOSED);
 
     srun_step_close(s, 0);
-    size_t held = s->m[0].in.len;
+    size_t held = line_reader_pending(&s->m[0].in);
     for (int i = 0; i < 200; i++) srun_step_feed(s, SRUN_STDOUT, f.buf, f.len);
-    CHECK_INT((long long)s->m[0].in.len, (long long)held);
+    CHECK_INT((long long)line_reader_pending(&s->m[0].in), (long long)held);
     CHECK(!srun_step_backlogged(s));
     strbuf_done(&f);
     step_done(s);

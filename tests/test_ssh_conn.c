@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ssh/ssh_conn.h"
+#include "ssh/agent_deploy.h"
 #include "wire/protocol.h"
 #include "tap.h"
 #include "util/sha256.h"
@@ -42,7 +42,7 @@ static void test_hostile_dir_is_quoted(void)
 {
     char *dir = xasprintf("%s/a b'$(touch pwned)`touch pwned2`;x", tmp);
     char *arch = xstrdup(run("uname -m"));
-    char *cmd = ssh_conn_probe_command(dir, "ddptop-agent-0.1.0-p1-x86_64", arch);
+    char *cmd = agent_probe_command(dir, "ddptop-agent-0.1.0-p1-x86_64", arch);
     char *want = xasprintf("ddptop-probe ");
     const char *out = run(cmd);
     CHECK(strncmp(out, want, strlen(want)) == 0);
@@ -62,7 +62,7 @@ static void test_absent_creates_dir_and_reports_it(void)
 {
     char *dir = xasprintf("%s/agent dir", tmp);
     char *arch = xstrdup(run("uname -m"));
-    char *cmd = ssh_conn_probe_command(dir, "the-agent", arch);
+    char *cmd = agent_probe_command(dir, "the-agent", arch);
     char *want = xasprintf("ddptop-probe %s absent %s", arch, dir);
     struct stat st;
     CHECK_STR(run(cmd), want);
@@ -77,7 +77,7 @@ static void test_present_agent_is_executed(void)
 {
     char *dir = xasprintf("%s/agent dir", tmp), *path = xasprintf("%s/the-agent", dir);
     char *arch = xstrdup(run("uname -m"));
-    char *cmd = ssh_conn_probe_command(dir, "the-agent", arch);
+    char *cmd = agent_probe_command(dir, "the-agent", arch);
     FILE *f;
     mkdir(dir, 0700);
     f = fopen(path, "w");
@@ -90,7 +90,7 @@ static void test_present_agent_is_executed(void)
     CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
     free(cmd);
     /* another architecture: never run, reported instead */
-    cmd = ssh_conn_probe_command(dir, "the-agent", "other-arch");
+    cmd = agent_probe_command(dir, "the-agent", "other-arch");
     char *want = xasprintf("ddptop-probe %s noagent", arch);
     CHECK_STR(run(cmd), want);
     free(want);
@@ -104,7 +104,7 @@ static void test_present_agent_is_executed(void)
 static void test_home_dir_expands_remotely(void)
 {
     char *arch = xstrdup(run("uname -m"));
-    char *cmd = ssh_conn_probe_command("~/.cache/ddptop", "n", arch);
+    char *cmd = agent_probe_command("~/.cache/ddptop", "n", arch);
     /* "~/" becomes "$HOME"/ for the remote shell; the rest stays quoted */
     CHECK(strstr(cmd, "\"$HOME\"/") != NULL);
     setenv("HOME", tmp, 1);
@@ -178,7 +178,7 @@ static void test_upload_installs_verified_file(void)
     struct stat st;
     FILE *f;
     hex_of(data, sizeof data - 1, hex);
-    char *cmd = ssh_conn_upload_command(dir, "the-agent", hex, 0700);
+    char *cmd = agent_upload_command(dir, "the-agent", hex, 0700);
     CHECK_STR(run_input("", cmd, data, sizeof data - 1), "ddptop-upload ok");
     CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0700);
     f = fopen(path, "rb");
@@ -191,7 +191,7 @@ static void test_upload_installs_verified_file(void)
     CHECK(access(p1, F_OK) != 0);
     /* again over the existing copy (another node sharing the directory): replaced in place */
     free(cmd);
-    cmd = ssh_conn_upload_command(dir, "the-agent", hex, 0600);
+    cmd = agent_upload_command(dir, "the-agent", hex, 0600);
     CHECK_STR(run_input("", cmd, data, sizeof data - 1), "ddptop-upload ok");
     CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
     CHECK(count_entries(dir) == 1);
@@ -210,7 +210,7 @@ static void test_upload_mismatch_leaves_nothing(void)
     hex_of(data, sizeof data - 1, hex);
     want = xasprintf("ddptop-upload mismatch %s", hex);
     /* we claim another hash than the bytes have: refused, the node's hash reported */
-    char *cmd = ssh_conn_upload_command(dir, "the-agent", "0123456789abcdef0123456789abcdef"
+    char *cmd = agent_upload_command(dir, "the-agent", "0123456789abcdef0123456789abcdef"
                                         "0123456789abcdef0123456789abcdef", 0700);
     CHECK_STR(run_input("", cmd, data, sizeof data - 1), want);
     CHECK(access(path, F_OK) != 0);
@@ -225,7 +225,7 @@ static void test_upload_without_sha256sum(void)
 {
     char *dir = xasprintf("%s/nosum", tmp), *bin = xasprintf("%s/onlysh", tmp);
     char *sh = xasprintf("%s/sh", bin), *pre = xasprintf("PATH=%s", bin);
-    char *cmd = ssh_conn_upload_command(dir, "the-agent", "00", 0700);
+    char *cmd = agent_upload_command(dir, "the-agent", "00", 0700);
     mkdir(bin, 0700);
     CHECK(symlink("/bin/sh", sh) == 0);
     /* only sh on PATH: the check comes first, before anything is written */
@@ -245,7 +245,7 @@ static void test_upload_unwritable_dir_fails(void)
     char *file = xasprintf("%s/plainfile", tmp), *dir = xasprintf("%s/plainfile/agent", tmp);
     FILE *f = fopen(file, "w");
     if (f) fclose(f);
-    char *cmd = ssh_conn_upload_command(dir, "the-agent", "00", 0700);
+    char *cmd = agent_upload_command(dir, "the-agent", "00", 0700);
     CHECK_STR(run_input("", cmd, "x", 1), "ddptop-upload failed");
     free(cmd);
     unlink(file);
@@ -280,15 +280,15 @@ static void test_probe_picks_agent_by_arch(void)
         fclose(f);
     }
     chmod(mine, 0700);
-    struct ssh_probe_agent g[2] = {{.arch = "zz_other", .name = "agent-other"}, {.arch = arch, .name = "agent-mine"}};
-    struct ssh_probe p = {.dir = dir, .agents = g, .n_agents = 2, .arg = "--attach"};
-    char *cmd = ssh_conn_probe_script(&p);
+    struct agent_probe_agent g[2] = {{.arch = "zz_other", .name = "agent-other"}, {.arch = arch, .name = "agent-mine"}};
+    struct agent_probe p = {.dir = dir, .agents = g, .n_agents = 2, .arg = "--attach"};
+    char *cmd = agent_probe_script(&p);
     CHECK_STR(run(cmd), "mine --attach");
     CHECK(access(marker, F_OK) != 0);
     free(cmd);
     /* no agent for this architecture among several */
     g[1].arch = "zz_third";
-    cmd = ssh_conn_probe_script(&p);
+    cmd = agent_probe_script(&p);
     char *want = xasprintf("ddptop-probe %s noagent", arch);
     CHECK_STR(run(cmd), want);
     CHECK(access(marker, F_OK) != 0);
@@ -314,9 +314,9 @@ static void test_probe_checks_glibc(void)
     char *marker = xasprintf("%s/glibc-ran", tmp), *want;
     mkdir(dir, 0700);
     write_script(agent, marker, 0700);
-    struct ssh_probe_agent g = {.arch = arch, .name = "the-agent", .glibc = "99.1"};
-    struct ssh_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
-    char *cmd = ssh_conn_probe_script(&p);
+    struct agent_probe_agent g = {.arch = arch, .name = "the-agent", .glibc = "99.1"};
+    struct agent_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
+    char *cmd = agent_probe_script(&p);
     want = xasprintf("ddptop-probe %s oldlibc %s 99.1", arch, v);
     CHECK_STR(run(cmd), want);
     CHECK(access(marker, F_OK) != 0);
@@ -326,18 +326,18 @@ static void test_probe_checks_glibc(void)
     char major[16];
     snprintf(major, sizeof major, "%.*s.100", (int)strcspn(v, "."), v);
     g.glibc = major;
-    cmd = ssh_conn_probe_script(&p);
+    cmd = agent_probe_script(&p);
     want = xasprintf("ddptop-probe %s oldlibc %s %s", arch, v, major);
     CHECK_STR(run(cmd), want);
     free(want);
     free(cmd);
     /* equal and older needs run it */
     g.glibc = v;
-    cmd = ssh_conn_probe_script(&p);
+    cmd = agent_probe_script(&p);
     CHECK_STR(run(cmd), "planted-ran");
     free(cmd);
     g.glibc = "2.17";
-    cmd = ssh_conn_probe_script(&p);
+    cmd = agent_probe_script(&p);
     CHECK_STR(run(cmd), "planted-ran");
     free(cmd);
     unlink(marker);
@@ -358,7 +358,7 @@ static void test_probe_refuses_unsafe_dirs(void)
     char *arch = xstrdup(run("uname -m"));
     char *dir = xasprintf("%s/other", tmp), *agent = xasprintf("%s/the-agent", dir);
     char *marker = xasprintf("%s/ran", tmp);
-    char *cmd = ssh_conn_probe_command(dir, "the-agent", arch), *want;
+    char *cmd = agent_probe_command(dir, "the-agent", arch), *want;
     mkdir(dir, 0777);
     chmod(dir, 0777);
     write_script(agent, marker, 0777);
@@ -396,7 +396,7 @@ static void test_probe_refuses_unsafe_dirs(void)
     char *open_dir = xasprintf("%s/open", tmp), *sub = xasprintf("%s/open/agents", tmp);
     mkdir(open_dir, 0777);
     chmod(open_dir, 0777);
-    cmd = ssh_conn_probe_command(sub, "the-agent", arch);
+    cmd = agent_probe_command(sub, "the-agent", arch);
     want = xasprintf("ddptop-probe %s unsafe parent mode drwxrwxrwx %s", arch, open_dir);
     CHECK_STR(run(cmd), want);
     free(want);
@@ -408,7 +408,7 @@ static void test_probe_refuses_unsafe_dirs(void)
     /* a link */
     char *link = xasprintf("%s/link", tmp);
     CHECK(symlink(dir, link) == 0);
-    cmd = ssh_conn_probe_command(link, "the-agent", arch);
+    cmd = agent_probe_command(link, "the-agent", arch);
     want = xasprintf("ddptop-probe %s unsafe dir link - %s", arch, link);
     CHECK_STR(run(cmd), want);
     free(want);
@@ -444,14 +444,14 @@ static void test_probe_checks_hashes(void)
     }
     chmod(agent, 0700);
     hex_of(script, sizeof script - 1, ha);
-    struct ssh_probe_agent g = {.arch = arch, .name = "the-agent", .sha256 = ha};
-    struct ssh_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
-    char *cmd = ssh_conn_probe_script(&p);
+    struct agent_probe_agent g = {.arch = arch, .name = "the-agent", .sha256 = ha};
+    struct agent_probe p = {.dir = dir, .agents = &g, .n_agents = 1};
+    char *cmd = agent_probe_script(&p);
     CHECK_STR(run(cmd), "{\"ev\":\"hello\"}");
     free(cmd);
     /* another program under the agent's name: not run */
     write_script(agent, marker, 0700);
-    cmd = ssh_conn_probe_script(&p);
+    cmd = agent_probe_script(&p);
     want = xasprintf("ddptop-probe %s absent %s", arch, dir);
     CHECK_STR(run(cmd), want);
     CHECK(access(marker, F_OK) != 0);

@@ -33,13 +33,12 @@ void check_opts_done(struct check_opts *o)
 
 int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen)
 {
-    int via = hosts_source_via(src, err, errlen);
-    if (via < 0 || hosts_source_load(src, hl, err, errlen) < 0) return -1;
-    o->via = via;
+    if (transport_opts_choose(&o->transport, src, err, errlen) < 0 || hosts_source_load(src, hl, err, errlen) < 0)
+        return -1;
     if (hosts_source_jobid(src)) o->slurm_jobid = xstrdup(hosts_source_jobid(src)); /* see check.h */
     o->slurm_release = src->allocated != NULL;
+    o->slurm = hosts_source_slurm(src);
     o->pbs = src->pbs;
-    o->agent_bcast = src->agent_bcast;
     free(src->allocated); /* from here the controller gives it back (controller_free) */
     src->allocated = NULL;
     return 0;

@@ -9,6 +9,7 @@
 #include "hosts/hostfile.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_conn.h"
+#include "ssh/transport_kind.h"
 
 struct check_opts {
     struct ssh_conn_opts ssh;
@@ -21,12 +22,13 @@ struct check_opts {
     long mesh_seed;          /* --mesh-seed: the sample's seed; -1: a new one each run */
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
-    int via;                 /* enum hosts_via, resolved: ssh, srun or tm (docs/slurm.md) */
-    const char *slurm_jobid; /* the job the agents' step joins (--jobid/--salloc; NULL: SLURM_JOB_ID);
+    struct transport_opts transport; /* --transport, the kinds' own options, the kind chosen
+                                      * (ssh/transport_kind.h, docs/slurm.md) */
+    const char *slurm_jobid; /* the hosts' Slurm job (--jobid/--salloc; NULL: SLURM_JOB_ID);
                               * lives as long as the process */
-    bool slurm_release;
+    bool slurm_release;      /* ddptop allocated that job (--salloc): scancel when done */
+    bool slurm;              /* the hosts are a Slurm job's (--slurm, --jobid, --salloc) */
     bool pbs;                /* the hosts are a PBS job's (PBS_NODEFILE) */
-    int agent_bcast;         /* --agent-bcast: 0 auto, 1 always, -1 never */      /* ddptop allocated that job (--salloc): scancel when done */
     char **cmd;              /* training command after "--" (NULL: none) */
     size_t n_cmd;
     int verbose;
@@ -35,8 +37,9 @@ struct check_opts {
 /* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500, mesh auto. */
 void check_opts_init(struct check_opts *o);
 void check_opts_done(struct check_opts *o);
-/* Reads the hosts of src into *hl (hosts_source_load: salloc first for --salloc) and decides how
- * their agents start (o->via, o->slurm_jobid, o->slurm_release). 0, or -1 with a message. */
+/* Decides how the agents of src's hosts start (o->transport.kind: transport_opts_choose), then
+ * reads the hosts into *hl (hosts_source_load: salloc first for --salloc) and what the kinds
+ * are told of them (o->slurm_jobid, o->slurm, o->pbs; o->slurm_release). 0, or -1 with a message. */
 int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen);
 /* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
 int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);

@@ -54,8 +54,9 @@ struct check_report {
     struct check_row *rows;
     size_t n;
     struct check_report_mesh mesh;
-    const char *link;  /* what the first column checks: NULL "ssh", or "srun", "tm" (the JSON
-                        * key stays "ssh": scripts read it whatever the transport) */
+    const char *transport; /* what the first column checks: the kind of transport's name
+                            * ("ssh", "srun", "tm"; NULL "ssh"), upper-cased as its head (the
+                            * JSON key stays "ssh": scripts read it whatever the transport) */
 };
 
 const char *check_kind_name(enum check_kind k);       /* "ssh", "clock", ... */

@@ -2,6 +2,7 @@
  * See check_report_text.h. */
 #include "check_report_text.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,14 @@ static bool any_folded(const struct check_folds *f)
     return false;
 }
 
+/* The first column's head: the transport's name upper-cased, "SSH  " (5 wide, as a status). */
+static void add_transport_head(struct strbuf *out, const char *transport)
+{
+    size_t n = 0;
+    for (; transport[n] && n < 5; n++) strbuf_addf(out, "%c", toupper((unsigned char)transport[n]));
+    for (; n < 5; n++) strbuf_adds(out, " ");
+}
+
 void check_report_table(const struct check_report *r, struct strbuf *out, unsigned flags)
 {
     struct check_folds f;
@@ -127,7 +136,8 @@ void check_report_table(const struct check_report *r, struct strbuf *out, unsign
     add_padded(out, "HOST", wh);
     strbuf_adds(out, "  ");
     add_padded(out, "ADDRESS", wa);
-    strbuf_adds(out, !r->link ? "  SSH  " : strcmp(r->link, "srun") == 0 ? "  SRUN " : "  TM   ");
+    strbuf_adds(out, "  ");
+    add_transport_head(out, r->transport ? r->transport : "ssh");
     strbuf_adds(out, "  CLOCK  GPU    ENV    TCP    NCCL\n");
     for (size_t i = 0; i < f.n; i++) {
         const struct check_row *row = &r->rows[f.v[i].rows[0]];
@@ -168,7 +178,7 @@ void check_report_details(const struct check_report *r, struct strbuf *out, unsi
         if (i == 0) strbuf_adds(out, "\n");
         add_padded(out, hosts[i], wh);
         strbuf_adds(out, "  ");
-        add_padded(out, g->kind == CHECK_SSH && r->link ? r->link : check_kind_name(g->kind), 5);
+        add_padded(out, g->kind == CHECK_SSH && r->transport ? r->transport : check_kind_name(g->kind), 5);
         strbuf_adds(out, "  ");
         add_status(out, g->status, colour, 4);
         strbuf_adds(out, "  ");

@@ -222,27 +222,29 @@ static void send_listen(struct preflight *p, size_t i)
     }
 }
 
-/* Which agent the node runs and why (docs/check.md, "Which nodes"): over SSH the one of the
- * node's `uname -m` among the kit's; through srun, pbs_tmrsh or locally this machine's own.
+/* Which agent the node runs and why (docs/check.md, "Which nodes"): where the kind of
+ * transport probes the node (over SSH), the one of its `uname -m` among the kit's; through srun
+ * or pbs_tmrsh this machine's own.
  * " (ddptop-agent-aarch64 for its uname -m; needs glibc 2.27, has 2.31)" into out, the same
  * as JSON into f's "agent". */
-static void agent_words(const struct preflight *p, const struct preflight_link *l, const char *arch,
-                        const char *glibc, struct strbuf *out, cJSON *f)
+static void agent_words(const struct preflight *p, const char *arch, const char *glibc, struct strbuf *out,
+                        cJSON *f)
 {
     const struct agent_kit *k = agent_kit_get(p->o->ssh.agent_local);
-    const struct agent_kit_entry *e = l->via ? NULL : agent_kit_find(k, arch);
-    const char *file = e ? strrchr(e->path, '/') : k->local ? strrchr(k->local, '/') : NULL;
+    bool probes = p->o->transport.kind->probes;
+    const struct agent_kit_entry *e = probes ? agent_kit_find(k, arch) : NULL;
+    const char *file = e ? strrchr(e->path, '/') : k->native ? strrchr(k->native, '/') : NULL;
     const char *need = e ? e->glibc : NULL;
     cJSON *a = cJSON_AddObjectToObject(f, "agent");
-    file = file ? file + 1 : e ? e->path : k->local;
-    strbuf_addf(out, " (%s%s", file ? file : "ddptop-agent", l->via ? " of this machine" : " for its uname -m");
+    file = file ? file + 1 : e ? e->path : k->native;
+    strbuf_addf(out, " (%s%s", file ? file : "ddptop-agent", probes ? " for its uname -m" : " of this machine");
     if (need && *need) strbuf_addf(out, "; needs glibc %s", need);
     if (glibc) strbuf_addf(out, "%shas %s", need && *need ? ", " : "; glibc ", glibc);
     strbuf_adds(out, ")");
     cJSON_AddStringToObject(a, "arch", arch ? arch : "");
     if (file) cJSON_AddStringToObject(a, "file", file);
     else cJSON_AddNullToObject(a, "file");
-    cJSON_AddStringToObject(a, "chosen_by", l->via ? "this machine's architecture" : "uname -m");
+    cJSON_AddStringToObject(a, "chosen_by", probes ? "uname -m" : "this machine's architecture");
     if (need && *need) cJSON_AddStringToObject(a, "glibc_needed", need);
     else cJSON_AddNullToObject(a, "glibc_needed");
     if (glibc) cJSON_AddStringToObject(a, "glibc", glibc);
@@ -256,7 +258,7 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
     const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "version"));
     const char *arch = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "arch"));
     const char *glibc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "glibc"));
-    const char *host = p->nodes[i].h->name;
+    const char *host = p->nodes[i].h->name, *through = p->o->transport.kind->through;
     char login[64] = "";
     bool slow = l->login_ms > PREFLIGHT_SLOW_LOGIN_MS;
     const char *how = l->upload_method;
@@ -265,10 +267,10 @@ static void ssh_verdict(struct preflight *p, size_t i, const struct preflight_li
     struct strbuf which;
     cJSON *f = check_result_fields(res);
     strbuf_init(&which);
-    agent_words(p, l, arch, glibc && strlen(glibc) < 16 ? glibc : NULL, &which, f);
+    agent_words(p, arch, glibc && strlen(glibc) < 16 ? glibc : NULL, &which, f);
     if (l->login_ms >= 0) snprintf(login, sizeof login, ", login shell %.1f s", (double)l->login_ms / 1000);
-    if (l->via)
-        check_result_setf(res, CHECK_PASS, NULL, "%s@%s through %s, agent %s %s%s", l->user, l->address, l->via,
+    if (through)
+        check_result_setf(res, CHECK_PASS, NULL, "%s@%s through %s, agent %s %s%s", l->user, l->address, through,
                           ver ? ver : "?", arch ? arch : "?", which.buf);
     else if (slow)
         check_result_setf(res, CHECK_WARN,
@@ -295,17 +297,18 @@ void preflight_node_up(struct preflight *p, size_t i, const struct preflight_lin
     free(nd->address);
     nd->address = xstrdup(l->address);
     nd->alive = true;
-    if (l->via) check_row_set_host(&p->r.rows[i], nd->h->name, l->address, 0);
+    if (p->o->transport.kind->through) check_row_set_host(&p->r.rows[i], nd->h->name, l->address, 0);
     ssh_verdict(p, i, l, hello);
     /* The agent serves them in this order: the first clock sample before facts keeps its round
-     * trip short. Through srun every request reaches every node's stdin over srun's TCP
-     * connections, where Nagle's algorithm and delayed ACKs hold a small write back up to 40 ms
-     * whenever the previous one is unacknowledged: there all CLOCK_SAMPLES go at once (the
-     * first answer is a round trip of its own; the shortest is used), not one per round trip. */
+     * trip short. Where the nodes share one step (srun), every request reaches every node's
+     * stdin over srun's TCP connections, where Nagle's algorithm and delayed ACKs hold a small
+     * write back up to 40 ms whenever the previous one is unacknowledged: there all
+     * CLOCK_SAMPLES go at once (the first answer is a round trip of its own; the shortest is
+     * used), not one per round trip. */
     nd->phase = NP_ASKING;
     send_clock(p, i);
     send_facts(p, i);
-    if (p->o->via == HOSTS_VIA_SRUN)
+    if (transport_kind_shares_step(p->o->transport.kind))
         while (nd->n_samples + nd->clocks_out < CLOCK_SAMPLES) send_clock(p, i);
     send_listen(p, i);
     ask_deadline(p, i);
@@ -675,14 +678,14 @@ struct preflight *preflight_new(const struct check_opts *o, const struct host *h
     p->n = n;
     p->master_nonce = xasprintf("%s-m", run_nonce);
     check_report_init(&p->r, n);
-    p->r.link = o->via == HOSTS_VIA_SRUN ? "srun" : o->via == HOSTS_VIA_TM ? "tm" : NULL;
+    p->r.transport = o->transport.kind->name;
     p->nodes = xcalloc(n ? n : 1, sizeof *p->nodes);
     for (size_t i = 0; i < n; i++) {
         struct pf_node *nd = &p->nodes[i];
         nd->h = &hosts[i];
         nd->nonce = xasprintf("%s-%zu", run_nonce, i);
         check_row_set_host(&p->r.rows[i], nd->h->name, nd->h->name,
-                           p->r.link ? 0 : nd->h->port ? nd->h->port : 22);
+                           o->transport.kind->through ? 0 : nd->h->port ? nd->h->port : 22);
     }
     p->dirty = true;
     return p;

@@ -38,7 +38,6 @@ struct preflight_link {
     bool uploaded;           /* the agent was uploaded by this connection */
     const char *upload_method; /* "sftp", "exec" (no sftp subsystem), NULL: not uploaded */
     int64_t login_ms;        /* the login shell's start, -1 unknown */
-    const char *via;         /* NULL over SSH; "srun" (a Slurm step), "pbs_tmrsh" */
 };
 
 /* Login shells slower than this get a warning in the ssh column (docs/check.md). */

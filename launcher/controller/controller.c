@@ -165,8 +165,7 @@ void ctl_start_queued(struct controller *c)
 
 int64_t ctl_hello_timeout_ms(const struct controller *c)
 {
-    int64_t ms = (int64_t)c->o.check.ssh.timeout_s * 1000;
-    return !c->o.local && c->o.check.via == HOSTS_VIA_SRUN ? ms + 60000 : ms;
+    return (int64_t)c->o.check.ssh.timeout_s * 1000 + transport_kind_hello_ms(c->o.check.transport.kind);
 }
 
 static char *agent_log(const struct controller *c)
@@ -174,74 +173,40 @@ static char *agent_log(const struct controller *c)
     return c->job->log_dir ? xasprintf("%s/agent.log", c->job->log_dir) : NULL;
 }
 
-/* One Slurm step for every node in need of an agent (docs/slurm.md): their transports share it. */
-void ctl_connect_srun(struct controller *c, const bool *need, bool bridge)
+struct transport_env ctl_transport_env(const struct controller *c, const char *stderr_path)
 {
-    const char **names = xcalloc(c->n, sizeof *names);
-    size_t *idx = xcalloc(c->n, sizeof *idx), k = 0;
-    char *errlog = agent_log(c);
-    struct srun_step_opts so = {.agent_path = c->agent_path, .jobid = c->o.check.slurm_jobid, .stderr_path = errlog,
-                                .bcast = c->o.check.agent_bcast > 0 ||
-                                         (c->o.check.agent_bcast == 0 && srun_step_needs_bcast(c->agent_path)),
-                                .attach = bridge};
-    struct srun_step *step;
-    for (size_t i = 0; i < c->n; i++) {
-        if (!need[i]) continue;
-        names[k] = c->hl->hosts[i].name;
-        idx[k++] = i;
-    }
-    if (k) {
-        step = srun_step_new(&so, names, k);
-        if (c->o.verbose) {
-            char *cmd = srun_step_command(step);
-            fprintf(stderr, "ddptop: agents: %s\n", cmd);
-            free(cmd);
-        }
-        for (size_t m = 0; m < k; m++) {
-            transport_free(c->nodes[idx[m]].t);
-            c->nodes[idx[m]].t = transport_srun_new(step, m);
-        }
-    }
-    free(names);
-    free(idx);
-    free(errlog);
+    return (struct transport_env){.o = &c->o.check.transport, .hosts = c->hl ? c->hl->hosts : NULL, .n = c->n,
+                                  .conn = &c->o.check.ssh, .agent_path = c->agent_path, .stderr_path = stderr_path,
+                                  .slurm_jobid = c->o.check.slurm_jobid, .pbs = c->o.check.pbs,
+                                  .verbose = c->o.verbose};
 }
 
-struct transport *ctl_transport_new(struct controller *c, size_t i, bool bridge)
+void ctl_open_nodes(struct controller *c, const bool *need, bool bridge)
 {
     char *errlog = agent_log(c);
-    struct transport *t;
-    const char *arg = bridge ? "--attach" : NULL;
-    if (c->o.local) {
-        const char *argv[] = {c->agent_path, arg, NULL};
-        t = transport_child_new(argv, NULL, errlog);
-    } else if (c->o.check.via == HOSTS_VIA_TM) {
-        /* PBS's task manager starts the agent on the node; it must be at the same path there */
-        const char *argv[] = {"pbs_tmrsh", c->hl->hosts[i].name, c->agent_path, arg, NULL};
-        t = transport_child_new(argv, c->hl->hosts[i].name, errlog);
-    } else if (bridge) {
-        t = transport_ssh_attach_new(&c->hl->hosts[i], &c->o.check.ssh);
-    } else {
-        t = transport_ssh_new(&c->hl->hosts[i], &c->o.check.ssh);
+    struct transport_env env = ctl_transport_env(c, errlog);
+    struct transport **t = xcalloc(c->n ? c->n : 1, sizeof *t);
+    for (size_t i = 0; i < c->n; i++) {
+        if (!need[i]) continue;
+        transport_free(c->nodes[i].t);
+        c->nodes[i].t = NULL;
     }
+    transport_kind_open(&env, need, bridge, t);
+    for (size_t i = 0; i < c->n; i++)
+        if (need[i]) c->nodes[i].t = t[i];
+    free(t);
     free(errlog);
-    return t;
 }
 
 /* (Re)creates the transport of every node that has none or lost it. */
 void ctl_connect_nodes(struct controller *c)
 {
-    if (!c->via_noticed && !c->o.local) {
-        /* --pbs falls back to SSH without pbs_tmrsh: the user should know which it was */
-        c->via_noticed = true;
-        if (c->o.check.via == HOSTS_VIA_SRUN)
-            job_event_add(c->job, EV_INFO, -1, -1, "agents started as one step of Slurm job %s (srun)",
-                          c->o.check.slurm_jobid ? c->o.check.slurm_jobid
-                          : getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "?");
-        else if (c->o.check.via == HOSTS_VIA_TM)
-            job_event_add(c->job, EV_INFO, -1, -1, "PBS job: agents started with pbs_tmrsh (PBS's task manager)");
-        else if (c->o.check.pbs)
-            job_event_add(c->job, EV_INFO, -1, -1, "PBS job: no pbs_tmrsh on PATH, agents started over SSH");
+    if (!c->transport_noticed) {
+        struct transport_env env = ctl_transport_env(c, NULL);
+        char *said = transport_kind_announce(&env);
+        c->transport_noticed = true;
+        if (said) job_event_add(c->job, EV_INFO, -1, -1, "%s", said);
+        free(said);
     }
     bool *need = xcalloc(c->n ? c->n : 1, sizeof *need);
     for (size_t i = 0; i < c->n; i++) {
@@ -253,20 +218,7 @@ void ctl_connect_nodes(struct controller *c)
         /* a node still unreachable gets a fresh agent: its old one stops its ranks itself */
         if (need[i] && c->nodes[i].t) transport_detach(c->nodes[i].t);
     }
-    if (!c->o.local && c->o.check.via == HOSTS_VIA_SRUN) {
-        for (size_t i = 0; i < c->n; i++)
-            if (need[i]) {
-                transport_free(c->nodes[i].t);
-                c->nodes[i].t = NULL;
-            }
-        ctl_connect_srun(c, need, false);
-    } else {
-        for (size_t i = 0; i < c->n; i++) {
-            if (!need[i]) continue;
-            transport_free(c->nodes[i].t);
-            c->nodes[i].t = ctl_transport_new(c, i, false);
-        }
-    }
+    ctl_open_nodes(c, need, false);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
         if (!need[i]) continue;
@@ -298,10 +250,10 @@ static struct rank_env_in rank_env_in_for(const struct controller *c, size_t i, 
         .rank = ni->first_rank + k, .local_rank = k, .node = ni->node_rank, .local_world_size = ni->n_ranks,
         .world_size = j->world_size, .nnodes = (int)ctl_active_count(c),
         /* the first active node: node 0 unless it was excluded (--nnodes) */
-        .master_addr = c->o.local ? "127.0.0.1" : transport_address(c->nodes[ctl_first_active(c)].t),
+        .master_addr = transport_address(c->nodes[ctl_first_active(c)].t),
         .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
         .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
-        .n_cli_env = c->o.check.n_env, .host = c->o.local ? NULL : &c->hl->hosts[i],
+        .n_cli_env = c->o.check.n_env, .host = c->hl ? &c->hl->hosts[i] : NULL,
         .launcher_env = environ,
     };
 }
@@ -311,7 +263,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     struct job *j = c->job;
     struct node_info *ni = &j->nodes[i];
     cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
-    bool remote = !c->o.local;
+    bool remote = c->hl != NULL; /* hosts named: the nodes are other machines */
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
     if (remote) job_node_address(j, i, transport_address(c->nodes[i].t));   /* a peer's address finds it */
     argv = cJSON_AddArrayToObject(m, "argv");

@@ -1,5 +1,6 @@
 /* The controller of `ddptop run` and the dashboard: one event loop (util/evloop.h) over the
- * agents' channels (SSH, or a local child without a hostfile), the front end's input, the
+ * agents' transports (ssh/transport_kind.h: SSH, a Slurm step, ..., or a local child without
+ * hosts), the front end's input, the
  * signals and timers. It runs the preflight, launches every rank through the agents, decodes their lines
  * into the job model (job.h), detects failures, hangs and lost nodes, stops and restarts the
  * job. The front end (tui/: the dashboard or the headless line printer) plugs in through
@@ -46,7 +47,6 @@ struct run_opts {
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
     bool no_check;
     bool check_only;             /* `ddptop check`: the preflight, then end (no job on disk) */
-    bool local;                  /* no hostfile: one local agent as a child, no SSH */
     int verbose;
 };
 
@@ -91,7 +91,8 @@ struct frontend {
     void (*on_stacks)(void *ctx, const struct job *j, int rank, const char *text);
 };
 
-/* hl may be NULL with o->local. Returns NULL with err filled on a configuration error. */
+/* hl NULL: no hosts, one agent on this machine (the kind of transport is o->check.transport's).
+ * Returns NULL with err filled on a configuration error. */
 struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
                                   const struct frontend *fe, char *err, size_t errlen);
 void controller_free(struct controller *c);

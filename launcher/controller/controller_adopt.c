@@ -130,7 +130,7 @@ int ctl_adopt_read(struct controller *c, char *err, size_t errlen)
         return -1;
     }
     for (size_t i = 0; i < c->n; i++) {
-        const char *now = c->o.local ? "localhost" : c->hl->hosts[i].name;
+        const char *now = c->hl ? c->hl->hosts[i].name : "localhost";
         if (strcmp(now, c->adopt->hosts[i]) != 0) {
             snprintf(err, errlen, "node %zu of run %s was %s; its hosts now say %s: ddptop attach needs the same hosts",
                      i, c->o.run_id, c->adopt->hosts[i], now);

@@ -38,11 +38,7 @@ void ctl_check_node_up(struct controller *c, size_t i, const cJSON *hello)
     struct preflight_link l = {.user = transport_user(t), .address = transport_address(t),
                                .port = transport_port(t), .uploaded = transport_uploaded(t),
                                .upload_method = transport_upload_method(t),
-                               .login_ms = transport_login_ms(t),
-                               .via = c->o.local                           ? NULL
-                                      : c->o.check.via == HOSTS_VIA_SRUN ? "srun"
-                                      : c->o.check.via == HOSTS_VIA_TM   ? "pbs_tmrsh"
-                                                                           : NULL};
+                               .login_ms = transport_login_ms(t)};
     preflight_node_up(c->pf, i, &l, hello);
 }
 

@@ -24,6 +24,7 @@
 #include "job/rank_report.h"
 #include "record/run_files.h"
 #include "ssh/transport.h"
+#include "ssh/transport_kind.h"
 #include "wire/client.h"
 
 struct evloop;        /* util/evloop.h */
@@ -128,7 +129,7 @@ struct controller {
     bool more_lines;            /* a node has lines left unread: poll without waiting */
     int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
     uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
-    bool via_noticed;           /* the transport was named in an event (once per run) */
+    bool transport_noticed;     /* how the agents start was said in an event (once per run) */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
     bool stop_for_hang;         /* the stop in progress is --on-hang's */
     int64_t last_pass_ms;       /* the loop's last pass: a long gap is the controller's own stall */
@@ -151,11 +152,13 @@ struct controller {
 
 /* controller.c */
 void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
-/* Creates a node's transport: the agent itself, or with bridge a bridge to its waiting agent
- * (not for srun: see ctl_connect_srun). */
-struct transport *ctl_transport_new(struct controller *c, size_t node, bool bridge);
-/* One Slurm step for the nodes in need (need[i]): agents, or with bridge bridges. */
-void ctl_connect_srun(struct controller *c, const bool *need, bool bridge);
+/* What the run's kind of transport opens nodes with (ssh/transport_kind.h); stderr_path: where
+ * the agents' own stderr goes (the caller's). */
+struct transport_env ctl_transport_env(const struct controller *c, const char *stderr_path);
+/* New transports for the nodes in need (need[i]), through the run's kind of transport
+ * (ssh/transport_kind.h), replacing what they had: agents, or with bridge bridges to their
+ * waiting agents. Nothing is started. */
+void ctl_open_nodes(struct controller *c, const bool *need, bool bridge);
 /* The spawn request of node i for the present attempt (its id in *id). */
 cJSON *ctl_spawn_request(struct controller *c, size_t node, int *id);
 /* A new request {"op":op,"id":*id} to node's agent, its answer tagged tag (wire/client.h). */
@@ -184,8 +187,8 @@ void ctl_release_node(struct controller *c, size_t i);
 void ctl_record_end(struct controller *c);
 /* Connects (or reconnects) the agents, then spawns the attempt's ranks. */
 void ctl_launch_begin(struct controller *c);
-/* How long a node's agent may take to greet once its transport is up: --timeout, and for a
- * Slurm step also the step's creation (srun --immediate waits up to 60 s for it). */
+/* How long a node's agent may take to greet once its transport is up: --timeout, and what its
+ * kind adds (a Slurm step's creation: srun --immediate waits up to 60 s for it). */
 int64_t ctl_hello_timeout_ms(const struct controller *c);
 /* Creates the transports of nodes that have none or lost theirs, and starts as many as
  * --fanout allows; start_queued starts more as others finish connecting. */

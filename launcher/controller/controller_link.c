@@ -181,12 +181,12 @@ static void try_failed(struct controller *c, size_t i, const char *why_t)
                       c->job->nodes[i].name, nd->tries, why);
 }
 
-/* Bridges to every node whose next attempt is due: srun's in one step. */
+/* Bridges to every node whose next attempt is due (in one step, for a kind whose nodes share
+ * one). */
 static void start_tries(struct controller *c, int64_t now)
 {
     bool *need = NULL;
-    size_t n_srun = 0;
-    bool srun = !c->o.local && c->o.check.via == HOSTS_VIA_SRUN;
+    size_t n_tries = 0;
     /* at most --fanout bridges connect at once, as agents do at the start */
     size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
     for (size_t i = 0; i < c->n; i++)
@@ -200,17 +200,12 @@ static void start_tries(struct controller *c, int64_t now)
         nd->attach_sent = nd->hello = false;
         nd->hello_deadline_ms = 0;
         nd->queued = false;
-        if (srun) {
-            if (!need) need = xcalloc(c->n, sizeof *need);
-            need[i] = true;
-            n_srun++;
-            continue;
-        }
-        nd->t = ctl_transport_new(c, i, true);
-        transport_start(nd->t);
+        if (!need) need = xcalloc(c->n, sizeof *need);
+        need[i] = true;
+        n_tries++;
     }
-    if (n_srun) {
-        ctl_connect_srun(c, need, true);
+    if (n_tries) {
+        ctl_open_nodes(c, need, true);
         for (size_t i = 0; i < c->n; i++)
             if (need[i]) transport_start(c->nodes[i].t);
     }

@@ -10,6 +10,7 @@
 #include "controller_int.h"
 #include "hosts/slurm_job.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -137,7 +138,7 @@ struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err,
     struct job *j;
     const char *run_id = c->job ? c->job->run_id : c->o.run_id;
     for (size_t i = 0; i < c->n; i++) {
-        const struct host *h = c->o.local ? NULL : &c->hl->hosts[i];
+        const struct host *h = c->hl ? &c->hl->hosts[i] : NULL;
         names[i] = h ? h->name : "localhost";
         hosts[i] = h;
         rpn[i] = c->adopt ? c->adopt->ranks_per_node[i]
@@ -161,15 +162,16 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->el = evloop_new();
     c->record_state = -1;
     ctl_start_snapshot(c); /* before anything below changes the environment */
-    c->n = o->local ? 1 : hl ? hl->n : 0;
-    if (!o->local && c->n == 0) {
+    assert(o->check.transport.kind); /* chosen by the command line (check_opts_hosts) */
+    c->n = hl ? hl->n : 1; /* no hosts: this machine */
+    if (c->n == 0) {
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
         goto fail;
     }
-    if (o->nnodes_max > 0 && (o->local || (size_t)o->nnodes_max > c->n)) {
+    if (o->nnodes_max > 0 && (!hl || (size_t)o->nnodes_max > c->n)) {
         snprintf(err, errlen, "--nnodes %d:%d wants %d node%s, the hosts give %zu%s", o->nnodes_min, o->nnodes_max,
-                 o->nnodes_max, o->nnodes_max == 1 ? "" : "s", o->local ? 0 : c->n,
-                 o->local ? " (no HOSTFILE: this machine only)" : "; give more hosts or a smaller --nnodes");
+                 o->nnodes_max, o->nnodes_max == 1 ? "" : "s", hl ? c->n : 0,
+                 hl ? "; give more hosts or a smaller --nnodes" : " (no HOSTFILE: this machine only)");
         goto fail;
     }
     if (o->run_id && !util_run_id_ok(o->run_id)) {
@@ -198,17 +200,11 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->train_path = exe_sibling("ddptop-train");
     hosts_source_forget_allocation(); /* not for srun or the ranks */
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
-    if (!o->local && o->check.via == HOSTS_VIA_SRUN && !o->check.slurm_jobid) {
-        /* The agents' step has its own values of these (one task per node); the ranks get the
-         * job's, as the allocation gave them to ddptop (docs/slurm.md "Environment"). Not with
-         * --jobid/--salloc: ddptop's environment is then not that job's. */
-        static const char *const job_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_TASKS_PER_NODE",
-                                               "SLURM_NTASKS_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NAME",
-                                               "SLURM_MEM_PER_NODE", "SLURM_CPUS_PER_TASK", NULL};
-        for (int i = 0; job_vars[i]; i++)
-            if (getenv(job_vars[i]) && !env_list_get(&c->exports, job_vars[i]))
-                env_list_set(&c->exports, job_vars[i], getenv(job_vars[i]));
-    }
+    struct transport_env tenv = ctl_transport_env(c, NULL);
+    const char *const *job_vars = transport_kind_rank_vars(&tenv); /* what the kind's step changed */
+    for (int i = 0; job_vars && job_vars[i]; i++)
+        if (getenv(job_vars[i]) && !env_list_get(&c->exports, job_vars[i]))
+            env_list_set(&c->exports, job_vars[i], getenv(job_vars[i]));
     c->metrics = metrics_parser_new(o->loss_regex, err, errlen);
     if (!c->metrics) goto fail;
     hang_opts_init(&c->hang);
@@ -352,9 +348,9 @@ static void timers(struct controller *c)
     }
 }
 
-static int loop_timeout(struct controller *c, bool any_ssh)
+static int loop_timeout(struct controller *c, bool any_node)
 {
-    int64_t now = mono_ms(), wake = now + (any_ssh ? 100 : 1000);
+    int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.check.transport.kind) : 1000);
     if (c->more_lines && !c->writer_full) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
@@ -436,25 +432,27 @@ static void on_node(struct evloop *el, struct evloop_watch *w, short revents, vo
 
 /* The loop's watches made what this pass polls: the front end's input, and each node's
  * transport's fds, or none while the agents' messages gather (quiet). The pollfd array is
- * rebuilt only when an fd changes; events and pauses are written in place. */
+ * rebuilt only when an fd changes; events and pauses are written in place. True when a node's
+ * transport is on the loop: then it sleeps at most its kind's idle_ms (libssh may hold bytes
+ * that poll() cannot see). */
 static bool watches_sync(struct controller *c, bool quiet)
 {
     int in_fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1;
-    bool any_ssh = false;
+    bool any_node = false;
     c->in_w = evloop_watch_update(c->el, c->in_w, in_fd, POLLIN, on_input, c);
     for (size_t i = 0; i < c->n; i++) {
         struct cnode *nd = &c->nodes[i];
         struct pollfd p[TRANSPORT_POLLFDS_MAX];
         int k = 0;
         if (nd->t && !nd->queued) {
-            any_ssh = any_ssh || !c->o.local;
+            any_node = true;
             if (!quiet) k = transport_pollfds(nd->t, p, TRANSPORT_POLLFDS_MAX);
         }
         for (int m = 0; m < TRANSPORT_POLLFDS_MAX; m++)
             nd->ew[m] = evloop_watch_update(c->el, nd->ew[m], m < k ? p[m].fd : -1, m < k ? p[m].events : 0,
                                             on_node, &c->rev[i]);
     }
-    return any_ssh;
+    return any_node;
 }
 
 /* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
@@ -488,8 +486,8 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
 {
     int64_t now = mono_ms();
     bool quiet = !c->more_lines && *quiet_until_ms > now;
-    bool any_ssh = watches_sync(c, quiet);
-    int timeout = loop_timeout(c, any_ssh);
+    bool any_node = watches_sync(c, quiet);
+    int timeout = loop_timeout(c, any_node);
     uint64_t gen;
     if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
     /* the wake hook, the signals, the input, then the nodes' revents into c->rev */
@@ -545,7 +543,7 @@ int controller_run(struct controller *c)
     if (c->o.adopt) {
         ctl_adopt_begin(c);
     } else if (c->job->state == JOB_CHECKING) {
-        if (c->o.check_only || (!c->o.local && !c->o.no_check)) ctl_check_begin(c);
+        if (c->o.check_only || (c->hl && !c->o.no_check)) ctl_check_begin(c); /* no hosts: no preflight */
         else ctl_launch_begin(c);
     }
     while (!loop_done(c)) loop_once(c, &quiet_until_ms);

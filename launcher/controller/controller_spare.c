@@ -21,7 +21,7 @@
 
 bool ctl_spare_on(const struct controller *c)
 {
-    return c->o.nnodes_max > 0 && !c->o.local && !c->o.check_only;
+    return c->o.nnodes_max > 0 && c->hl && !c->o.check_only;
 }
 
 bool ctl_node_active(const struct controller *c, size_t i)
@@ -73,7 +73,7 @@ void ctl_spare_faults_clear(struct controller *c)
  * (printed, never run: draining needs the operator's rights). */
 static void drain_hint(struct controller *c)
 {
-    bool slurm = c->o.check.via == HOSTS_VIA_SRUN || c->o.check.slurm_jobid;
+    bool slurm = c->o.check.slurm; /* the hosts are a Slurm job's */
     if (!slurm) return;
     const char **names = xcalloc(c->n ? c->n : 1, sizeof *names);
     size_t k = 0;

@@ -1,5 +1,5 @@
-/* The choice of HOSTFILE, --slurm or --pbs (hosts_source.h), written once for both command
- * lines so that they take the same spellings and say the same things. */
+/* The choice of HOSTFILE, --slurm, --jobid, --salloc or --pbs (hosts_source.h), written once for
+ * both command lines so that they take the same spellings and say the same things. */
 #include "hosts_source.h"
 
 #include <stdlib.h>
@@ -42,44 +42,15 @@ int hosts_source_value_option(struct hosts_source *s, int argc, char **argv, int
         s->salloc = val;
         return 1;
     }
-    if ((rc = cli_opt_value(argc, argv, i, "--agent-bcast", NULL, &val)) != 0) {
-        if (rc < 0) return cli_fail(err, errlen, "--agent-bcast needs auto, always or never (see ddptop %s --help)", cmd);
-        if (strcmp(val, "auto") == 0) s->agent_bcast = 0;
-        else if (strcmp(val, "always") == 0) s->agent_bcast = 1;
-        else if (strcmp(val, "never") == 0) s->agent_bcast = -1;
-        else return cli_fail(err, errlen, "--agent-bcast wants auto, always or never, not '%s'", val);
-        return 1;
-    }
-    if ((rc = cli_opt_value(argc, argv, i, "--transport", NULL, &val)) != 0) {
-        if (rc < 0) return cli_fail(err, errlen, "--transport needs ssh, srun or tm (see ddptop %s --help)", cmd);
-        if (strcmp(val, "ssh") == 0) s->via = HOSTS_VIA_SSH;
-        else if (strcmp(val, "srun") == 0) s->via = HOSTS_VIA_SRUN;
-        else if (strcmp(val, "tm") == 0) s->via = HOSTS_VIA_TM;
-        else return cli_fail(err, errlen, "--transport wants ssh, srun or tm, not '%s'", val);
-        return 1;
-    }
     return 0;
 }
 
-int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen)
+const char *hosts_source_usage(void)
 {
-    switch (s->via) {
-    case HOSTS_VIA_SRUN:
-        if (!hosts_source_slurm(s))
-            return cli_fail(err, errlen, "--transport srun starts the agents as a step of a Slurm job: give "
-                            "--slurm (inside an allocation), --jobid ID or --salloc ARGS");
-        return HOSTS_VIA_SRUN;
-    case HOSTS_VIA_TM:
-        if (!s->pbs) return cli_fail(err, errlen, "--transport tm is PBS's task manager: it goes with --pbs");
-        return HOSTS_VIA_TM;
-    case HOSTS_VIA_SSH:
-        return HOSTS_VIA_SSH;
-    default:
-        break;
-    }
-    if (hosts_source_slurm(s)) return HOSTS_VIA_SRUN;
-    if (s->pbs) return util_in_path("pbs_tmrsh") ? HOSTS_VIA_TM : HOSTS_VIA_SSH;
-    return HOSTS_VIA_SSH;
+    return "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
+           "  --pbs                hosts from PBS_NODEFILE\n"
+           "  --jobid ID           from a login node: the nodes of your running Slurm job ID\n"
+           "  --salloc 'ARGS'      ask Slurm for nodes first (salloc ARGS), give them back at the end\n";
 }
 
 #define SALLOC_JOBID_VAR "DDPTOP_SALLOC_JOBID"

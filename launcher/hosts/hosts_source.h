@@ -1,6 +1,8 @@
 /* Where the hosts come from, as both `ddptop check` and `ddptop run` let a user say it: a
- * HOSTFILE operand, --slurm (SLURM_JOB_NODELIST) or --pbs (PBS_NODEFILE), exactly one of them.
- * The command lines collect the choice while they walk argv; hosts_source_load reads it. */
+ * HOSTFILE operand, --slurm (SLURM_JOB_NODELIST), --jobid, --salloc or --pbs (PBS_NODEFILE),
+ * at most one of them (none: `ddptop run` on this machine). The command lines collect the
+ * choice while they walk argv; hosts_source_load reads it. How the hosts' agents start is the
+ * transport kinds' to say (ssh/transport_kind.h), from what this tells them. */
 #ifndef DDPTOP_HOSTS_SOURCE_H
 #define DDPTOP_HOSTS_SOURCE_H
 
@@ -9,33 +11,23 @@
 
 #include "hostfile.h"
 
-/* How the nodes' agents are started (--transport). */
-enum hosts_via {
-    HOSTS_VIA_AUTO,  /* srun for a Slurm job's hosts, pbs_tmrsh under PBS when present, else ssh */
-    HOSTS_VIA_SSH,
-    HOSTS_VIA_SRUN,  /* one job step with an agent on every node */
-    HOSTS_VIA_TM,    /* PBS's task manager: pbs_tmrsh NODE AGENT */
-};
-
 struct hosts_source {
     const char *hostfile;    /* the HOSTFILE operand (borrowed from argv), or NULL */
     bool slurm, pbs;
     const char *jobid;       /* --jobid ID: the nodes of that Slurm job (borrowed) */
     const char *salloc;      /* --salloc ARGS: a new allocation's nodes (borrowed) */
     char *allocated;         /* the job id salloc gave (hosts_source_release gives it back) */
-    enum hosts_via via;      /* --transport */
-    int agent_bcast;         /* --agent-bcast: 0 auto, 1 always, -1 never (srun --bcast) */
 };
+
+/* The lines of --help for the options below (both command lines print them). */
+const char *hosts_source_usage(void);
 
 /* arg is --slurm or --pbs: noted, true. Anything else: false. */
 bool hosts_source_option(struct hosts_source *s, const char *arg);
-/* --jobid ID, --salloc ARGS and --transport ssh|srun|tm (they take a value): 1 taken (*i moved on), 0 not ours, -1 with
+/* --jobid ID and --salloc ARGS (they take a value): 1 taken (*i moved on), 0 not ours, -1 with
  * a message in err. */
 int hosts_source_value_option(struct hosts_source *s, int argc, char **argv, int *i, const char *cmd,
                               char *err, size_t errlen);
-/* The transport once the hosts are loaded: --transport, else the source's natural one. Returns
- * it, or -1 with a message when --transport does not fit the source (srun without a Slurm job). */
-int hosts_source_via(const struct hosts_source *s, char *err, size_t errlen);
 /* Whether the hosts are a Slurm job's (--slurm, --jobid, --salloc): srun reaches them. */
 bool hosts_source_slurm(const struct hosts_source *s);
 /* The Slurm job the hosts belong to when named (--jobid, or --salloc's), else NULL. */

@@ -90,7 +90,7 @@ struct agent_kit *agent_kit_load(const char *local)
     size_t n = 0;
     DIR *d;
     if (!local) return k;
-    k->local = xstrdup(local);
+    k->native = xstrdup(local);
     slash = strrchr(local, '/');
     dir = slash ? xstrndup(local, (size_t)(slash - local)) : xstrdup(".");
     base = xstrdup(slash ? slash + 1 : local);
@@ -110,7 +110,7 @@ struct agent_kit *agent_kit_load(const char *local)
         }
         closedir(d);
     }
-    qsort(names, n, sizeof *names, by_name); /* the same order on every run */
+    if (n) qsort(names, n, sizeof *names, by_name); /* the same order on every run (none: no array) */
     for (size_t i = 0; i < n; i++) {
         char *p = xasprintf("%s/%s", dir, names[i]);
         add(k, p, names[i] + strlen(base) + 1);
@@ -131,7 +131,7 @@ void agent_kit_free(struct agent_kit *k)
         free(k->e[i].remote_name);
     }
     free(k->e);
-    free(k->local);
+    free(k->native);
     free(k->skipped);
     free(k);
 }
@@ -139,7 +139,7 @@ void agent_kit_free(struct agent_kit *k)
 const struct agent_kit *agent_kit_get(const char *local)
 {
     static struct agent_kit *kit;
-    if (kit && ((!kit->local && !local) || (kit->local && local && strcmp(kit->local, local) == 0))) return kit;
+    if (kit && ((!kit->native && !local) || (kit->native && local && strcmp(kit->native, local) == 0))) return kit;
     agent_kit_free(kit);
     kit = agent_kit_load(local);
     return kit;

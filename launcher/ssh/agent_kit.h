@@ -25,7 +25,7 @@ struct agent_kit_entry {
 struct agent_kit {
     struct agent_kit_entry *e;
     size_t n;
-    char *local;            /* this machine's ddptop-agent, as given */
+    char *native;           /* this machine's ddptop-agent, as given */
     char *skipped;          /* files named like an agent but not usable, and why; NULL: none */
 };
 

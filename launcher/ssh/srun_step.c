@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/util.h"
+#include "wire/protocol.h"
 #include "wire/relay.h"
 
 
@@ -57,17 +58,17 @@ struct srun_step *srun_step_new(const struct srun_step_opts *o, const char *cons
         s->m[i].name = xstrdup(names[i]);
         s->m[i].task = -1;
         strbuf_init(&s->m[i].piece.line);
-        strbuf_init(&s->m[i].in);
+        line_reader_init(&s->m[i].in, PROTOCOL_MAX_LINE);
         strbuf_init(&s->m[i].pending);
         strbuf_init(&s->m[i].dq);
-        strbuf_init(&s->m[i].dr);
+        line_reader_init(&s->m[i].dr, (size_t)PROTOCOL_MAX_LINE + DIRECT_LINE_OVERHEAD);
         s->m[i].dfd = -1;
     }
     s->lfd = s->efd = -1;
     srun_step_cache_plan(s);
     strbuf_init(&s->wbuf);
-    strbuf_init(&s->obuf);
-    strbuf_init(&s->ebuf);
+    line_reader_init(&s->olines, PROTOCOL_MAX_LINE);
+    line_reader_init(&s->elines, PROTOCOL_MAX_LINE);
     return s;
 }
 
@@ -271,7 +272,7 @@ static size_t read_lines(struct srun_step *s, enum srun_stream from)
         close(*fd);
         *fd = -1;
         /* a last line without its newline is a line */
-        if ((from == SRUN_STDOUT ? s->obuf.len : s->ebuf.len) > 0) srun_step_feed(s, from, "\n", 1);
+        if (line_reader_pending(from == SRUN_STDOUT ? &s->olines : &s->elines) > 0) srun_step_feed(s, from, "\n", 1);
     }
     return got;
 }
@@ -405,7 +406,7 @@ enum srun_member_state srun_step_state(const struct srun_step *s, size_t m)
     if (s->cache_try) return SRUN_MEMBER_RUNNING; /* the step may still start again */
     /* its last lines are handed out before it is reported gone, those srun still holds while
      * another member's backlog stops us reading included (unless it is cut off) */
-    if (me->ended && me->in_off >= me->in.len && me->dfd < 0 && (me->cut || me->dforged || s->out_fd < 0 || !srun_step_backlogged(s)))
+    if (me->ended && !line_reader_pending(&me->in) && me->dfd < 0 && (me->cut || me->dforged || s->out_fd < 0 || !srun_step_backlogged(s)))
         return me->failed ? SRUN_MEMBER_FAILED : SRUN_MEMBER_CLOSED;
     return SRUN_MEMBER_RUNNING;
 }
@@ -459,12 +460,7 @@ char *srun_step_next_line(struct srun_step *s, size_t m)
 {
     struct member *me = &s->m[m];
     if (s->cache_try) return NULL; /* held until every node greeted (srun_step_cache.c) */
-    char *line = strbuf_take_line(&me->in, &me->in_off);
-    if (me->in_off == me->in.len && me->in_off) {
-        strbuf_reset(&me->in);
-        me->in_off = 0;
-    }
-    return line;
+    return line_reader_take(&me->in);
 }
 
 uint64_t srun_step_bytes_in(const struct srun_step *s, size_t m)
@@ -554,14 +550,14 @@ static void step_free(struct srun_step *s)
         free(s->m[i].name);
         free(s->m[i].why);
         strbuf_done(&s->m[i].piece.line);
-        strbuf_done(&s->m[i].in);
+        line_reader_done(&s->m[i].in);
         strbuf_done(&s->m[i].pending);
         strbuf_done(&s->m[i].dq);
-        strbuf_done(&s->m[i].dr);
+        line_reader_done(&s->m[i].dr);
     }
     strbuf_done(&s->wbuf);
-    strbuf_done(&s->obuf);
-    strbuf_done(&s->ebuf);
+    line_reader_done(&s->olines);
+    line_reader_done(&s->elines);
     free(s->m);
     free(s->agent_path);
     free(s->jobid);

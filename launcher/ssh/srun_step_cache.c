@@ -177,12 +177,12 @@ static void restart_with_bcast(struct srun_step *s, const char *why)
     if (s->err_fd >= 0) close(s->err_fd);
     s->out_fd = s->err_fd = -1;
     s->pid = 0;
-    s->started = s->exited = s->reaped = s->backlog_hit = s->oskip = s->eskip = false;
+    s->started = s->exited = s->reaped = s->backlog_hit = false;
     s->close_when_flushed = false;
     s->srun_err[0] = '\0';
     strbuf_reset(&s->wbuf);
-    strbuf_reset(&s->obuf);
-    strbuf_reset(&s->ebuf);
+    line_reader_reset(&s->olines);
+    line_reader_reset(&s->elines);
     for (size_t i = 0; i < s->n; i++) {
         struct member *m = &s->m[i];
         m->task = -1;
@@ -193,8 +193,7 @@ static void restart_with_bcast(struct srun_step *s, const char *why)
         strbuf_reset(&m->piece.line);
         m->piece.need = m->piece.hdr_len = 0;
         m->piece.last = false;
-        strbuf_reset(&m->in);
-        m->in_off = 0;
+        line_reader_reset(&m->in);
         m->bytes_in = 0;
     }
     srun_step_direct_reset(s);

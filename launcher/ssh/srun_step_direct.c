@@ -414,10 +414,10 @@ void srun_step_direct_reset(struct srun_step *s)
     for (size_t i = 0; i < s->n; i++) {
         struct member *m = &s->m[i];
         srun_step_direct_drop(m);
-        m->direct = m->dskip = m->dforged = false;
+        m->direct = m->dforged = false;
         m->deof_ms = m->dend_ms = 0;
         strbuf_reset(&m->dq);
-        strbuf_reset(&m->dr);
+        line_reader_reset(&m->dr);
     }
     while (s->npend) pending_drop(s, s->npend - 1, NULL);
     if (s->lfd >= 0) new_key(s); /* the agents of the step given up cannot come back */

@@ -51,7 +51,7 @@ void srun_step_direct_flush(struct member *m)
 
 static bool backlogged(const struct member *m)
 {
-    return m->in.len - m->in_off >= PROTOCOL_BACKLOG_MAX;
+    return line_reader_pending(&m->in) >= PROTOCOL_BACKLOG_MAX;
 }
 
 /* A line that failed its check: someone without the key wrote into the connection (or it was
@@ -74,21 +74,17 @@ static void member_forged(struct srun_step *s, struct member *m)
 }
 
 /* Whole lines of m's connection: "TAG LINE", LINE an agent's protocol line or "!STATUS" (its
- * last). */
+ * last). A line too long cuts m off; the reader drops its rest. */
 static void member_lines(struct srun_step *s, struct member *m)
 {
-    size_t off = 0;
-    while (off < m->dr.len) {
-        const char *p = m->dr.buf + off, *nl = memchr(p, '\n', m->dr.len - off);
-        size_t n = nl ? (size_t)(nl - p) : m->dr.len - off;
-        int at;
-        if (n > (size_t)PROTOCOL_MAX_LINE + DIRECT_LINE_OVERHEAD) {
+    enum line_got got;
+    char *p;
+    size_t n;
+    int at;
+    while ((got = line_reader_next(&m->dr, &p, &n)) != LINE_NONE) {
+        m->bytes_in += n + 1;
+        if (got == LINE_LONG) {
             srun_step_member_cut(s, m);
-            m->dskip = true;
-        }
-        if (!nl) break;
-        if (m->dskip) {
-            m->dskip = false; /* the end of the line that was too long */
         } else if (m->cut || m->dforged) {
             /* dropped unread: the line cut off took its number with it */
         } else if ((at = direct_line_open(&m->drx, p, n)) < 0) {
@@ -98,19 +94,16 @@ static void member_lines(struct srun_step *s, struct member *m)
             snprintf(st, sizeof st, "%.*s", (int)(n - at - 1 < sizeof st - 1 ? n - at - 1 : sizeof st - 1), p + at + 1);
             srun_step_member_exited(m, st);
         } else if (srun_step_member_reads(m)) {
-            strbuf_add(&m->in, p + at, n - at + 1);
+            p[n] = '\n'; /* the line goes on with its end (line_reader.h: p[n] is ours) */
+            line_reader_add(&m->in, p + at, n - at + 1);
         }
-        m->bytes_in += n + 1;
-        off += n + 1;
     }
-    if (m->dskip) off = m->dr.len; /* what is left of a line too long is not kept */
-    strbuf_consume(&m->dr, off);
 }
 
 void srun_step_direct_feed(struct srun_step *s, struct member *m, const char *buf, size_t len)
 {
     if (m->dforged) return;
-    strbuf_add(&m->dr, buf, len);
+    line_reader_add(&m->dr, buf, len);
     member_lines(s, m);
 }
 
@@ -134,8 +127,7 @@ void srun_step_direct_pump(struct srun_step *s, struct member *m)
         }
         /* its end: the agent seals whole lines only, so bytes after the last newline are a line
          * cut short (its agent killed while writing): nothing to believe */
-        strbuf_reset(&m->dr);
-        m->dskip = false;
+        line_reader_reset(&m->dr);
         if (!m->ended) {
             m->deof_ms = mono_ms();
             m->deof_why = r < 0 ? errno : 0;

@@ -11,6 +11,7 @@
 #include "srun_step.h"
 #include "util/util.h"
 #include "wire/direct_line.h"
+#include "wire/line_reader.h"
 #include "wire/relay.h"
 
 struct member {
@@ -23,8 +24,7 @@ struct member {
     char *why;                /* why it ended */
     char last_err[256];       /* the last thing its task wrote on stderr */
     struct relay_piece piece; /* a protocol line whose pieces are still arriving */
-    struct strbuf in;         /* whole protocol lines, each ended by '\n' */
-    size_t in_off;
+    struct line_reader in;    /* whole protocol lines, each ended by '\n' */
     struct strbuf pending;    /* requests sent before its task was known */
     uint64_t bytes_in;
     bool released;
@@ -32,12 +32,12 @@ struct member {
     /* its direct connection (srun_step_direct.c, srun_step_dlink.c), when its agent made one */
     int dfd;                  /* -1: none (never, or ended) */
     bool direct;              /* it spoke over one: srun's stdout carries nothing of it */
-    bool dskip;               /* the rest of a line too long is dropped */
     bool dforged;             /* a line failed its MAC: closed, and the member failed */
     struct direct_line_key drx, dtx; /* the keys of its agent's lines and of ours */
     bool dmore;               /* its last read stopped early (a bound, the backlog): read again
                                * without waiting for its poll */
-    struct strbuf dq, dr;     /* to send; read, not yet a whole line */
+    struct strbuf dq;         /* to send */
+    struct line_reader dr;    /* read, not yet a whole line (a line too long is dropped) */
     int64_t deof_ms;          /* its socket ended without the exit status (0: not) */
     int deof_why;             /* errno of that end (0: closed) */
     int64_t dend_ms;          /* ended (srun said) while its socket was still open */
@@ -81,8 +81,8 @@ struct srun_step {
     bool attach;              /* the tasks are bridges (ddptop-agent --relay --attach) */
     int status;
     int to_fd, out_fd, err_fd, log_fd;
-    struct strbuf wbuf, obuf, ebuf; /* obuf, ebuf: a line of srun's stdout, stderr so far */
-    bool oskip, eskip;        /* the rest of a line longer than PROTOCOL_MAX_LINE is dropped */
+    struct strbuf wbuf;
+    struct line_reader olines, elines; /* srun's stdout and stderr, bounded by PROTOCOL_MAX_LINE */
     bool backlog_hit;         /* a member's lines reached PROTOCOL_BACKLOG_MAX since this was
                                * cleared: only then are the members looked at (they are many) */
     char srun_err[256];       /* srun's own last error line */

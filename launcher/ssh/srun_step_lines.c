@@ -37,7 +37,7 @@ bool srun_step_backlogged(const struct srun_step *s)
 {
     if (!s->backlog_hit) return false;
     for (size_t i = 0; i < s->n; i++)
-        if (!s->m[i].direct && srun_step_member_reads(&s->m[i]) && s->m[i].in.len - s->m[i].in_off >= PROTOCOL_BACKLOG_MAX)
+        if (!s->m[i].direct && srun_step_member_reads(&s->m[i]) && line_reader_pending(&s->m[i].in) >= PROTOCOL_BACKLOG_MAX)
             return true;
     return false;
 }
@@ -182,10 +182,10 @@ static void out_line(struct srun_step *s, const char *line, size_t len)
             strbuf_add(&m->piece.line, "", 1);
             srun_step_member_exited(m, m->piece.line.buf + 1);
         } else if (srun_step_member_reads(m)) {
-            strbuf_add(&m->in, m->piece.line.buf, m->piece.line.len);
-            strbuf_add(&m->in, "\n", 1);
+            line_reader_add(&m->in, m->piece.line.buf, m->piece.line.len);
+            line_reader_add(&m->in, "\n", 1);
             m->bytes_in += m->piece.line.len + 1;
-            if (m->in.len - m->in_off >= PROTOCOL_BACKLOG_MAX) s->backlog_hit = true;
+            if (line_reader_pending(&m->in) >= PROTOCOL_BACKLOG_MAX) s->backlog_hit = true;
         }
         strbuf_reset(&m->piece.line);
         return;
@@ -254,30 +254,29 @@ static void err_line(struct srun_step *s, const char *line)
         snprintf(s->srun_err, sizeof s->srun_err, "%s", line);
 }
 
-/* A whole line of the stream (no '\n'; it may hold NUL bytes, read as its end). */
-static void one_line(struct srun_step *s, enum srun_stream from, struct strbuf *b)
+/* A whole line of the stream (no '\n'; it may hold NUL bytes, read as its end): p[n] is its
+ * end, writable (line_reader.h). */
+static void one_line(struct srun_step *s, enum srun_stream from, char *p, size_t n)
 {
-    strbuf_add(b, "", 1); /* a C string for the parsers; b is reset next */
     if (from == SRUN_STDOUT) {
-        out_line(s, b->buf, strlen(b->buf));
+        out_line(s, p, strlen(p));
         return;
     }
     /* the step's log gets srun's messages as read, a long line only as far as it was read */
-    b->buf[b->len - 1] = '\n';
-    log_bytes(s, b->buf, b->len);
-    b->buf[b->len - 1] = '\0';
-    err_line(s, b->buf);
+    p[n] = '\n';
+    log_bytes(s, p, n + 1);
+    p[n] = '\0';
+    err_line(s, p);
 }
 
-/* A line that reached PROTOCOL_MAX_LINE without its end: no line srun writes (the relays'
- * pieces are under 1 KiB, srun's own messages a line). */
-static void long_line(struct srun_step *s, enum srun_stream from, struct strbuf *b)
+/* A line longer than PROTOCOL_MAX_LINE (its head, the rest dropped): no line srun writes (the
+ * relays' pieces are under 1 KiB, srun's own messages a line). */
+static void long_line(struct srun_step *s, enum srun_stream from, char *p, size_t n)
 {
     const char *rest;
     char note[160];
-    strbuf_add(b, "", 1);
     if (from == SRUN_STDOUT) {
-        int task = relay_label(b->buf, &rest);
+        int task = relay_label(p, &rest);
         struct member *m = task >= 0 ? member_of_task(s, task) : NULL;
         if (m) srun_step_member_cut(s, m);
         snprintf(note, sizeof note, "ddptop: a line of srun's output (task %d) was longer than %d bytes; dropped\n",
@@ -285,8 +284,7 @@ static void long_line(struct srun_step *s, enum srun_stream from, struct strbuf 
         log_bytes(s, note, strlen(note));
         return;
     }
-    b->len--;
-    one_line(s, from, b);
+    one_line(s, from, p, n);
     snprintf(note, sizeof note, "ddptop: the line above was longer than %d bytes; the rest was dropped\n",
              PROTOCOL_MAX_LINE);
     log_bytes(s, note, strlen(note));
@@ -294,28 +292,13 @@ static void long_line(struct srun_step *s, enum srun_stream from, struct strbuf 
 
 void srun_step_feed(struct srun_step *s, enum srun_stream from, const char *buf, size_t len)
 {
-    struct strbuf *b = from == SRUN_STDOUT ? &s->obuf : &s->ebuf;
-    bool *skip = from == SRUN_STDOUT ? &s->oskip : &s->eskip;
-    while (len > 0) {
-        const char *nl = memchr(buf, '\n', len);
-        size_t n = nl ? (size_t)(nl - buf) : len;
-        if (*skip) {
-            /* the rest of a line that was too long: dropped up to its end */
-        } else if (b->len + n > (size_t)PROTOCOL_MAX_LINE) {
-            strbuf_add(b, buf, (size_t)PROTOCOL_MAX_LINE - b->len);
-            long_line(s, from, b);
-            strbuf_reset(b);
-            *skip = true;
-        } else {
-            strbuf_add(b, buf, n);
-            if (nl) {
-                one_line(s, from, b);
-                strbuf_reset(b);
-            }
-        }
-        if (nl) *skip = false;
-        n += nl ? 1 : 0;
-        buf += n;
-        len -= n;
+    struct line_reader *r = from == SRUN_STDOUT ? &s->olines : &s->elines;
+    enum line_got got;
+    char *p;
+    size_t n;
+    line_reader_add(r, buf, len);
+    while ((got = line_reader_next(r, &p, &n)) != LINE_NONE) {
+        if (got == LINE_WHOLE) one_line(s, from, p, n);
+        else long_line(s, from, p, n);
     }
 }

@@ -57,17 +57,6 @@ int ssh_cli_option(const char *cmd, int argc, char **argv, int *i, struct ssh_co
 
 void ssh_cli_usage(FILE *f)
 {
-    /* the hosts' other sources and how their agents start (hosts/hosts_source.c parses them) */
-    fputs(          "  --slurm              hosts from SLURM_JOB_NODELIST (inside an allocation)\n"
-          "  --pbs                hosts from PBS_NODEFILE\n"
-          "  --jobid ID           from a login node: the nodes of your running Slurm job ID\n"
-          "  --salloc 'ARGS'      ask Slurm for nodes first (salloc ARGS), give them back at the end\n"
-          "  --transport T        how agents start: ssh, srun (one Slurm job step; the default with\n"
-          "                       --slurm, --jobid, --salloc) or tm (PBS's pbs_tmrsh; the default with\n"
-          "                       --pbs when pbs_tmrsh is on PATH). docs/slurm.md\n"
-          "  --agent-bcast WHEN   srun: copy the agent to the nodes (srun --bcast): auto (unless\n"
-          "                       it is on NFS, Lustre, GPFS...), always or never\n",
-          f);
     fputs("  --known-hosts FILE   host keys to verify against (default ~/.ssh/known_hosts)\n"
           "  --accept-new-hosts   add unknown host keys to that file (changed keys are always refused)\n"
           "  -i, --identity FILE  private key to try first (also the hostfile key identity=FILE)\n"

@@ -14,7 +14,8 @@
  * message in err. */
 int ssh_cli_option(const char *cmd, int argc, char **argv, int *i, struct ssh_conn_opts *o, char *err,
                    size_t errlen);
-/* The SSH options' lines of the usage text. */
+/* The SSH options' lines of the usage text (after the hosts' sources, hosts_source_usage, and
+ * the transports', transport_kinds_usage). */
 void ssh_cli_usage(FILE *f);
 /* Our ddptop-agent: next to the running executable. malloc'd, NULL when unknown. */
 char *ssh_cli_local_agent(void);

@@ -20,6 +20,7 @@
 
 #include "hosts/hostfile.h"
 #include "util/util.h"
+#include "wire/protocol.h"
 
 /* A bridge's connect unanswered for RESYN_MS starts again on a fresh socket: the node is
  * likely behind a link that is down, and the kernel's own SYN retries (1, 3, 7 s) would notice
@@ -37,7 +38,7 @@ struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *
     c->upload_pipe[0] = c->upload_pipe[1] = -1;
     c->address = xstrdup(h->name);
     c->port = h->port ? h->port : 22;
-    strbuf_init(&c->in);
+    line_reader_init(&c->in, PROTOCOL_MAX_LINE);
     strbuf_init(&c->out);
     strbuf_init(&c->errtail);
     strbuf_init(&c->tried);
@@ -112,7 +113,7 @@ void ssh_conn_free(struct ssh_conn *c)
     free(c->upload_err);
     free(c->upload_hint);
     free(c->known_hosts);
-    strbuf_done(&c->in);
+    line_reader_done(&c->in);
     strbuf_done(&c->out);
     strbuf_done(&c->errtail);
     strbuf_done(&c->tried);

@@ -95,43 +95,8 @@ bool ssh_conn_next_line_into(struct ssh_conn *c, struct strbuf *out);
 /* Ends the agent's stdin (it exits) and tears the session down. */
 void ssh_conn_close(struct ssh_conn *c);
 
-/* The remote sh command that starts the agent (ssh_probe.c): it picks the agent whose arch is
- * the node's `uname -m` (none: "ddptop-probe ARCH noagent"); refuses a node whose glibc
- * (getconf GNU_LIBC_VERSION) is older than that agent's glibc ("ddptop-probe ARCH oldlibc
- * NODE_GLIBC AGENT_GLIBC"); refuses an --agent-dir that is a symbolic link, not the user's (or
- * root's), or writable by group or others, and a parent of it that others could rename it out
- * of, printing "ddptop-probe ARCH unsafe WHICH KIND VALUE PATH" (WHICH dir|parent, KIND
- * link|owner|mode|unknown) before anything runs; it execs dir/name when that file belongs to
- * the user (or root) and, where the node has sha256sum, hashes to its sha256 (empty or NULL:
- * not checked); else it creates dir (umask 077) and prints "ddptop-probe ARCH absent DIR" (DIR
- * expanded). Every value reaches the shell single-quoted. */
-struct ssh_probe_agent {
-    const char *arch, *name;
-    const char *sha256;                    /* lower-case hex, or NULL */
-    const char *glibc;                     /* "2.27": the newest it needs; NULL or "": not checked */
-};
-struct ssh_probe {
-    const char *dir;
-    const struct ssh_probe_agent *agents;
-    size_t n_agents;
-    const char *arg;                       /* one argument of the agent (e.g. "--attach"), or NULL */
-};
-char *ssh_conn_probe_script(const struct ssh_probe *p);
-/* The same for one agent without hash, glibc or argument. Exposed for tests; malloc'd. */
-char *ssh_conn_probe_command(const char *agent_dir, const char *agent_name, const char *arch);
 /* Before ssh_conn_start: the exec channel runs `ddptop-agent --attach`, a bridge to the agent
  * that waits on the node (docs/protocol.md "Reconnecting"), not a new agent. */
 void ssh_conn_set_attach(struct ssh_conn *c);
-
-/* The remote sh command that installs one file uploaded over an exec channel (no sftp
- * subsystem): it reads the file from stdin into a private temporary name in dir (umask 077,
- * mkdir -p dir), checks its SHA-256 with the node's sha256sum against sha256_hex, sets mode,
- * and renames it to dir/name; on any failure the temporary file is removed and stdin is read
- * to its end. Its last output line is "ddptop-upload ok", "ddptop-upload no-sha256sum",
- * "ddptop-upload mismatch HEX" or "ddptop-upload failed" (the shell's own error lines before
- * it). Every value reaches the shell single-quoted. Exposed for tests; returns a malloc'd
- * string. */
-char *ssh_conn_upload_command(const char *dir, const char *name, const char *sha256_hex,
-                              unsigned mode);
 
 #endif

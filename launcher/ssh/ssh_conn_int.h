@@ -1,6 +1,6 @@
 /* Internals of the SSH transport shared by ssh_conn.c (state machine, host keys),
  * ssh_conn_net.c (resolve, TCP connect, authentication), ssh_deploy.c (exec channel, agent
- * probe, upload by SFTP), ssh_upload_exec.c (upload over an exec channel when the node has
+ * probe's answer, upload by SFTP), ssh_upload_exec.c (upload over an exec channel when the node has
  * no sftp subsystem) and ssh_stream.c (the agent's lines over the channel). Not for other
  * modules: they use ssh_conn.h. */
 #ifndef DDPTOP_SSH_CONN_INT_H
@@ -16,6 +16,7 @@
 #include "ssh_conn.h"
 #include "ssh_readahead.h"
 #include "util/util.h"
+#include "wire/line_reader.h"
 
 struct gai_req;
 struct agent_kit_entry;
@@ -64,8 +65,8 @@ struct ssh_conn {
     bool uploaded;
     const char *upload_method; /* "sftp" or "exec" (static), set by the upload thread */
     char *remote_dir;
-    struct strbuf in, out, errtail;
-    size_t in_off;             /* bytes of in already returned as lines */
+    struct line_reader in;     /* the agent's stdout (wire/line_reader.h) */
+    struct strbuf out, errtail;
     uint64_t bytes_in;         /* agent output received, in all */
 
     /* upload thread */
@@ -106,14 +107,5 @@ void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
  * c->upload_hint). */
 char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode,
                            const char *want_sha256);
-
-/* The bytes an upload sent hash to got_hex: NULL when that is want_hex (the hash the agent's
- * name and the probe carry; NULL or "": not checked), else the error for c's node (the local
- * file changed since ddptop started), malloc'd. Both uploads (sftp, exec) ask it. */
-char *ssh_conn_upload_changed(const struct ssh_conn *c, const char *local, const char *got_hex,
-                              const char *want_hex);
-/* The probe's "unsafe WHICH KIND VALUE PATH" (rest: after "unsafe "): fails c with the message
- * and hint for it and returns true; false when rest is not one. */
-bool ssh_conn_probe_unsafe(struct ssh_conn *c, const char *rest);
 
 #endif

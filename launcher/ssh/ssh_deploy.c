@@ -1,6 +1,6 @@
 /* SSH transport, deployment: the exec channel that starts ddptop-agent, the probe's answer,
  * and uploading the agent when the node lacks it. One remote sh command both probes and starts
- * (ssh_probe.c): it refuses an agent directory that others could write, execs the agent when a
+ * (agent_probe.c, the helper of agent_deploy.h any kind that can exec uses): it refuses an agent directory that others could write, execs the agent when a
  * copy of our hash is there, else it prints "ddptop-probe ARCH absent DIR", and we upload our
  * own copy by SFTP and run it again. When the node's sshd has no sftp subsystem (common on
  * clusters), the upload goes over an exec channel instead, checked with sha256sum on the node
@@ -22,6 +22,7 @@
 
 #include <libssh/sftp.h>
 
+#include "agent_deploy.h"
 #include "agent_kit.h"
 #include "hosts/hostfile.h"
 #include "wire/protocol.h"
@@ -29,17 +30,7 @@
 
 void ssh_conn_exec_begin(struct ssh_conn *c)
 {
-    if (!c->exec_cmd) {
-        const struct agent_kit *k = agent_kit_get(c->o->agent_local);
-        struct ssh_probe_agent *g = xcalloc(k->n ? k->n : 1, sizeof *g);
-        for (size_t i = 0; i < k->n; i++)
-            g[i] = (struct ssh_probe_agent){.arch = k->e[i].arch, .name = k->e[i].remote_name,
-                                            .sha256 = k->e[i].sha256, .glibc = k->e[i].glibc};
-        struct ssh_probe p = {.dir = c->o->agent_dir ? c->o->agent_dir : AGENT_REMOTE_DIR, .agents = g,
-                              .n_agents = k->n, .arg = c->attach ? "--attach" : NULL};
-        c->exec_cmd = ssh_conn_probe_script(&p);
-        free(g);
-    }
+    if (!c->exec_cmd) c->exec_cmd = agent_probe_for_kit(c->o->agent_local, c->o->agent_dir, c->attach ? "--attach" : NULL);
     c->exec_stage = 0;
     c->state = SSH_CONN_EXEC;
     c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 1000;
@@ -80,18 +71,13 @@ void ssh_conn_exec_pump(struct ssh_conn *c)
 
 static void *upload_thread(void *arg);
 
-static void upload_begin(struct ssh_conn *c, const char *remote_dir)
+static void upload_begin(struct ssh_conn *c, const struct agent_probe_reply *r)
 {
     free(c->remote_dir);
-    c->remote_dir = xstrdup(remote_dir);
+    c->remote_dir = xstrdup(r->dir);
+    c->agent = r->agent;
     ssh_channel_free(c->channel); /* the probe's channel: the shell already exited */
     c->channel = NULL;
-    if (access(c->agent->path, R_OK) != 0) {
-        ssh_conn_fail(c, "build it next to ddptop with make, or install it on the node by hand",
-                      "ddptop-agent is not on %s and the local copy %s cannot be read: %s", c->h->name,
-                      c->agent->path, strerror(errno));
-        return;
-    }
     if (pipe2(c->upload_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         ssh_conn_fail(c, NULL, "pipe: %s", strerror(errno));
         return;
@@ -105,79 +91,30 @@ static void upload_begin(struct ssh_conn *c, const char *remote_dir)
     }
 }
 
-/* The node's architecture has no agent here: which ones there are, and where they were
- * looked for (a file skipped, e.g. of the wrong architecture, is named). */
-static void fail_no_agent(struct ssh_conn *c, const char *arch)
-{
-    const struct agent_kit *k = agent_kit_get(c->o->agent_local);
-    struct strbuf have, hint;
-    strbuf_init(&have);
-    strbuf_init(&hint);
-    agent_kit_arches(k, &have);
-    strbuf_addf(&hint, "use nodes of %s, or build ddptop-agent on a %s machine (make PORTABLE=0 "
-                "build/ddptop-agent) and put it beside this ddptop's agents as %s-%s",
-                have.buf, arch, k->local ? k->local : "ddptop-agent", arch);
-    if (k->skipped) strbuf_addf(&hint, " (skipped: %s)", k->skipped);
-    ssh_conn_fail(c, hint.buf, "%s is %s: this ddptop has agents for %s only (nothing was run)", c->h->name, arch,
-                  have.buf);
-    strbuf_done(&have);
-    strbuf_done(&hint);
-}
-
-/* Handles the probe's "ddptop-probe ARCH absent DIR", "... noagent", "... oldlibc G NEED"
- * and "... unsafe ..."; returns false when the first line is none of them. */
+/* The probe's first line (agent_deploy.h): false when it is the agent's own. */
 static bool handle_probe_line(struct ssh_conn *c, const char *line)
 {
-    char arch[64], have[32], need[32];
-    int off = 0;
-    if (sscanf(line, "ddptop-probe %63s unsafe %n", arch, &off) == 1 && off > 0)
-        return ssh_conn_probe_unsafe(c, line + off);
-    off = 0;
-    if (sscanf(line, "ddptop-probe %63s noagent%n", arch, &off) == 1 && off > 0 && !line[off]) {
-        for (char *q = arch; *q; q++)
-            if (*q < 0x21 || *q > 0x7e) *q = '?';
-        fail_no_agent(c, arch);
-        return true;
-    }
-    off = 0;
-    if (sscanf(line, "ddptop-probe %63s oldlibc %31s %31s%n", arch, have, need, &off) == 3 && off > 0) {
-        for (char *q = have; *q; q++)
-            if (*q < 0x21 || *q > 0x7e) *q = '?';
-        ssh_conn_fail(c,
-                      "run the nodes on glibc 2.28 or newer (RHEL/Rocky 8, Debian 10, Ubuntu 18.10, SLES 15 and "
-                      "later), or build ddptop-agent on such a node (make PORTABLE=0 build/ddptop-agent) and put "
-                      "it beside this ddptop's agents as ddptop-agent-ARCH",
-                      "%s has glibc %s, older than the %s that ddptop's %s agent needs (nothing was run)",
-                      c->h->name, have, need, agent_kit_find(agent_kit_get(c->o->agent_local), arch) ? arch : "?");
-        return true;
-    }
-    off = 0;
-    if (sscanf(line, "ddptop-probe %63s absent %n", arch, &off) != 1 || off == 0) return false;
-    c->agent = agent_kit_find(agent_kit_get(c->o->agent_local), arch);
-    if (!c->agent) {
-        fail_no_agent(c, arch);
-    } else if (c->probe_done_once) {
-        ssh_conn_fail(c, "check that the agent dir is writable and not mounted noexec (--agent-dir)",
-                      "ddptop-agent was uploaded to %s:%s but cannot be run from there", c->h->name,
-                      line + off);
-    } else {
-        upload_begin(c, line + off);
-    }
-    return true;
+    struct agent_probe_reply r;
+    agent_probe_read(line, c->h->name, c->o->agent_local, c->probe_done_once, &r);
+    enum agent_probe_said said = r.said;
+    if (said == PROBE_REFUSED) ssh_conn_fail(c, r.hint, "%s", r.error);
+    else if (said == PROBE_ABSENT) upload_begin(c, &r);
+    agent_probe_reply_done(&r);
+    return said != PROBE_AGENT;
 }
 
 bool ssh_conn_probe_reply(struct ssh_conn *c)
 {
-    char *nl = c->in.len ? memchr(c->in.buf, '\n', c->in.len) : NULL;
-    if (!nl) return false;
+    struct strbuf first;
+    strbuf_init(&first);
+    if (!line_reader_peek(&c->in, &first)) return false;
     if (c->login_ms < 0) c->login_ms = mono_ms() - c->exec_sent_ms;
-    *nl = '\0';
-    if (handle_probe_line(c, c->in.buf)) {
-        strbuf_reset(&c->in);
-        c->in_off = 0;
+    bool probe = handle_probe_line(c, first.buf);
+    strbuf_done(&first);
+    if (probe) {
+        line_reader_reset(&c->in);
         return true;
     }
-    *nl = '\n';
     c->state = SSH_CONN_READY; /* the agent's first line (hello) stays queued */
     /* from here on only the loop's thread uses the session: its socket is read in 64 KiB
      * gulps, not libssh's 4 KiB ones */
@@ -228,7 +165,7 @@ static char *upload_file(struct ssh_conn *c, sftp_session sftp, const char *loca
     }
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
-    if ((err = ssh_conn_upload_changed(c, local, hex, want_sha256)) != NULL) goto out;
+    if ((err = agent_upload_changed(local, hex, want_sha256, c->h->name)) != NULL) goto out;
     sftp_close(f);
     f = NULL;
     if (sftp_rename(sftp, tmp, final) != 0) {

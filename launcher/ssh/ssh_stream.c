@@ -18,10 +18,9 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
     char buf[16384];
     size_t ahead = ssh_readahead_pending(c->ra);
     for (;;) {
-        if (!is_stderr && c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return;
+        if (!is_stderr && line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) return;
         /* the agent's lines straight into c->in: a copy less of every byte of a flood */
-        if (!is_stderr) strbuf_reserve(&c->in, sizeof buf);
-        char *to = is_stderr ? buf : c->in.buf + c->in.len;
+        char *to = is_stderr ? buf : line_reader_space(&c->in, sizeof buf);
         int n = ssh_channel_read_nonblocking(c->channel, to, sizeof buf, is_stderr);
         if (n == SSH_ERROR) {
             ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
@@ -44,8 +43,7 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
             strbuf_add(&c->errtail, buf, (size_t)n);
             if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
         } else {
-            c->in.len += (size_t)n;
-            c->in.buf[c->in.len] = '\0';
+            line_reader_wrote(&c->in, (size_t)n);
             c->bytes_in += (uint64_t)n;
         }
     }
@@ -55,7 +53,7 @@ static void read_stream(struct ssh_conn *c, int is_stderr)
  * SSH window then stops the agent, and the agent stops its ranks' pipes). */
 static size_t backlog(const struct ssh_conn *c)
 {
-    return c->in.len - c->in_off;
+    return line_reader_pending(&c->in);
 }
 
 static const char *errtail_line(struct ssh_conn *c)
@@ -87,7 +85,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     /* the first line: the probe's answer (ssh_deploy.c takes it) or the agent's hello */
     if (c->state == SSH_CONN_PROBING && ssh_conn_probe_reply(c)) return;
     if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
-    if (backlog(c) > PROTOCOL_MAX_LINE && !memchr(c->in.buf + c->in_off, '\n', backlog(c))) {
+    if (line_reader_overlong(&c->in)) {
         ssh_conn_fail(c, NULL, PROTOCOL_LONG_LINE_FMT, c->h->name, PROTOCOL_MAX_LINE);
         return;
     }
@@ -107,7 +105,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
             ssh_conn_fail(c, hint,
                           "starting ddptop-agent on %s failed (exit status %d)%s%s", c->h->name, status,
                           *tail ? ": " : "", tail);
-        } else if (c->state == SSH_CONN_READY && !(backlog(c) && memchr(c->in.buf + c->in_off, '\n', backlog(c)))) {
+        } else if (c->state == SSH_CONN_READY && !line_reader_ready(&c->in)) {
             /* lines already received stay readable; the caller sees CLOSED after them */
             free(c->err);
             c->err = xasprintf("ddptop-agent on %s exited (status %d)%s%s", c->h->name, status,
@@ -133,13 +131,13 @@ uint64_t ssh_conn_bytes_in(const struct ssh_conn *c)
 char *ssh_conn_next_line(struct ssh_conn *c)
 {
     if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return NULL;
-    return strbuf_take_line(&c->in, &c->in_off);
+    return line_reader_take(&c->in);
 }
 
 bool ssh_conn_next_line_into(struct ssh_conn *c, struct strbuf *out)
 {
     if (c->state != SSH_CONN_READY && c->state != SSH_CONN_CLOSED) return false;
-    return strbuf_next_line(&c->in, &c->in_off, out);
+    return line_reader_next_into(&c->in, out);
 }
 
 void ssh_conn_close(struct ssh_conn *c)

@@ -1,7 +1,7 @@
 /* The generic part of transport.h: every call goes through the transport's ops table
- * (transport_int.h), whose kinds live one to a file (transport_ssh.c, transport_child.c,
- * transport_srun.c); the optional entries a kind leaves out get their defaults here. Nothing
- * here knows which kinds there are. */
+ * (transport_int.h), each filled by one file (transport_ssh.c, transport_child.c,
+ * transport_srun.c); the optional entries one leaves out get their defaults here. Nothing
+ * here knows which there are. */
 #include "transport_int.h"
 
 #include <stdlib.h>
@@ -83,11 +83,6 @@ const char *transport_upload_method(const struct transport *t)
 int64_t transport_login_ms(const struct transport *t)
 {
     return t->ops->login_ms ? t->ops->login_ms(t) : -1;
-}
-
-const char *transport_kind_name(const struct transport *t)
-{
-    return t->ops->name;
 }
 
 void transport_send_line(struct transport *t, const char *line)

@@ -1,9 +1,10 @@
-/* How the controller reaches one node's ddptop-agent, whatever the kind: over SSH
- * (transport_ssh.c over ssh_conn.h), as a member of a Slurm job step running every node's
- * agent (transport_srun.c over srun_step.h), or as a child process on two pipes
- * (transport_child.c: without a hostfile the agent itself; under PBS pbs_tmrsh starting it on
- * the node). Each kind is an ops table (transport_int.h) that transport.c dispatches through;
- * callers choose a kind only by the constructor they call. All are driven the same way from
+/* How the controller reaches one node's ddptop-agent, whatever the kind of transport
+ * (transport_kind.h, which opens them): over SSH (transport_ssh.c over ssh_conn.h), as a
+ * member of a Slurm job step running every node's agent (transport_srun.c over srun_step.h),
+ * or as a child process on two pipes (transport_child.c: without hosts the agent itself; under
+ * PBS pbs_tmrsh starting it on the node). Each of these ways is an ops table (transport_int.h)
+ * that transport.c dispatches through; the constructors below are the kinds' (kind_*.c), and
+ * what is built is never asked which it is. All are driven the same way from
  * the controller's one loop: transport_pollfds gives the (fd, events) to watch,
  * transport_pump takes their revents (0 on a timer tick, with transport_deadline_ms saying
  * when one is due), then transport_next_line hands out the lines that arrived. Nothing
@@ -35,12 +36,25 @@ struct transport;
  * (ddptop-agent --attach), not a new agent. */
 struct transport *transport_ssh_new(const struct host *h, const struct ssh_conn_opts *o);
 struct transport *transport_ssh_attach_new(const struct host *h, const struct ssh_conn_opts *o);
-/* agent_path: the ddptop-agent binary; its stderr goes to stderr_path (appended; NULL:
- * /dev/null), so nothing it says can reach the terminal the dashboard draws on. */
-struct transport *transport_local_new(const char *agent_path, const char *stderr_path);
-/* A child process on two pipes that starts the agent on a node: argv such as {"pbs_tmrsh",
- * "node3", "/path/ddptop-agent", NULL} (PBS); address: what its peers use (NULL: 127.0.0.1). */
+/* A child process on two pipes that is the agent ({"/path/ddptop-agent", NULL}) or starts it
+ * on a node ({"pbs_tmrsh", "node3", "/path/ddptop-agent", NULL}, PBS); address: what its peers
+ * use (NULL: 127.0.0.1). Its stderr goes to stderr_path (appended; NULL: /dev/null), so
+ * nothing it says can reach the terminal the dashboard draws on. */
 struct transport *transport_child_new(const char *const *argv, const char *address, const char *stderr_path);
+/* A command that runs `sh -c CMD` on node and carries its stdin and stdout: prefix such as
+ * {"kubectl", "exec", "-i", "POD", "--", NULL} ({NULL}: sh on this machine). The agent is
+ * deployed through it by the probe and, when the node lacks it, the upload of agent_deploy.h
+ * (transport_exec.c); address: what its peers use (NULL: 127.0.0.1). */
+struct transport_exec_opts {
+    const char *agent_local;   /* this machine's ddptop-agent: its kit (agent_kit.h) */
+    const char *agent_dir;     /* on the node; NULL: AGENT_REMOTE_DIR */
+    int timeout_s;             /* the upload may take three times this */
+    int login_timeout_s;       /* the probe's first line (0: 60 s) */
+    const char *stderr_path;   /* what the commands say on stderr (NULL: /dev/null) */
+    bool attach;               /* a bridge to the agent that waits there (--attach) */
+};
+struct transport *transport_exec_new(const char *const *prefix, const char *node, const char *address,
+                                     const struct transport_exec_opts *o);
 /* Member `member` of a Slurm step of agents (srun_step.h); the transports of a step release it. */
 struct transport *transport_srun_new(struct srun_step *s, size_t member);
 void transport_free(struct transport *t);
@@ -68,9 +82,6 @@ const char *transport_error(const struct transport *t);
 const char *transport_hint(const struct transport *t);
 /* The address peers use to reach the node: HostName after the ssh config, or 127.0.0.1. */
 const char *transport_address(const struct transport *t);
-
-/* The kind ("ssh", "child", "srun"), for messages: never compared, choose by constructor. */
-const char *transport_kind_name(const struct transport *t);
 
 /* Over SSH: the user and port it logs in with, whether it uploaded the agent, and how long the
  * login shell took to start it (ms, -1 unknown). Local: the current user, 0, false, -1. */

@@ -1,5 +1,5 @@
-/* The child kind of transport (transport_int.h): a process on two pipes that is the agent (the
- * embedded default, no hostfile) or starts it on a node (`pbs_tmrsh NODE AGENT` under PBS).
+/* A transport over a child process (transport_int.h's ops): a process on two pipes that is
+ * the agent (the local kind: no hosts) or starts it on a node (`pbs_tmrsh NODE AGENT`: tm).
  * The agent runs in a session of its own so a Ctrl-C at the terminal reaches only ddptop,
  * which then stops the ranks in order; if ddptop dies instead, the agent sees end of file on
  * its stdin and kills its ranks (docs/protocol.md). Its output is read into a buffer of at
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wire/line_reader.h"
 #include "wire/protocol.h"
 #include "util/util.h"
 
@@ -33,8 +34,8 @@ struct child_transport {
     int status;
     int to_fd, from_fd;          /* its stdin (we write), its stdout (we read) */
     enum transport_state state;
-    struct strbuf in, out;
-    size_t in_off;               /* lines before this offset were handed out */
+    struct line_reader in;       /* its stdout (wire/line_reader.h) */
+    struct strbuf out;
     uint64_t bytes_in;           /* agent output received, in all */
     char *err;
     int64_t eof_ms;              /* when its output ended (0: not yet) */
@@ -66,6 +67,11 @@ static void orphan_add(pid_t pid)
     orphans[n_orphans++] = pid;
 }
 
+void transport_child_orphan(pid_t pid)
+{
+    orphan_add(pid);
+}
+
 void transport_reap_orphans(void)
 {
     for (size_t i = 0; i < n_orphans;) {
@@ -92,13 +98,8 @@ struct transport *transport_child_new(const char *const *argv, const char *addre
     c->stderr_path = stderr_path ? xstrdup(stderr_path) : NULL;
     c->to_fd = c->from_fd = -1;
     c->state = TRANSPORT_CONNECTING;
+    line_reader_init(&c->in, PROTOCOL_MAX_LINE);
     return &c->base;
-}
-
-struct transport *transport_local_new(const char *agent_path, const char *stderr_path)
-{
-    const char *argv[] = {agent_path, NULL};
-    return transport_child_new(argv, NULL, stderr_path);
 }
 
 static void local_fail(struct child_transport *c, enum transport_state st, const char *fmt, ...)
@@ -120,10 +121,10 @@ static void local_reap(struct child_transport *c)
     if (c->pid > 0 && !c->reaped && waitpid(c->pid, &c->status, WNOHANG) == c->pid) c->reaped = true;
 }
 
-static void child_exec(struct child_transport *c, int in_rd, int out_wr)
+static void child_exec(char *const *argv, const char *stderr_path, int in_rd, int out_wr)
 {
     sigset_t none;
-    int efd = open(c->stderr_path ? c->stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    int efd = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     /* A session of its own: a Ctrl-C or the hang-up of ddptop's terminal reaches ddptop only,
      * which stops the ranks in order, and an agent that holds ranks outlives a ddptop that was
      * killed (its grace). */
@@ -134,44 +135,57 @@ static void child_exec(struct child_transport *c, int in_rd, int out_wr)
     if (dup2(in_rd, 0) < 0 || dup2(out_wr, 1) < 0) _exit(127);
     if (efd >= 0) dup2(efd, 2);
     util_close_range(3, ~0U);
-    execvp(c->argv[0], c->argv);
-    dprintf(2, "ddptop: cannot execute %s: %s\n", c->argv[0], strerror(errno));
+    execvp(argv[0], argv);
+    dprintf(2, "ddptop: cannot execute %s: %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+pid_t transport_child_spawn(char *const *argv, const char *stderr_path, int *to_fd, int *from_fd, char **err)
+{
+    int in[2], out[2];
+    pid_t pid;
+    if (pipe2(in, O_CLOEXEC) < 0) {
+        *err = xasprintf("pipe: %s", strerror(errno));
+        return -1;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        *err = xasprintf("pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) child_exec(argv, stderr_path, in[0], out[1]);
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        *err = xasprintf("fork: %s", strerror(errno));
+        return -1;
+    }
+    /* no setpgid here: done before the child's setsid, it would make that fail */
+    *to_fd = in[1];
+    *from_fd = out[0];
+    fd_set_nonblock(*to_fd);
+    fd_set_nonblock(*from_fd);
+    return pid;
 }
 
 static void child_start(struct transport *t)
 {
     struct child_transport *c = child_of(t);
-    int in[2], out[2];
+    char *err = NULL;
     if (!c->launcher && access(c->argv[0], X_OK) != 0) {
         local_fail(c, TRANSPORT_FAILED, "cannot execute %s: %s (build it: make)", c->argv[0], strerror(errno));
         return;
     }
-    if (pipe2(in, O_CLOEXEC) < 0) {
-        local_fail(c, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
-        return;
-    }
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        local_fail(c, TRANSPORT_FAILED, "pipe: %s", strerror(errno));
-        return;
-    }
-    c->pid = fork();
-    if (c->pid == 0) child_exec(c, in[0], out[1]);
-    close(in[0]);
-    close(out[1]);
+    c->pid = transport_child_spawn(c->argv, c->stderr_path, &c->to_fd, &c->from_fd, &err);
     if (c->pid < 0) {
-        close(in[1]);
-        close(out[0]);
-        local_fail(c, TRANSPORT_FAILED, "fork: %s", strerror(errno));
+        local_fail(c, TRANSPORT_FAILED, "%s", err);
+        free(err);
         return;
     }
-    /* no setpgid here: done before the child's setsid, it would make that fail */
-    c->to_fd = in[1];
-    c->from_fd = out[0];
-    fd_set_nonblock(c->to_fd);
-    fd_set_nonblock(c->from_fd);
     c->state = TRANSPORT_READY;
 }
 
@@ -179,7 +193,7 @@ static int child_pollfds(struct transport *t, struct pollfd *p, int max)
 {
     struct child_transport *c = child_of(t);
     int n = 0;
-    if (c->from_fd >= 0 && n < max && c->in.len - c->in_off < PROTOCOL_BACKLOG_MAX)
+    if (c->from_fd >= 0 && n < max && line_reader_pending(&c->in) < PROTOCOL_BACKLOG_MAX)
         p[n++] = (struct pollfd){.fd = c->from_fd, .events = POLLIN};
     if (c->to_fd >= 0 && c->out.len && n < max) p[n++] = (struct pollfd){.fd = c->to_fd, .events = POLLOUT};
     return n;
@@ -207,12 +221,12 @@ static void local_flush(struct child_transport *c)
 
 static void local_read(struct child_transport *c)
 {
-    char buf[65536];
+    const size_t chunk = 65536;
     for (int rounds = 0; c->from_fd >= 0 && rounds < 64; rounds++) {
-        if (c->in.len - c->in_off >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
-        ssize_t r = read(c->from_fd, buf, sizeof buf);
+        if (line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) return; /* back-pressure: see protocol.h */
+        ssize_t r = read(c->from_fd, line_reader_space(&c->in, chunk), chunk);
         if (r > 0) {
-            strbuf_add(&c->in, buf, (size_t)r);
+            line_reader_wrote(&c->in, (size_t)r);
             c->bytes_in += (uint64_t)r;
             continue;
         }
@@ -251,7 +265,7 @@ static void child_pump(struct transport *t, short revents)
     local_read(c);
     /* the agent exited: report it once its last lines were taken, with its exit status (it
      * closes its output a moment before the kernel lets us reap it) */
-    if (c->from_fd < 0 && c->in_off >= c->in.len) {
+    if (c->from_fd < 0 && !line_reader_pending(&c->in)) {
         local_reap(c);
         if (!c->eof_ms) c->eof_ms = mono_ms();
         if (c->reaped || mono_ms() - c->eof_ms >= LOCAL_REAP_WAIT_MS) local_closed(c);
@@ -311,8 +325,8 @@ static uint64_t child_bytes_in(const struct transport *t)
  * bound this would grow forever. */
 static void child_check_long(struct child_transport *c)
 {
-    if (c->in.len - c->in_off > (size_t)PROTOCOL_MAX_LINE + 1024) {
-        c->in_off = c->in.len;
+    if (line_reader_overlong(&c->in)) {
+        line_reader_reset(&c->in);
         local_fail(c, TRANSPORT_CLOSED, "the local agent sent a line longer than %d bytes", PROTOCOL_MAX_LINE);
     }
 }
@@ -320,7 +334,7 @@ static void child_check_long(struct child_transport *c)
 static char *child_next_line(struct transport *t)
 {
     struct child_transport *c = child_of(t);
-    char *line = strbuf_take_line(&c->in, &c->in_off);
+    char *line = line_reader_take(&c->in);
     if (!line) child_check_long(c);
     return line;
 }
@@ -328,7 +342,7 @@ static char *child_next_line(struct transport *t)
 static bool child_next_line_into(struct transport *t, struct strbuf *out)
 {
     struct child_transport *c = child_of(t);
-    if (strbuf_next_line(&c->in, &c->in_off, out)) return true;
+    if (line_reader_next_into(&c->in, out)) return true;
     child_check_long(c);
     return false;
 }
@@ -376,7 +390,7 @@ static void child_release(struct transport *t)
             waitpid(c->pid, &c->status, 0);
         }
     }
-    strbuf_done(&c->in);
+    line_reader_done(&c->in);
     strbuf_done(&c->out);
     for (size_t i = 0; c->argv && c->argv[i]; i++) free(c->argv[i]);
     free(c->argv);
@@ -388,7 +402,6 @@ static void child_release(struct transport *t)
 }
 
 static const struct transport_ops child_ops = {
-    .name = "child",
     .start = child_start,
     .pollfds = child_pollfds,
     .pump = child_pump,

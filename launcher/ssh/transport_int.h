@@ -1,16 +1,18 @@
-/* What each kind of transport implements, one file per kind: transport_ssh.c (ssh_conn),
- * transport_child.c (a child on two pipes: the local agent, pbs_tmrsh), transport_srun.c (a
- * member of a Slurm step of agents). transport.c dispatches every call of transport.h through
- * t->ops and fills in the defaults of the optional entries; nothing else tests which kind a
- * transport is (tests/it_rooms.sh checks it). Only the transport files include this. */
+/* How an agent's lines flow, one ops table per way, one file each: transport_ssh.c
+ * (ssh_conn), transport_child.c (a child on two pipes: the local agent, pbs_tmrsh),
+ * transport_srun.c (a member of a Slurm step of agents). The kinds of transport
+ * (transport_kind.h) build them through the constructors of transport.h. transport.c
+ * dispatches every call of transport.h through t->ops and fills in the defaults of the
+ * optional entries; nothing else looks at t->ops (tests/it_rooms.sh checks it). Only the
+ * transport files include this. */
 #ifndef DDPTOP_TRANSPORT_INT_H
 #define DDPTOP_TRANSPORT_INT_H
+
+#include <sys/types.h>
 
 #include "transport.h"
 
 struct transport_ops {
-    const char *name; /* "ssh", "child", "srun": for messages, never compared */
-
     void (*start)(struct transport *t);
     /* Up to max (fd, events) to poll; returns how many. */
     int (*pollfds)(struct transport *t, struct pollfd *p, int max);
@@ -50,5 +52,14 @@ struct transport {
     bool detached;  /* freed without ending the far side */
     bool abandoned; /* freed ending the far side at once, without waiting */
 };
+
+/* transport_child.c: argv started in a session of its own on two nonblocking pipes (*to_fd its
+ * stdin, *from_fd its stdout; its stderr appended to stderr_path, NULL: /dev/null). Its pid, or
+ * -1 with a malloc'd message in *err. For an ops table that runs helper processes of its own
+ * (transport_exec.c's upload). */
+pid_t transport_child_spawn(char *const *argv, const char *stderr_path, int *to_fd, int *from_fd, char **err);
+/* transport_child.c: a child let go of unreaped (killed, or left to live on) is reaped later by
+ * transport_reap_orphans, so none stays a zombie. */
+void transport_child_orphan(pid_t pid);
 
 #endif

@@ -1,7 +1,7 @@
-/* The srun kind of transport (transport_int.h): one node's member of a Slurm step that runs
- * every node's agent (srun_step.h). The step is shared: any member's step pumps it all, only
- * the first member not yet released offers its fds (srun_step_pollfds), and the step is freed
- * when its last member is released. */
+/* A transport as a member of a Slurm step (transport_int.h's ops, the srun kind's): one
+ * node's member of a step that runs every node's agent (srun_step.h). The step is shared: any
+ * member's step pumps it all, only the first member not yet released offers its fds
+ * (srun_step_pollfds), and the step is freed when its last member is released. */
 #include "transport_int.h"
 
 #include <stdlib.h>
@@ -112,7 +112,6 @@ static void member_release(struct transport *t)
 }
 
 static const struct transport_ops srun_ops = {
-    .name = "srun",
     .start = member_start,
     .pollfds = member_pollfds,
     .pump = member_pump,

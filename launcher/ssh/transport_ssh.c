@@ -1,6 +1,7 @@
-/* The SSH kind of transport (transport_int.h): a thin veneer over ssh_conn (ssh_conn.h), whose
- * state machine connects, deploys the agent (ssh_deploy.c) and then carries its lines
- * (ssh_stream.c). It alone knows a login: user, port, upload, the login shell's time. */
+/* A transport over SSH (transport_int.h's ops, the ssh kind's): a thin veneer over ssh_conn
+ * (ssh_conn.h), whose state machine connects, deploys the agent (ssh_deploy.c) and then
+ * carries its lines (ssh_stream.c). It alone knows a login: user, port, upload, the login
+ * shell's time. */
 #include "transport_int.h"
 
 #include <stdlib.h>
@@ -148,7 +149,6 @@ static void ssh_release(struct transport *t)
 }
 
 static const struct transport_ops ssh_ops = {
-    .name = "ssh",
     .start = ssh_start,
     .pollfds = ssh_pollfds,
     .pump = ssh_pump,

@@ -43,10 +43,10 @@ static struct srun_step *step_new(void)
         m->name = strdup(names[i]);
         m->task = -1;
         strbuf_init(&m->piece.line);
-        strbuf_init(&m->in);
+        line_reader_init(&m->in, PROTOCOL_MAX_LINE);
         strbuf_init(&m->pending);
         strbuf_init(&m->dq);
-        strbuf_init(&m->dr);
+        line_reader_init(&m->dr, (size_t)PROTOCOL_MAX_LINE + DIRECT_LINE_OVERHEAD);
         m->dfd = -1;
         m->direct = i == 0; /* member 0 speaks over a direct connection (no socket here) */
         if (m->direct) direct_line_init(&m->drx, step_key, DIRECT_ROLE_AGENT_LINES, 0, NA, NC); /* = agent_tx */
@@ -55,8 +55,8 @@ static struct srun_step *step_new(void)
         m->closed_by_us = i == 2;
     }
     strbuf_init(&s->wbuf);
-    strbuf_init(&s->obuf);
-    strbuf_init(&s->ebuf);
+    line_reader_init(&s->olines, PROTOCOL_MAX_LINE);
+    line_reader_init(&s->elines, PROTOCOL_MAX_LINE);
     s->to_fd = s->out_fd = s->err_fd = s->log_fd = -1;
     s->lfd = s->efd = -1;
     return s;
@@ -68,25 +68,25 @@ static void step_free(struct srun_step *s, size_t fed)
         struct member *m = &s->m[i];
         EXPECT(m->task >= -1 && m->task <= 1000000);
         EXPECT(m->piece.line.len <= fed);
-        EXPECT(m->in.len == 0 || m->in.buf[m->in.len - 1] == '\n');
-        EXPECT(m->in.len <= fed + s->n);
+        EXPECT(m->in.data.len == 0 || m->in.data.buf[m->in.data.len - 1] == '\n');
+        EXPECT(m->in.data.len <= fed + s->n);
         EXPECT(strlen(m->last_err) < sizeof m->last_err && strlen(m->addr) < sizeof m->addr);
-        size_t off = 0;
         char *line;
-        while ((line = strbuf_take_line(&m->in, &off)) != NULL) free(line);
+        while ((line = line_reader_take(&m->in)) != NULL) free(line);
+        EXPECT(line_reader_pending(&m->in) == 0);
         free(m->name);
         free(m->why);
         strbuf_done(&m->piece.line);
-        strbuf_done(&m->in);
+        line_reader_done(&m->in);
         strbuf_done(&m->pending);
-        EXPECT(m->dr.len <= fed);
+        EXPECT(line_reader_pending(&m->dr) <= fed);
         strbuf_done(&m->dq);
-        strbuf_done(&m->dr);
+        line_reader_done(&m->dr);
     }
     EXPECT(strlen(s->srun_err) < sizeof s->srun_err);
     strbuf_done(&s->wbuf);
-    strbuf_done(&s->obuf);
-    strbuf_done(&s->ebuf);
+    line_reader_done(&s->olines);
+    line_reader_done(&s->elines);
     free(s->m);
     free(s);
 }
@@ -124,23 +124,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n && p[0] == 'D') {
             struct strbuf sealed;
             struct member *m = &s->m[0];
-            size_t before = m->in.len;
-            bool whole = m->dr.len == 0; /* else it ends a forged line begun by 'R' bytes */
+            size_t before = line_reader_pending(&m->in);
+            bool whole = line_reader_pending(&m->dr) == 0; /* else it ends a forged line begun by 'R' bytes */
             strbuf_init(&sealed);
             direct_line_seal(&agent_tx, (const char *)p + 1, n - 1, &sealed);
             srun_step_direct_feed(s, m, sealed.buf, sealed.len);
             strbuf_done(&sealed);
-            if (m->dforged) EXPECT(m->in.len == before);
+            if (m->dforged) EXPECT(line_reader_pending(&m->in) == before);
             /* its own line, in order, on a connection nobody forged: taken (its exit status not) */
             else if (whole && !m->cut && n - 1 <= (size_t)PROTOCOL_MAX_LINE && (n == 1 || p[1] != '!'))
-                EXPECT(m->in.len == before + n);
+                EXPECT(line_reader_pending(&m->in) == before + n);
             continue;
         }
         if (n && p[0] == 'R') {
-            size_t before = s->m[0].in.len;
+            size_t before = line_reader_pending(&s->m[0].in);
             srun_step_direct_feed(s, &s->m[0], (const char *)p + 1, nl ? n : n - 1);
             /* bytes that were not sealed with the key are never taken */
-            EXPECT(s->m[0].in.len == before);
+            EXPECT(line_reader_pending(&s->m[0].in) == before);
             continue;
         }
         if (n && (p[0] == 'E' || p[0] == 'O')) {

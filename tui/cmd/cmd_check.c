@@ -16,6 +16,7 @@
 #include "controller/controller.h"
 #include "hosts/hosts_source.h"
 #include "ssh/ssh_cli.h"
+#include "ssh/transport_kind.h"
 #include "util/cli.h"
 #include "util/util.h"
 
@@ -43,6 +44,8 @@ void cmd_check_usage(FILE *f)
           "  -v, --verbose        progress on stderr (twice: libssh messages too)\n"
           "  -h, --help           this text\n",
           f);
+    fputs(hosts_source_usage(), f);
+    transport_kinds_usage(f);
     ssh_cli_usage(f);
     fputs("\nExit status: 0 nothing failed, 1 a check failed, 2 usage or hostfile error.\n", f);
 }
@@ -74,6 +77,9 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         }
         if (hosts_source_option(&src, a)) continue;
         rc = hosts_source_value_option(&src, argc, argv, i, "check", err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
+        rc = transport_opts_option(&o->transport, argc, argv, i, "check", err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = ssh_cli_option("check", argc, argv, i, &o->ssh, err, errlen);

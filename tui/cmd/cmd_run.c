@@ -20,6 +20,7 @@
 #include "session/session.h"
 #include "session/session_proto.h"
 #include "ssh/ssh_cli.h"
+#include "ssh/transport_kind.h"
 #include "util/cli.h"
 #include "util/util.h"
 
@@ -87,6 +88,8 @@ void cmd_run_usage(FILE *f)
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
+    fputs(hosts_source_usage(), f);
+    transport_kinds_usage(f);
     ssh_cli_usage(f);
     fputs("\nExit status: 0 every rank succeeded, 1 the job failed (or was interrupted), 2 usage or\n"
           "configuration error, 3 the preflight refused the launch. See docs/run.md.\n",
@@ -208,6 +211,9 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         rc = hosts_source_value_option(&src, argc, argv, &i, "run", err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
+        rc = transport_opts_option(&o->check.transport, argc, argv, &i, "run", err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
         rc = ssh_cli_option("run", argc, argv, &i, &o->check.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
@@ -220,9 +226,9 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
                         "with --headless");
     o->check.verbose = o->verbose;
     o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if (!hosts_source_given(&src)) {   /* no hosts: the ranks run here, no SSH */
-        o->local = true;
-        return 0;
+    if (!hosts_source_given(&src)) {   /* no hosts: the ranks run here, whatever --transport said */
+        o->check.transport.named = NULL;
+        return transport_opts_choose(&o->check.transport, &src, err, errlen);
     }
     if (check_opts_hosts(&o->check, &src, hl, err, errlen) < 0) return -1;
     o->check.ssh.agent_local = ssh_cli_local_agent();
@@ -238,7 +244,7 @@ int cmd_run_main(int argc, char **argv, int (*runner)(const struct run_opts *o, 
     o.argv = argv;
     o.argc = argc;
     if (rc == 0) {
-        rc = runner(&o, o.local ? NULL : &hl);
+        rc = runner(&o, hl.n ? &hl : NULL);
     } else if (rc == 1) {
         rc = 0;
     } else {
@@ -346,7 +352,7 @@ int cmd_run_again(int argc, char **argv)
 static int run_chosen_frontend(const struct run_opts *o, const struct hostlist *hl)
 {
     struct run_opts local = *o;
-    if (local.local && local.nproc_per_node == 0) local.nproc_per_node = 2;
+    if (!hl && local.nproc_per_node == 0) local.nproc_per_node = 2;
     return run_frontend(&local, hl);
 }
 

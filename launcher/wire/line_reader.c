@@ -1,0 +1,147 @@
+/* The bounded line reader (line_reader.h). The front that was handed out is dropped only once
+ * it is at least half the buffer, so a line costs amortised O(1) per byte however large the
+ * backlog; a line that line_reader_next handed out by pointer stays put until the next call. */
+#include "line_reader.h"
+
+#include <string.h>
+
+void line_reader_init(struct line_reader *r, size_t max_line)
+{
+    strbuf_init(&r->data);
+    r->off = 0;
+    r->max_line = max_line;
+    r->skip = false;
+}
+
+void line_reader_done(struct line_reader *r)
+{
+    strbuf_done(&r->data);
+    r->off = 0;
+    r->skip = false;
+}
+
+void line_reader_reset(struct line_reader *r)
+{
+    strbuf_reset(&r->data);
+    r->off = 0;
+    r->skip = false;
+}
+
+/* Drops what was handed out once that pays (see the banner). */
+static void compact(struct line_reader *r)
+{
+    if (r->off && (r->off == r->data.len || r->off > r->data.len / 2)) {
+        strbuf_consume(&r->data, r->off);
+        r->off = 0;
+    }
+}
+
+void line_reader_add(struct line_reader *r, const void *p, size_t n)
+{
+    compact(r);
+    strbuf_add(&r->data, p, n);
+}
+
+char *line_reader_space(struct line_reader *r, size_t n)
+{
+    compact(r);
+    strbuf_reserve(&r->data, n);
+    return r->data.buf + r->data.len;
+}
+
+void line_reader_wrote(struct line_reader *r, size_t n)
+{
+    r->data.len += n;
+    r->data.buf[r->data.len] = '\0';
+}
+
+/* The '\n' that ends the line at off, looked for in at most `within` bytes; NULL: none. */
+static char *line_end(const struct line_reader *r, size_t within)
+{
+    size_t left = line_reader_pending(r);
+    if (within > left) within = left;
+    return within ? memchr(r->data.buf + r->off, '\n', within) : NULL;
+}
+
+enum line_got line_reader_next(struct line_reader *r, char **p, size_t *n)
+{
+    char *nl;
+    compact(r);
+    while (r->skip) {
+        nl = line_end(r, line_reader_pending(r));
+        if (!nl) {
+            r->off = r->data.len; /* the middle of a line too long: nothing of it is kept */
+            return LINE_NONE;
+        }
+        r->off = (size_t)(nl - r->data.buf) + 1;
+        r->skip = false;
+    }
+    *p = r->data.buf + r->off;
+    nl = line_end(r, r->max_line + 1);
+    if (nl) {
+        *n = (size_t)(nl - *p);
+        *nl = '\0';
+        r->off += *n + 1;
+        return LINE_WHOLE;
+    }
+    if (line_reader_pending(r) <= r->max_line) return LINE_NONE;
+    /* longer than any line may be: its head is handed out, the rest dropped up to its end */
+    *n = r->max_line;
+    r->off += r->max_line;
+    r->skip = true;
+    (*p)[*n] = '\0'; /* a byte of the dropped rest: see line_reader.h */
+    return LINE_LONG;
+}
+
+bool line_reader_overlong(const struct line_reader *r)
+{
+    return !r->skip && line_reader_pending(r) > r->max_line && !line_end(r, r->max_line + 1);
+}
+
+/* The whole line at off (without its '\n'), unless skipping or too long; *n its length. */
+static const char *whole_line(const struct line_reader *r, size_t *n)
+{
+    const char *nl = r->skip ? NULL : line_end(r, r->max_line + 1);
+    if (!nl) return NULL;
+    *n = (size_t)(nl - (r->data.buf + r->off));
+    return r->data.buf + r->off;
+}
+
+bool line_reader_ready(const struct line_reader *r)
+{
+    size_t n;
+    return whole_line(r, &n) != NULL;
+}
+
+char *line_reader_take(struct line_reader *r)
+{
+    size_t n;
+    const char *p = whole_line(r, &n);
+    if (!p) return NULL;
+    char *line = xstrndup(p, n);
+    r->off += n + 1;
+    compact(r);
+    return line;
+}
+
+bool line_reader_next_into(struct line_reader *r, struct strbuf *out)
+{
+    size_t n;
+    const char *p = whole_line(r, &n);
+    if (!p) return false;
+    strbuf_reset(out);
+    strbuf_add(out, p, n);
+    r->off += n + 1;
+    compact(r);
+    return true;
+}
+
+bool line_reader_peek(const struct line_reader *r, struct strbuf *out)
+{
+    size_t n;
+    const char *p = whole_line(r, &n);
+    if (!p) return false;
+    strbuf_reset(out);
+    strbuf_add(out, p, n);
+    return true;
+}
