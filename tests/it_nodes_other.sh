@@ -149,7 +149,9 @@ if [ -z "$left" ]; then tap_ok "no agent for aarch64: nothing was uploaded to ar
 else tap_fail "no agent for aarch64: nothing was uploaded to arm" "$left"; fi
 
 # ---- 3. make dist: one tarball, unpacked anywhere, nothing installed ----
-if ! make -s --no-print-directory -j"$(nproc)" BUILD="$B" dist >"$W/dist.out" 2>&1; then
+# BUILD as make test gave it (relative): the objects' dependency files name their targets so,
+# and an absolute BUILD would not see a changed header.
+if ! make -s --no-print-directory -j"$(nproc)" BUILD="${BUILD:-build}" dist >"$W/dist.out" 2>&1; then
     tap_fail "make dist" "$(tail -20 "$W/dist.out")"; tap_done; exit 1
 fi
 V=$("$DDPTOP" --version | awk '{print $2}')
