@@ -335,7 +335,8 @@ void job_event_restore(struct job *j, enum job_event_kind kind, int64_t wall, in
 
 /* Records the end of the run: an `end` event with the state and ddptop's exit status, the
  * line `ddptop ls` decides a run's state from. Called once each time the job reaches an end
- * (a restart from the dashboard may follow, and a later end). */
+ * (a restart from the dashboard may follow, and a later end). What is still pending is said
+ * first by the caller (root_cause_settle, nccl_flush): the end event stays the last. */
 void job_event_end(struct job *j, enum run_state st, int exit_code);
 
 /* Bounds of each rank's in-memory log ring (lines and text bytes, oldest dropped) and metric
