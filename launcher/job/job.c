@@ -228,22 +228,6 @@ const char *node_role_name(enum node_role r)
     return r == NODE_SPARE ? "spare" : r == NODE_EXCLUDED ? "excluded" : "active";
 }
 
-void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes)
-{
-    if (max_lines) j->log_max_lines = max_lines;
-    if (max_bytes) j->log_max_bytes = max_bytes;
-    for (size_t i = 0; i < j->n_ranks; i++)
-        log_ring_set_limits(&j->ranks[i].log, j->log_max_lines, j->log_max_bytes);
-    j->generation++;
-}
-
-void job_set_series_limit(struct job *j, size_t max_points)
-{
-    if (max_points) j->series_max = max_points;
-    for (size_t i = 0; i < j->n_ranks; i++) series_set_max(&j->ranks[i].series, j->series_max);
-    j->generation++;
-}
-
 int job_attempt_begin(struct job *j, char *err, size_t errlen)
 {
     int64_t now = mono_ms();
