@@ -117,7 +117,8 @@ void job_node_address(struct job *j, size_t node, const char *addr)
     struct node_info *n = &j->nodes[node];
     if (addr && n->addr && strcmp(addr, n->addr) == 0) return;
     free(n->addr);
-    n->addr = addr && *addr ? xstrndup(addr, 255) : NULL;
+    /* xstrndup copies exactly n bytes: the bound must not reach past a shorter address */
+    n->addr = addr && *addr ? xstrndup(addr, strnlen(addr, 255)) : NULL;
 }
 
 void job_cause_clear(struct job *j)
