@@ -217,4 +217,24 @@ if wait_screen view "run $RID" 20; then
 else
     tap_fail "ddptop view opens the run" "$SCREEN"
 fi
+
+# A WARN in a rank's last breath is said before the run's end: nccl_tick waits
+# NCCL_WARN_WAIT_MS to gather a WARN's ranks, but the run ends first; the controller flushes
+# NCCL's pending findings before the end event (which stays the last line of events.jsonl).
+cat >"$D/last.sh" <<'EOF2'
+#!/bin/sh
+echo "gpu-n1:$$:$$ [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.4<44455> with error 12, opcode 129, len 0, vendor err 129 (Recv)"
+EOF2
+chmod +x "$D/last.sh"
+out=$(cd "$D" && timeout 60 "$DDPTOP" --headless --no-check --nproc-per-node 1 --log-dir "$LOGS" --run-id "$RID-last" -- "$D/last.sh" 2>&1)
+EV=$LOGS/$RID-last/events.jsonl
+if /usr/bin/python3 - "$EV" <<'PY'
+import json, sys
+kinds = [(e.get("kind"), e.get("text", "")) for e in map(json.loads, open(sys.argv[1]))]
+nccl = [i for i, (k, t) in enumerate(kinds) if k == "nccl" and t.startswith("NCCL WARN 1 time on ")]
+assert len(nccl) == 1 and kinds[-1][0] == "end" and nccl[0] < len(kinds) - 1, kinds
+PY
+then tap_ok "a WARN just before the end is said as an nccl event, before the end event"
+else tap_fail "a WARN just before the end is said as an nccl event, before the end event" "$out" "$(cat "$EV" 2>&1)"
+fi
 tap_done

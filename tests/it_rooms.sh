@@ -12,7 +12,9 @@
 # other file tests which kind a transport is (no via, no o.local, no kind compared); (h) one
 # event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
 # an allowlist with reasons; (i) the job model (launcher/job/) does no I/O; (j) calls between
-# files (from the built objects) follow the rooms' direction, with no call circle between rooms.
+# files (from the built objects) follow the rooms' direction, with no call circle between rooms;
+# (k) inside launcher/agent and launcher/job no call cycle joins four files or more, and the
+# events ring (job_events.c) calls nothing of NCCL's (nccl*.c).
 # Each checker is first run on a made-up tree or file with a known violation, so a checker that
 # can no longer see one fails here instead of passing quietly.
 set -u
@@ -635,5 +637,59 @@ else tap_fail "every call across rooms in launcher/ and tui/ follows the rooms' 
 out=$($CALLS --obj "$BUILD_DIR/obj" circles 2>&1)
 if [ $? -eq 0 ]; then tap_ok "no call circle between files of different rooms ($out)"
 else tap_fail "no call circle between files of different rooms" "$out"; fi
+
+# ---- (k) no call cycle of four files or more in the agent and the job model ----------------
+
+# Files of a room that call each other around a circle are one module spread over files: each
+# can only be understood, tested and changed with the others. Two or three files of one topic
+# may (a file and its helper); four or more may not (issue 32: the agent's ranks side was four,
+# the events ring and NCCL's account four). A group counts every file that reaches every other
+# through calls inside the folder, so a knot of small circles is one group. And the events ring
+# is a leaf of the model: whoever ends an attempt says NCCL's pending findings first, the ring
+# never asks for them (it would tie every event to NCCL's account).
+CYCLE_ROOMS="launcher/agent launcher/job"
+fake=$tmp/cycles
+mkdir -p "$fake/launcher/agent" "$fake/launcher/job" "$fake/launcher/util"
+# a1 -> a2 -> a3 -> a4 -> a1: four files in one circle; p <-> q: two, allowed; leaf: called only
+printf 'int a2(int);\nint leaf(void);\nint a1(int n) { return n ? a2(n - 1) + leaf() : 0; }\n' >"$fake/launcher/agent/a1.c"
+printf 'int a3(int);\nint a2(int n) { return a3(n); }\n' >"$fake/launcher/agent/a2.c"
+printf 'int a4(int);\nint a3(int n) { return a4(n); }\n' >"$fake/launcher/agent/a3.c"
+printf 'int a1(int);\nint util_x(void);\nint a4(int n) { return a1(n) + util_x(); }\n' >"$fake/launcher/agent/a4.c"
+printf 'int leaf(void) { return 1; }\n' >"$fake/launcher/agent/leaf.c"
+printf 'int q(int);\nint p(int n) { return n ? q(n - 1) : 0; }\n' >"$fake/launcher/agent/p.c"
+printf 'int p(int);\nint q(int n) { return p(n); }\n' >"$fake/launcher/agent/q.c"
+# util calls back into the agent: no cycle inside launcher/agent for it
+printf 'int a1(int);\nint util_x(void) { return a1(0); }\n' >"$fake/launcher/util/u.c"
+# the events ring asks NCCL's account for its pending findings, which add events
+printf 'void nccl_flush(void);\nvoid job_event_end(void) { nccl_flush(); }\nvoid job_event_add(void) {}\n' >"$fake/launcher/job/job_events.c"
+printf 'void job_event_add(void);\nvoid nccl_flush(void) { job_event_add(); }\n' >"$fake/launcher/job/nccl_odd.c"
+built=1
+for c in $(cd "$fake" && find launcher -name '*.c'); do
+    mkdir -p "$fake/build/obj/$(dirname "$c")"
+    ${CC:-cc} -std=c11 -c "$fake/$c" -o "$fake/build/obj/${c%.c}.o" || built=0
+done
+out=$($CALLS --root "$fake" cycles $CYCLE_ROOMS --max 3 2>&1; echo "rc=$?")
+out2=$($CALLS --root "$fake" never launcher/job/job_events.c 'launcher/job/nccl*.c' 2>&1; echo "rc=$?")
+if [ $built -eq 1 ] && grep -qx 'rc=1' <<<"$out" &&
+   grep -qx 'launcher/agent: 4 files call each other around circles (at most 3 may): a1.c, a2.c, a3.c, a4.c' <<<"$out" &&
+   grep -qx '    launcher/agent/a4.c -> a1() -> launcher/agent/a1.c' <<<"$out" &&
+   ! grep -qE 'leaf|p\.c|q\.c|u\.c' <<<"$out" &&
+   grep -qx 'launcher/job: 2 files, no call cycle of more than 3 (smaller: job_events.c <-> nccl_odd.c)' <<<"$out" &&
+   grep -qx 'rc=1' <<<"$out2" &&
+   grep -qx 'launcher/job/job_events.c: calls nccl_flush() of launcher/job/nccl_odd.c' <<<"$out2"; then
+    tap_ok "the cycle checker sees four files in one call circle in a folder (not two, not a file called only, not a circle through another folder), and the events ring calling NCCL's account"
+else
+    tap_fail "the cycle checker sees four files in one call circle in a folder, and the events ring calling NCCL's account" \
+        "cycles:" "$out" "never:" "$out2"
+fi
+
+out=$($CALLS --obj "$BUILD_DIR/obj" cycles $CYCLE_ROOMS --max 3 2>&1)
+if [ $? -eq 0 ]; then tap_ok "no call cycle joins four files or more in launcher/agent or launcher/job (${out//$'\n'/; })"
+else tap_fail "no call cycle joins four files or more in launcher/agent or launcher/job" \
+    "layer them: a file below calls nothing above it; what it needs from above it is handed (a result, an argument), not called:" "$out"; fi
+out=$($CALLS --obj "$BUILD_DIR/obj" never launcher/job/job_events.c 'launcher/job/nccl*.c' 2>&1)
+if [ $? -eq 0 ]; then tap_ok "the events ring calls nothing of NCCL's account ($out)"
+else tap_fail "the events ring calls nothing of NCCL's account" \
+    "say NCCL's pending findings (nccl_flush) where the attempt ends, before job_event_end:" "$out"; fi
 
 tap_done

@@ -272,20 +272,3 @@ close_pipes:
     }
     return -1;
 }
-
-void keeper_abort(struct keeper *k)
-{
-    /* SIGKILL is harmless to a keeper that already exited (its pid stays ours until reaped);
-     * a stuck one takes its rank along through the rank's PDEATHSIG. */
-    if (k->keeper_pid > 0) {
-        kill(k->keeper_pid, SIGKILL);
-        while (waitpid(k->keeper_pid, NULL, 0) < 0 && errno == EINTR) {}
-    }
-    int *fds[3] = { &k->out_fd, &k->err_fd, &k->status_fd };
-    for (int i = 0; i < 3; i++)
-        if (*fds[i] >= 0) {
-            close(*fds[i]);
-            *fds[i] = -1;
-        }
-    k->keeper_pid = -1;
-}

@@ -46,15 +46,14 @@ struct keeper {
 
 /* Forks a keeper that starts the rank, without waiting for it (many ranks start at once); 0
  * with k filled but rank_pid -1; the caller watches k->status_fd for the first message (STARTED,
- * or FAILED: see keeper_failed_text) and gives up with keeper_abort. -1 with err: nothing
- * started. spec is only read during the call (the keeper has its own copy). */
+ * or FAILED: see keeper_failed_text). To give up on a start it SIGKILLs keeper_pid (the rank
+ * follows by PDEATHSIG) and reaps it when status_fd reaches its end, without blocking the
+ * loop. -1 with err: nothing started. spec is only read during the call (the keeper has its
+ * own copy). */
 int keeper_fork(const struct keeper_spec *spec, struct keeper *k, char *err, size_t errlen);
 /* The message for a person for a FAILED message m of a keeper started with argv0 and workdir. */
 void keeper_failed_text(const char *argv0, const char *workdir, const struct keeper_msg *m,
                         char *err, size_t errlen);
-/* SIGKILLs a keeper that has not started its rank (its rank follows by PDEATHSIG), reaps it and
- * closes k's fds. */
-void keeper_abort(struct keeper *k);
 /* Reads one message from a nonblocking status fd: 1 got one, 0 none yet, -1 end of file (the
  * keeper exited) or error. */
 int keeper_read_msg(int fd, struct keeper_msg *m);

@@ -251,12 +251,6 @@ void outbox_ack(struct outbox *ob, int rank, uint64_t seq)
     trim(ob);
 }
 
-uint64_t outbox_acked(const struct outbox *ob, int rank)
-{
-    const struct slot *s = slot_find(ob, rank);
-    return s ? s->acked : 0;
-}
-
 /* Keeps the entries for which keep() is true, in order; the cursor goes back to the front. */
 static void filter(struct outbox *ob, bool (*keep)(const struct outbox *ob, const struct entry *e))
 {

@@ -39,8 +39,6 @@ size_t outbox_durable_bytes(const struct outbox *ob);
 void outbox_trim(struct outbox *ob);
 /* The controller has rank's durable messages up to seq: they are let go. */
 void outbox_ack(struct outbox *ob, int rank, uint64_t seq);
-/* The last seq the controller acknowledged for rank (0: none). */
-uint64_t outbox_acked(const struct outbox *ob, int rank);
 
 /* The link ended: plain messages are dropped (nobody will read them). */
 void outbox_unlink(struct outbox *ob);

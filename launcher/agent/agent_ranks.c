@@ -1,14 +1,16 @@
-/* The ranks side of ddptop-agent, its core: the ranks' lifecycle (a small state machine freed only
- * after both pipes reached EOF, the exit status arrived and the keeper was reaped), their output
- * as "out" messages with back-pressure, the once-a-second "status" heartbeat, "exit" messages,
- * what happens to output while the controller is slow or away (back-pressure, spool, drops),
- * and the teardown that leaves no rank behind. See agent_ranks.h; the request handlers are in
- * agent_ranks_ops.c, the messages about one rank in agent_ranks_msg.c, the link's grace and
- * resume in agent_ranks_link.c. */
+/* The ranks side of ddptop-agent, its core and the one owner of each rank's life: a rank is
+ * starting from its keeper's fork (a spawn request's ranks are forked a batch per loop pass,
+ * agent_ranks_spawn.c hands back each keeper), started or failed at its keeper's first message
+ * or its start time limit, and "spawned" answers the request once every rank of it is one or
+ * the other; then ended (its keeper's report), reported ("exit", after "spawned" and after both
+ * pipes' end) and freed once its keeper is reaped (a small state machine, tmux's job.c's way).
+ * Here too: the once-a-second "status" heartbeat, the timer, and the teardown that leaves no
+ * rank behind, with the signals that start it. What the ranks print goes out through
+ * agent_ranks_out.c; the request handlers are in agent_ranks_ops.c, the messages about one rank
+ * in agent_ranks_msg.c, the link's grace in agent_ranks_link.c (agent_ranks_int.h: the layers). */
 #include "agent_ranks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,28 +25,12 @@
 #include "agent_proc.h"
 #include "agent_ranks_int.h"
 #include "agent_sock.h"
-#include "util/evloop.h"
 #include "util/util.h"
-#include "wire/base64.h"
 #include "wire/protocol.h"
 
 #define STATUS_EVERY_MS 1000
-/* While the controller answers (it sent something within RESPONSIVE_MS), rank output is read
- * only while fewer than OUT_HIGH bytes wait for the link and the spool holds less than its
- * bound, and again once below OUT_LOW: a rank that outpaces the controller blocks on its pipe;
- * nothing is lost and the agent's memory stays bounded. While the controller is silent or gone
- * the ranks must not wait on it: output is read into the spool up to its bound, and past it
- * read and dropped, counted, and said in the rank's log once there is room again. */
-#define OUT_HIGH (4u << 20)
-#define OUT_LOW (1u << 20)
-#define RESPONSIVE_MS 3000
-#define PAUSE_CHECK_MS 20
-/* A read that brought less than STREAM_REST_BELOW bytes lets that stream rest STREAM_REST_MS
- * before the next one: a rank printing steadily is then read in a few large pieces instead of
- * its every 4 KiB stdio write (a poll, a read and a write each, here and in sshd), and one
- * that prints now and then is read at once, as the rest only follows a read. */
-#define STREAM_REST_BELOW (32 * 1024)
-#define STREAM_REST_MS 2
+/* Forking keepers stops for this pass after this long: the loop (heartbeat, output) goes on. */
+#define SPAWN_SLICE_MS 40
 /* After a rank's exit status, how long anything it left holding its pipes may keep them open
  * before the agent stops waiting for their end of file. */
 #define EOF_WAIT_MS 2000
@@ -57,193 +43,193 @@
 static struct {
     struct agent *ag;
     struct agent_rank *list; /* every rank the agent holds, newest first */
+    struct spawn_req *spawns; /* not answered yet, in request order */
     struct agent_watch *timer;
     int heartbeat;
     int64_t next_status_ms;
-    int slurm_step;         /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
     int slurm_term;         /* Slurm sent the step SIGTERM: the ranks have it, Slurm's KillWait rules */
-    enum out_mode mode;     /* reading rank output, paused (back-pressure), or dropping it */
     cJSON *stops;           /* ids of stop requests waiting for every exit */
     int64_t kill_at;        /* SIGKILL every rank still running then; 0 none */
     int quitting;
-    struct strbuf line;     /* an out message being formatted */
-    int64_t piece_ns;       /* mono_ns of the read whose lines are being sent */
 } ranks;
 
-/* ---- output ---- */
-
-/* The rank's last step, from each whole line of the block that may be the runtime's step line
- * (one scan turns away a block that holds none). */
-static void note_steps(struct agent_rank *r, const char *data, size_t len)
-{
-    const char *end = data + len;
-    if (!util_memmem_rare(data, len, "\"step\"", 6)) return;
-    while (data < end) {
-        const char *nl = memchr(data, '\n', (size_t)(end - data));
-        size_t n = nl ? (size_t)(nl - data) : (size_t)(end - data);
-        ranks_note_step(r, data, n);
-        data += n + 1;
-    }
-}
-
-/* text: as a JSON string, when data is valid UTF-8 without NUL; returns 0 (nothing sent) when
- * it is not. Otherwise as base64. */
-static int send_out(struct rank_stream *s, const char *data, size_t len, int flags, int text)
-{
-    struct strbuf *sb = &ranks.line;
-    uint64_t seq = outbox_next_seq(agent_outbox(ranks.ag), s->r->rank);
-    strbuf_reset(sb);
-    strbuf_addf(sb, "{\"ev\":\"out\",\"rank\":%d,\"q\":%llu,\"a\":%d,\"s\":\"%c\",", s->r->rank,
-                (unsigned long long)seq, s->r->attempt, s->name);
-    if (text) {
-        strbuf_adds(sb, "\"t\":");
-        if (!stream_json_text(sb, data, len)) return 0;
-    } else {
-        strbuf_adds(sb, "\"b64\":\"");
-        base64_encode(sb, data, len);
-        strbuf_adds(sb, "\"");
-    }
-    strbuf_addf(sb, ",\"f\":\"%s%s\",\"mono_ns\":%lld", flags & STREAM_PARTIAL ? "p" : "",
-                flags & STREAM_SPLIT ? "s" : "", (long long)ranks.piece_ns);
-    if (s->r->dropped_lines || s->r->dropped_bytes) {
-        strbuf_addf(sb, ",\"dropped\":{\"lines\":%llu,\"bytes\":%llu}",
-                    (unsigned long long)s->r->dropped_lines, (unsigned long long)s->r->dropped_bytes);
-        s->r->dropped_lines = s->r->dropped_bytes = 0;
-    }
-    strbuf_adds(sb, "}");
-    agent_send_durable(ranks.ag, s->r->rank, seq, sb->buf, sb->len);
-    return 1;
-}
-
-/* One out message for one block (agent_stream.h): whole lines with their newlines, or one
- * piece of a line, as JSON text when it is valid UTF-8 without NUL. A block that is not goes
- * line by line, so that only a line that is not valid text travels as base64. */
-static void emit_piece(void *ctx, const char *data, size_t len, int flags)
-{
-    struct rank_stream *s = ctx;
-    if (send_out(s, data, len, flags, 1)) {
-        /* sent as text */
-    } else if (flags) {
-        send_out(s, data, len, flags, 0);
-    } else {
-        const char *end = data + len, *text_start = data, *p = data;
-        while (p < end) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *next = nl ? nl + 1 : end;
-            if (!stream_utf8_valid(p, (size_t)(next - p))) {
-                if (p > text_start) send_out(s, text_start, (size_t)(p - text_start), 0, 1);
-                send_out(s, p, (size_t)(next - p), 0, 0);
-                text_start = next;
-            }
-            p = next;
-        }
-        if (end > text_start) send_out(s, text_start, (size_t)(end - text_start), 0, 1);
-    }
-    if (!flags) note_steps(s->r, data, len);
-}
-
-/* The fd a stream's watch polls: none while output is paused or the stream rests. */
-static void stream_watch_fd(struct rank_stream *s)
-{
-    if (s->w) s->w->fd = ranks.mode == OUT_PAUSE || s->rest_until ? -1 : s->fd;
-}
-
-/* What to do with rank output now (see OUT_HIGH). */
-static enum out_mode want_mode(void)
-{
-    struct outbox *ob = agent_outbox(ranks.ag);
-    size_t held = outbox_bytes(ob), pend = agent_output_pending(ranks.ag);
-    size_t hi = ranks_spool_max(), lo = hi - hi / 8;
-    int responsive = agent_linked(ranks.ag) && mono_ms() - agent_last_input_ms(ranks.ag) < RESPONSIVE_MS;
-    if (responsive) {
-        if (ranks.mode == OUT_PAUSE) return pend < OUT_LOW && held < lo ? OUT_READ : OUT_PAUSE;
-        return pend > OUT_HIGH || held > hi ? OUT_PAUSE : OUT_READ;
-    }
-    if (ranks.mode == OUT_DROP) return held < lo ? OUT_READ : OUT_DROP;
-    return held > hi ? OUT_DROP : OUT_READ;
-}
-
-/* A line that says what was dropped, on each stream that dropped some, once there is room. */
-static void say_dropped(struct agent_rank *r)
-{
-    if (!r->dropped_lines && !r->dropped_bytes) return;
-    char *line = xasprintf("ddptop-agent: %llu line%s (%llu bytes) of this rank's output were dropped here "
-                           "while the controller was away: the agent's spool (--agent-spool) was full\n",
-                           (unsigned long long)r->dropped_lines, r->dropped_lines == 1 ? "" : "s",
-                           (unsigned long long)r->dropped_bytes);
-    ranks.piece_ns = mono_ns();
-    send_out(&r->st[1], line, strlen(line), 0, 1); /* carries the counts and clears them */
-    free(line);
-}
-
-static void apply_mode(void)
-{
-    enum out_mode m = want_mode();
-    if (m == ranks.mode) return;
-    if (m == OUT_DROP) {
-        /* what a stream holds of a line goes now, so the dropped bytes cut no line in two */
-        ranks.piece_ns = mono_ns();
-        for (struct agent_rank *r = ranks.list; r; r = r->next)
-            for (int i = 0; i < 2; i++)
-                if (r->st[i].w) stream_flush(&r->st[i].buf, emit_piece, &r->st[i]);
-    }
-    int was_drop = ranks.mode == OUT_DROP;
-    ranks.mode = m;
-    if (was_drop)
-        for (struct agent_rank *r = ranks.list; r; r = r->next) say_dropped(r);
-    for (struct agent_rank *r = ranks.list; r; r = r->next)
-        for (int i = 0; i < 2; i++) stream_watch_fd(&r->st[i]);
-}
-
-/* Reads and counts what a stream brings while output is dropped. */
-static void stream_drop(struct rank_stream *s, const char *buf, size_t n)
-{
-    s->r->dropped_bytes += n;
-    for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n - p))) != NULL; p++) s->r->dropped_lines++;
-}
-
-static void stream_close(struct rank_stream *s)
-{
-    if (!s->w) return;
-    ranks.piece_ns = mono_ns();
-    stream_flush(&s->buf, emit_piece, s);
-    s->w->fd = s->fd; /* so that deleting the watch closes it, paused or not */
-    agent_watch_del(ranks.ag, s->w);
-    s->w = NULL;
-    s->fd = -1;
-}
-
 static void rank_try_finish(struct agent_rank *r);
+static void status_ready(struct agent *ag, struct agent_watch *w, short revents);
+
+/* ---- a rank's pipes ---- */
 
 static void stream_ready(struct agent *ag, struct agent_watch *w, short revents)
 {
     struct rank_stream *s = w->ctx;
     char buf[65536];
+    (void)ag;
     if (!revents) return;
     ssize_t n = read(s->fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) {
         struct agent_rank *r = s->r;
-        stream_close(s);
+        ranks_out_close(s);
         rank_try_finish(r);
     } else {
-        ranks.piece_ns = mono_ns();   /* one clock reading for every line of this read */
-        int64_t now = ranks.piece_ns / 1000000;
-        s->r->last_out_ms = now;
-        if (ranks.mode == OUT_DROP) stream_drop(s, buf, (size_t)n);
-        else stream_feed(&s->buf, buf, (size_t)n, now, emit_piece, s);
-        if ((size_t)n < STREAM_REST_BELOW) {
-            s->rest_until = now + STREAM_REST_MS;
-            stream_watch_fd(s);
-        }
-        if (ranks.mode == OUT_READ &&
-            (agent_output_pending(ag) > OUT_HIGH || outbox_bytes(agent_outbox(ag)) > ranks_spool_max()))
-            apply_mode();
+        ranks_out_take(s, buf, (size_t)n);
+        if (ranks_out_over()) ranks_out_apply_mode(ranks.list);
     }
     ranks_schedule();
 }
 
-/* ---- exits ---- */
+/* ---- starting: forked, then started or failed ---- */
+
+/* A new rank, starting: takes over the handle's keeper (its fds become watches) and error
+ * file. */
+static struct agent_rank *rank_add(int rank, int attempt, const struct rank_handle *h, struct spawn_req *q)
+{
+    struct agent_rank *r = xcalloc(1, sizeof *r);
+    r->rank = rank;
+    r->attempt = attempt;
+    r->k = h->k;
+    r->error_file = h->error_file;
+    r->error_file_ours = h->error_file_ours;
+    r->spawn_wall_ns = h->spawn_wall_ns;
+    r->starting = 1;
+    r->spawn = q;
+    r->start_deadline_ms = mono_ms() + SPAWN_START_TIMEOUT_MS;
+    int fds[2] = { h->k.out_fd, h->k.err_fd };
+    for (int i = 0; i < 2; i++) {
+        struct rank_stream *s = &r->st[i];
+        s->r = r;
+        s->name = i ? 'e' : 'o';
+        s->fd = fds[i];
+        stream_init(&s->buf);
+        s->w = agent_watch_add(ranks.ag, ranks_out_mode() == OUT_PAUSE ? -1 : s->fd, POLLIN, stream_ready, s, NULL);
+    }
+    r->status_w = agent_watch_add(ranks.ag, h->k.status_fd, POLLIN, status_ready, r, NULL);
+    r->next = ranks.list;
+    ranks.list = r;
+    return r;
+}
+
+/* Forks the keeper of the request's i-th rank (or refuses the rank). */
+static void spawn_fork_one(struct spawn_req *q, int i)
+{
+    int rank = spawn_req_rank(q, i);
+    struct agent_rank *old = rank_find(rank);
+    struct rank_handle h;
+    if (old) {
+        spawn_refuse(q, i, old->k.rank_pid);
+        return;
+    }
+    if (spawn_fork(q, i, &h) < 0) return;
+    struct agent_rank *r = q->slot[i].r = rank_add(rank, q->attempt, &h, q);
+    for (int k = 0; k < 2; k++) {
+        if (h.say[k]) rank_say(r, h.say[k]);
+        free(h.say[k]);
+    }
+    if (q->doomed) rank_signal(r, SIGKILL, 1);
+}
+
+/* The rank could not start: why goes out as a line on its stderr and into "spawned"; its exit
+ * (after "spawned") has code 127. */
+static void rank_start_failed(struct agent_rank *r, const char *why)
+{
+    r->starting = 0;
+    free(r->start_error);
+    r->start_error = xstrdup(why);
+    r->have_status = 1;
+    r->wait_status = 127 << 8; /* exited 127, as a shell reports a command it cannot run */
+    r->exit_ns = mono_ns();
+    r->by_us = 0;
+    /* On the rank's stderr, where the person reading its log looks for why it ended. */
+    rank_say_at(r, why, r->exit_ns);
+}
+
+/* A starting rank's first keeper message: STARTED, or FAILED (or nonsense). */
+static void rank_first_msg(struct agent_rank *r, const struct keeper_msg *m)
+{
+    char err[512];
+    struct spawn_req *q = r->spawn;
+    if (m->kind == KEEPER_STARTED) {
+        r->starting = 0;
+        r->k.rank_pid = m->a;
+        oom_follow(&r->cg, r->k.rank_pid);
+        /* A stop came while it started: the signal it missed, and the end is ours. */
+        if (r->doomed) kill(-r->k.rank_pid, SIGKILL);
+        return;
+    }
+    if (m->kind == KEEPER_FAILED && q)
+        keeper_failed_text(q->argv[0], q->workdir, m, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "its keeper process reported nothing sensible before the rank started");
+    rank_start_failed(r, err);
+}
+
+static void rank_check_start_timeout(struct agent_rank *r, int64_t now_ms)
+{
+    char err[512];
+    if (!r->starting || now_ms < r->start_deadline_ms) return;
+    snprintf(err, sizeof err, "'%s' did not start within %d ms (its keeper was killed)",
+             r->spawn ? r->spawn->argv[0] : "?", SPAWN_START_TIMEOUT_MS);
+    /* Its rank follows by PDEATHSIG; the keeper is reaped at its status pipe's end. */
+    kill(r->k.keeper_pid, SIGKILL);
+    rank_start_failed(r, err);
+}
+
+/* Answers the request once every rank of it is forked and started or failed, then lets their
+ * exits out. */
+static void spawn_resolved(struct spawn_req *q)
+{
+    if (!spawn_req_resolved(q)) return;
+    agent_send(ranks.ag, spawn_req_answer(q));
+    for (struct spawn_req **pp = &ranks.spawns; *pp; pp = &(*pp)->next_q)
+        if (*pp == q) {
+            *pp = q->next_q;
+            break;
+        }
+    /* Announcing may free a rank: collect them first. */
+    int k = 0;
+    struct agent_rank **rs = xcalloc((size_t)q->n + 1, sizeof *rs);
+    for (int i = 0; i < q->n; i++)
+        if (q->slot[i].r) rs[k++] = q->slot[i].r;
+    spawn_req_free(q);
+    for (int i = 0; i < k; i++) {
+        rs[i]->spawn = NULL;
+        rank_try_finish(rs[i]);
+    }
+    free(rs);
+}
+
+/* The next batch of keepers, and the requests now answerable. */
+static void spawn_pump(void)
+{
+    int64_t until = mono_ms() + SPAWN_SLICE_MS;
+    for (struct spawn_req *q = ranks.spawns, *next; q; q = next) {
+        next = q->next_q;
+        while (q->next < q->n && mono_ms() < until) {
+            spawn_fork_one(q, q->next);
+            q->next++;
+        }
+        if (q->next < q->n) return;
+        spawn_resolved(q); /* may free q */
+    }
+}
+
+static int64_t spawn_deadline(void)
+{
+    for (struct spawn_req *q = ranks.spawns; q; q = q->next_q)
+        if (q->next < q->n) return mono_ms();
+    return 0;
+}
+
+void ranks_spawn_begin(struct spawn_req *q)
+{
+    /* Later requests queue behind earlier ones, so ranks start in request order. */
+    struct spawn_req **pp = &ranks.spawns;
+    while (*pp) pp = &(*pp)->next_q;
+    *pp = q;
+    spawn_pump();
+    ranks_schedule();
+}
+
+/* ---- ended, reported, freed ---- */
 
 static void rank_free(struct agent_rank *r)
 {
@@ -290,8 +276,11 @@ static void rank_try_finish(struct agent_rank *r)
 {
     if (r->spawn) return; /* its spawn is not answered yet: no exit before "spawned" */
     if (!r->exit_sent && r->have_status && !r->st[0].w && !r->st[1].w) {
-        say_dropped(r);
-        char *error_text = ranks_error_file_text(r); /* may say first why the file was ignored */
+        ranks_out_say_dropped(r);
+        char *say = NULL;
+        char *error_text = ranks_error_file_text(r, &say);
+        if (say) rank_say(r, say); /* why the file was ignored, where its log is read */
+        free(say);
         struct outbox *ob = agent_outbox(ranks.ag);
         uint64_t seq = outbox_next_seq(ob, r->rank);
         cJSON *msg = ranks_exit_msg(r, error_text);
@@ -312,11 +301,6 @@ static void rank_try_finish(struct agent_rank *r)
     }
 }
 
-void rank_announce(struct agent_rank *r)
-{
-    rank_try_finish(r);
-}
-
 /* Whether the rank's end was ours: it died after our first stopping signal (the keeper saw it
  * dead no earlier than we sent it) and not by a signal we never sent (a SIGSEGV of its own
  * that merely raced our stop). */
@@ -334,7 +318,7 @@ static int ended_by_us(const struct agent_rank *r)
 static void rank_take_msg(struct agent_rank *r, const struct keeper_msg *m)
 {
     if (r->starting) {
-        ranks_spawn_first_msg(r, m);
+        rank_first_msg(r, m);
         return;
     }
     if (m->kind != KEEPER_EXITED || r->have_status) return;
@@ -373,13 +357,13 @@ static void rank_read_status(struct agent_rank *r)
 static void status_ready(struct agent *ag, struct agent_watch *w, short revents)
 {
     struct agent_rank *r = w->ctx;
-    struct rank_spawn *sp = r->spawn;
+    struct spawn_req *q = r->spawn;
     (void)ag;
     if (!revents) return;
     rank_read_status(r);
     /* Answering the spawn announces its ranks, r among them (it may be freed then). */
-    if (sp && !r->starting) ranks_spawn_resolved(sp);
-    else if (!sp) rank_try_finish(r);
+    if (q && !r->starting) spawn_resolved(q);
+    else if (!q) rank_try_finish(r);
     ranks_schedule();
 }
 
@@ -397,61 +381,6 @@ struct agent_rank *rank_find(int rank)
     for (struct agent_rank *r = ranks.list; r; r = r->next)
         if (r->rank == rank && !r->exit_sent) return r;
     return NULL;
-}
-
-struct agent_rank *rank_add_starting(int rank, int attempt, const struct keeper *k, char *error_file,
-                                       int error_file_ours, int64_t spawn_wall_ns,
-                                       struct rank_spawn *sp, int64_t start_deadline_ms)
-{
-    struct agent_rank *r = xcalloc(1, sizeof *r);
-    r->rank = rank;
-    r->attempt = attempt;
-    r->k = *k;
-    r->error_file = error_file;
-    r->error_file_ours = error_file_ours;
-    r->spawn_wall_ns = spawn_wall_ns;
-    r->starting = 1;
-    r->spawn = sp;
-    r->start_deadline_ms = start_deadline_ms;
-    int fds[2] = { k->out_fd, k->err_fd };
-    for (int i = 0; i < 2; i++) {
-        struct rank_stream *s = &r->st[i];
-        s->r = r;
-        s->name = i ? 'e' : 'o';
-        s->fd = fds[i];
-        stream_init(&s->buf);
-        s->w = agent_watch_add(ranks.ag, ranks.mode == OUT_PAUSE ? -1 : s->fd, POLLIN, stream_ready, s, NULL);
-    }
-    r->status_w = agent_watch_add(ranks.ag, k->status_fd, POLLIN, status_ready, r, NULL);
-    r->next = ranks.list;
-    ranks.list = r;
-    return r;
-}
-
-void rank_say(struct agent_rank *r, const char *text)
-{
-    char *line = xasprintf("ddptop-agent: %s\n", text); /* a whole line: newline kept */
-    ranks.piece_ns = mono_ns();
-    emit_piece(&r->st[1], line, strlen(line), 0); /* a path need not be UTF-8 */
-    r->last_out_ms = mono_ms();
-    free(line);
-}
-
-void rank_start_failed(struct agent_rank *r, const char *why)
-{
-    char *line = xasprintf("ddptop-agent: %s\n", why); /* a whole line: newline kept */
-    r->starting = 0;
-    free(r->start_error);
-    r->start_error = xstrdup(why);
-    r->have_status = 1;
-    r->wait_status = 127 << 8; /* exited 127, as a shell reports a command it cannot run */
-    r->exit_ns = mono_ns();
-    r->by_us = 0;
-    /* On the rank's stderr, where the person reading its log looks for why it ended. */
-    ranks.piece_ns = r->exit_ns;
-    emit_piece(&r->st[1], line, strlen(line), 0);
-    r->last_out_ms = mono_ms();
-    free(line);
 }
 
 int rank_signal(struct agent_rank *r, int sig, int by_us)
@@ -484,7 +413,7 @@ int rank_signal(struct agent_rank *r, int sig, int by_us)
 int ranks_kill_all(int sig)
 {
     int n = 0;
-    ranks_spawn_doom();
+    for (struct spawn_req *q = ranks.spawns; q; q = q->next_q) q->doomed = 1;
     for (struct agent_rank *r = ranks.list; r; r = r->next) {
         if (r->have_status) continue;
         /* after Slurm's SIGTERM a second one could cut a rank's checkpoint short */
@@ -565,18 +494,16 @@ void ranks_schedule(void)
         for (struct agent_rank *r = ranks.list; r; r = r->next) {
             for (int i = 0; i < 2; i++) {
                 if (!r->st[i].w) continue;
-                if (ranks.mode == OUT_READ) SOONER(d, stream_deadline(&r->st[i].buf));
+                if (ranks_out_mode() == OUT_READ) SOONER(d, stream_deadline(&r->st[i].buf));
                 SOONER(d, r->st[i].rest_until);
-                if (r->have_status && ranks.mode != OUT_PAUSE) SOONER(d, eof_wait_until(r));
+                if (r->have_status && ranks_out_mode() != OUT_PAUSE) SOONER(d, eof_wait_until(r));
             }
             if (!r->status_w && !r->keeper_reaped) SOONER(d, now + REAP_RETRY_MS);
             if (r->starting) SOONER(d, r->start_deadline_ms);
         }
-        SOONER(d, ranks_spawn_deadline());
+        SOONER(d, spawn_deadline());
         SOONER(d, ranks_link_deadline());
-        if (ranks.mode != OUT_READ) SOONER(d, now + PAUSE_CHECK_MS);
-        /* a silent controller turns a pause into reading into the spool */
-        else if (outbox_unsent(agent_outbox(ranks.ag)) > OUT_LOW) SOONER(d, now + PAUSE_CHECK_MS * 10);
+        SOONER(d, ranks_out_deadline(now));
     }
     ranks.timer->deadline_ms = d;
 }
@@ -590,22 +517,30 @@ static void tick_ranks(int64_t now)
             if (!s->w) continue;
             if (s->rest_until && s->rest_until <= now) {
                 s->rest_until = 0;
-                stream_watch_fd(s);
+                ranks_out_watch_fd(s);
             }
             /* While output is paused the rest of a waiting line is likely in the pipe already:
              * it is not cut as a partial line for a wait that is ours. */
-            int64_t due = ranks.mode != OUT_READ ? 0 : stream_deadline(&s->buf);
-            if (due && due <= now) {
-                ranks.piece_ns = mono_ns();
-                stream_flush(&s->buf, emit_piece, s);
-            }
+            int64_t due = ranks_out_mode() != OUT_READ ? 0 : stream_deadline(&s->buf);
+            if (due && due <= now) ranks_out_flush(s);
             /* Something the rank left behind (in another group) still holds its pipes. */
-            if (r->have_status && ranks.mode != OUT_PAUSE && !s->rest_until && eof_wait_until(r) <= now) stream_close(s);
+            if (r->have_status && ranks_out_mode() != OUT_PAUSE && !s->rest_until && eof_wait_until(r) <= now)
+                ranks_out_close(s);
         }
         if (!r->status_w) rank_reap_keeper(r);
-        if (r->starting) ranks_spawn_check_timeout(r, now);
+        if (r->starting) rank_check_start_timeout(r, now);
         rank_try_finish(r);
     }
+}
+
+/* The stop's (or the teardown's) time is up: SIGKILL for every rank still running (their
+ * keepers' reports read first, so that one that ended meanwhile is not counted as killed). */
+static void kill_when_due(int64_t now)
+{
+    if (!ranks.kill_at || now < ranks.kill_at) return;
+    for (struct agent_rank *r = ranks.list; r; r = r->next) rank_read_status(r);
+    ranks_kill_all(SIGKILL);
+    ranks.kill_at = 0;
 }
 
 static void tick(struct agent *ag, struct agent_watch *w, short revents)
@@ -614,22 +549,18 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
     (void)w;
     (void)revents;
     (void)ag;
-    if (ranks.kill_at && now >= ranks.kill_at) {
-        for (struct agent_rank *r = ranks.list; r; r = r->next) rank_read_status(r);
-        ranks_kill_all(SIGKILL);
-        ranks.kill_at = 0;
-    }
+    kill_when_due(now);
     if (ranks.quitting) {
         ranks_schedule();
         return;
     }
-    enum out_mode was = ranks.mode;
-    apply_mode();
-    if (was == OUT_PAUSE && ranks.mode != OUT_PAUSE)
+    enum out_mode was = ranks_out_mode();
+    ranks_out_apply_mode(ranks.list);
+    if (was == OUT_PAUSE && ranks_out_mode() != OUT_PAUSE)
         for (struct agent_rank *r = ranks.list; r; r = r->next)
             for (int i = 0; i < 2; i++) stream_rewait(&r->st[i].buf, now);
     tick_ranks(now);
-    ranks_spawn_pump(); /* the next batch of keepers, and spawns now answerable */
+    spawn_pump(); /* the next batch of keepers, and spawns now answerable */
     if (ranks_link_check(now, ranks_live())) return; /* the watchdog or the grace ended the agent */
     if (ranks.heartbeat && now >= ranks.next_status_ms) {
         send_status();
@@ -640,7 +571,7 @@ static void tick(struct agent *ag, struct agent_watch *w, short revents)
     ranks_schedule();
 }
 
-/* ---- teardown ---- */
+/* ---- start and teardown ---- */
 
 static void on_quit(struct agent *ag, void *ctx)
 {
@@ -655,76 +586,28 @@ static void on_quit(struct agent *ag, void *ctx)
     ranks_schedule();
 }
 
+int ranks_quitting(void)
+{
+    return ranks.quitting;
+}
+
 int ranks_slurm_terminated(void)
 {
     return ranks.slurm_term;
 }
 
-void agent_ranks_set_slurm_step(int on)
+void ranks_slurm_sigterm(void)
 {
-    ranks.slurm_step = on;
+    ranks.slurm_term = 1;
 }
 
-/* SIGUSR1/SIGUSR2: a scheduler's warning (Slurm's --signal, a preemption notice). Under Slurm
- * every process of the agents' step got it, the ranks included; elsewhere the agent passes it
- * on. Either way the controller hears of it. */
-static void warning_signal(struct agent *ag, int sig)
-{
-    const char *name = ranks_signal_name(sig);
-    int n = 0;
-    if (!ranks.slurm_step)
-        for (struct agent_rank *r = ranks.list; r; r = r->next)
-            if (rank_signal(r, sig, 0) == 0) n++;
-    cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
-    cJSON_AddStringToObject(m, "signal", name ? name : "?");
-    if (ranks.slurm_step)
-        cJSON_AddStringToObject(m, "text", "Slurm signalled the agents' step: every rank of the node got it from Slurm");
-    else
-        cJSON_AddNumberToObject(m, "passed_to", n);
-    agent_send(ag, m);
-}
-
-/* From the agent's event loop (the handler only wrote the number to its self-pipe). A quitting
- * agent no longer answers signals: it is stopping every rank already. */
-static void on_signal(struct evloop *el, int b, void *ctx)
-{
-    struct agent *ag = ctx;
-    (void)el;
-    if (ranks.quitting) return;
-    if (b == SIGUSR1 || b == SIGUSR2) {
-        warning_signal(ag, b);
-        return;
-    }
-    const char *name = ranks_signal_name(b);
-    if (ranks.slurm_step && b == SIGTERM) {
-        /* scancel, a time limit, preemption: Slurm sent SIGTERM to every process of the step,
-         * the ranks too, and SIGKILLs them after its KillWait. Until then the agent goes on
-         * serving them (their output, their exits): they may be saving a checkpoint. It does
-         * not signal them again; the controller hears why the job ends. */
-        if (!ranks.slurm_term) {
-            cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
-            cJSON_AddStringToObject(m, "signal", "SIGTERM");
-            cJSON_AddStringToObject(m, "text", "Slurm sent SIGTERM to the agents' step (scancel, the job's "
-                                    "time limit or a preemption)");
-            agent_send(ag, m);
-        }
-        ranks.slurm_term = 1;
-        return;
-    }
-    agent_send_error(ag, NULL, "the agent got %s; stopping every rank and exiting", name ? name : "a signal");
-    agent_quit(ag, 128 + b);
-}
-
-void agent_ranks_init(struct agent *ag)
+void ranks_init(struct agent *ag)
 {
     ranks.ag = ag;
-    strbuf_init(&ranks.line);
+    ranks_out_init(ag);
     ranks_link_init(ag);
     ranks.timer = agent_watch_add(ag, -1, 0, tick, NULL, NULL);
     agent_on_quit(ag, on_quit, NULL);
-    /* SIGUSR1 and SIGUSR2 last: until they are caught, agent_main ignores them */
-    static const int sigs[] = { SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2 };
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) evloop_signal(agent_evloop(ag), sigs[i], on_signal, ag);
 }
 
 static int all_keepers_reaped(void)
@@ -736,7 +619,7 @@ static int all_keepers_reaped(void)
     return 1;
 }
 
-void agent_ranks_done(struct agent *ag)
+void ranks_teardown(struct agent *ag)
 {
     on_quit(ag, NULL);
     agent_sock_close(ag); /* no bridge finds this agent any more */
@@ -746,11 +629,7 @@ void agent_ranks_done(struct agent *ag)
         /* Ranks that report their start now are doomed already: they get SIGKILL there. */
         for (struct agent_rank *r = ranks.list; r; r = r->next)
             if (r->starting) rank_read_status(r);
-        if (ranks.kill_at && now >= ranks.kill_at) {
-            for (struct agent_rank *r = ranks.list; r; r = r->next) rank_read_status(r);
-            ranks_kill_all(SIGKILL);
-            ranks.kill_at = 0;
-        }
+        kill_when_due(now);
         if (now >= give_up) {
             /* A keeper stuck (a rank in D state?): kill it; its rank's PDEATHSIG follows. */
             for (struct agent_rank *r = ranks.list; r; r = r->next) {
@@ -766,18 +645,16 @@ void agent_ranks_done(struct agent *ag)
         nanosleep(&ts, NULL);
     }
     while (ranks.list) rank_free(ranks.list);
-    ranks_spawn_done();
+    while (ranks.spawns) {
+        struct spawn_req *q = ranks.spawns;
+        ranks.spawns = q->next_q;
+        spawn_req_free(q);
+    }
+    spawn_done();
     agent_nodedir_remove(); /* the error files' directory, with what the ranks left there */
-    /* in a Slurm step a time limit's second SIGTERM must not kill the agent before its last
-     * line (its exit status) went out */
-    signal(SIGTERM, ranks.slurm_step ? SIG_IGN : SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGUSR1, SIG_IGN); /* a late warning must not kill the agent while it exits */
-    signal(SIGUSR2, SIG_IGN);
     if (ranks.timer) agent_watch_del(ag, ranks.timer);
     ranks.timer = NULL;
     cJSON_Delete(ranks.stops);
     ranks.stops = NULL;
-    strbuf_done(&ranks.line);
+    ranks_out_done();
 }

@@ -1,19 +1,20 @@
 /* The ranks side's view of its link to the controller (docs/protocol.md "Reconnecting"): how long
- * the ranks may run without a controller, what happens when the link ends, the hello of a new
- * link (what this agent holds), the resume that replays the spool, and acknowledgements.
+ * the ranks may run without a controller, whether the agent goes on when the link ends, its
+ * part of a new link's hello (how long it was away, its grace, its spool), and acknowledgements.
  *
  * A spawn sets the grace. With grace_ms 0 the agent behaves as it always did: the end of its
  * input, or watchdog_ms without a request while ranks run, stops every rank and ends the agent.
  * With a grace, neither does: the ranks go on, their output is spooled (agent_outbox.h), the
  * agent listens for a bridge (agent_sock.h), and only when no controller was heard of for
- * grace_ms does it stop the ranks and exit, so no rank is left behind for good. */
+ * grace_ms does it stop the ranks and exit, so no rank is left behind for good.
+ * A leaf below the ranks: it knows the link, not the ranks (the hooks that the agent's loop
+ * calls when the link ends or comes back, and the resume request, are agent_ranks_ops.c's). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent_outbox.h"
-#include "agent_ranks.h"
 #include "agent_ranks_int.h"
 #include "agent_sock.h"
 #include "util/util.h"
@@ -37,51 +38,27 @@ size_t ranks_spool_max(void)
     return (size_t)lk.spool_max;
 }
 
-/* The link ended: with a grace the agent goes on without one, unless it holds nothing a
- * controller could want (no rank alive, every message acknowledged). */
-static int link_lost(struct agent *ag, void *ctx)
+int ranks_link_away(int holds)
 {
-    (void)ctx;
     if (lk.grace_ms <= 0) return 0;
-    if (!ranks_unfinished() && outbox_durable_bytes(agent_outbox(ag)) == 0) return 0;
+    if (!holds && outbox_durable_bytes(agent_outbox(lk.ag)) == 0) return 0;
     lk.away_since_ms = mono_ms();
-    ranks_schedule();
     return 1;
 }
 
-/* A bridge handed over a new link: say who we are and what we hold; the controller answers
- * with a resume that says what it has. */
-static void relinked(struct agent *ag, void *ctx)
+void ranks_link_hello(cJSON *m)
 {
-    (void)ctx;
     int64_t now = mono_ms();
-    cJSON *m = agent_hello_new();
-    cJSON_AddBoolToObject(m, "resumed", 1);
     cJSON_AddNumberToObject(m, "away_ms", (double)(now - (lk.away_since_ms ? lk.away_since_ms
-                                                                          : agent_last_input_ms(ag))));
+                                                                          : agent_last_input_ms(lk.ag))));
     cJSON_AddNumberToObject(m, "grace_ms", (double)lk.grace_ms);
-    cJSON_AddNumberToObject(m, "spool_bytes", (double)outbox_bytes(agent_outbox(ag)));
-    cJSON *ranks = cJSON_AddArrayToObject(m, "ranks");
-    for (struct agent_rank *r = ranks_all(); r; r = r->next) {
-        if (r->exit_sent) continue;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", r->rank);
-        cJSON_AddNumberToObject(o, "attempt", r->attempt);
-        if (r->k.rank_pid > 0) cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
-        else cJSON_AddNullToObject(o, "pid");
-        cJSON_AddBoolToObject(o, "alive", !r->have_status);
-        cJSON_AddBoolToObject(o, "starting", r->starting || r->spawn != NULL);
-        cJSON_AddItemToArray(ranks, o);
-    }
+    cJSON_AddNumberToObject(m, "spool_bytes", (double)outbox_bytes(agent_outbox(lk.ag)));
     lk.away_since_ms = 0;
-    agent_send_urgent(ag, m);
-    ranks_schedule();
 }
 
 void ranks_link_init(struct agent *ag)
 {
     lk.ag = ag;
-    agent_on_link(ag, link_lost, relinked, NULL);
 }
 
 int ranks_link_config(const cJSON *req, const cJSON *id)
@@ -162,37 +139,4 @@ void ranks_link_ack(const cJSON *req)
 {
     const cJSON *ack = cJSON_GetObjectItemCaseSensitive(req, "ack");
     if (cJSON_IsObject(ack)) each_rank_seq(ack, ack_one, agent_outbox(lk.ag));
-}
-
-static uint64_t from_of(void *ctx, int rank)
-{
-    char key[24];
-    snprintf(key, sizeof key, "%d", rank);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctx, key);
-    long long seq;
-    return json_int_in(v, 1, JSON_EXACT_MAX, &seq) ? (uint64_t)seq : 0;
-}
-
-/* {"op":"resume","from":{"RANK":seq}}: the controller of this link has each rank's durable
- * messages up to seq; everything later goes again, then the answer. */
-void agent_ranks_resume_op(struct agent *ag, const cJSON *req, const cJSON *id)
-{
-    const cJSON *from = cJSON_GetObjectItemCaseSensitive(req, "from");
-    size_t n = 0, bytes = 0;
-    if (from && !cJSON_IsObject(from)) {
-        agent_send_error(ag, id, "\"from\" must be an object of rank: seq");
-        return;
-    }
-    if (!outbox_held(agent_outbox(ag))) {
-        /* what this link was sent is known to its controller already */
-        agent_send_error(ag, id, "resume comes once, after the hello of a new link");
-        return;
-    }
-    outbox_resume(agent_outbox(ag), from_of, (void *)from, &n, &bytes);
-    cJSON *m = agent_reply_new(WIRE_EV_RESUME, id);
-    cJSON_AddNumberToObject(m, "messages", (double)n);
-    cJSON_AddNumberToObject(m, "bytes", (double)bytes);
-    agent_send(ag, m);
-    ranks_heartbeat_start();
-    ranks_schedule();
 }

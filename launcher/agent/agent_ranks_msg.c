@@ -1,6 +1,7 @@
 /* The ranks side's messages about one rank: its exit (with the error file), its entry in the
- * status heartbeat, the step seen in its metrics lines. Kept apart from agent_ranks.c, which
- * decides when they are sent. Signal names are the protocol's (wire/signals.h). */
+ * status heartbeat and in a resumed hello, the step seen in its metrics lines. Kept apart from
+ * agent_ranks.c, which decides when they are sent; a leaf: it reads a rank, says nothing on
+ * its own. Signal names are the protocol's (wire/signals.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,11 @@ void ranks_note_step(struct agent_rank *r, const char *data, size_t len)
     r->have_step = 1;
 }
 
-char *ranks_error_file_text(struct agent_rank *r)
+char *ranks_error_file_text(const struct agent_rank *r, char **say)
 {
     struct strbuf raw, clean;
     char why[160];
+    *say = NULL;
     if (!r->error_file) return NULL;
     strbuf_init(&raw);
     strbuf_init(&clean);
@@ -48,9 +50,7 @@ char *ranks_error_file_text(struct agent_rank *r)
         if (!clean.buf) strbuf_adds(&clean, "");
     } else if (got < 0) {
         /* said where its log is read; the exit (its code) goes out as always */
-        char *text = xasprintf("rank %d: error file %s %s; ignored", r->rank, r->error_file, why);
-        rank_say(r, text);
-        free(text);
+        *say = xasprintf("rank %d: error file %s %s; ignored", r->rank, r->error_file, why);
     }
     strbuf_done(&raw);
     return clean.buf; /* NULL when none was read */
@@ -116,5 +116,17 @@ cJSON *ranks_status_entry(const struct agent_rank *r, int64_t now_ms)
     if (r->last_out_ms) cJSON_AddNumberToObject(o, "last_out_ms", (double)(now_ms - r->last_out_ms));
     else cJSON_AddNullToObject(o, "last_out_ms");
     if (r->have_step) cJSON_AddNumberToObject(o, "step", (double)r->step);
+    return o;
+}
+
+cJSON *ranks_hello_entry(const struct agent_rank *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", r->rank);
+    cJSON_AddNumberToObject(o, "attempt", r->attempt);
+    if (r->k.rank_pid > 0) cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
+    else cJSON_AddNullToObject(o, "pid");
+    cJSON_AddBoolToObject(o, "alive", !r->have_status);
+    cJSON_AddBoolToObject(o, "starting", r->starting || r->spawn != NULL);
     return o;
 }

@@ -1,6 +1,9 @@
-/* The run requests of ddptop-agent but spawn (agent_ranks_spawn.c): signal, stop, stacks (in a
- * child process, answered when it is done) and ping (docs/protocol.md, "Run requests"). The
- * rank's lifecycle lives in agent_ranks.c. */
+/* The ranks side of ddptop-agent as the rest of the agent sees it (agent_ranks.h), its top
+ * layer: what comes from outside. The run requests (docs/protocol.md, "Run requests" and
+ * "Reconnecting"): spawn (checked by agent_ranks_spawn.c, started by agent_ranks.c), signal,
+ * stop, stacks (in a child process, answered when it is done), ping and resume; the agent's
+ * own signals (a scheduler's warnings, Slurm's SIGTERM, a request to stop); the link's loss
+ * and return; and the side's start and end. Each rank's life lives in agent_ranks.c. */
 #include "agent_ranks.h"
 
 #include <errno.h>
@@ -15,9 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent_outbox.h"
 #include "agent_ranks_int.h"
 #include "agent_stacks.h"
 #include "agent_stream.h"
+#include "util/evloop.h"
 #include "util/util.h"
 #include "wire/protocol.h"
 #include "wire/signals.h"
@@ -290,4 +295,159 @@ void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
     ranks_heartbeat_start();
     agent_send(ag, agent_reply_new(WIRE_EV_PONG, id));
     ranks_schedule();
+}
+
+void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    ranks_heartbeat_start();
+    struct spawn_req *q = spawn_req_parse(ag, req, id);
+    if (!q) return;
+    if (ranks_link_config(req, id) < 0) {
+        spawn_req_free(q);
+        return;
+    }
+    ranks_spawn_begin(q);
+}
+
+static uint64_t from_of(void *ctx, int rank)
+{
+    char key[24];
+    snprintf(key, sizeof key, "%d", rank);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctx, key);
+    long long seq;
+    return json_int_in(v, 1, JSON_EXACT_MAX, &seq) ? (uint64_t)seq : 0;
+}
+
+/* {"op":"resume","from":{"RANK":seq}}: the controller of this link has each rank's durable
+ * messages up to seq; everything later goes again, then the answer. */
+void agent_ranks_resume_op(struct agent *ag, const cJSON *req, const cJSON *id)
+{
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(req, "from");
+    size_t n = 0, bytes = 0;
+    if (from && !cJSON_IsObject(from)) {
+        agent_send_error(ag, id, "\"from\" must be an object of rank: seq");
+        return;
+    }
+    if (!outbox_held(agent_outbox(ag))) {
+        /* what this link was sent is known to its controller already */
+        agent_send_error(ag, id, "resume comes once, after the hello of a new link");
+        return;
+    }
+    outbox_resume(agent_outbox(ag), from_of, (void *)from, &n, &bytes);
+    cJSON *m = agent_reply_new(WIRE_EV_RESUME, id);
+    cJSON_AddNumberToObject(m, "messages", (double)n);
+    cJSON_AddNumberToObject(m, "bytes", (double)bytes);
+    agent_send(ag, m);
+    ranks_heartbeat_start();
+    ranks_schedule();
+}
+
+/* ---- the link ---- */
+
+/* The link ended: with a grace the agent goes on without one, unless it holds nothing a
+ * controller could want (no rank alive, every message acknowledged). */
+static int link_lost(struct agent *ag, void *ctx)
+{
+    (void)ag;
+    (void)ctx;
+    if (!ranks_link_away(ranks_unfinished())) return 0;
+    ranks_schedule();
+    return 1;
+}
+
+/* A bridge handed over a new link: say who we are and what we hold; the controller answers
+ * with a resume that says what it has. */
+static void relinked(struct agent *ag, void *ctx)
+{
+    (void)ctx;
+    cJSON *m = agent_hello_new();
+    cJSON_AddBoolToObject(m, "resumed", 1);
+    ranks_link_hello(m);
+    cJSON *arr = cJSON_AddArrayToObject(m, "ranks");
+    for (struct agent_rank *r = ranks_all(); r; r = r->next)
+        if (!r->exit_sent) cJSON_AddItemToArray(arr, ranks_hello_entry(r));
+    agent_send_urgent(ag, m);
+    ranks_schedule();
+}
+
+/* ---- the agent's signals ---- */
+
+static int slurm_step;      /* a task of a Slurm step (--relay): Slurm signals the ranks itself */
+
+void agent_ranks_set_slurm_step(int on)
+{
+    slurm_step = on;
+}
+
+/* SIGUSR1/SIGUSR2: a scheduler's warning (Slurm's --signal, a preemption notice). Under Slurm
+ * every process of the agents' step got it, the ranks included; elsewhere the agent passes it
+ * on. Either way the controller hears of it. */
+static void warning_signal(struct agent *ag, int sig)
+{
+    const char *name = ranks_signal_name(sig);
+    int n = 0;
+    if (!slurm_step)
+        for (struct agent_rank *r = ranks_all(); r; r = r->next)
+            if (rank_signal(r, sig, 0) == 0) n++;
+    cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
+    cJSON_AddStringToObject(m, "signal", name ? name : "?");
+    if (slurm_step)
+        cJSON_AddStringToObject(m, "text", "Slurm signalled the agents' step: every rank of the node got it from Slurm");
+    else
+        cJSON_AddNumberToObject(m, "passed_to", n);
+    agent_send(ag, m);
+}
+
+/* From the agent's event loop (the handler only wrote the number to its self-pipe). A quitting
+ * agent no longer answers signals: it is stopping every rank already. */
+static void on_signal(struct evloop *el, int b, void *ctx)
+{
+    struct agent *ag = ctx;
+    (void)el;
+    if (ranks_quitting()) return;
+    if (b == SIGUSR1 || b == SIGUSR2) {
+        warning_signal(ag, b);
+        return;
+    }
+    const char *name = ranks_signal_name(b);
+    if (slurm_step && b == SIGTERM) {
+        /* scancel, a time limit, preemption: Slurm sent SIGTERM to every process of the step,
+         * the ranks too, and SIGKILLs them after its KillWait. Until then the agent goes on
+         * serving them (their output, their exits): they may be saving a checkpoint. It does
+         * not signal them again; the controller hears why the job ends. */
+        if (!ranks_slurm_terminated()) {
+            cJSON *m = agent_reply_new(WIRE_EV_NOTICE, NULL);
+            cJSON_AddStringToObject(m, "signal", "SIGTERM");
+            cJSON_AddStringToObject(m, "text", "Slurm sent SIGTERM to the agents' step (scancel, the job's "
+                                    "time limit or a preemption)");
+            agent_send(ag, m);
+        }
+        ranks_slurm_sigterm();
+        return;
+    }
+    agent_send_error(ag, NULL, "the agent got %s; stopping every rank and exiting", name ? name : "a signal");
+    agent_quit(ag, 128 + b);
+}
+
+/* ---- start and end ---- */
+
+void agent_ranks_init(struct agent *ag)
+{
+    ranks_init(ag);
+    agent_on_link(ag, link_lost, relinked, NULL);
+    /* SIGUSR1 and SIGUSR2 last: until they are caught, agent_main ignores them */
+    static const int sigs[] = { SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) evloop_signal(agent_evloop(ag), sigs[i], on_signal, ag);
+}
+
+void agent_ranks_done(struct agent *ag)
+{
+    ranks_teardown(ag);
+    /* in a Slurm step a time limit's second SIGTERM must not kill the agent before its last
+     * line (its exit status) went out */
+    signal(SIGTERM, slurm_step ? SIG_IGN : SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGUSR1, SIG_IGN); /* a late warning must not kill the agent while it exits */
+    signal(SIGUSR2, SIG_IGN);
 }

@@ -1,14 +1,12 @@
-/* The spawn request of ddptop-agent, without blocking the loop: the request is checked whole
- * (a bad one starts nothing), then its keepers are forked in batches of at most SPAWN_SLICE_MS
- * per loop pass, and each keeper's first message (the exec succeeded or failed) arrives on its
- * status watch like any later one. "spawned" goes out once every rank of the request started or
- * failed, so a 1024-rank spawn never holds the status heartbeat back. A rank that could not
- * start (exec or chdir failed, keeper gone, start timeout) gets its error in "spawned", a line
- * on its stderr and, after "spawned", an exit with code 127. */
-#include "agent_ranks.h"
-
+/* A spawn request of ddptop-agent, checked whole (a bad one starts nothing), the forking of
+ * one of its ranks' keepers, and the request's answer. Forking: the rank's environment (the
+ * request's env, ddptop's defaults where the node sets none, the agent's own
+ * TORCHELASTIC_ERROR_FILE and flight recorder directory) and its error file. A leaf: a forked
+ * keeper goes back as a handle (struct rank_handle), and agent_ranks.c alone decides what a
+ * rank is from then on (starting, started, failed), when the next batch is forked and when
+ * "spawned" goes; here the request only records what became of each rank (its slot) and says
+ * it in the answer. */
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,35 +21,8 @@
 
 extern char **environ;
 
-#define SPAWN_START_TIMEOUT_MS 10000
 #define SPAWN_MAX_RANKS 1024
-/* Forking keepers stops for this pass after this long: the loop (heartbeat, output) goes on. */
-#define SPAWN_SLICE_MS 40
 #define ERROR_FILE_VAR "TORCHELASTIC_ERROR_FILE"
-
-struct spawn_slot {
-    const cJSON *ro;          /* the rank's object in the request (in sp->ranks) */
-    struct agent_rank *r;       /* NULL when refused or not forked yet */
-    char *error;              /* refused before a keeper started: "still running", fork */
-    int pid;                  /* the running rank's pid for "still running" */
-};
-
-struct rank_spawn {
-    cJSON *id;                /* copy of the request's id, or NULL */
-    cJSON *ranks;             /* copy of the request's ranks */
-    char **argv;
-    char *workdir;
-    long attempt;
-    int n, next;              /* slots, and the next one to fork */
-    int doomed;               /* a stop came: ranks forked from now on are killed once started */
-    struct spawn_slot *slot;
-    struct rank_spawn *next_sp;
-};
-
-static struct {
-    struct agent *ag;
-    struct rank_spawn *list;
-} sps;
 
 /* Checks the request's "ranks" (and each "env"); sends the error and returns -1 when wrong. */
 static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ranks)
@@ -182,18 +153,18 @@ static void free_env(char **v, char **owned)
     free(v);
 }
 
-/* Forks one rank's keeper (or refuses the rank). */
-static void spawn_fork_one(struct rank_spawn *sp, struct spawn_slot *sl)
+int spawn_req_rank(const struct spawn_req *q, int i)
 {
-    int rank = rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank"));
-    const cJSON *env = cJSON_GetObjectItemCaseSensitive(sl->ro, "env");
+    return rank_number(cJSON_GetObjectItemCaseSensitive(q->ro[i], "rank"));
+}
+
+int spawn_fork(struct spawn_req *q, int i, struct rank_handle *h)
+{
     char err[512];
-    struct agent_rank *old = rank_find(rank);
-    if (old) {
-        sl->error = xstrdup("this rank is still running on this node (stop it first)");
-        sl->pid = old->k.rank_pid;
-        return;
-    }
+    int rank = spawn_req_rank(q, i);
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(q->ro[i], "env");
+    char why[512];
+    *h = (struct rank_handle){ .error_file = NULL };
     /* The rank's error file: the controller's when its env names one (even null: then none),
      * else one in the agent's private directory, named after the attempt and the rank (never
      * a predictable name in a shared /tmp: agent_nodedir.h). */
@@ -203,13 +174,13 @@ static void spawn_fork_one(struct rank_spawn *sp, struct spawn_slot *sl)
     if (cJSON_IsString(given)) {
         errfile = xstrdup(given->valuestring);
     } else if (!given) {
-        const char *dir = agent_nodedir_own(err, sizeof err);
+        const char *dir = agent_nodedir_own(why, sizeof why);
         if (dir) {
-            errfile = xasprintf("%s/a%ld-r%d.error.json", dir, sp->attempt, rank);
+            errfile = xasprintf("%s/a%d-r%d.error.json", dir, q->attempt, rank);
             unlink(errfile);
             ours = 1;
         } else {
-            no_dir = xasprintf("rank %d: %s; it runs without %s", rank, err, ERROR_FILE_VAR);
+            no_dir = xasprintf("rank %d: %s; it runs without %s", rank, why, ERROR_FILE_VAR);
         }
     }
     /* PyTorch writes its flight recorder dump there without making the directory. */
@@ -219,91 +190,54 @@ static void spawn_fork_one(struct rank_spawn *sp, struct spawn_slot *sl)
     if (ours) set[n_set++] = (struct env_set){ ERROR_FILE_VAR, errfile };
     char **owned;
     /* ddptop's defaults (NCCL_DEBUG) where the node sets none of them itself */
-    cJSON *with_defaults = envdefault_apply(env, cJSON_GetObjectItemCaseSensitive(sl->ro, "env_default"));
+    cJSON *with_defaults = envdefault_apply(env, cJSON_GetObjectItemCaseSensitive(q->ro[i], "env_default"));
     char **envp = build_env(with_defaults ? with_defaults : env, set, n_set, &owned);
     cJSON_Delete(with_defaults);
-    struct keeper_spec spec = { .argv = sp->argv, .envp = envp, .workdir = sp->workdir,
+    struct keeper_spec spec = { .argv = q->argv, .envp = envp, .workdir = q->workdir,
                                 .start_timeout_ms = SPAWN_START_TIMEOUT_MS };
-    struct keeper k;
     int64_t t0 = wall_ns();
-    int rc = keeper_fork(&spec, &k, err, sizeof err);
+    int rc = keeper_fork(&spec, &h->k, err, sizeof err);
     free_env(envp, owned);
     free(moved[0]);
     free(moved[1]);
     if (rc < 0) {
-        sl->error = xstrdup(err);
+        q->slot[i].error = xstrdup(err);
         if (ours) unlink(errfile);
         free(errfile);
         free(no_dir);
-        return;
+        return -1;
     }
-    sl->r = rank_add_starting(rank, (int)sp->attempt, &k, errfile, ours, t0, sp,
-                                  mono_ms() + SPAWN_START_TIMEOUT_MS);
-    if (no_dir) rank_say(sl->r, no_dir);
-    if (trace_note[0]) {
-        char *text = xasprintf("rank %d: %s", rank, trace_note);
-        rank_say(sl->r, text);
-        free(text);
-    }
-    free(no_dir);
-    if (sp->doomed) rank_signal(sl->r, SIGKILL, 1);
+    h->error_file = errfile;
+    h->error_file_ours = ours;
+    h->spawn_wall_ns = t0;
+    h->say[0] = no_dir;
+    h->say[1] = trace_note[0] ? xasprintf("rank %d: %s", rank, trace_note) : NULL;
+    return 0;
 }
 
-static void spawn_free(struct rank_spawn *sp)
+void spawn_refuse(struct spawn_req *q, int i, int pid)
 {
-    for (int i = 0; i < sp->n; i++) free(sp->slot[i].error);
-    for (char **a = sp->argv; a && *a; a++) free(*a);
-    free(sp->argv);
-    free(sp->workdir);
-    free(sp->slot);
-    cJSON_Delete(sp->ranks);
-    cJSON_Delete(sp->id);
-    free(sp);
+    q->slot[i].error = xstrdup("this rank is still running on this node (stop it first)");
+    q->slot[i].pid = pid;
 }
 
-void ranks_spawn_first_msg(struct agent_rank *r, const struct keeper_msg *m)
+int spawn_req_resolved(const struct spawn_req *q)
 {
-    char err[512];
-    struct rank_spawn *sp = r->spawn;
-    if (m->kind == KEEPER_STARTED) {
-        r->starting = 0;
-        r->k.rank_pid = m->a;
-        oom_follow(&r->cg, r->k.rank_pid);
-        /* A stop came while it started: the signal it missed, and the end is ours. */
-        if (r->doomed) kill(-r->k.rank_pid, SIGKILL);
-        return;
-    }
-    if (m->kind == KEEPER_FAILED && sp)
-        keeper_failed_text(sp->argv[0], sp->workdir, m, err, sizeof err);
-    else
-        snprintf(err, sizeof err, "its keeper process reported nothing sensible before the rank started");
-    rank_start_failed(r, err);
+    if (q->next < q->n) return 0;
+    for (int i = 0; i < q->n; i++)
+        if (q->slot[i].r && q->slot[i].r->starting) return 0;
+    return 1;
 }
 
-void ranks_spawn_check_timeout(struct agent_rank *r, int64_t now_ms)
+cJSON *spawn_req_answer(const struct spawn_req *q)
 {
-    char err[512];
-    if (!r->starting || now_ms < r->start_deadline_ms) return;
-    snprintf(err, sizeof err, "'%s' did not start within %d ms (its keeper was killed)",
-             r->spawn ? r->spawn->argv[0] : "?", SPAWN_START_TIMEOUT_MS);
-    /* Its rank follows by PDEATHSIG; the keeper is reaped at its status pipe's end. */
-    kill(r->k.keeper_pid, SIGKILL);
-    rank_start_failed(r, err);
-}
-
-/* Answers the request once every slot is forked and resolved, then lets its ranks' exits out. */
-void ranks_spawn_resolved(struct rank_spawn *sp)
-{
-    if (sp->next < sp->n) return;
-    for (int i = 0; i < sp->n; i++)
-        if (sp->slot[i].r && sp->slot[i].r->starting) return;
-    cJSON *msg = agent_reply_new(WIRE_EV_SPAWNED, sp->id);
+    cJSON *msg = agent_reply_new(WIRE_EV_SPAWNED, q->id);
     cJSON *out = cJSON_AddArrayToObject(msg, "ranks");
-    for (int i = 0; i < sp->n; i++) {
-        struct spawn_slot *sl = &sp->slot[i];
-        struct agent_rank *r = sl->r;
+    for (int i = 0; i < q->n; i++) {
+        const struct spawn_slot *sl = &q->slot[i];
+        const struct agent_rank *r = sl->r;
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", rank_number(cJSON_GetObjectItemCaseSensitive(sl->ro, "rank")));
+        cJSON_AddNumberToObject(o, "rank", spawn_req_rank(q, i));
         if (r && !r->start_error) {
             cJSON_AddNumberToObject(o, "pid", r->k.rank_pid);
         } else {
@@ -312,62 +246,29 @@ void ranks_spawn_resolved(struct rank_spawn *sp)
         }
         cJSON_AddItemToArray(out, o);
     }
-    agent_send(sps.ag, msg);
-    for (struct rank_spawn **pp = &sps.list; *pp; pp = &(*pp)->next_sp)
-        if (*pp == sp) {
-            *pp = sp->next_sp;
-            break;
-        }
-    /* Announcing may free a rank: collect them first. */
-    int n = 0;
-    struct agent_rank **rs = xcalloc((size_t)sp->n + 1, sizeof *rs);
-    for (int i = 0; i < sp->n; i++)
-        if (sp->slot[i].r) rs[n++] = sp->slot[i].r;
-    spawn_free(sp);
-    for (int i = 0; i < n; i++) {
-        rs[i]->spawn = NULL;
-        rank_announce(rs[i]);
-    }
-    free(rs);
+    return msg;
 }
 
-void ranks_spawn_pump(void)
+void spawn_req_free(struct spawn_req *q)
 {
-    int64_t until = mono_ms() + SPAWN_SLICE_MS;
-    for (struct rank_spawn *sp = sps.list, *next; sp; sp = next) {
-        next = sp->next_sp;
-        while (sp->next < sp->n && mono_ms() < until) {
-            spawn_fork_one(sp, &sp->slot[sp->next]);
-            sp->next++;
-        }
-        if (sp->next < sp->n) return;
-        ranks_spawn_resolved(sp); /* may free sp */
-    }
+    if (!q) return;
+    for (int i = 0; i < q->n; i++) free(q->slot[i].error);
+    free(q->slot);
+    for (char **a = q->argv; a && *a; a++) free(*a);
+    free(q->argv);
+    free(q->workdir);
+    free(q->ro);
+    cJSON_Delete(q->ranks);
+    cJSON_Delete(q->id);
+    free(q);
 }
 
-int64_t ranks_spawn_deadline(void)
+void spawn_done(void)
 {
-    for (struct rank_spawn *sp = sps.list; sp; sp = sp->next_sp)
-        if (sp->next < sp->n) return mono_ms();
-    return 0;
-}
-
-void ranks_spawn_doom(void)
-{
-    for (struct rank_spawn *sp = sps.list; sp; sp = sp->next_sp) sp->doomed = 1;
-}
-
-void ranks_spawn_done(void)
-{
-    while (sps.list) {
-        struct rank_spawn *sp = sps.list;
-        sps.list = sp->next_sp;
-        spawn_free(sp);
-    }
     agent_files_done();
 }
 
-void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
+struct spawn_req *spawn_req_parse(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     const cJSON *argv = cJSON_GetObjectItemCaseSensitive(req, "argv"), *a;
     const cJSON *wd = cJSON_GetObjectItemCaseSensitive(req, "workdir");
@@ -375,42 +276,36 @@ void agent_ranks_spawn_op(struct agent *ag, const cJSON *req, const cJSON *id)
     long attempt;
     int argc = cJSON_GetArraySize(argv), i = 0;
 
-    sps.ag = ag;
-    ranks_heartbeat_start();
     if (!cJSON_IsArray(argv) || argc < 1) {
         agent_send_error(ag, id, "\"argv\" must be a non-empty array of strings");
-        return;
+        return NULL;
     }
     cJSON_ArrayForEach(a, argv) {
         if (!cJSON_IsString(a) || (i++ == 0 && !a->valuestring[0])) {
             agent_send_error(ag, id, "\"argv\" must be a non-empty array of strings");
-            return;
+            return NULL;
         }
     }
     if (wd && !cJSON_IsString(wd) && !cJSON_IsNull(wd)) {
         agent_send_error(ag, id, "\"workdir\" must be a string");
-        return;
+        return NULL;
     }
     if (agent_req_int(ag, req, id, "attempt", 0, INT_MAX, 0, &attempt) < 0 ||
-        spawn_check_ranks(ag, id, ranks) < 0 || ranks_link_config(req, id) < 0)
-        return;
+        spawn_check_ranks(ag, id, ranks) < 0)
+        return NULL;
 
-    struct rank_spawn *sp = xcalloc(1, sizeof *sp);
-    sp->id = id ? cJSON_Duplicate(id, 1) : NULL;
-    sp->ranks = cJSON_Duplicate(ranks, 1);
-    sp->argv = xcalloc((size_t)argc + 1, sizeof *sp->argv);
+    struct spawn_req *q = xcalloc(1, sizeof *q);
+    q->id = id ? cJSON_Duplicate(id, 1) : NULL;
+    q->ranks = cJSON_Duplicate(ranks, 1);
+    q->argv = xcalloc((size_t)argc + 1, sizeof *q->argv);
     i = 0;
-    cJSON_ArrayForEach(a, argv) sp->argv[i++] = xstrdup(a->valuestring);
-    sp->workdir = cJSON_IsString(wd) ? xstrdup(wd->valuestring) : NULL;
-    sp->attempt = attempt;
-    sp->n = cJSON_GetArraySize(sp->ranks);
-    sp->slot = xcalloc((size_t)sp->n, sizeof *sp->slot);
+    cJSON_ArrayForEach(a, argv) q->argv[i++] = xstrdup(a->valuestring);
+    q->workdir = cJSON_IsString(wd) ? xstrdup(wd->valuestring) : NULL;
+    q->attempt = (int)attempt;
+    q->n = cJSON_GetArraySize(q->ranks);
+    q->ro = xcalloc((size_t)q->n, sizeof *q->ro);
+    q->slot = xcalloc((size_t)q->n, sizeof *q->slot);
     i = 0;
-    cJSON_ArrayForEach(ro, sp->ranks) sp->slot[i++].ro = ro;
-    /* Later requests queue behind earlier ones, so ranks start in request order. */
-    struct rank_spawn **pp = &sps.list;
-    while (*pp) pp = &(*pp)->next_sp;
-    *pp = sp;
-    ranks_spawn_pump();
-    ranks_schedule();
+    cJSON_ArrayForEach(ro, q->ranks) q->ro[i++] = ro;
+    return q;
 }

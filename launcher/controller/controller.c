@@ -426,6 +426,7 @@ void ctl_record_end(struct controller *c)
                       : RUN_FAILED;
     if (c->o.check_only) return; /* `ddptop check` writes no run */
     root_cause_settle(c->job);
+    nccl_flush(c->job);   /* NCCL's findings still pending go before the end */
     job_event_end(c->job, rs, plan_exit_code(st));
 }
 

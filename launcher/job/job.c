@@ -117,7 +117,8 @@ void job_node_address(struct job *j, size_t node, const char *addr)
     struct node_info *n = &j->nodes[node];
     if (addr && n->addr && strcmp(addr, n->addr) == 0) return;
     free(n->addr);
-    n->addr = addr && *addr ? xstrndup(addr, 255) : NULL;
+    /* xstrndup copies exactly n bytes: the bound must not reach past a shorter address */
+    n->addr = addr && *addr ? xstrndup(addr, strnlen(addr, 255)) : NULL;
 }
 
 void job_cause_clear(struct job *j)
@@ -226,22 +227,6 @@ void job_set_roles(struct job *j, const enum node_role *roles, const char *const
 const char *node_role_name(enum node_role r)
 {
     return r == NODE_SPARE ? "spare" : r == NODE_EXCLUDED ? "excluded" : "active";
-}
-
-void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes)
-{
-    if (max_lines) j->log_max_lines = max_lines;
-    if (max_bytes) j->log_max_bytes = max_bytes;
-    for (size_t i = 0; i < j->n_ranks; i++)
-        log_ring_set_limits(&j->ranks[i].log, j->log_max_lines, j->log_max_bytes);
-    j->generation++;
-}
-
-void job_set_series_limit(struct job *j, size_t max_points)
-{
-    if (max_points) j->series_max = max_points;
-    for (size_t i = 0; i < j->n_ranks; i++) series_set_max(&j->ranks[i].series, j->series_max);
-    j->generation++;
 }
 
 int job_attempt_begin(struct job *j, char *err, size_t errlen)

@@ -75,8 +75,10 @@ enum node_link {
 
 enum log_stream { LOG_STDOUT = 0, LOG_STDERR = 1, LOG_SYSTEM = 2 /* ddptop's own notes */ };
 
-/* Default bounds of the in-memory history per rank. job_new scales them down for large jobs
- * (see job_set_log_limits and docs/logs.md); the log files on disk are never bounded. */
+/* Default bounds of the in-memory history per rank (log lines and text bytes, oldest dropped;
+ * metric points). job_new scales them down for large jobs: min(default, the job's budget /
+ * ranks), the budget 1M lines, 128 MiB of text and 1M points, with at least 500 lines, 64 KiB
+ * and 512 points per rank (docs/logs.md); the log files on disk are never bounded. */
 #define JOB_LOG_MAX_LINES   10000
 #define JOB_LOG_MAX_BYTES   (4u * 1024 * 1024)
 #define JOB_SERIES_MAX      4096
@@ -335,15 +337,10 @@ void job_event_restore(struct job *j, enum job_event_kind kind, int64_t wall, in
 
 /* Records the end of the run: an `end` event with the state and ddptop's exit status, the
  * line `ddptop ls` decides a run's state from. Called once each time the job reaches an end
- * (a restart from the dashboard may follow, and a later end). */
+ * (a restart from the dashboard may follow, and a later end). What is still pending is said
+ * first by the caller (root_cause_settle, nccl_flush): the end event stays the last. */
 void job_event_end(struct job *j, enum run_state st, int exit_code);
 
-/* Bounds of each rank's in-memory log ring (lines and text bytes, oldest dropped) and metric
- * series (points). Applies to existing rings at once. 0 keeps the current value. job_new
- * picks min(default, job budget / ranks): the job's budget is 1M lines, 128 MiB of text and
- * 1M points, with at least 500 lines, 64 KiB and 512 points per rank (docs/logs.md). */
-void job_set_log_limits(struct job *j, size_t max_lines, size_t max_bytes);
-void job_set_series_limit(struct job *j, size_t max_points);
 
 /* Forgets the attempt's root cause (frees its strings; `set` false). job_attempt_begin does
  * it for each new attempt; root_cause.h sets it. */

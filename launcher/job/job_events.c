@@ -1,13 +1,14 @@
 /* The job's events (job.h): a ring of the newest in memory for the panes, and every one of
  * them handed to the sink, which writes it as a JSON line of LOGDIR/RUN_ID/events.jsonl
- * (record/run_events.c). */
+ * (record/run_events.c). A leaf of the model: it records what others say and calls none of
+ * them; what is still pending elsewhere (NCCL's findings, the root cause) is said by whoever
+ * ends the run, before job_event_end. */
 #include "job.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl.h"
 #include "util/util.h"
 
 const char *job_event_kind_name(enum job_event_kind k)
@@ -83,7 +84,6 @@ const struct job_event *job_event_at(const struct job *j, size_t i)
 
 void job_event_end(struct job *j, enum run_state st, int exit_code)
 {
-    nccl_flush(j);   /* NCCL's findings still pending go before the end */
     j->end_state = st;
     j->end_exit_code = exit_code;
     j->end_written = true;

@@ -1,9 +1,11 @@
 /* NCCL's own account of each rank, read from the INFO and WARN lines NCCL prints with
  * NCCL_DEBUG (docs/nccl.md): what a line of NCCL's debug output looks like, what the lines
  * say (nccl.c: version, bootstrap interface, network and devices, transports, init time,
- * WARNs), the odd ones out among the ranks said as events (nccl_odd.c), and the account as
- * JSON for LOGDIR/RUN/attempt-N/nccl.json (nccl_json.c). Pure: no I/O; the job holds the
- * model (job->nccl), the controller and the replay of finished runs feed it lines. */
+ * WARNs; nccl_warn.c groups the WARNs), the odd ones out among the ranks (nccl_odd.c) said as
+ * events when enough ranks reported (nccl_tick.c), and the account as JSON for
+ * LOGDIR/RUN/attempt-N/nccl.json (nccl_json.c). Pure: no I/O; the job holds the model
+ * (job->nccl), the controller and the replay of finished runs feed it lines. They call each
+ * other one way: tick -> odd, json -> nccl -> warn, line (tests/it_rooms.sh). */
 #ifndef DDPTOP_NCCL_H
 #define DDPTOP_NCCL_H
 
@@ -92,16 +94,17 @@ void nccl_feed_line(struct job *j, int rank, const char *text, size_t len, int64
  * rule) selects there, comma-joined ("eth0"; NULL unknown) and the active IB ports (-1 unknown). */
 void nccl_expect(struct job *j, size_t node, const char *ifaces, int ib_ports);
 
-/* The odd ones out (nccl_odd.c). nccl_tick decides when enough ranks reported (every rank's
- * network or Init COMPLETE line, or NCCL_DECIDE_MS after the first) and says each finding
- * once per attempt as an EV_NCCL event (a rank that reports later can add a new one: a value
- * not seen before); WARN shapes NCCL_WARN_WAIT_MS after their first line.
- * nccl_flush says what is still pending (the attempt ends). Both hand nccl.json to the sink
- * when the account changed. */
+/* The odd ones out, said (nccl_tick.c). nccl_tick decides when enough ranks reported (every
+ * rank's network or Init COMPLETE line, or NCCL_DECIDE_MS after the first) and says each
+ * finding once per attempt as an EV_NCCL event (a rank that reports later can add a new one: a
+ * value not seen before); WARN shapes NCCL_WARN_WAIT_MS after their first line.
+ * nccl_flush says what is still pending: whoever ends an attempt calls it first (the controller,
+ * before a restart and before the run's end event; the events ring does not). Both hand
+ * nccl.json to the sink when the account changed. */
 void nccl_tick(struct job *j, int64_t now_ms);
 void nccl_flush(struct job *j);
-/* The findings as lines for people, whether or not said yet (ddptop logs --nccl): calls out
- * for each; returns their count. */
+/* The findings as lines for people (nccl_odd.c), whether or not said yet (ddptop logs
+ * --nccl): calls out for each; returns their count. */
 size_t nccl_findings(const struct job *j, void (*out)(void *ctx, int node, const char *line), void *ctx);
 
 /* The node's ranks summed up for a table (tui, ddptop logs --nccl): each field "" when no rank
@@ -118,8 +121,17 @@ const char *nccl_transports_str(unsigned bits, char *buf, size_t cap);
 /* A rank's init time in seconds (Init START to COMPLETE as seen, else NCCL's own total); < 0 unknown. */
 double nccl_rank_init_s(const struct nccl_rank *r);
 
-/* A WARN line's message m (after "NCCL WARN ") into its shape's group (nccl_odd.c; nccl.c calls it). */
+/* A WARN line's message m (after "NCCL WARN ") into its shape's group (nccl_warn.c; nccl.c calls it). */
 void nccl_warn_take(struct job *j, struct nccl_job *n, int rank, const char *m, size_t len, int64_t now_ms);
+
+/* The findings one by one (nccl_odd.c, for nccl_findings and nccl_tick.c): out(ctx, node, key,
+ * line) with node the odd node when there is one, else -1, and key what the finding is about
+ * (its kind and values, not its ranks; 0 for a WARN group), so that it is said once however
+ * its ranks grow. nccl_odd_ones: the facts that differ (their count); nccl_warn_line: one WARN
+ * group. */
+typedef void (*nccl_finding_fn)(void *ctx, int node, uint32_t key, const char *line);
+size_t nccl_odd_ones(const struct job *j, nccl_finding_fn out, void *ctx);
+void nccl_warn_line(const struct job *j, const struct nccl_warn_group *g, nccl_finding_fn out, void *ctx);
 
 /* The account as JSON (nccl_json.c): {"version":1,"attempt":N,"ranks":[{...}...],
  * "findings":[...]} (docs/nccl.md); and back (a run read back: ddptop logs, ddptop view).

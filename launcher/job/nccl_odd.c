@@ -1,16 +1,15 @@
-/* The odd ones out among the ranks' NCCL accounts (nccl.h), said once per attempt as "nccl"
- * events (docs/nccl.md "Odd ones out"): NCCL versions that differ, networks that differ
- * (IB on some nodes, Socket on others), a bootstrap interface other than the rest's or than
- * the preflight expected, IB ports on a node whose NCCL is on Socket, and WARN lines grouped
- * by their shape (an IB completion error names the pair of nodes). Nodes are folded into
- * hostlists (n[1-3]), ranks into ranges. */
+/* The odd ones out among the ranks' NCCL accounts (nccl.h; docs/nccl.md "Odd ones out"), as
+ * lines for people: NCCL versions that differ, networks that differ (IB on some nodes, Socket
+ * on others), a bootstrap interface other than the rest's or than the preflight expected, IB
+ * ports on a node whose NCCL is on Socket, and the WARN groups (nccl_warn.c; an IB completion
+ * error names the pair of nodes). Nodes are folded into hostlists (n[1-3]), ranks into ranges.
+ * Pure: it finds and words them; nccl_tick.c says them as events, nccl_json.c writes them into
+ * nccl.json, ddptop logs --nccl prints them. */
 #include "nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cjson/cJSON.h>
 
 #include "job.h"
 #include "hosts/hostlist.h"
@@ -120,9 +119,8 @@ static size_t fact_groups(const struct job *j, fact_fn f, char *out, size_t cap,
     return nv;
 }
 
-/* A finding: out(ctx, node, key, line) with node the odd node when there is one, else -1, and
- * key what it is about (its kind and values, not its ranks). */
-typedef void (*out_fn)(void *ctx, int node, uint32_t key, const char *line);
+/* A finding goes to out(ctx, node, key, line) (nccl_finding_fn in nccl.h). */
+typedef nccl_finding_fn out_fn;
 
 static int single(const struct job *j, const bool *odd)
 {
@@ -243,26 +241,7 @@ static size_t against(const struct job *j, const char *kind, key_fn key, words_f
     return said;
 }
 
-/* ---- WARN groups ------------------------------------------------------------------------- */
-
-/* The message with each token that holds a digit made "#", cut before its first " (": one
- * shape for one kind of warning (an IB completion error's "(Recv)" and "(Send)" are one). */
-static void shape_of(const char *m, size_t len, char *out, size_t cap)
-{
-    size_t k = 0;
-    const char *paren = memmem(m, len, " (", 2);
-    if (paren) len = (size_t)(paren - m);
-    for (size_t i = 0; i < len && k + 2 < cap;) {
-        size_t e = i;
-        bool digit = false;
-        while (e < len && m[e] != ' ' && m[e] != ',') digit |= (m[e] >= '0' && m[e] <= '9'), e++;
-        if (digit && !(e - i >= 4 && memcmp(m + i, "NET/", 4) == 0)) out[k++] = '#';
-        else for (size_t c = i; c < e && k + 1 < cap; c++) out[k++] = m[c];
-        if (e < len && k + 1 < cap) out[k++] = m[e];
-        i = e + 1;
-    }
-    out[k] = '\0';
-}
+/* ---- WARN groups (nccl_warn.c gathers them) ------------------------------------------------ */
 
 /* The node whose address addr ("10.0.0.2<44455>" or "10.0.0.2") is: a rank's bootstrap or
  * NET address seen this attempt, or a node's hostfile name; -1 unknown. */
@@ -289,47 +268,7 @@ static int node_of_addr(const struct job *j, const char *addr, size_t len)
     return -1;
 }
 
-void nccl_warn_take(struct job *j, struct nccl_job *n, int rank, const char *m, size_t len, int64_t now_ms)
-{
-    char shape[sizeof n->warn[0].shape];
-    shape_of(m, len, shape, sizeof shape);
-    struct nccl_warn_group *g = NULL;
-    for (size_t i = 0; i < n->n_warn && !g; i++)
-        if (strcmp(n->warn[i].shape, shape) == 0) g = &n->warn[i];
-    if (!g) {
-        if (n->n_warn == NCCL_WARN_GROUPS) {
-            n->warn_dropped++;
-            return;
-        }
-        g = &n->warn[n->n_warn++];
-        memcpy(g->shape, shape, sizeof shape);
-        size_t k = len < sizeof g->example - 1 ? len : sizeof g->example - 1;
-        for (size_t i = 0; i < k; i++) g->example[i] = (unsigned char)m[i] < 0x20 ? '?' : m[i];
-        g->example[k] = '\0';
-        g->first_ms = now_ms ? now_ms : 1;
-        g->nodes = xcalloc(j->n_nodes ? j->n_nodes : 1, 1);
-        g->ranks = xcalloc(j->n_ranks ? j->n_ranks : 1, 1);
-    }
-    g->count++;
-    g->ranks[rank] = true;
-    int nd = j->ranks[rank].node;
-    if (nd >= 0 && (size_t)nd < j->n_nodes) g->nodes[nd] = true;
-    /* "NET/IB : Got completion from peer 10.0.0.2<44455> with error 12, ..." (net_ib.cc) */
-    const char *p = memmem(m, len, "completion from peer ", 21);
-    if (p) {
-        p += 21;
-        size_t rest = len - (size_t)(p - m), al = 0;
-        while (al < rest && p[al] != ' ' && p[al] != '<') al++;
-        for (size_t k = 0; al && al < sizeof g->peers[0] && k < sizeof g->peers / sizeof *g->peers; k++) {
-            if (g->peers[k][0] && (strlen(g->peers[k]) != al || memcmp(g->peers[k], p, al) != 0)) continue;
-            memcpy(g->peers[k], p, al);
-            g->peers[k][al] = '\0';
-            break;
-        }
-    }
-}
-
-static void warn_line(const struct job *j, const struct nccl_warn_group *g, out_fn out, void *ctx)
+void nccl_warn_line(const struct job *j, const struct nccl_warn_group *g, out_fn out, void *ctx)
 {
     char rl[96];
     fold_ranks(g->ranks, j->n_ranks, rl, sizeof rl);
@@ -351,7 +290,7 @@ static void warn_line(const struct job *j, const struct nccl_warn_group *g, out_
 
 /* ---- saying them ------------------------------------------------------------------------- */
 
-static size_t odd_ones(const struct job *j, out_fn out, void *ctx)
+size_t nccl_odd_ones(const struct job *j, out_fn out, void *ctx)
 {
     size_t n = differ(j, fact_version, "NCCL versions", out, ctx);
     n += differ(j, fact_net, "NCCL networks", out, ctx);
@@ -377,70 +316,7 @@ size_t nccl_findings(const struct job *j, void (*out)(void *ctx, int node, const
 {
     if (!j->nccl || !j->nccl->r || j->nccl->attempt != j->attempt) return 0;
     struct findings_out f = { out, ctx };
-    size_t n = odd_ones(j, findings_one, &f);
-    for (size_t i = 0; i < j->nccl->n_warn; i++, n++) warn_line(j, &j->nccl->warn[i], findings_one, &f);
+    size_t n = nccl_odd_ones(j, findings_one, &f);
+    for (size_t i = 0; i < j->nccl->n_warn; i++, n++) nccl_warn_line(j, &j->nccl->warn[i], findings_one, &f);
     return n;
-}
-
-/* An event, unless one with this key was said this attempt. */
-static void say(void *ctx, int node, uint32_t key, const char *line)
-{
-    struct job *j = ctx;
-    struct nccl_job *n = j->nccl;
-    for (size_t i = 0; key && i < n->n_said; i++)
-        if (n->said[i] == key) return;
-    if (key && n->n_said < sizeof n->said / sizeof *n->said) n->said[n->n_said++] = key;
-    job_event_add(j, EV_NCCL, -1, node, "%s", line);
-}
-
-static void hand_json(struct job *j)
-{
-    struct nccl_job *n = j->nccl;
-    if (!n->dirty || !j->sink || !j->sink->nccl) return;
-    struct cJSON *o = nccl_to_json(j);
-    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
-    if (text) j->sink->nccl(j->sink->ctx, n->attempt, text, strlen(text));
-    free(text);
-    cJSON_Delete(o);
-    n->dirty = false;
-}
-
-static bool all_reported(const struct job *j)
-{
-    const struct nccl_job *n = j->nccl;
-    for (size_t r = 0; r < n->n_ranks; r++)
-        if (!n->r[r].net[0] && !n->r[r].init_complete) return false;
-    return n->n_ranks > 0;
-}
-
-static void decide(struct job *j, int64_t now_ms, bool flush)
-{
-    struct nccl_job *n = j->nccl;
-    if (!n || !n->r || n->quiet || n->attempt != j->attempt) return;
-    if (!n->decided && n->first_net_ms &&
-        (flush || all_reported(j) || now_ms - n->first_net_ms >= NCCL_DECIDE_MS)) {
-        n->decided = true;
-        n->late = false;
-        odd_ones(j, say, j);
-    } else if (n->decided && n->late) {   /* a rank reported after the decision: what is new */
-        n->late = false;
-        odd_ones(j, say, j);
-    }
-    for (size_t i = 0; i < n->n_warn; i++) {
-        struct nccl_warn_group *g = &n->warn[i];
-        if (g->said || (!flush && now_ms - g->first_ms < NCCL_WARN_WAIT_MS)) continue;
-        g->said = true;
-        warn_line(j, g, say, j);
-    }
-    if (n->decided || flush) hand_json(j);
-}
-
-void nccl_tick(struct job *j, int64_t now_ms)
-{
-    decide(j, now_ms, false);
-}
-
-void nccl_flush(struct job *j)
-{
-    decide(j, 0, true);
 }

@@ -15,16 +15,6 @@ static void series_realloc(struct metric_series *s, size_t new_cap)
     s->head = 0;
 }
 
-void series_set_max(struct metric_series *s, size_t max)
-{
-    s->max = max ? max : 1;
-    if (s->count > s->max) {
-        s->head = (s->head + s->count - s->max) % s->cap;
-        s->count = s->max;
-    }
-    if (s->cap > s->max) series_realloc(s, s->max);
-}
-
 void series_push(struct metric_series *s, const struct metric_point *p)
 {
     if (s->count == s->cap && s->cap < s->max) {

@@ -17,8 +17,6 @@ struct metric_series {
     size_t max;               /* cap grows on demand up to this */
 };
 
-/* A new bound (0 counts as 1): the oldest points over it are dropped at once. */
-void series_set_max(struct metric_series *s, size_t max);
 void series_push(struct metric_series *s, const struct metric_point *p);
 /* i-th oldest (0) .. newest (count-1); NULL out of range. */
 const struct metric_point *metric_series_at(const struct metric_series *s, size_t i);

@@ -381,8 +381,8 @@ static void play_cause(const struct player *P, const struct rec *r)
     if (c->failure == FAILURE_NONE) return;
     c->fix = failure_class_fix(c->failure);
     const char *d = str_field(o, "detail"), *e = str_field(o, "evidence");
-    if (d) c->detail = xstrndup(d, 4096);
-    if (e) c->evidence = xstrndup(e, 4096);
+    if (d) c->detail = xstrndup(d, strnlen(d, 4096));   /* xstrndup copies exactly n bytes */
+    if (e) c->evidence = xstrndup(e, strnlen(e, 4096));
     c->evidence_rank = e ? int_field(o, "evidence_rank", -1, (int)j->n_ranks - 1) : -1;
     const cJSON *lag = cJSON_GetObjectItemCaseSensitive(o, "lagging_ranks");
     int n = cJSON_IsArray(lag) ? cJSON_GetArraySize(lag) : 0;

@@ -56,7 +56,7 @@ static void take_class(struct run_summary *s, const cJSON *o)
     s->cause_class = xstrdup(failure_class_label(fc));
     s->cause_class_name = xstrdup(failure_class_name(fc));
     const char *d = str_field(o, "detail");
-    if (d) s->cause_detail = xstrndup(d, 1000);
+    if (d) s->cause_detail = xstrndup(d, strnlen(d, 1000));   /* xstrndup copies exactly n bytes */
     const cJSON *lag = cJSON_GetObjectItemCaseSensitive(o, "lagging_ranks"), *r;
     int n = cJSON_IsArray(lag) ? cJSON_GetArraySize(lag) : 0;
     if (n <= 0 || n > 1 << 20) return;

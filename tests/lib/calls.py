@@ -5,6 +5,12 @@
 #   calls.py rooms ROOM:DEP,DEP ...    calls against the rooms' direction (exit 1 if any)
 #   calls.py circles                   files of different rooms that call each other, directly
 #                                      or around a circle through others (exit 1 if any)
+#   calls.py cycles DIR... [--max N]   within each folder DIR, the groups of files joined by call
+#                                      cycles (each reaches every other through calls inside
+#                                      DIR); exit 1 if one has more than N files (default 3:
+#                                      two or three files of one topic may call each other)
+#   calls.py never FROM TO             calls from a file matching FROM to one matching TO (paths
+#                                      with shell wildcards: launcher/job/nccl*.c); exit 1 if any
 # --root DIR looks at another tree (its sources), --obj DIR at other objects (default
 # ROOT/build/obj); tests/it_rooms.sh checks the checker on made-up objects first.
 # Why objects and not the sources: a function declared in one room's header and defined in
@@ -16,6 +22,7 @@
 # source with no object is reported (run make, or the Makefile misses its folder). A room is
 # the folder under launcher/, the folder under tui/, or "tui" for tui/'s own files, as in
 # includes.py; the rules are the includes' direction (RULES in tests/it_rooms.sh).
+import fnmatch
 import os
 import subprocess
 import sys
@@ -187,6 +194,56 @@ def cmd_circles():
     return 1 if bad or n == 0 else 0
 
 
+def within(path, folder):
+    return os.path.dirname(path) == folder.rstrip("/")
+
+
+def cmd_cycles(folders, most):
+    g, missing, n = graph()
+    bad = report_missing(missing)
+    for folder in folders:
+        files = sorted(f for f in g if within(f, folder))
+        if not files:
+            print(f"{folder}: no object of a file there: run make (or a wrong folder)")
+            bad += 1
+            continue
+        sub = {f: {d: names for d, names in g[f].items() if within(d, folder)} for f in files}
+        groups = sorted((sorted(c) for c in components(sub) if len(c) > 1), key=lambda c: (-len(c), c))
+        small = []
+        for comp in groups:
+            inside = set(comp)
+            if len(comp) <= most:
+                small.append(" <-> ".join(os.path.basename(f) for f in comp))
+                continue
+            bad += 1
+            print(f"{folder}: {len(comp)} files call each other around circles (at most {most} may): "
+                  + ", ".join(os.path.basename(f) for f in comp))
+            for a in comp:
+                for b in sorted(sub[a]):
+                    if b in inside:
+                        print(f"    {a} -> {show(sub[a][b], 2)} -> {b}")
+        if len(groups) == 0 or all(len(c) <= most for c in groups):
+            print(f"{folder}: {len(files)} files, no call cycle of more than {most}"
+                  + (f" (smaller: {'; '.join(small)})" if small else " (none at all)"))
+    return 1 if bad or n == 0 else 0
+
+
+def cmd_never(src, dst):
+    g, missing, n = graph()
+    bad = report_missing(missing)
+    found = 0
+    for s in sorted(g):
+        if not fnmatch.fnmatch(s, src):
+            continue
+        for d in sorted(g[s]):
+            if fnmatch.fnmatch(d, dst):
+                print(f"{s}: calls {show(g[s][d])} of {d}")
+                found += 1
+    if not found and not bad:
+        print(f"no call from {src} to {dst} ({n} files)")
+    return 1 if bad or found or n == 0 else 0
+
+
 def main(argv):
     global ROOT, OBJ
     args = argv[1:]
@@ -203,8 +260,20 @@ def main(argv):
         return cmd_rooms(args[1:])
     if args[:1] == ["circles"]:
         return cmd_circles()
-    print(__doc__ or "usage: calls.py [--root DIR] [--obj DIR] edges | rooms ROOM:DEP,... | circles",
-          file=sys.stderr)
+    if args[:1] == ["cycles"] and len(args) >= 2:
+        most, folders = 3, []
+        rest = args[1:]
+        while rest:
+            if rest[0] == "--max" and len(rest) >= 2 and rest[1].isdigit():
+                most, rest = int(rest[1]), rest[2:]
+            else:
+                folders, rest = folders + [rest[0]], rest[1:]
+        if folders:
+            return cmd_cycles(folders, most)
+    if args[:1] == ["never"] and len(args) == 3:
+        return cmd_never(args[1], args[2])
+    print(__doc__ or "usage: calls.py [--root DIR] [--obj DIR] edges | rooms ROOM:DEP,... | circles"
+          " | cycles DIR... [--max N] | never FROM TO", file=sys.stderr)
     return 2
 
 
