@@ -18,6 +18,8 @@ void check_opts_init(struct check_opts *o)
     o->max_skew_ms = 500;
     o->master_port = 29500;
     o->mesh_seed = -1;
+    o->bench_seconds = 1.0;
+    o->bench_min_ratio = 0.5;
 }
 
 void check_opts_done(struct check_opts *o)
@@ -76,6 +78,40 @@ int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, 
         if (rc < 0) return cli_fail(err, errlen, "--mesh-seed needs a value (the \"seed\" of a --json report)");
         if (cli_parse_int("--mesh-seed", val, 0, 2147483647, &seed, err, errlen) < 0) return -1;
         o->mesh_seed = seed;
+        return 1;
+    }
+    return 0;
+}
+
+/* a number in [lo, hi] for opt, or -1 with a message */
+static int parse_real(const char *opt, const char *val, double lo, double hi, double *out, char *err, size_t errlen)
+{
+    char *end;
+    double v = val ? strtod(val, &end) : 0;
+    if (!val || !*val || *end || !(v >= lo && v <= hi))
+        return cli_fail(err, errlen, "%s wants a number from %g to %g%s%s%s", opt, lo, hi, val ? ", not '" : "",
+                        val ? val : "", val ? "'" : "");
+    *out = v;
+    return 0;
+}
+
+int check_opts_bench_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+    const char *val = NULL;
+    int rc;
+    if (strcmp(argv[*i], "--bench") == 0) {
+        o->bench = true;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--bench-seconds", NULL, &val)) != 0) {
+        if (parse_real("--bench-seconds", rc < 0 ? NULL : val, 0.1, 10, &o->bench_seconds, err, errlen) < 0) return -1;
+        o->bench = true;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--bench-min-ratio", NULL, &val)) != 0) {
+        if (parse_real("--bench-min-ratio", rc < 0 ? NULL : val, 0.01, 0.99, &o->bench_min_ratio, err, errlen) < 0)
+            return -1;
+        o->bench = true;
         return 1;
     }
     return 0;

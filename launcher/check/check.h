@@ -20,6 +20,9 @@ struct check_opts {
     int master_port;
     int mesh;                /* --mesh: enum check_mesh_mode (auto: full up to 64 nodes) */
     long mesh_seed;          /* --mesh-seed: the sample's seed; -1: a new one each run */
+    bool bench;              /* --bench: the measured preflight (check_bench.h) */
+    double bench_seconds;    /* --bench-seconds: each transfer's length (default 1) */
+    double bench_min_ratio;  /* --bench-min-ratio: below this x the median is slow (0.5) */
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
     struct transport_opts transport; /* --transport, the kinds' own options, the kind chosen
@@ -46,5 +49,8 @@ int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t e
 /* --mesh and --mesh-seed, shared by check and run: 1 when argv[*i] was one of them (and its
  * value taken), 0 when not, -1 with a message on a bad value. */
 int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
+/* --bench, --bench-seconds S, --bench-min-ratio R (docs/check.md, "Measured preflight"): the
+ * same contract. */
+int check_opts_bench_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
 
 #endif

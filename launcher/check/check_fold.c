@@ -164,7 +164,7 @@ void check_fold_findings(const struct check_report *r, bool fold, struct check_f
     for (size_t i = 0; i < r->n; i++) {
         const struct check_row *row = &r->rows[i];
         bool row_failed = check_row_status(row) == CHECK_FAIL;
-        for (int k = 0; k < CHECK_KINDS; k++) {
+        for (int k = 0; k < check_report_kinds(r); k++) {
             const struct check_result *res = &row->checks[k];
             if (res->status == CHECK_PASS) continue;
             /* a skip on a failed host only repeats the failure that caused it */

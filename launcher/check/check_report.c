@@ -6,11 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[CHECK_KINDS] = {"ssh", "clock", "gpu", "env", "tcp", "nccl"};
+static const char *const kind_names[CHECK_KINDS] = {"ssh", "clock", "gpu", "env", "tcp", "nccl", "bench"};
 
 const char *check_kind_name(enum check_kind k)
 {
     return (unsigned)k < CHECK_KINDS ? kind_names[k] : "?";
+}
+
+int check_report_kinds(const struct check_report *r)
+{
+    return r->bench ? CHECK_KINDS : CHECK_BENCH;
 }
 
 const char *check_status_name(enum check_status s)
@@ -46,6 +51,7 @@ void check_report_done(struct check_report *r)
         for (int k = 0; k < CHECK_KINDS; k++) result_done(&r->rows[i].checks[k]);
         cJSON_Delete(r->rows[i].node);
     }
+    cJSON_Delete(r->bench_doc);
     free(r->rows);
     memset(r, 0, sizeof *r);
 }
@@ -141,7 +147,7 @@ cJSON *check_report_json(const struct check_report *r)
         if (row->node) cJSON_AddItemToObject(h, "node", cJSON_Duplicate(row->node, 1));
         else cJSON_AddNullToObject(h, "node");
         checks = cJSON_AddObjectToObject(h, "checks");
-        for (int k = 0; k < CHECK_KINDS; k++) {
+        for (int k = 0; k < check_report_kinds(r); k++) {
             const struct check_result *res = &row->checks[k];
             cJSON *c = cJSON_AddObjectToObject(checks, kind_names[k]);
             cJSON_AddStringToObject(c, "status", check_status_name(res->status));
@@ -165,6 +171,7 @@ cJSON *check_report_json(const struct check_report *r)
         cJSON_AddNumberToObject(m, "rendezvous", (double)r->mesh.rendezvous);
         cJSON_AddNumberToObject(m, "min_probed_by", (double)r->mesh.min_probed_by);
     }
+    if (r->bench_doc) cJSON_AddItemToObject(doc, "bench", cJSON_Duplicate(r->bench_doc, 1));
     check_report_summary(r, &p, &w, &f);
     sum = cJSON_AddObjectToObject(doc, "summary");
     cJSON_AddNumberToObject(sum, "pass", (double)p);

@@ -20,7 +20,9 @@ enum check_status {
     CHECK_FAIL,
 };
 
-enum check_kind { CHECK_SSH, CHECK_CLOCK, CHECK_GPU, CHECK_ENV, CHECK_TCP, CHECK_NCCL, CHECK_KINDS };
+/* CHECK_BENCH is the measured preflight (--bench, docs/check.md "Measured preflight"): shown,
+ * in the table and --json, only when it ran (check_report_kinds). */
+enum check_kind { CHECK_SSH, CHECK_CLOCK, CHECK_GPU, CHECK_ENV, CHECK_TCP, CHECK_NCCL, CHECK_BENCH, CHECK_KINDS };
 
 struct check_result {
     enum check_status status;
@@ -57,9 +59,13 @@ struct check_report {
     const char *transport; /* what the first column checks: the kind of transport's name
                             * ("ssh", "srun", "tm"; NULL "ssh"), upper-cased as its head (the
                             * JSON key stays "ssh": scripts read it whatever the transport) */
+    bool bench;            /* the measured preflight ran: its column and "bench" are shown */
+    cJSON *bench_doc;      /* --json's "bench" (the plan, medians, slow links), owned; NULL: none */
 };
 
 const char *check_kind_name(enum check_kind k);       /* "ssh", "clock", ... */
+/* How many kinds the report shows: CHECK_KINDS with the measured preflight, else up to NCCL. */
+int check_report_kinds(const struct check_report *r);
 const char *check_status_name(enum check_status s);   /* "pass", "warn", "fail", "skip" */
 
 void check_report_init(struct check_report *r, size_t n);

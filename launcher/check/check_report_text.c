@@ -138,15 +138,15 @@ void check_report_table(const struct check_report *r, struct strbuf *out, unsign
     add_padded(out, "ADDRESS", wa);
     strbuf_adds(out, "  ");
     add_transport_head(out, r->transport ? r->transport : "ssh");
-    strbuf_adds(out, "  CLOCK  GPU    ENV    TCP    NCCL\n");
+    strbuf_adds(out, r->bench ? "  CLOCK  GPU    ENV    TCP    NCCL   BENCH\n" : "  CLOCK  GPU    ENV    TCP    NCCL\n");
     for (size_t i = 0; i < f.n; i++) {
         const struct check_row *row = &r->rows[f.v[i].rows[0]];
         add_padded(out, hosts[i], wh);
         strbuf_adds(out, "  ");
         add_padded(out, addrs[i], wa);
-        for (int k = 0; k < CHECK_KINDS; k++) {
+        for (int k = 0; k < check_report_kinds(r); k++) {
             strbuf_adds(out, "  ");
-            add_status(out, row->checks[k].status, colour, k == CHECK_KINDS - 1 ? 0 : 5);
+            add_status(out, row->checks[k].status, colour, k == check_report_kinds(r) - 1 ? 0 : 5);
         }
         strbuf_adds(out, "\n");
         free(hosts[i]);

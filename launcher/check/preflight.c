@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "check_bench.h"
 #include "check_eval.h"
 #include "check_mesh.h"
 #include "clock_est.h"
@@ -72,6 +73,8 @@ struct preflight {
     size_t n_tcp;
     bool tcp_started, evaluated, dirty;
     int64_t tcp_deadline;
+    struct check_bench *bench;     /* --bench, once the tcp phase is over (check_bench.h) */
+    const char **bench_addr;
 };
 
 static void logv(struct preflight *p, const char *host, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -126,6 +129,7 @@ static void node_lost(struct preflight *p, size_t i, const char *why)
     nd->alive = false;
     nd->phase = NP_DONE;
     nd->wait_deadline = 0;
+    if (p->bench) check_bench_node_lost(p->bench, i, why);
     p->dirty = true;
 }
 
@@ -142,7 +146,8 @@ void preflight_node_connecting(struct preflight *p, size_t i, const char *addres
 void preflight_node_down(struct preflight *p, size_t i, const char *error, const char *hint)
 {
     struct pf_node *nd = &p->nodes[i];
-    if (nd->phase == NP_DONE) return;
+    /* done with its checks, but the bench may still be asking it */
+    if (nd->phase == NP_DONE && !(p->bench && nd->alive && !p->evaluated)) return;
     if (nd->alive) {
         node_lost(p, i, error ? error : "connection closed");
         return;
@@ -414,6 +419,10 @@ void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg
     struct pf_node *nd = &p->nodes[i];
     if (!nd->alive || p->evaluated) return;
     p->dirty = true;
+    if (m->tag >= CHECK_BENCH_TAG) {
+        if (p->bench) check_bench_message(p->bench, i, m); /* its errors too: they end a transfer */
+        return;
+    }
     if (m->tag >= TAG_CONNECT) {
         on_connect(p, i, m->json, m->tag); /* an "error" answer is a failed connect too */
     } else if (strcmp(m->ev, WIRE_EV_ERROR) == 0) {
@@ -518,11 +527,20 @@ void preflight_step(struct preflight *p, int64_t now)
         for (size_t i = 0; i < p->n; i++)
             if (p->nodes[i].phase == NP_TCP) p->nodes[i].phase = NP_DONE; /* unanswered: "no answer" */
     }
+    if (p->bench) {
+        const char *was = check_bench_phase(p->bench);
+        char before[64];
+        snprintf(before, sizeof before, "%s", was);
+        check_bench_step(p->bench, now);
+        if (strcmp(before, check_bench_phase(p->bench)) != 0) logv(p, "check", "%s", check_bench_phase(p->bench));
+    }
 }
 
 int64_t preflight_deadline_ms(const struct preflight *p)
 {
     int64_t d = p->tcp_started && !p->evaluated ? p->tcp_deadline : 0;
+    int64_t bd = p->bench && !p->evaluated ? check_bench_deadline_ms(p->bench) : 0;
+    if (bd && (!d || bd < d)) d = bd;
     for (size_t i = 0; i < p->n; i++) {
         int64_t w = p->nodes[i].alive ? p->nodes[i].wait_deadline : 0;
         if (w && (!d || w < d)) d = w;
@@ -559,6 +577,12 @@ static void evaluate_all(struct preflight *p)
     check_eval_nccl(&p->r, info, p->n);
     check_eval_tcp(&p->r, info, p->n, tested, lerr, p->n ? p->nodes[0].master_err : NULL, p->o->master_port,
                    p->tcp, p->n_tcp);
+    if (p->bench) {
+        const char **names = xcalloc(p->n ? p->n : 1, sizeof *names);
+        for (size_t i = 0; i < p->n; i++) names[i] = p->nodes[i].h->name;
+        check_bench_evaluate(p->bench, &p->r, names);
+        free(names);
+    }
     for (size_t i = 0; i < p->n; i++) {
         bool ssh_failed = p->r.rows[i].checks[CHECK_SSH].status == CHECK_FAIL;
         for (int k = 0; k < CHECK_KINDS; k++) {
@@ -596,11 +620,34 @@ static void unlisten_all(struct preflight *p)
     }
 }
 
+/* --bench: the measured preflight over the nodes that passed the checks so far. */
+static void bench_begin(struct preflight *p)
+{
+    bool *alive = xcalloc(p->n ? p->n : 1, sizeof *alive);
+    p->bench_addr = xcalloc(p->n ? p->n : 1, sizeof *p->bench_addr);
+    for (size_t i = 0; i < p->n; i++) {
+        alive[i] = p->nodes[i].alive && p->nodes[i].address;
+        p->bench_addr[i] = p->nodes[i].address;
+    }
+    struct check_bench_io io = {.ctx = p->io.ctx, .request = p->io.request, .send = p->io.send};
+    p->bench = check_bench_new(p->o, p->n, alive, p->bench_addr,
+                               (uint64_t)(p->r.mesh.seed >= 0 ? p->r.mesh.seed : 0), &io);
+    p->r.bench = true; /* the column shows while it runs */
+    p->dirty = true;
+    free(alive);
+    check_bench_start(p->bench, mono_ms());
+    logv(p, "check", "%s", check_bench_phase(p->bench));
+}
+
 bool preflight_done(struct preflight *p)
 {
     if (p->evaluated) return true;
     for (size_t i = 0; i < p->n; i++)
         if (p->nodes[i].phase != NP_DONE) return false;
+    if (p->o->bench) {
+        if (!p->bench) bench_begin(p);
+        if (!check_bench_done(p->bench)) return false;
+    }
     unlisten_all(p);
     evaluate_all(p);
     return true;
@@ -705,6 +752,8 @@ void preflight_free(struct preflight *p)
     }
     for (size_t k = 0; k < p->n_tcp; k++) free((char *)p->tcp[k].error);
     free(p->tcp);
+    check_bench_free(p->bench);
+    free(p->bench_addr);
     free(p->nodes);
     free(p->master_nonce);
     check_report_done(&p->r);

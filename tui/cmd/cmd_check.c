@@ -40,6 +40,10 @@ void cmd_check_usage(FILE *f)
           "  --mesh MODE          tcp probes: full (every pair), sample (ring + 3 random peers per\n"
           "                       node: O(N)), auto (full up to 64 nodes; the default)\n"
           "  --mesh-seed N        the sample's seed (\"mesh\": {\"seed\"} of --json): probe the same pairs\n"
+          "  --bench              also measure: TCP bandwidth and round trips between nodes, each\n"
+          "                       node's CPU memory and GPUs, the slow ones named (docs/check.md)\n"
+          "  --bench-seconds S    each transfer's length (default 1; about 5 rounds of them)\n"
+          "  --bench-min-ratio R  below R x the median is slow (default 0.5)\n"
           "  --env K=V            environment the ranks would get (repeatable; hostfile keys win)\n"
           "  -v, --verbose        progress on stderr (twice: libssh messages too)\n"
           "  -h, --help           this text\n",
@@ -86,6 +90,9 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = check_opts_mesh_option(o, argc, argv, i, err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) continue;
+        rc = check_opts_bench_option(o, argc, argv, i, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;

@@ -85,6 +85,9 @@ void cmd_run_usage(FILE *f)
           "  --fanout N           hosts connecting at once (default 64)\n"
           "  --mesh MODE          the preflight's TCP probes: full, sample or auto (full up to 64 nodes)\n"
           "  --mesh-seed N        the sampled mesh's seed (from ddptop check --json: the same pairs)\n"
+          "  --bench              the preflight measures too (ddptop check --bench): a node named\n"
+          "                       slow fails it, and with spares (--nnodes) one takes its place\n"
+          "  --bench-seconds S, --bench-min-ratio R  as ddptop check's\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
@@ -177,6 +180,8 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         metrics_parser_free(p);
         o->loss_regex = val;
     } else if ((rc = check_opts_mesh_option(&o->check, argc, argv, &i, err, errlen)) != 0) {
+        if (rc < 0) return -1;
+    } else if ((rc = check_opts_bench_option(&o->check, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else {
         return 0;

@@ -1,0 +1,293 @@
+/* Unit tests for the measured preflight (check/check_bench.h): the plan (every node sends to and
+ * hears from two peers or more, no node twice in a round, a few rounds whatever the size, the
+ * same for a seed), the run driven with made-up agents' answers (rounds one after the other,
+ * the host figures last, a lost node and a silent one end what they had in flight), and the
+ * verdicts: the slow node named with its figure and the median (not its neighbours), a slow link
+ * between good nodes, a long round trip, a slow GPU against its model's median, CPU memory, and
+ * the words of nodes that pass being the same shape (they fold). The real agents' side:
+ * tests/it_check_bench.sh. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check_bench.h"
+#include "check/check_fold.h"
+#include "tap.h"
+#include "util/util.h"
+
+/* ---- the plan ---- */
+
+static void test_plan_shape(void)
+{
+    for (size_t na = 1; na <= 70; na++) {
+        struct check_bench_xfer *x;
+        int rounds;
+        size_t n = check_bench_plan(na, 1234 + na, &x, &rounds);
+        size_t *out = xcalloc(na, sizeof *out), *in = xcalloc(na, sizeof *in);
+        bool ok = true;
+        for (size_t k = 0; k < n; k++) {
+            ok &= x[k].src != x[k].dst && x[k].src < na && x[k].dst < na;
+            out[x[k].src]++;
+            in[x[k].dst]++;
+            for (size_t j = 0; j < k; j++) {
+                ok &= !(x[j].src == x[k].src && x[j].dst == x[k].dst);
+                if (x[j].round == x[k].round)
+                    ok &= x[j].src != x[k].src && x[j].src != x[k].dst && x[j].dst != x[k].src && x[j].dst != x[k].dst;
+            }
+        }
+        for (size_t i = 0; i < na && na >= 3; i++) ok &= out[i] >= 2 && in[i] >= 2 && out[i] <= 3 && in[i] <= 3;
+        if (na == 1) ok &= n == 0;
+        if (na == 2) ok &= n == 2 && rounds == 2;
+        ok &= n <= 3 * na && rounds <= 11;
+        if (!ok) printf("# plan for %zu nodes: %zu transfers, %d rounds\n", na, n, rounds);
+        CHECK(ok);
+        /* the same seed, the same plan */
+        struct check_bench_xfer *y;
+        int r2;
+        size_t n2 = check_bench_plan(na, 1234 + na, &y, &r2);
+        CHECK(n2 == n && r2 == rounds);
+        for (size_t k = 0; k < n && k < n2; k++) CHECK(x[k].src == y[k].src && x[k].dst == y[k].dst && x[k].round == y[k].round);
+        free(x);
+        free(y);
+        free(out);
+        free(in);
+    }
+    /* a thousand nodes: still a handful of rounds */
+    struct check_bench_xfer *x;
+    int rounds;
+    size_t n = check_bench_plan(1024, 7, &x, &rounds);
+    CHECK(n >= 2 * 1024 && n <= 3 * 1024 && rounds <= 8);
+    free(x);
+}
+
+/* ---- made-up agents ---- */
+
+struct sent {
+    size_t node;
+    char op[32];
+    int tag;
+    cJSON *msg;
+};
+
+static struct sent log_[4096];
+static size_t n_log;
+
+static cJSON *fake_request(void *ctx, size_t node, const char *op, int tag)
+{
+    (void)ctx;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "op", op);
+    if (n_log < sizeof log_ / sizeof *log_) {
+        log_[n_log] = (struct sent){.node = node, .tag = tag, .msg = NULL};
+        snprintf(log_[n_log].op, sizeof log_[n_log].op, "%s", op);
+        n_log++;
+    }
+    return m;
+}
+
+static void fake_send(void *ctx, size_t node, cJSON *msg)
+{
+    (void)ctx;
+    (void)node;
+    if (n_log) log_[n_log - 1].msg = msg; /* the request just made */
+    else cJSON_Delete(msg);
+}
+
+static void log_clear(void)
+{
+    for (size_t k = 0; k < n_log; k++) cJSON_Delete(log_[k].msg);
+    n_log = 0;
+}
+
+static void answer(struct check_bench *b, size_t node, int tag, const char *ev, const char *json)
+{
+    struct wire_msg m = {.json = cJSON_Parse(json), .ev = ev, .tag = tag};
+    CHECK(m.json != NULL);
+    check_bench_message(b, node, &m);
+    cJSON_Delete(m.json);
+}
+
+#define N 6
+static const char *const names[N] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+static const char *const addrs[N] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"};
+
+/* The figure of a transfer between a and b in the scenario: n3 is slow (50 Mb/s), the link
+ * n0 <-> n1 is slow both ways, the rest 9.4 Gb/s; n5's round trips are 20 ms. */
+static double scenario_gbps(size_t a, size_t b)
+{
+    if (a == 3 || b == 3) return 0.05;
+    if ((a == 0 && b == 1) || (a == 1 && b == 0)) return 1.1;
+    return 9.4 + 0.01 * (double)(a + b);
+}
+
+static void run_scenario(struct check_bench *b, bool lose_n4)
+{
+    char json[512];
+    /* listeners */
+    for (size_t k = 0; k < n_log; k++)
+        if (strcmp(log_[k].op, "bench_listen") == 0) {
+            snprintf(json, sizeof json, "{\"ev\":\"bench_listening\",\"port\":%zu}", 40000 + log_[k].node);
+            answer(b, log_[k].node, log_[k].tag, "bench_listening", json);
+        }
+    /* rounds: answer what was sent, until the host requests come */
+    for (int guard = 0; guard < 40; guard++) {
+        bool any = false;
+        struct sent pending[64];
+        size_t np = 0;
+        /* the requests not answered yet move here (and are no longer "bench_send" in the log) */
+        for (size_t k = 0; k < n_log; k++)
+            if (strcmp(log_[k].op, "bench_send") == 0 && np < 64) {
+                pending[np++] = log_[k];
+                log_[k].msg = NULL;
+                snprintf(log_[k].op, sizeof log_[k].op, "done");
+            }
+        for (size_t k = 0; k < np; k++) {
+            size_t src = pending[k].node, dst = 0;
+            const char *a = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pending[k].msg, "address"));
+            for (size_t j = 0; j < N; j++)
+                if (a && strcmp(a, addrs[j]) == 0) dst = j;
+            if (lose_n4 && (src == 4 || dst == 4)) continue; /* n4 goes silent: never answered */
+            double g = scenario_gbps(src, dst), rtt = (src == 5 || dst == 5) ? 20000 : 110;
+            snprintf(json, sizeof json, "{\"ev\":\"bench_sent\",\"bytes\":%.0f,\"seconds\":1.0,\"rtt_us\":%g,\"gbps\":%g}",
+                     g * 1.25e8, rtt, g);
+            answer(b, src, pending[k].tag, "bench_sent", json);
+            any = true;
+        }
+        for (size_t k = 0; k < np; k++) cJSON_Delete(pending[k].msg);
+        if (lose_n4 && !any) break;
+        if (!any) break;
+    }
+}
+
+static void host_answers(struct check_bench *b)
+{
+    char json[1024];
+    for (size_t k = 0; k < n_log; k++) {
+        if (strcmp(log_[k].op, "bench_host") != 0) continue;
+        size_t i = log_[k].node;
+        snprintf(json, sizeof json,
+                 "{\"ev\":\"bench_host\",\"cpu_mem_gbs\":%g,\"gpus\":["
+                 "{\"index\":0,\"name\":\"Fake H100\",\"tf32_tflops\":300,\"bf16_tflops\":700,\"d2d_gbs\":2500,\"h2d_gbs\":50,\"error\":null},"
+                 "{\"index\":1,\"name\":\"Fake H100\",\"tf32_tflops\":%g,\"bf16_tflops\":%g,\"d2d_gbs\":2500,\"h2d_gbs\":50,\"error\":null}],"
+                 "\"gpu_error\":null}",
+                 i == 0 ? 2.0 : 12.0, i == 2 ? 90.0 : 300.0, i == 2 ? 210.0 : 700.0);
+        answer(b, i, log_[k].tag, "bench_host", json);
+    }
+}
+
+static const struct check_result *bench_of(const struct check_report *r, size_t i)
+{
+    return &r->rows[i].checks[CHECK_BENCH];
+}
+
+static void test_run_and_verdicts(void)
+{
+    struct check_opts o;
+    struct check_bench_io io = {.request = fake_request, .send = fake_send};
+    bool alive[N] = {true, true, true, true, true, true};
+    check_opts_init(&o);
+    o.bench = true;
+    struct check_bench *b = check_bench_new(&o, N, alive, addrs, 99, &io);
+    check_bench_start(b, 0);
+    size_t listens = 0;
+    for (size_t k = 0; k < n_log; k++) listens += strcmp(log_[k].op, "bench_listen") == 0;
+    CHECK_INT(listens, N);
+    run_scenario(b, false);
+    CHECK(!check_bench_done(b));
+    size_t hosts = 0, unlistens = 0;
+    for (size_t k = 0; k < n_log; k++) {
+        hosts += strcmp(log_[k].op, "bench_host") == 0;
+        unlistens += strcmp(log_[k].op, "bench_unlisten") == 0;
+    }
+    CHECK_INT(hosts, N);
+    CHECK_INT(unlistens, N); /* the listeners close before the GPUs are measured */
+    host_answers(b);
+    CHECK(check_bench_done(b));
+
+    struct check_report r;
+    check_report_init(&r, N);
+    for (size_t i = 0; i < N; i++) check_row_set_host(&r.rows[i], names[i], addrs[i], 22);
+    check_bench_evaluate(b, &r, names);
+    CHECK(r.bench && r.bench_doc);
+    /* n3 slow, named with its figure and the median; its neighbours are not */
+    CHECK_INT(bench_of(&r, 3)->status, CHECK_FAIL);
+    CHECK(strstr(bench_of(&r, 3)->detail, "0.050 Gb/s to and from its peers, median 9.4") != NULL);
+    CHECK(bench_of(&r, 3)->hint && strstr(bench_of(&r, 3)->hint, "NIC"));
+    CHECK(bench_of(&r, 2)->status != CHECK_FAIL || strstr(bench_of(&r, 2)->detail, "GPU 1"));
+    CHECK(strstr(bench_of(&r, 4)->detail, "Gb/s to and from its peers") == NULL ||
+          bench_of(&r, 4)->status == CHECK_PASS);
+    /* the slow link n0 <-> n1, on both ends */
+    CHECK(strstr(bench_of(&r, 0)->detail, "slow link") && strstr(bench_of(&r, 0)->detail, "n1"));
+    CHECK(strstr(bench_of(&r, 1)->detail, "slow link") && strstr(bench_of(&r, 1)->detail, "n0"));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.bench_doc, "slow_links")) >= 1);
+    /* n5's round trips */
+    CHECK_INT(bench_of(&r, 5)->status, CHECK_WARN);
+    CHECK(strstr(bench_of(&r, 5)->detail, "20.0 ms round trip to its peers, median 0.110 ms") != NULL);
+    /* n2's second GPU against the median of the 12 Fake H100 */
+    CHECK_INT(bench_of(&r, 2)->status, CHECK_FAIL);
+    CHECK(strstr(bench_of(&r, 2)->detail, "GPU 1: tf32 90.0 TFLOP/s, median of 12 Fake H100: 300") != NULL);
+    /* n0's memory */
+    CHECK(strstr(bench_of(&r, 0)->detail, "CPU memory 2.00 GB/s, median 12.0 GB/s") != NULL);
+    /* n4 passes, with its figures */
+    if (bench_of(&r, 4)->status != CHECK_PASS) printf("# n4: %s\n", bench_of(&r, 4)->detail);
+    CHECK_INT(bench_of(&r, 4)->status, CHECK_PASS);
+    CHECK(strstr(bench_of(&r, 4)->detail, "Gb/s to and from its peers, round trip") != NULL);
+    CHECK(strstr(bench_of(&r, 4)->detail, "2 GPUs, 700 TFLOP/s each") != NULL);
+    /* --json: the figures per node and per transfer */
+    cJSON *doc = check_report_json(&r);
+    cJSON *h3 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "hosts"), 3);
+    cJSON *bj = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(h3, "checks"), "bench");
+    CHECK(bj && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bj, "slow")));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(bj, "transfers")) >= 2);
+    CHECK(fabs(cJSON_GetObjectItemCaseSensitive(bj, "gbps")->valuedouble - 0.05) < 1e-9);
+    CHECK(cJSON_GetObjectItemCaseSensitive(doc, "bench") != NULL);
+    cJSON_Delete(doc);
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    check_opts_done(&o);
+}
+
+/* A node that stops answering mid-way: its transfers end "no answer in time" at the round's
+ * deadline, the rest go on, and it fails with what happened. */
+static void test_silent_node(void)
+{
+    struct check_opts o;
+    struct check_bench_io io = {.request = fake_request, .send = fake_send};
+    bool alive[N] = {true, true, true, true, true, true};
+    check_opts_init(&o);
+    o.bench = true;
+    o.bench_seconds = 0.5;
+    struct check_bench *b = check_bench_new(&o, N, alive, addrs, 5, &io);
+    check_bench_start(b, 0);
+    run_scenario(b, true);
+    /* the round in flight times out; later rounds go on */
+    for (int k = 0; k < 20 && !check_bench_done(b); k++) {
+        int64_t d = check_bench_deadline_ms(b);
+        CHECK(d > 0);
+        check_bench_step(b, d);
+        run_scenario(b, true);
+        host_answers(b);
+    }
+    CHECK(check_bench_done(b));
+    struct check_report r;
+    check_report_init(&r, N);
+    for (size_t i = 0; i < N; i++) check_row_set_host(&r.rows[i], names[i], addrs[i], 22);
+    check_bench_evaluate(b, &r, names);
+    CHECK_INT(bench_of(&r, 4)->status, CHECK_FAIL);
+    CHECK(strstr(bench_of(&r, 4)->detail, "no transfer to or from it went through") != NULL);
+    CHECK(strstr(bench_of(&r, 4)->detail, "no answer in time") != NULL);
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    check_opts_done(&o);
+}
+
+int main(void)
+{
+    RUN(test_plan_shape);
+    RUN(test_run_and_verdicts);
+    RUN(test_silent_node);
+    return tap_done();
+}
