@@ -28,12 +28,15 @@
 
 #define SEND_CONNECT_MS 3000
 #define SEND_ECHO_MS 3000       /* one ping's echo */
-/* Stalled: the socket took less than SEND_STALL_BYTES in the last SEND_STALL_MS. Not "no byte
- * at all": a stopped receiver's kernel still takes a trickle into its buffer (a few hundred KiB
- * every few seconds, below the point where poll says writable), which would look like progress
- * for as long as the transfer lasts. The cost: a link slower than about 3 Mb/s reads as stalled. */
+/* Stalled: in the last SEND_STALL_MS the socket took less than SEND_STALL_BYTES, or less than a
+ * SEND_STALL_RATIO-th of the most it took in any such time before. Not "no byte at all": a
+ * stopped receiver's kernel keeps taking a trickle into its buffer as it grows the window it
+ * offers (0.1 to 0.5 MB/s seen, below the point where poll says writable, for as long as the
+ * buffer lasts: tcp_rmem up to 32 MB), which would look like progress to the end. The cost: a
+ * link slower than about 3 Mb/s, or one whose rate falls fifty-fold for 3 s, reads as stalled. */
 #define SEND_STALL_MS 3000
 #define SEND_STALL_BYTES (1u << 20)
+#define SEND_STALL_RATIO 50
 #define SEND_SAMPLE_MS 500      /* how often the bytes taken are sampled for that */
 #define SEND_SAMPLES (SEND_STALL_MS / SEND_SAMPLE_MS + 1)
 #define SEND_COUNT_MS 5000      /* the count, after the write side is shut */
@@ -56,6 +59,7 @@ struct bench_send {
     int64_t end_ns;           /* when the bulk data ends */
     struct { int64_t ns; uint64_t sent; } samples[SEND_SAMPLES];   /* a ring, the last 3 s */
     int nsamples, sample_at;  /* how many, and the oldest (the next to be replaced) */
+    uint64_t best;            /* the most taken in SEND_STALL_MS so far */
     uint64_t sent;
     unsigned char count[BENCH_COUNT_BYTES];
     size_t count_got;
@@ -106,14 +110,19 @@ static void send_fail_errno(struct agent *ag, struct agent_watch *w, int e)
     send_finish(ag, w, m ? m : strerror(e));
 }
 
-/* Samples the bytes taken; true when the last SEND_STALL_MS took less than SEND_STALL_BYTES. */
+/* Samples the bytes taken; true when the last SEND_STALL_MS says stalled (above). */
 static int bulk_stalled(struct bench_send *b, int64_t now)
 {
     int full = b->nsamples == SEND_SAMPLES;
     int newest = (b->sample_at + SEND_SAMPLES - 1) % SEND_SAMPLES;
     if (b->nsamples && now - b->samples[newest].ns < (int64_t)SEND_SAMPLE_MS * 1000000)
         return 0;
-    if (full && b->sent - b->samples[b->sample_at].sent < SEND_STALL_BYTES) return 1;
+    if (b->nsamples) {
+        uint64_t taken = b->sent - b->samples[full ? b->sample_at : 0].sent;
+        uint64_t least = b->best / SEND_STALL_RATIO;
+        if (full && taken < (least > SEND_STALL_BYTES ? least : SEND_STALL_BYTES)) return 1;
+        if (taken > b->best) b->best = taken;
+    }
     b->samples[b->sample_at].ns = now;
     b->samples[b->sample_at].sent = b->sent;
     b->sample_at = (b->sample_at + 1) % SEND_SAMPLES;
