@@ -93,9 +93,9 @@ static void send_finish(struct agent *ag, struct agent_watch *w, const char *err
         cJSON_AddNumberToObject(msg, "seconds", round_to(s, 1e-6));
         cJSON_AddNumberToObject(msg, "gbps", s > 0 ? round_to((double)n * 8 / s / 1e9, 1e-6) : 0);
     } else if (b->phase >= SEND_BULK) {
-        /* what the socket took, not what arrived: named apart from "bytes" */
         cJSON_AddNumberToObject(msg, "seconds", round_to((double)(mono_ns() - b->bulk_ns) / 1e9, 1e-6));
     }
+    /* what our socket took, not what arrived: named apart from "bytes" */
     if (b->phase >= SEND_BULK) cJSON_AddNumberToObject(msg, "sent", (double)b->sent);
     if (b->rtt_us >= 0) cJSON_AddNumberToObject(msg, "rtt_us", round_to(b->rtt_us, 0.1));
     else cJSON_AddNullToObject(msg, "rtt_us");
