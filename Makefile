@@ -269,6 +269,20 @@ $(FAKE_NVML): tests/fakenvml/fake_nvml.c
 	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 tests: $(FAKE_NVML)
 
+# fakecudart (tests/fakecudart, a TEST DOUBLE of the CUDA runtime and cuBLAS): bench_host's GPU
+# measurement finds libcudart.so.12 and libcublas.so.12 through LD_LIBRARY_PATH as it would
+# find the toolkit's. The fake cuBLAS needs the fake runtime (found beside it: $ORIGIN), as
+# the real one needs the real one.
+FAKE_CUDART = $(BUILD)/fakecudart/libcudart.so.12
+FAKE_CUBLAS = $(BUILD)/fakecudart/libcublas.so.12
+FAKE_CUDART_FLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -shared
+$(FAKE_CUDART): tests/fakecudart/fake_cudart.c tests/fakecudart/fake_cudart.h
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CUDART_FLAGS) -Wl,-soname,libcudart.so.12 -o $@ $<
+$(FAKE_CUBLAS): tests/fakecudart/fake_cublas.c tests/fakecudart/fake_cudart.h $(FAKE_CUDART)
+	$(CC) $(FAKE_CUDART_FLAGS) -Wl,-soname,libcublas.so.12 -Wl,-rpath,'$$ORIGIN' -o $@ $< $(FAKE_CUDART)
+tests: $(FAKE_CUDART) $(FAKE_CUBLAS)
+
 # Fuzzing (tests/fuzz/fuzz_*.c, docs/testing.md "Fuzzing"): one libFuzzer harness per parser of
 # what comes from another process or a file, built with clang under ASan and UBSan into
 # build/fuzz/, apart from the gcc build. The project's sources are compiled again there with

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_bench.h"
 #include "agent_bridge.h"
 #include "agent_nvml.h"
 #include "agent_facts.h"
@@ -56,6 +57,10 @@ static const struct agent_op agent_ops[] = {
     { WIRE_OP_EXIT, op_exit },
     { WIRE_OP_GPU_WATCH, agent_nvml_watch_op },
     { WIRE_OP_RESUME, agent_ranks_resume_op },
+    { WIRE_OP_BENCH_LISTEN, agent_bench_listen_op },
+    { WIRE_OP_BENCH_UNLISTEN, agent_bench_unlisten_op },
+    { WIRE_OP_BENCH_SEND, agent_bench_send_op },
+    { WIRE_OP_BENCH_HOST, agent_bench_host_op },
     { NULL, NULL },
 };
 

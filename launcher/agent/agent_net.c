@@ -254,7 +254,7 @@ static void conn_free(void *ctx)
     free(c);
 }
 
-static const char *connect_error(int e)
+const char *agent_net_connect_error(int e)
 {
     switch (e) {
     case ECONNREFUSED: return "connection refused";
@@ -267,7 +267,7 @@ static const char *connect_error(int e)
 
 static void conn_fail_errno(struct agent *ag, const cJSON *id, int e)
 {
-    const char *m = connect_error(e);
+    const char *m = agent_net_connect_error(e);
     if (m) conn_fail(ag, id, "%s", m);
     else conn_fail(ag, id, "%s", strerror(e));
 }
@@ -367,6 +367,21 @@ static struct addrinfo *resolve(const char *host, int port)
     return NULL;
 }
 
+char *agent_net_host(const char *addr)
+{
+    size_t n = strlen(addr);
+    /* "[::1]" as hostfiles write IPv6 */
+    return n >= 2 && addr[0] == '[' && addr[n - 1] == ']' ? xstrndup(addr + 1, n - 2) : xstrdup(addr);
+}
+
+struct addrinfo *agent_net_resolve(const char *addr, int port)
+{
+    char *host = agent_net_host(addr);
+    struct addrinfo *ai = resolve(host, port);
+    free(host);
+    return ai;
+}
+
 void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     long port, timeout;
@@ -384,16 +399,13 @@ void agent_net_connect_op(struct agent *ag, const cJSON *req, const cJSON *id)
                          NONCE_MAX);
         return;
     }
-    /* "[::1]" as hostfiles write IPv6 */
-    char *host = addr[0] == '[' && addr[strlen(addr) - 1] == ']'
-                     ? xstrndup(addr + 1, strlen(addr) - 2) : xstrdup(addr);
-    struct addrinfo *ai = resolve(host, (int)port);
+    struct addrinfo *ai = agent_net_resolve(addr, (int)port);
     if (!ai) {
+        char *host = agent_net_host(addr);
         reply_fail(ag, WIRE_EV_CONNECT, id, "unknown host %s", host);
         free(host);
         return;
     }
-    free(host);
     int64_t t0 = mono_ns();
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {

@@ -9,7 +9,7 @@
 
 /* Every message name (docs/protocol.md). Requests carry "op"; answers and the agent's own
  * messages carry "ev" (an answer is named after its request, except spawn -> spawned,
- * stop -> stopped and ping -> pong). */
+ * stop -> stopped, ping -> pong, bench_listen -> bench_listening and bench_send -> bench_sent). */
 #define WIRE_OP_FACTS     "facts"
 #define WIRE_OP_CLOCK     "clock"
 #define WIRE_OP_LISTEN    "listen"
@@ -26,6 +26,11 @@
 #define WIRE_OP_GPU_WATCH "gpu_watch"
 #define WIRE_OP_RESUME    "resume"
 #define WIRE_OP_ATTACH    "attach"    /* to a bridge (ddptop-agent --attach), its first line */
+/* The measured preflight (check --bench): links and GPUs, docs/protocol.md "Measuring" */
+#define WIRE_OP_BENCH_LISTEN   "bench_listen"
+#define WIRE_OP_BENCH_UNLISTEN "bench_unlisten"
+#define WIRE_OP_BENCH_SEND     "bench_send"
+#define WIRE_OP_BENCH_HOST     "bench_host"
 
 #define WIRE_EV_HELLO     "hello"
 #define WIRE_EV_OUT       "out"
@@ -50,6 +55,10 @@
 #define WIRE_EV_RESUME    "resume"
 #define WIRE_EV_BRIDGE    "bridge"    /* a bridge's first line */
 #define WIRE_EV_GONE      "gone"      /* a bridge found no agent, or the agent died */
+#define WIRE_EV_BENCH_LISTENING "bench_listening"
+#define WIRE_EV_BENCH_UNLISTEN  "bench_unlisten"
+#define WIRE_EV_BENCH_SENT      "bench_sent"
+#define WIRE_EV_BENCH_HOST      "bench_host"
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */

@@ -2,10 +2,11 @@
  * input is the agent's stdin, request lines and all, read by the real loop (agent_loop: line
  * reassembly, the length bound, JSON parsing, dispatch by "op") and handled by the real
  * handlers of every request that has no effect outside the process: signal, stop, ping (its
- * acknowledgements), resume, list, read, unlisten, exit. The requests that start processes or
- * touch the network (spawn, facts, stacks, listen, connect, gpu_watch) are answered by a stub
- * here, so the fuzzer never runs a command it made up; their parsing is covered by the unit
- * and integration tests.
+ * acknowledgements), resume, list, read, unlisten, bench_unlisten, exit. The requests that
+ * start processes or touch the network or the GPUs (spawn, facts, stacks, listen, connect,
+ * gpu_watch, bench_listen, bench_send, bench_host) are answered by a stub here, so the
+ * fuzzer never runs a command it made up nor opens a socket or a GPU; their parsing is
+ * covered by the unit and integration tests.
  *
  * The input goes through a pipe (at most FUZZ_AGENT_MAX bytes, within a pipe's buffer) whose
  * end is the link's end; the agent's answers go to a memfd and are checked afterwards: each
@@ -19,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent/agent.h"
+#include "agent/agent_bench.h"
 #include "agent/agent_files.h"
 #include "agent/agent_net.h"
 #include "agent/agent_ranks.h"
@@ -46,6 +48,10 @@ static const struct agent_op ops[] = {
     { WIRE_OP_PING, agent_ranks_ping_op },
     { WIRE_OP_GPU_WATCH, op_stub },
     { WIRE_OP_RESUME, agent_ranks_resume_op },
+    { WIRE_OP_BENCH_LISTEN, op_stub },
+    { WIRE_OP_BENCH_UNLISTEN, agent_bench_unlisten_op },
+    { WIRE_OP_BENCH_SEND, op_stub },
+    { WIRE_OP_BENCH_HOST, op_stub },
     { NULL, NULL },
 };
 
