@@ -208,7 +208,7 @@ static void round_begin(struct check_bench *b, int64_t now)
                 free(why);
                 continue;
             }
-            cJSON *m = b->io.request(b->io.ctx, x->src, "bench_send", TAG_XFER + (int)k);
+            cJSON *m = b->io.request(b->io.ctx, x->src, WIRE_OP_BENCH_SEND, TAG_XFER + (int)k);
             cJSON_AddStringToObject(m, "address", b->addr[x->dst]);
             cJSON_AddNumberToObject(m, "port", b->port[x->dst]);
             cJSON_AddStringToObject(m, "nonce", b->nonce[x->dst]);
@@ -240,12 +240,13 @@ static void host_phase(struct check_bench *b, int64_t now)
     /* the listeners go first: nothing of the bench stays open while the GPUs are measured */
     for (size_t i = 0; i < b->n; i++) {
         if (!b->alive[i] || b->port[i] <= 0) continue;
-        cJSON *m = b->io.request(b->io.ctx, i, "bench_unlisten", TAG_UNLISTEN);
+        cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_UNLISTEN, TAG_UNLISTEN);
+        cJSON_AddNumberToObject(m, "port", b->port[i]);
         b->io.send(b->io.ctx, i, m);
     }
     for (size_t i = 0; i < b->n; i++) {
         if (!b->alive[i]) continue;
-        cJSON *m = b->io.request(b->io.ctx, i, "bench_host", TAG_HOST);
+        cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_HOST, TAG_HOST);
         cJSON_AddNumberToObject(m, "gpu_seconds", HOST_GPU_SECONDS);
         b->io.send(b->io.ctx, i, m);
         b->host[i].asked = true;
@@ -289,7 +290,7 @@ void check_bench_start(struct check_bench *b, int64_t now)
 {
     for (size_t i = 0; i < b->n; i++) {
         if (!b->alive[i]) continue;
-        cJSON *m = b->io.request(b->io.ctx, i, "bench_listen", TAG_LISTEN);
+        cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_LISTEN, TAG_LISTEN);
         cJSON_AddStringToObject(m, "nonce", b->nonce[i]);
         b->io.send(b->io.ctx, i, m);
     }
@@ -389,9 +390,14 @@ void check_bench_step(struct check_bench *b, int64_t now)
                 b->listen_err[i] = xstrdup("no answer to bench_listen in time");
             }
     } else if (b->phase == PH_ROUNDS) {
+        /* the sender did not answer in time (its own bounds are seconds + 8 s): it is taken as
+         * gone for the rest of the bench, so a stopped node costs one round's wait, not one a
+         * round */
         for (size_t k = 0; k < b->nx; k++)
-            if (b->x[k].round == b->round && b->x[k].sent && !b->x[k].done)
+            if (b->x[k].round == b->round && b->x[k].sent && !b->x[k].done) {
                 xfer_fail(&b->x[k], "no answer in time");
+                b->alive[b->x[k].src] = false;
+            }
     } else if (b->phase == PH_HOST) {
         for (size_t i = 0; i < b->n; i++)
             if (b->host[i].asked && !b->host[i].done) {

@@ -91,6 +91,8 @@ static const char *const HINT_XFER = "check that nothing blocks these nodes' eph
                                      "node is not overloaded";
 static const char *const HINT_GPU = "check the GPU's clocks and throttling (nvidia-smi -q -d PERFORMANCE,CLOCK), its PCIe "
                                     "link (nvidia-smi -q -d PCIE) and its health (dcgmi diag -r 1), or drain the node";
+static const char *const HINT_NOGPU = "install the NVIDIA driver and a CUDA runtime there (nvidia-smi must work), or "
+                                      "keep the node out of GPU jobs";
 static const char *const HINT_MEM = "check the node's memory configuration (channels populated, NUMA) and what else runs there";
 
 struct eval {
@@ -190,7 +192,7 @@ static void net_verdict(struct eval *e, size_t i, struct verdict *v, cJSON *link
         if (x->src != i && x->dst != i) continue;
         n_x++;
         if (!x->error) n_ok++;
-        else if (!first_bad) first_bad = x;
+        else if (!first_bad || x->round < first_bad->round) first_bad = x; /* the first to go wrong */
     }
     if (!n_x) return;
     if (!n_ok) {
@@ -283,9 +285,13 @@ static void gpu_verdict(struct eval *e, size_t i, struct verdict *v, cJSON *gpus
     const cJSON *g;
     char a[32], b[32];
     if (h->error) say(v, CHECK_WARN, NULL, "its memory and GPUs were not measured: %s", h->error);
+    if (!h->asked) {
+        say(v, CHECK_WARN, NULL, "its memory and GPUs were not measured: it stopped answering");
+        return;
+    }
     if (!cJSON_GetArraySize(h->gpus)) {
         if (any_gpus(e) && !h->error)
-            say(v, CHECK_WARN, HINT_GPU, "no GPU measured here (%s) while other nodes have some",
+            say(v, CHECK_WARN, HINT_NOGPU, "no GPU measured here (%s) while other nodes have some",
                 h->gpu_error ? h->gpu_error : "none found");
         return;
     }
@@ -301,6 +307,10 @@ static void gpu_verdict(struct eval *e, size_t i, struct verdict *v, cJSON *gpus
             say(v, CHECK_FAIL, HINT_GPU, "GPU %d: %s", idx, safe);
             free(safe);
         }
+        /* one finding a GPU: every figure of it below the ratio, each with its median */
+        struct strbuf low;
+        size_t peers = 0;
+        strbuf_init(&low);
         for (int m = 0; m < GPU_METRICS; m++) {
             double x, med;
             size_t cnt;
@@ -314,11 +324,14 @@ static void gpu_verdict(struct eval *e, size_t i, struct verdict *v, cJSON *gpus
             if (cnt >= 2 && med > 0 && x < e->ratio * med) {
                 fmt(a, sizeof a, x);
                 fmt(b, sizeof b, med);
-                say(v, CHECK_FAIL, HINT_GPU, "GPU %d: %s %s %s, median of %zu %s: %s", idx, gpu_label[m], a,
-                    gpu_unit[m], cnt, gpu_name(g), b);
+                strbuf_addf(&low, "%s%s %s %s (median %s)", low.len ? ", " : "", gpu_label[m], a, gpu_unit[m], b);
                 cJSON_AddItemToArray(slow, cJSON_CreateString(gpu_metric[m]));
+                peers = cnt;
             }
         }
+        if (low.len)
+            say(v, CHECK_FAIL, HINT_GPU, "GPU %d: %s; of %zu %s", idx, low.buf, peers, gpu_name(g));
+        strbuf_done(&low);
         cJSON_AddItemToArray(gpus_out, copy);
     }
 }

@@ -420,7 +420,12 @@ void preflight_node_message(struct preflight *p, size_t i, const struct wire_msg
     if (!nd->alive || p->evaluated) return;
     p->dirty = true;
     if (m->tag >= CHECK_BENCH_TAG) {
-        if (p->bench) check_bench_message(p->bench, i, m); /* its errors too: they end a transfer */
+        if (p->bench) {
+            char before[64];
+            snprintf(before, sizeof before, "%s", check_bench_phase(p->bench));
+            check_bench_message(p->bench, i, m); /* its errors too: they end a transfer */
+            if (strcmp(before, check_bench_phase(p->bench)) != 0) logv(p, "check", "%s", check_bench_phase(p->bench));
+        }
         return;
     }
     if (m->tag >= TAG_CONNECT) {
