@@ -45,14 +45,26 @@ for v in 13 12 11; do
     ln -s "$B/fakecudart/libcublas.so.12" "$D/fakecuda/libcublas.so.$v"
 done
 ln -s "$B/fakecudart/libcudart.so.12" "$D/fakecuda/libcudart.so"
+# The four nodes are four machines to the bench (their GPUs and memory measured each), not the
+# one kernel they share: each sshd runs in ip netns exec's own mount namespace, where a
+# file of its own is bind-mounted over the kernel's boot id (a TEST DOUBLE of a machine's
+# identity; the mount goes with that namespace).
+for i in 0 1 2 3; do
+    cat /proc/sys/kernel/random/uuid >"$D/boot$i"
+    printf '#!/bin/sh\nmount --bind %s /proc/sys/kernel/random/boot_id && exec /usr/sbin/sshd "$@"\n' \
+        "$D/boot$i" >"$D/sshd$i"
+    chmod 755 "$D/sshd$i"
+done
 for i in 0 1 2 3; do
     extra=()
+    SSHD_BIN=$D/sshd$i
     [ $i -ne 0 ] && extra+=("SetEnv LD_LIBRARY_PATH=$D/fakecuda$([ $i -eq 3 ] && echo ' DDPTOP_FAKE_CUDART_SLOW=1:0.3')")
     if ! sshd_start "n$i" "${A[i]}" 22 --netns "${NETNS_NODE[i]}" "${extra[@]}"; then
         tap_fail "sshd in namespace $i"; tap_done; exit
     fi
     sshd_known_hosts_line "${A[i]}" 22 >>"$D/known_hosts"
 done
+SSHD_BIN=/usr/sbin/sshd
 printf 'root@%s\n' "${A[@]}" >"$D/hosts.txt"
 ARGS=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --agent-dir "$D/agent" --timeout 5)
 
@@ -84,7 +96,8 @@ jassert "bench GPUs: n3's slow GPU named against the fake H100s' median; n0 has 
     "st(3, 'bench') == 'fail' and 'GPU 1: tf32 30.0 TFLOP/s (median 100)' in ck(3, 'bench')['detail'] and '; of 6 ' in ck(3, 'bench')['detail']" \
     "ck(3, 'bench')['gpus'][1]['slow'] and not ck(3, 'bench')['gpus'][0]['slow']" \
     "ck(0, 'bench')['gpus'] == [] and 'no GPU measured here' in ck(0, 'bench')['detail']" \
-    "st(0, 'bench') == 'warn'"
+    "st(0, 'bench') == 'warn'" \
+    "all(ck(k, 'bench')['host_measured_on'] is None for k in range(4))"
 
 # The table and the details, as a person reads them.
 run_check "$D/b.txt" "$D/hosts.txt" --bench "${ARGS[@]}"

@@ -31,6 +31,7 @@ struct check_bench {
     bool *took;                /* node i takes part (its verdict comes from the bench) */
     bool *alive;               /* and still answers */
     const char *const *addr;
+    char **machine;            /* boot ids (check_bench_set_machines); NULL: unknown */
     char **nonce;
     int *port;                 /* the node's listener; 0: none yet; -1: failed */
     char **listen_err;
@@ -123,6 +124,7 @@ struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const 
     b->alive = xcalloc(n ? n : 1, sizeof *b->alive);
     b->took = xcalloc(n ? n : 1, sizeof *b->took);
     b->nonce = xcalloc(n ? n : 1, sizeof *b->nonce);
+    b->machine = xcalloc(n ? n : 1, sizeof *b->machine);
     b->port = xcalloc(n ? n : 1, sizeof *b->port);
     b->listen_err = xcalloc(n ? n : 1, sizeof *b->listen_err);
     b->host = xcalloc(n ? n : 1, sizeof *b->host);
@@ -131,6 +133,7 @@ struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const 
         char hex[33];
         b->alive[i] = b->took[i] = alive[i];
         b->host[i].cpu_mem_gbs = -1;
+        b->host[i].same_as = -1;
         util_random(rnd, sizeof rnd);
         util_hex(rnd, sizeof rnd, hex);
         b->nonce[i] = xstrdup(hex);
@@ -147,11 +150,20 @@ struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const 
     return b;
 }
 
+void check_bench_set_machines(struct check_bench *b, const char *const *machines)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->machine[i]);
+        b->machine[i] = machines[i] ? xstrdup(machines[i]) : NULL;
+    }
+}
+
 void check_bench_free(struct check_bench *b)
 {
     if (!b) return;
     for (size_t i = 0; i < b->n; i++) {
         free(b->nonce[i]);
+        free(b->machine[i]);
         free(b->listen_err[i]);
         cJSON_Delete(b->host[i].gpus);
         free(b->host[i].gpu_error);
@@ -160,6 +172,7 @@ void check_bench_free(struct check_bench *b)
     for (size_t k = 0; k < b->nx; k++) free(b->x[k].error);
     free(b->x);
     free(b->nonce);
+    free(b->machine);
     free(b->port);
     free(b->listen_err);
     free(b->host);
@@ -235,6 +248,12 @@ static bool round_over(const struct check_bench *b)
     return true;
 }
 
+/* Whether nodes i and j are one machine: the same boot id. */
+static bool same_machine(const struct check_bench *b, size_t i, size_t j)
+{
+    return b->machine[i] && b->machine[j] && strcmp(b->machine[i], b->machine[j]) == 0;
+}
+
 static void host_phase(struct check_bench *b, int64_t now)
 {
     /* the listeners go first: nothing of the bench stays open while the GPUs are measured */
@@ -246,6 +265,12 @@ static void host_phase(struct check_bench *b, int64_t now)
     }
     for (size_t i = 0; i < b->n; i++) {
         if (!b->alive[i]) continue;
+        /* nodes at one address are one machine (simulated nodes, a host listed twice): it is
+         * measured once, not by all of them at once against each other */
+        for (size_t j = 0; j < i && b->host[i].same_as < 0; j++)
+            if (b->alive[j] && b->host[j].same_as < 0 && same_machine(b, i, j))
+                b->host[i].same_as = (long)j;
+        if (b->host[i].same_as >= 0) continue;
         cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_HOST, TAG_HOST);
         cJSON_AddNumberToObject(m, "gpu_seconds", HOST_GPU_SECONDS);
         b->io.send(b->io.ctx, i, m);
@@ -254,6 +279,20 @@ static void host_phase(struct check_bench *b, int64_t now)
     b->phase = PH_HOST;
     b->deadline = now + HOST_GPU_SECONDS * 1000 + HOST_SLACK_MS + stage_ms(b);
     snprintf(b->phase_text, sizeof b->phase_text, "bench: each node's memory and GPUs");
+}
+
+/* The figures of node j for every node measured on it. */
+static void host_share(struct check_bench *b, size_t j)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct check_bench_host *h = &b->host[i], *src = &b->host[j];
+        if (h->same_as != (long)j) continue;
+        h->cpu_mem_gbs = src->cpu_mem_gbs;
+        h->gpus = src->gpus ? cJSON_Duplicate(src->gpus, 1) : NULL;
+        h->gpu_error = src->gpu_error ? xstrdup(src->gpu_error) : NULL;
+        h->error = src->error ? xstrdup(src->error) : NULL;
+        h->asked = h->done = true;
+    }
 }
 
 static bool hosts_over(const struct check_bench *b)
@@ -281,6 +320,8 @@ static void advance(struct check_bench *b, int64_t now)
         round_begin(b, now);
     }
     if (b->phase == PH_HOST && hosts_over(b)) {
+        for (size_t j = 0; j < b->n; j++)
+            if (b->host[j].same_as < 0 && b->host[j].asked) host_share(b, j);
         b->phase = PH_DONE;
         b->deadline = 0;
     }

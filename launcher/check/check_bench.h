@@ -36,6 +36,7 @@ struct check_bench_xfer {
 
 struct check_bench_host {
     bool asked, done;
+    long same_as;         /* measured on that node, the same machine (its address); -1: itself */
     double cpu_mem_gbs;   /* < 0: not measured */
     cJSON *gpus;          /* the agent's array, owned (NULL: none) */
     char *gpu_error;
@@ -60,6 +61,10 @@ struct check_bench_io {
 struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const bool *alive,
                                     const char *const *addresses, uint64_t seed, const struct check_bench_io *io);
 void check_bench_free(struct check_bench *b);
+/* Which machine each node is (its agent's boot id; NULL: not known, taken as its own): nodes
+ * of one machine have its memory and GPUs measured once, not all at once against each other.
+ * Copied; before check_bench_start. */
+void check_bench_set_machines(struct check_bench *b, const char *const *machines);
 
 void check_bench_start(struct check_bench *b, int64_t now_ms);
 /* An answer whose tag is >= CHECK_BENCH_TAG, for node i. */

@@ -424,6 +424,9 @@ void check_bench_evaluate(const struct check_bench *b, struct check_report *r, c
         cJSON_AddItemToObject(f, "gpus", gpus);
         if (e.host[i].gpu_error) cJSON_AddStringToObject(f, "gpu_error", e.host[i].gpu_error);
         else cJSON_AddNullToObject(f, "gpu_error");
+        /* a node at another node's address is that machine: measured once, there */
+        if (e.host[i].same_as >= 0) cJSON_AddStringToObject(f, "host_measured_on", names[e.host[i].same_as]);
+        else cJSON_AddNullToObject(f, "host_measured_on");
         strbuf_done(&v.words);
     }
     cJSON_AddItemToObject(doc, "seconds", num_or_null(o->bench_seconds > 0 ? o->bench_seconds : 1.0));

@@ -59,6 +59,7 @@ struct pf_node {
     char *listen_err, *master_err;
     size_t conns_pending;
     char *spec;                    /* NCCL_SOCKET_IFNAME in force */
+    char *machine;                 /* the hello's boot_id: nodes with one are one machine */
     char *nonce;
 };
 
@@ -302,6 +303,9 @@ void preflight_node_up(struct preflight *p, size_t i, const struct preflight_lin
     free(nd->address);
     nd->address = xstrdup(l->address);
     nd->alive = true;
+    const char *boot = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hello, "boot_id"));
+    free(nd->machine);
+    nd->machine = boot && strlen(boot) < 64 ? xstrdup(boot) : NULL; /* older agents: none */
     if (p->o->transport.kind->through) check_row_set_host(&p->r.rows[i], nd->h->name, l->address, 0);
     ssh_verdict(p, i, l, hello);
     /* The agent serves them in this order: the first clock sample before facts keeps its round
@@ -629,14 +633,18 @@ static void unlisten_all(struct preflight *p)
 static void bench_begin(struct preflight *p)
 {
     bool *alive = xcalloc(p->n ? p->n : 1, sizeof *alive);
+    const char **machines = xcalloc(p->n ? p->n : 1, sizeof *machines);
     p->bench_addr = xcalloc(p->n ? p->n : 1, sizeof *p->bench_addr);
     for (size_t i = 0; i < p->n; i++) {
         alive[i] = p->nodes[i].alive && p->nodes[i].address;
         p->bench_addr[i] = p->nodes[i].address;
+        machines[i] = p->nodes[i].machine;
     }
     struct check_bench_io io = {.ctx = p->io.ctx, .request = p->io.request, .send = p->io.send};
     p->bench = check_bench_new(p->o, p->n, alive, p->bench_addr,
                                (uint64_t)(p->r.mesh.seed >= 0 ? p->r.mesh.seed : 0), &io);
+    check_bench_set_machines(p->bench, machines);
+    free(machines);
     p->r.bench = true; /* the column shows while it runs */
     p->dirty = true;
     free(alive);
@@ -753,6 +761,7 @@ void preflight_free(struct preflight *p)
         free(nd->listen_err);
         free(nd->master_err);
         free(nd->spec);
+        free(nd->machine);
         free(nd->nonce);
     }
     for (size_t k = 0; k < p->n_tcp; k++) free((char *)p->tcp[k].error);
