@@ -30,6 +30,21 @@
 
 extern char **environ;
 
+/* ---- the front end ------------------------------------------------------------------------ */
+
+/* Hands the events added since the last call to the front end, oldest first. Works on the
+ * model's ring without a total counter: growth of count plus movement of head. */
+static void events_flush(struct controller *c)
+{
+    struct job *j = c->job;
+    size_t added = (j->ev_count - c->ev_count_seen) + (j->ev_head + j->ev_cap - c->ev_head_seen) % j->ev_cap;
+    if (added > j->ev_count) added = j->ev_count;
+    for (size_t i = j->ev_count - added; i < j->ev_count; i++)
+        if (c->fe.on_event) c->fe.on_event(c->fe.ctx, j, job_event_at(j, i));
+    c->ev_head_seen = j->ev_head;
+    c->ev_count_seen = j->ev_count;
+}
+
 /* ---- signals ------------------------------------------------------------------------------ */
 
 static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1, SIGUSR2 };
@@ -121,6 +136,29 @@ static void on_signal(struct evloop *el, int sig, void *ctx)
 
 /* ---- construction ------------------------------------------------------------------------- */
 
+void run_opts_init(struct run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    check_opts_init(&o->check);
+    o->log_dir = JOB_LOG_ROOT_DEFAULT;
+    o->hang_timeout_s = 300;
+    o->on_hang = HANG_ACTION_STACKS;
+    o->gpu_interval_ms = 1000;
+    o->term_timeout_s = 10;
+    o->agent_grace_s = 600;
+    o->node_timeout_s = 30;
+    o->agent_spool_mb = 256;
+    o->straggler_steps = 3;
+}
+
+void run_opts_done(struct run_opts *o)
+{
+    check_opts_done(&o->check);
+    free(o->export_regex);
+    memset(o, 0, sizeof *o);
+}
+
+
 /* A program we ship, next to our own executable (build/ddptop -> build/ddptop-train) or
  * installed in ../libexec/ddptop/; its bare name, found on PATH, when our own path cannot be
  * read. */
@@ -128,27 +166,6 @@ static char *exe_sibling(const char *name)
 {
     char *p = util_exe_program(name);
     return p ? p : xstrdup(name);
-}
-
-struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
-{
-    const char **names = xcalloc(c->n, sizeof *names);
-    const struct host **hosts = xcalloc(c->n, sizeof *hosts);
-    int *rpn = xcalloc(c->n, sizeof *rpn);
-    struct job *j;
-    const char *run_id = c->job ? c->job->run_id : c->o.run_id;
-    for (size_t i = 0; i < c->n; i++) {
-        const struct host *h = c->hl ? &c->hl->hosts[i] : NULL;
-        names[i] = h ? h->name : "localhost";
-        hosts[i] = h;
-        rpn[i] = c->adopt ? c->adopt->ranks_per_node[i]
-                          : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
-    }
-    j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
-    free(names);
-    free(hosts);
-    free(rpn);
-    return j;
 }
 
 struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
@@ -278,7 +295,7 @@ const struct job *controller_job(const struct controller *c)
     return c->job;
 }
 
-void ctl_draw(struct controller *c)
+static void draw(struct controller *c)
 {
     if (c->fe.on_tick) {
         int ms = c->fe.on_tick(c->fe.ctx, c->job);
@@ -377,14 +394,6 @@ static bool loop_done(const struct controller *c)
     return c->abandon ||
            (c->quit && (job_is_ended(c->job) || c->job->state == JOB_CHECK_FAILED || c->job->state == JOB_CHECKING));
 }
-
-/* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
- * more than the lines themselves (poll, recv and a context switch each time): after a wake-up
- * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
- * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
-#define COALESCE_MS 20
-/* A node that sent this much in one pass is streaming output, not trickling metrics. */
-#define STREAMING_BYTES 16384
 
 /* Right after poll(), before anything it woke us for (util/evloop.h's wake hook). */
 static void on_wake(struct evloop *el, const struct evloop_wake *wk, void *ctx)
@@ -522,10 +531,10 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     }
     memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);
-    ctl_check_progress(c);
-    ctl_events_flush(c);
+    ctl_progress(c);       /* the one place that decides (controller.c) */
+    events_flush(c);
     logw_kick(run_files_writer(c->files)); /* the rank bytes this pass queued, to the writer now */
-    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) ctl_draw(c);
+    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) draw(c);
     c->last_pass_ms = mono_ms();
 }
 
@@ -536,7 +545,7 @@ int controller_run(struct controller *c)
     if (!c->rev) c->rev = xcalloc(c->n ? c->n : 1, sizeof *c->rev);
     if (signals_install(c) < 0) {
         job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
-        ctl_events_flush(c);
+        events_flush(c);
     }
     evloop_on_wake(c->el, on_wake, c);
     c->next_ping_ms = c->next_tick_ms = mono_ms();
@@ -555,8 +564,8 @@ int controller_run(struct controller *c)
     run_files_flush(c->files);
     /* the final screen and line say whether the record on disk is whole */
     run_files_settle(c->files, 5000);
-    ctl_events_flush(c);
-    ctl_draw(c);
+    events_flush(c);
+    draw(c);
     signals_restore(c);
     rc = plan_exit_code(c->job->state);
     if (c->o.check_only) rc = c->pf && preflight_done(c->pf) ? c->check_exit : 130;
