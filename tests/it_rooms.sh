@@ -698,7 +698,7 @@ else tap_fail "the events ring calls nothing of NCCL's account" \
 # Issue 32: the controller's files all called each other (handlers of agent messages called the
 # policy that stops and restarts the job, every file called the plumbing that lived beside the
 # policy). Now they are layers, the top first (launcher/controller/controller_int.h says what
-# each is for): the loop; a run taken over; the progress step, the only place that decides to
+# each is for): the loop; a person's actions and a run taken over; the progress step, the only place that decides to
 # stop, restart, exclude or finish; the message table; the links; the preflight, stack dumps,
 # GPU telemetry and exits; the job's shape; the leaves: what handlers share, the run's record,
 # the node plumbing. A file calls only files of layers below its own, so a handler cannot call
@@ -706,7 +706,7 @@ else tap_fail "the events ring calls nothing of NCCL's account" \
 # controller. A new file must be given its layer here.
 CTL_LAYERS=(
     "controller_run.c"
-    "controller_adopt.c"
+    "controller_act.c controller_adopt.c"
     "controller.c"
     "controller_agent.c"
     "controller_link.c"

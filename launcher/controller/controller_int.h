@@ -3,9 +3,9 @@
  * only files below it, never one above, so that each can be read knowing only what is under
  * it. From the top:
  *
- *   controller_run.c      the loop and its timers, construction, signals, the front end's
- *                         actions (a person's decisions: stop, restart, quit)
- *   controller_adopt.c    a run taken over (--adopt): how it starts
+ *   controller_run.c      the loop and its timers, construction, the front end's events
+ *   controller_act.c      the actions a front end or a signal asks for (a person's decisions:
+ *   controller_adopt.c    stop, restart, quit); a run taken over (--adopt): how it starts
  *   controller.c          the progress step, once per loop pass: the only place that decides
  *                         to stop, restart, exclude or finish, from what the handlers found;
  *                         launching, stopping, restarting, ending
@@ -176,9 +176,16 @@ struct controller {
     size_t unesc_cap;           /* of up to 64 KiB was a tenth of the loop's CPU when streaming) */
 };
 
-/* ---- controller_run.c: the loop, construction, the actions ---------------------------------- */
+/* ---- controller_run.c: the loop, construction ----------------------------------------------- */
 
-/* (controller.h: controller_new, controller_run, controller_act, ...) */
+/* (controller.h: controller_new, controller_run, ...) */
+
+/* ---- controller_act.c: what a person or a signal asks (controller.h: controller_act) ---------- */
+
+/* The signals the run answers, caught through the loop's self-pipe (-1: no pipe); restored at
+ * the end. */
+int ctl_signals_install(struct controller *c);
+void ctl_signals_restore(struct controller *c);
 
 /* ---- controller_adopt.c: a run taken over (--adopt) ------------------------------------------ */
 

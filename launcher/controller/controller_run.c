@@ -1,25 +1,19 @@
-/* The controller's life: controller_new (options -> rank map, job model, command), the
- * preflight, the loop (util/evloop.h: the signals, the front end's input, the agents' fds) and
- * its timers, the actions a front end or a signal asks for, and the final cleanup. The phases themselves are in controller.c.
- *
- * Signals: SIGINT, SIGTERM and SIGHUP stop every rank (SIGCONT, SIGTERM, SIGKILL after
- * --term-timeout), flush the logs and leave with exit code 1; a second one kills at once.
- * SIGUSR1 and SIGUSR2 (a scheduler's warning) go on to every rank.
- * They are caught only once the preflight is over: before that no rank runs and the default
- * action (ddptop ends, its agents see end of file and exit) is what a user wants. */
+/* The controller's life, its top layer (controller_int.h): controller_new (options -> rank map,
+ * job model, command), the loop (util/evloop.h: the signals, the front end's input, the agents'
+ * fds) and its timers, handing the front end its events and frames, and the final cleanup. One
+ * pass of the loop: poll; each node's lines through the message table (controller_agent.c);
+ * the timers; the progress step (controller.c), the one place that decides; the events and the
+ * frame. The actions a front end or a signal asks for are controller_act.c's. */
 #include "controller_int.h"
-#include "hosts/slurm_job.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "hosts/slurm_job.h"
 #include "job/nccl.h"
 #include "job/root_cause.h"
 #include "record/logw.h"
@@ -43,95 +37,6 @@ static void events_flush(struct controller *c)
         if (c->fe.on_event) c->fe.on_event(c->fe.ctx, j, job_event_at(j, i));
     c->ev_head_seen = j->ev_head;
     c->ev_count_seen = j->ev_count;
-}
-
-/* ---- signals ------------------------------------------------------------------------------ */
-
-static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1, SIGUSR2 };
-
-static void on_signal(struct evloop *el, int signo, void *ctx);
-
-static int signals_install(struct controller *c)
-{
-    for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
-        if (evloop_signal(c->el, caught[i], on_signal, c) != 0) return -1;
-    return 0;
-}
-
-static void signals_restore(struct controller *c)
-{
-    for (size_t i = 0; c->el && i < sizeof caught / sizeof *caught; i++) evloop_signal(c->el, caught[i], NULL, NULL);
-}
-
-static void send_kill_all(struct controller *c)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        int id;
-        cJSON *m;
-        if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
-        cJSON_AddStringToObject(m, "sig", "KILL");
-        ctl_send(c, i, m);
-    }
-}
-
-/* SIGUSR1/SIGUSR2 to ddptop itself (sbatch --signal=B:USR1@60 when the script execs ddptop, or
- * kill -USR1): a warning for the ranks, passed to every one of them; the job goes on. */
-static void pass_warning(struct controller *c, int sig)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        int id;
-        cJSON *m;
-        if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
-        cJSON_AddStringToObject(m, "sig", sig == SIGUSR1 ? "USR1" : "USR2");
-        ctl_send(c, i, m);
-        n++;
-    }
-    job_event_add(c->job, EV_SIGNAL, -1, -1, "SIG%s to ddptop: passed on to every rank (%zu node%s)",
-                  sig == SIGUSR1 ? "USR1" : "USR2", n, n == 1 ? "" : "s");
-}
-
-/* From the loop, in the order the signals came (the handler only wrote their numbers). */
-static void on_signal(struct evloop *el, int sig, void *ctx)
-{
-    struct controller *c = ctx;
-    (void)el;
-    if (sig == SIGWINCH) {
-        if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
-        return;
-    }
-    if (sig == SIGUSR1 || sig == SIGUSR2) {
-        pass_warning(c, sig);
-        return;
-    }
-    if (sig == SIGHUP && c->o.hup_detaches && c->o.agent_grace_s > 0 &&
-        (job_is_running(c->job) || job_is_stopping(c->job))) {
-        /* the dashboard's session is gone (its server killed or crashed): nobody can
-         * see or steer the run from here, but it need not die: the agents keep it
-         * and ddptop attach takes it over */
-        job_event_add(c->job, EV_INFO, -1, -1, "the dashboard's session hung up: leaving the run to its "
-                      "agents (they wait %d s); ddptop attach %s takes it over", c->o.agent_grace_s,
-                      c->job->run_id);
-        c->abandon = c->quit = true;
-        return;
-    }
-    c->signals++;
-    if (c->signals == 1) {
-        job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
-                      strsignal(sig));
-        controller_act(c, ACT_QUIT, -1);
-    } else if (c->signals == 2) {
-        /* a second Ctrl-C: no more grace */
-        job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(sig));
-        send_kill_all(c);
-        c->quit = true;
-        if (!job_is_ended(c->job)) {
-            job_ended(c->job, JOB_STOPPED);
-            ctl_record_end(c);
-        }
-    }
 }
 
 /* ---- construction ------------------------------------------------------------------------- */
@@ -268,7 +173,7 @@ void controller_free(struct controller *c)
     preflight_free(c->pf);
     metrics_parser_free(c->metrics);
     env_list_free(&c->exports);
-    signals_restore(c);
+    ctl_signals_restore(c);
     evloop_free(c->el);
     free(c->rev);
     for (size_t i = 0; i < c->n_start_env; i++) free(c->start_env[i]);
@@ -365,6 +270,12 @@ static void timers(struct controller *c)
     }
 }
 
+/* How long the next poll() may sleep: until the first of the controller's deadlines. They are
+ * merged here each pass, not set as the event loop's timers (evloop_timer_add), because the
+ * timers above must run after the pass has read the nodes' lines (a node whose message is
+ * already waiting is not silent, a ping follows the acknowledgements those lines allow), and
+ * a timer's callback runs inside the poll turn, before them; most of these deadlines also
+ * move with every pass (the nodes' greetings, a stop's, the transports', the front end's). */
 static int loop_timeout(struct controller *c, bool any_node)
 {
     int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.check.transport.kind) : 1000);
@@ -543,7 +454,7 @@ int controller_run(struct controller *c)
     int64_t quiet_until_ms = 0;
     int rc;
     if (!c->rev) c->rev = xcalloc(c->n ? c->n : 1, sizeof *c->rev);
-    if (signals_install(c) < 0) {
+    if (ctl_signals_install(c) < 0) {
         job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
         events_flush(c);
     }
@@ -566,64 +477,8 @@ int controller_run(struct controller *c)
     run_files_settle(c->files, 5000);
     events_flush(c);
     draw(c);
-    signals_restore(c);
+    ctl_signals_restore(c);
     rc = plan_exit_code(c->job->state);
     if (c->o.check_only) rc = c->pf && preflight_done(c->pf) ? c->check_exit : 130;
     return rc;
-}
-
-/* ---- actions ------------------------------------------------------------------------------ */
-
-void controller_act(struct controller *c, enum action a, int rank)
-{
-    switch (a) {
-    case ACT_NONE: break;
-    case ACT_STACKS: ctl_stacks_user(c, rank); break;
-    case ACT_LAUNCH_ANYWAY:
-        if (c->job->state != JOB_CHECK_FAILED) break;
-        job_event_add(c->job, EV_INFO, -1, -1, "launching despite the preflight");
-        ctl_launch_begin(c);
-        break;
-    case ACT_RESTART:
-        if (job_is_running(c->job)) {
-            job_event_add(c->job, EV_STOP, -1, -1, "restart asked for: stopping every rank");
-            ctl_begin_stop(c, JOB_RESTARTING, JOB_STOPPED, AFTER_RESTART, false);
-        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
-            c->after = AFTER_RESTART;
-            job_restart_asked(c->job);
-        } else if (job_is_ended(c->job) && !c->quit && c->allocation_released) {
-            job_event_add(c->job, EV_INFO, -1, -1, "no restart: the Slurm allocation (--salloc) was given back "
-                          "when the job ended; start a new run");
-        } else if (job_is_ended(c->job) && !c->quit) {
-            ctl_restart(c, "asked for");
-        } else if (c->job->state == JOB_CHECK_FAILED) {
-            controller_act(c, ACT_LAUNCH_ANYWAY, -1);
-        }
-        break;
-    case ACT_STOP:
-        if (job_is_running(c->job)) {
-            job_event_add(c->job, EV_STOP, -1, -1, "stop asked for: stopping every rank");
-            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_END, false);
-        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
-            c->after = AFTER_END;
-            c->auto_restart = false;
-        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
-            ctl_finish(c, JOB_STOPPED);
-        }
-        break;
-    case ACT_QUIT:
-        if (job_is_running(c->job)) {
-            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_QUIT, false);
-        } else if (job_is_stopping(c->job)) {
-            c->after = AFTER_QUIT;
-            c->auto_restart = false;
-            job_stop_asked(c->job);
-        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
-            c->quit = true;
-            ctl_finish(c, JOB_STOPPED);
-        } else {
-            c->quit = true;
-        }
-        break;
-    }
 }
