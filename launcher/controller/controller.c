@@ -189,10 +189,10 @@ void ctl_finish(struct controller *c, enum job_state st)
     /* A finished job lets go at once: of its agents (a restart from the dashboard starts fresh
      * ones), and of the Slurm allocation --salloc made. The final screen stays. */
     ctl_release_all(c, false);
-    if (c->o.check.slurm_release && c->o.check.slurm_jobid && !c->o.check_only) {
-        slurm_job_cancel(c->o.check.slurm_jobid);
+    if (c->o.nodes.slurm_release && c->o.nodes.slurm_jobid && !c->o.check_only) {
+        slurm_job_cancel(c->o.nodes.slurm_jobid);
         c->allocation_released = true;
-        job_event_add(c->job, EV_INFO, -1, -1, "Slurm allocation %s given back (--salloc)", c->o.check.slurm_jobid);
+        job_event_add(c->job, EV_INFO, -1, -1, "Slurm allocation %s given back (--salloc)", c->o.nodes.slurm_jobid);
     }
     if (!c->interactive) c->quit = true;
 }

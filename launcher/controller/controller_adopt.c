@@ -46,7 +46,7 @@ int ctl_adopt_read(struct controller *c, char *err, size_t errlen)
     }
     snprintf(c->token, sizeof c->token, "%s", c->adopt->token);
     /* --salloc's allocation came back as --jobid (ctl_record_write): still ours to give back */
-    if (c->adopt->slurm_release && c->o.check.slurm_jobid) c->o.check.slurm_release = true;
+    if (c->adopt->slurm_release && c->o.nodes.slurm_jobid) c->o.nodes.slurm_release = true;
     return 0;
 }
 

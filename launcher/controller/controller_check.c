@@ -29,7 +29,7 @@ static void pf_send(void *ctx, size_t node, cJSON *msg)
 void ctl_check_begin(struct controller *c)
 {
     struct preflight_io io = {.ctx = c, .request = pf_request, .send = pf_send};
-    c->pf = preflight_new(&c->o.check, c->hl->hosts, c->n, &io);
+    c->pf = preflight_new(&c->o.nodes, c->hl->hosts, c->n, &io);
     job_checking(c->job);
     ctl_connect_nodes(c, NULL);   /* nothing was asked of any node yet */
 }

@@ -31,7 +31,7 @@ static void set_visible(struct controller *c, size_t i, const char *agent_value)
 {
     struct node_gpus *ng = &c->job->nodes[i].gpus;
     struct rank_env_in in = {
-        .exports = &c->exports, .cli_env = c->o.check.env, .n_cli_env = c->o.check.n_env,
+        .exports = &c->exports, .cli_env = c->o.nodes.env, .n_cli_env = c->o.nodes.n_env,
         .host = c->hl ? &c->hl->hosts[i] : NULL,
     };
     const char *v = plan_user_value(&in, "CUDA_VISIBLE_DEVICES");

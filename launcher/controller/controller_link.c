@@ -244,7 +244,7 @@ static void start_tries(struct controller *c, int64_t now)
     bool *need = NULL;
     size_t n_tries = 0;
     /* at most --fanout bridges connect at once, as agents do at the start */
-    size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
+    size_t busy = 0, fanout = c->o.nodes.fanout > 0 ? (size_t)c->o.nodes.fanout : 1;
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].away && c->nodes[i].t) busy++;
     for (size_t i = 0; i < c->n && busy < fanout; i++) {

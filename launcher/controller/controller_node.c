@@ -60,7 +60,7 @@ size_t ctl_first_active(const struct controller *c)
 
 void ctl_start_queued(struct controller *c)
 {
-    size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
+    size_t busy = 0, fanout = c->o.nodes.fanout > 0 ? (size_t)c->o.nodes.fanout : 1;
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].t && !c->nodes[i].queued && transport_connecting(c->nodes[i].t)) busy++;
     for (size_t i = 0; i < c->n && busy < fanout; i++) {
@@ -77,7 +77,7 @@ void ctl_start_queued(struct controller *c)
 
 int64_t ctl_hello_timeout_ms(const struct controller *c)
 {
-    return (int64_t)c->o.check.ssh.timeout_s * 1000 + transport_kind_hello_ms(c->o.check.transport.kind);
+    return (int64_t)c->o.nodes.ssh.timeout_s * 1000 + transport_kind_hello_ms(c->o.nodes.transport.kind);
 }
 
 static char *agent_log(const struct controller *c)
@@ -87,9 +87,9 @@ static char *agent_log(const struct controller *c)
 
 struct transport_env ctl_transport_env(const struct controller *c, const char *stderr_path)
 {
-    return (struct transport_env){.o = &c->o.check.transport, .hosts = c->hl ? c->hl->hosts : NULL, .n = c->n,
-                                  .conn = &c->o.check.ssh, .agent_path = c->agent_path, .stderr_path = stderr_path,
-                                  .slurm_jobid = c->o.check.slurm_jobid, .pbs = c->o.check.pbs,
+    return (struct transport_env){.o = &c->o.nodes.transport, .hosts = c->hl ? c->hl->hosts : NULL, .n = c->n,
+                                  .conn = &c->o.nodes.ssh, .agent_path = c->agent_path, .stderr_path = stderr_path,
+                                  .slurm_jobid = c->o.nodes.slurm_jobid, .pbs = c->o.nodes.pbs,
                                   .verbose = c->o.verbose};
 }
 
@@ -155,9 +155,9 @@ struct rank_env_in ctl_rank_env_in(const struct controller *c, size_t i, int k)
         .world_size = j->world_size, .nnodes = (int)ctl_active_count(c),
         /* the first active node: node 0 unless it was excluded (--nnodes) */
         .master_addr = transport_address(c->nodes[ctl_first_active(c)].t),
-        .master_port = c->o.check.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
-        .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.check.env,
-        .n_cli_env = c->o.check.n_env, .host = c->hl ? &c->hl->hosts[i] : NULL,
+        .master_port = c->o.nodes.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
+        .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.nodes.env,
+        .n_cli_env = c->o.nodes.n_env, .host = c->hl ? &c->hl->hosts[i] : NULL,
         .launcher_env = environ,
     };
 }

@@ -28,7 +28,7 @@ static const char *after_name(enum after_stop a)
 static void record_argv(const struct controller *c, struct run_record *r)
 {
     const struct run_opts *o = &c->o;
-    const char *jobid = o->check.slurm_jobid ? o->check.slurm_jobid : "?", *val;
+    const char *jobid = o->nodes.slurm_jobid ? o->nodes.slurm_jobid : "?", *val;
     r->argv = xcalloc((size_t)o->argc + 4, sizeof *r->argv);
     bool have_id = false;
     int i = 0;
@@ -84,8 +84,8 @@ void ctl_record_write(struct controller *c)
     r.n_ranks = j->n_ranks;
     r.rank_base = xcalloc(j->n_ranks ? j->n_ranks : 1, sizeof *r.rank_base);
     for (size_t k = 0; k < j->n_ranks; k++) r.rank_base[k] = j->ranks[k].seq_base;
-    r.slurm_jobid = (char *)c->o.check.slurm_jobid;
-    r.slurm_release = c->o.check.slurm_release && !c->allocation_released;
+    r.slurm_jobid = (char *)c->o.nodes.slurm_jobid;
+    r.slurm_release = c->o.nodes.slurm_release && !c->allocation_released;
     r.written_ns = wall_ns();
     char *text = run_record_json(&r);
     logw_replace(run_files_writer(c->files), RUN_RECORD_FILE, text, strlen(text));

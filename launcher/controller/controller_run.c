@@ -44,7 +44,7 @@ static void events_flush(struct controller *c)
 void run_opts_init(struct run_opts *o)
 {
     memset(o, 0, sizeof *o);
-    check_opts_init(&o->check);
+    node_opts_init(&o->nodes);
     o->log_dir = JOB_LOG_ROOT_DEFAULT;
     o->hang_timeout_s = 300;
     o->on_hang = HANG_ACTION_STACKS;
@@ -58,7 +58,7 @@ void run_opts_init(struct run_opts *o)
 
 void run_opts_done(struct run_opts *o)
 {
-    check_opts_done(&o->check);
+    node_opts_done(&o->nodes);
     free(o->export_regex);
     memset(o, 0, sizeof *o);
 }
@@ -84,7 +84,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->el = evloop_new();
     c->record_state = -1;
     ctl_start_snapshot(c); /* before anything below changes the environment */
-    assert(o->check.transport.kind); /* chosen by the command line (check_opts_hosts) */
+    assert(o->nodes.transport.kind); /* chosen by the command line (node_opts_hosts) */
     c->n = hl ? hl->n : 1; /* no hosts: this machine */
     if (c->n == 0) {
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
@@ -118,7 +118,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         goto fail;
     }
     c->workdir = util_abs_path(o->workdir && *o->workdir ? o->workdir : ".");
-    c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
+    c->agent_path = o->nodes.ssh.agent_local ? xstrdup(o->nodes.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
     hosts_source_forget_allocation(); /* not for srun or the ranks */
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
@@ -132,9 +132,9 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     hang_opts_init(&c->hang);
     c->hang.hang_timeout_s = o->hang_timeout_s;
     c->hang.straggler_steps = o->straggler_steps;
-    if (o->check.n_cmd) {
-        c->user_argv = xcalloc(o->check.n_cmd + 1, sizeof *c->user_argv);
-        for (size_t k = 0; k < o->check.n_cmd; k++) c->user_argv[k] = o->check.cmd[k];
+    if (o->nodes.n_cmd) {
+        c->user_argv = xcalloc(o->nodes.n_cmd + 1, sizeof *c->user_argv);
+        for (size_t k = 0; k < o->nodes.n_cmd; k++) c->user_argv[k] = o->nodes.cmd[k];
     }
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
@@ -191,7 +191,7 @@ void controller_free(struct controller *c)
     free(c->agent_path);
     free(c->train_path);
     /* after the agents' step ended (transport_free above): the allocation --salloc made */
-    if (c->o.check.slurm_release && !c->allocation_released && !c->abandon) slurm_job_cancel(c->o.check.slurm_jobid);
+    if (c->o.nodes.slurm_release && !c->allocation_released && !c->abandon) slurm_job_cancel(c->o.nodes.slurm_jobid);
     free(c);
 }
 
@@ -278,7 +278,7 @@ static void timers(struct controller *c)
  * move with every pass (the nodes' greetings, a stop's, the transports', the front end's). */
 static int loop_timeout(struct controller *c, bool any_node)
 {
-    int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.check.transport.kind) : 1000);
+    int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.nodes.transport.kind) : 1000);
     if (c->more_lines && !c->writer_full) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;

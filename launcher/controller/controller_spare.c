@@ -82,7 +82,7 @@ void ctl_spare_faults_clear(struct controller *c)
  * (printed, never run: draining needs the operator's rights). */
 static void drain_hint(struct controller *c)
 {
-    bool slurm = c->o.check.slurm; /* the hosts are a Slurm job's */
+    bool slurm = c->o.nodes.slurm; /* the hosts are a Slurm job's */
     if (!slurm) return;
     const char **names = xcalloc(c->n ? c->n : 1, sizeof *names);
     size_t k = 0;
