@@ -135,7 +135,7 @@ static void launch_lost(struct controller *c)
 /* ---- stopping, restarting, ending --------------------------------------------------------- */
 
 void ctl_begin_stop(struct controller *c, enum job_state during, enum job_state after_state,
-                       enum after_stop after, bool auto_restart)
+                    enum after_stop after, bool auto_restart)
 {
     int64_t grace = (int64_t)c->o.term_timeout_s * 1000;
     job_stopping(c->job, during);
