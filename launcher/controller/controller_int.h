@@ -1,22 +1,29 @@
 /* Internals of the controller shared by its files, which are in layers (docs/architecture.md,
- * "The controller"; tests/it_rooms.sh reads the layers from the built objects): a file calls
- * only files below it, never one above, so that each can be read knowing only what is under
- * it. From the top:
+ * "The controller's layers"; tests/it_rooms.sh reads the layers from the built objects): a
+ * file calls only files of the layers below its own, never one above or beside, so that each
+ * can be read knowing only what is under it. From the top (a blank line between layers):
  *
  *   controller_run.c      the loop and its timers, construction, the front end's events
+ *
  *   controller_act.c      the actions a front end or a signal asks for (a person's decisions:
  *   controller_adopt.c    stop, restart, quit); a run taken over (--adopt): how it starts
+ *
  *   controller.c          the progress step, once per loop pass: the only place that decides
  *                         to stop, restart, exclude or finish, from what the handlers found;
  *                         launching, stopping, restarting, ending
+ *
  *   controller_agent.c    the agents' messages: one table, each message to its handler
+ *
  *   controller_link.c     handlers of a node's link: heard, silent, unreachable, reconnected,
  *                         lost (recorded, not acted on)
+ *
  *   controller_check.c    the preflight as the first phase (its step is the progress step's
  *   controller_stacks.c   part while CHECKING); stack dumps and the hang collection (its
  *   controller_gpu.c      verdict goes back to the progress step); GPU telemetry; the ranks'
  *   controller_exits.c    exits, held and applied in order
+ *
  *   controller_spare.c    the job's shape: the rank map, the nodes' roles, excluding (--nnodes)
+ *
  *   controller_msg.c      what every handler shares: numbers in messages, the stop noted
  *   controller_record.c   the run's record (adopt.json)
  *   controller_node.c     the node plumbing: send, request, connect, release, spawn
