@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# it_adopt_record: what adopt.json (the takeover record, launcher/controller/controller_adopt.c)
+# it_adopt_record: what adopt.json (the takeover record, launcher/controller/controller_record.c)
 # holds and for how long (issue 28, finding 4). The run's environment carries a secret:
 #  - while the run goes on the record holds the environment and the token (a takeover needs
 #    them) and says RUNNING; a rank that stalls makes it say STALLED;

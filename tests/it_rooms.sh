@@ -13,8 +13,9 @@
 # event loop: no poll() of several fds or signal self-pipe outside launcher/util/evloop.c but
 # an allowlist with reasons; (i) the job model (launcher/job/) does no I/O; (j) calls between
 # files (from the built objects) follow the rooms' direction, with no call circle between rooms;
-# (k) inside launcher/agent and launcher/job no call cycle joins four files or more, and the
-# events ring (job_events.c) calls nothing of NCCL's (nccl*.c).
+# (k) inside launcher/agent, launcher/job and launcher/controller no call cycle joins four files
+# or more, and the events ring (job_events.c) calls nothing of NCCL's (nccl*.c); (l) the
+# controller's files are in layers (controller_int.h): no call goes up or across a layer.
 # Each checker is first run on a made-up tree or file with a known violation, so a checker that
 # can no longer see one fails here instead of passing quietly.
 set -u
@@ -647,7 +648,7 @@ else tap_fail "no call circle between files of different rooms" "$out"; fi
 # through calls inside the folder, so a knot of small circles is one group. And the events ring
 # is a leaf of the model: whoever ends an attempt says NCCL's pending findings first, the ring
 # never asks for them (it would tie every event to NCCL's account).
-CYCLE_ROOMS="launcher/agent launcher/job"
+CYCLE_ROOMS="launcher/agent launcher/job launcher/controller"
 fake=$tmp/cycles
 mkdir -p "$fake/launcher/agent" "$fake/launcher/job" "$fake/launcher/util"
 # a1 -> a2 -> a3 -> a4 -> a1: four files in one circle; p <-> q: two, allowed; leaf: called only
@@ -684,12 +685,68 @@ else
 fi
 
 out=$($CALLS --obj "$BUILD_DIR/obj" cycles $CYCLE_ROOMS --max 3 2>&1)
-if [ $? -eq 0 ]; then tap_ok "no call cycle joins four files or more in launcher/agent or launcher/job (${out//$'\n'/; })"
-else tap_fail "no call cycle joins four files or more in launcher/agent or launcher/job" \
+if [ $? -eq 0 ]; then tap_ok "no call cycle joins four files or more in launcher/agent, launcher/job or launcher/controller (${out//$'\n'/; })"
+else tap_fail "no call cycle joins four files or more in launcher/agent, launcher/job or launcher/controller" \
     "layer them: a file below calls nothing above it; what it needs from above it is handed (a result, an argument), not called:" "$out"; fi
 out=$($CALLS --obj "$BUILD_DIR/obj" never launcher/job/job_events.c 'launcher/job/nccl*.c' 2>&1)
 if [ $? -eq 0 ]; then tap_ok "the events ring calls nothing of NCCL's account ($out)"
 else tap_fail "the events ring calls nothing of NCCL's account" \
     "say NCCL's pending findings (nccl_flush) where the attempt ends, before job_event_end:" "$out"; fi
+
+# ---- (l) the controller in layers ----------------------------------------------------------
+
+# Issue 32: the controller's files all called each other (handlers of agent messages called the
+# policy that stops and restarts the job, every file called the plumbing that lived beside the
+# policy). Now they are layers, the top first (launcher/controller/controller_int.h says what
+# each is for): the loop; a person's actions and a run taken over; the progress step, the only place that decides to
+# stop, restart, exclude or finish; the message table; the links; the preflight, stack dumps,
+# GPU telemetry and exits; the job's shape; the leaves: what handlers share, the run's record,
+# the node plumbing. A file calls only files of layers below its own, so a handler cannot call
+# the policy (it notes a stop, the progress step acts), and the plumbing calls nothing of the
+# controller. A new file must be given its layer here.
+CTL_LAYERS=(
+    "controller_run.c"
+    "controller_act.c controller_adopt.c"
+    "controller.c"
+    "controller_agent.c"
+    "controller_link.c"
+    "controller_check.c controller_stacks.c controller_gpu.c controller_exits.c"
+    "controller_spare.c"
+    "controller_msg.c controller_record.c controller_node.c"
+)
+fake=$tmp/layers
+mkdir -p "$fake/launcher/ctl" "$fake/launcher/util"
+# top -> mid -> low, as it should be; mid also calls up (top) and across (side); stray is in no
+# layer; the util call is out of the folder; gone.c is named but has no file
+printf 'int ctl_mid(int);\nint ctl_top(int n) { return ctl_mid(n); }\n' >"$fake/launcher/ctl/top.c"
+printf 'int ctl_low(void);\nint ctl_top(int);\nint ctl_side(void);\nint util_y(void);\nint ctl_mid(int n) { return n ? ctl_top(n - 1) + ctl_side() : ctl_low() + util_y(); }\n' >"$fake/launcher/ctl/mid.c"
+printf 'int ctl_low(void);\nint ctl_side(void) { return ctl_low(); }\n' >"$fake/launcher/ctl/side.c"
+printf 'int ctl_low(void) { return 0; }\n' >"$fake/launcher/ctl/low.c"
+printf 'int ctl_low(void);\nint ctl_stray(void) { return ctl_low(); }\n' >"$fake/launcher/ctl/stray.c"
+printf 'int ctl_top(int);\nint util_y(void) { return 1; }\n' >"$fake/launcher/util/u.c"
+built=1
+for c in $(cd "$fake" && find launcher -name '*.c'); do
+    mkdir -p "$fake/build/obj/$(dirname "$c")"
+    ${CC:-cc} -std=c11 -c "$fake/$c" -o "$fake/build/obj/${c%.c}.o" || built=0
+done
+out=$($CALLS --root "$fake" layers launcher/ctl top.c "mid.c side.c" "low.c gone.c" 2>&1; echo "rc=$?")
+out2=$($CALLS --root "$fake" layers launcher/ctl/ top.c "mid.c side.c stray.c" low.c 2>&1; echo "rc=$?")
+if [ $built -eq 1 ] && grep -qx 'rc=1' <<<"$out" &&
+   grep -qx 'launcher/ctl/mid.c: calls ctl_top() of launcher/ctl/top.c, in a layer above it' <<<"$out" &&
+   grep -qx 'launcher/ctl/mid.c: calls ctl_side() of launcher/ctl/side.c, in its own layer' <<<"$out" &&
+   grep -q '^launcher/ctl/stray.c: in no layer of launcher/ctl' <<<"$out" &&
+   grep -q '^launcher/ctl/gone.c: named in a layer, but no such file' <<<"$out" &&
+   [ "$(grep -c ': calls ' <<<"$out")" -eq 2 ] && ! grep -qE 'util|low\.c: calls|top\.c: calls|side\.c: calls' <<<"$out" &&
+   grep -qx 'rc=1' <<<"$out2" && [ "$(grep -c ': calls ' <<<"$out2")" -eq 2 ] && ! grep -q 'no layer' <<<"$out2"; then
+    tap_ok "the layer checker sees a call up and a call within a layer (not one down, not one out of the folder), a file in no layer and a layer naming no file"
+else
+    tap_fail "the layer checker sees a call up and a call within a layer, a file in no layer and a layer naming no file" \
+        "layers:" "$out" "layers (stray.c placed, a folder with its slash):" "$out2"
+fi
+
+out=$($CALLS --obj "$BUILD_DIR/obj" layers launcher/controller "${CTL_LAYERS[@]}" 2>&1)
+if [ $? -eq 0 ]; then tap_ok "the controller's files call only the layers below their own ($out)"
+else tap_fail "the controller's files call only the layers below their own" \
+    "a handler records facts and notes a stop (ctl_note_stop) for the progress step; what a file needs from above is handed to it, not called; a new file gets its layer in CTL_LAYERS:" "$out"; fi
 
 tap_done

@@ -183,10 +183,10 @@ static const struct check_result *bench_of(const struct check_report *r, size_t 
 
 static void test_run_and_verdicts(void)
 {
-    struct check_opts o;
+    struct node_opts o;
     struct check_bench_io io = {.request = fake_request, .send = fake_send};
     bool alive[N] = {true, true, true, true, true, true};
-    check_opts_init(&o);
+    node_opts_init(&o);
     o.bench = true;
     struct check_bench *b = check_bench_new(&o, N, alive, addrs, 99, &io);
     check_bench_start(b, 0);
@@ -247,17 +247,17 @@ static void test_run_and_verdicts(void)
     check_report_done(&r);
     check_bench_free(b);
     log_clear();
-    check_opts_done(&o);
+    node_opts_done(&o);
 }
 
 /* A node that stops answering mid-way: its transfers end "no answer in time" at the round's
  * deadline, the rest go on, and it fails with what happened. */
 static void test_silent_node(void)
 {
-    struct check_opts o;
+    struct node_opts o;
     struct check_bench_io io = {.request = fake_request, .send = fake_send};
     bool alive[N] = {true, true, true, true, true, true};
-    check_opts_init(&o);
+    node_opts_init(&o);
     o.bench = true;
     o.bench_seconds = 0.5;
     struct check_bench *b = check_bench_new(&o, N, alive, addrs, 5, &io);
@@ -283,7 +283,7 @@ static void test_silent_node(void)
     check_report_done(&r);
     check_bench_free(b);
     log_clear();
-    check_opts_done(&o);
+    node_opts_done(&o);
 }
 
 int main(void)

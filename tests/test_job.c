@@ -18,6 +18,7 @@
 #include "job/job.h"
 #include "job/job_stats.h"
 #include "job/job_state.h"
+#include "job/metrics_parse.h"
 #include "record/logw.h"
 #include "job/rank_report.h"
 #include "job_files.h"
@@ -504,6 +505,68 @@ static void test_rank_exits(void)
     tjob_free(j);
 }
 
+/* What the observer of job_rank_output heard: each line as the ring keeps it, in order. */
+struct heard {
+    int n, rank;
+    char text[8][32];
+};
+
+static void heard_line(void *ctx, const struct job *j, int rank, const struct log_line *line)
+{
+    struct heard *h = ctx;
+    (void)j;
+    h->rank = rank;
+    if (h->n < 8) snprintf(h->text[h->n], sizeof h->text[0], "%s", line->text);
+    h->n++;
+}
+
+/* One out message of an agent, the way the controller hands it over: the file gets the block's
+ * bytes once, the ring, the metrics and the observer each line; a piece of a line is one line;
+ * output of an earlier attempt reaches its file only. */
+static void test_rank_output(void)
+{
+    struct job *j = new_job("output");
+    if (!j) { CHECK(0); return; }
+    struct metrics_parser *mp = metrics_parser_new(NULL, err, sizeof err);
+    struct heard h = {0};
+    struct job_output_observer obs = {.ctx = &h, .line = heard_line};
+    const char block[] = "hello\nstep 3 loss 1.5\n";
+    job_rank_output(j, 1, -1, 1, LOG_STDOUT, 0, block, strlen(block), mp, &obs);
+    CHECK_INT(h.n, 2);
+    CHECK_INT(h.rank, 1);
+    CHECK_STR(h.text[0], "hello");
+    CHECK_STR(h.text[1], "step 3 loss 1.5");
+    CHECK_INT(j->ranks[1].log.count, 2);
+    CHECK(j->ranks[1].has_loss && j->ranks[1].loss == 1.5);
+    CHECK_INT(j->ranks[1].step, 3);
+    job_rank_output(j, 1, -1, 2, LOG_STDERR, LOG_LINE_PARTIAL, "50%\r", 4, mp, &obs);
+    CHECK_INT(h.n, 3);
+    CHECK_INT(log_ring_at(&j->ranks[1].log, 2)->flags & LOG_LINE_PARTIAL, LOG_LINE_PARTIAL);
+    CHECK_INT(log_ring_at(&j->ranks[1].log, 2)->stream, LOG_STDERR);
+    /* an earlier attempt's output (sent again after a new link): its file, nothing else */
+    job_rank_output(j, 1, 0, 3, LOG_STDOUT, 0, "late\n", 5, mp, &obs);
+    CHECK_INT(h.n, 4);   /* attempt 0 is the present one here */
+    j->attempt = 1;
+    job_rank_output(j, 1, 0, 4, LOG_STDOUT, 0, "older\n", 6, mp, &obs);
+    CHECK_INT(h.n, 4);
+    CHECK_INT(j->ranks[1].log.count, 4);
+    j->attempt = 0;
+    /* no observer, a rank that is not one: nothing breaks */
+    job_rank_output(j, 0, -1, 0, LOG_STDOUT, 0, "quiet\n", 6, NULL, NULL);
+    CHECK_INT(j->ranks[0].log.count, 1);
+    job_rank_output(j, 9, -1, 0, LOG_STDOUT, 0, "nobody\n", 7, mp, &obs);
+    CHECK_INT(h.n, 4);
+    char path[256];
+    snprintf(path, sizeof path, "%s/output/attempt-0/rank-1.log", tmpdir);
+    tjob_free(j);
+    size_t len;
+    char *disk = read_file(path, &len);
+    const char want[] = "hello\nstep 3 loss 1.5\n50%\rlate\nolder\n";
+    CHECK(disk && len == strlen(want) && memcmp(disk, want, len) == 0);
+    free(disk);
+    metrics_parser_free(mp);
+}
+
 static void test_stats(void)
 {
     struct job *j = new_job("stats");
@@ -591,6 +654,7 @@ int main(void)
     RUN(test_events_jsonl);
     RUN(test_metric_add);
     RUN(test_rank_exits);
+    RUN(test_rank_output);
     RUN(test_stats);
     RUN(test_names);
     RUN(test_take_history);

@@ -416,31 +416,31 @@ static void test_cli(void)
                     "--hang-timeout 0 --term-timeout 3 --master-port 29777 --log-dir /tmp/l --workdir /w -- echo hi",
                     &o, &hl, err, sizeof err), 0);
     CHECK(hl.n == 0 && o.headless && o.no_check);
-    CHECK_STR(o.check.transport.kind ? o.check.transport.kind->name : "", "local"); /* no hosts */
+    CHECK_STR(o.nodes.transport.kind ? o.nodes.transport.kind->name : "", "local"); /* no hosts */
     CHECK_INT(o.nproc_per_node, -1);
     CHECK_INT(o.max_restarts, 2);
     CHECK_STR(o.run_id, "x1");
-    CHECK_INT((int)o.check.n_env, 1);
+    CHECK_INT((int)o.nodes.n_env, 1);
     CHECK_INT((int)o.n_export, 1);
     CHECK_INT(o.hang_timeout_s, 0);
     CHECK_INT(o.on_hang, HANG_ACTION_STACKS);   /* the default */
     CHECK_INT(o.term_timeout_s, 3);
-    CHECK_INT(o.check.master_port, 29777);
+    CHECK_INT(o.nodes.master_port, 29777);
     CHECK_STR(o.log_dir, "/tmp/l");
     CHECK_STR(o.workdir, "/w");
-    CHECK_INT((int)o.check.n_cmd, 2);
-    CHECK_STR(o.check.cmd[0], "echo");
+    CHECK_INT((int)o.nodes.n_cmd, 2);
+    CHECK_STR(o.nodes.cmd[0], "echo");
     hostlist_free(&hl);
     run_opts_done(&o);
 
     CHECK_INT(parse("", &o, &hl, err, sizeof err), 0); /* defaults */
-    CHECK(hl.n == 0 && o.check.transport.kind && strcmp(o.check.transport.kind->name, "local") == 0);
+    CHECK(hl.n == 0 && o.nodes.transport.kind && strcmp(o.nodes.transport.kind->name, "local") == 0);
     CHECK_INT(o.nproc_per_node, 0);
     CHECK_INT(o.max_restarts, 0);
     CHECK_INT(o.hang_timeout_s, 300);
     CHECK_INT(o.term_timeout_s, 10);
     CHECK_INT(o.straggler_steps, 3);
-    CHECK_INT(o.check.master_port, 29500);
+    CHECK_INT(o.nodes.master_port, 29500);
     CHECK_STR(o.log_dir, "ddptop-logs");
     hostlist_free(&hl);
     run_opts_done(&o);

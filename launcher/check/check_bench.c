@@ -25,7 +25,7 @@ enum { TAG_LISTEN = CHECK_BENCH_TAG, TAG_HOST, TAG_UNLISTEN, TAG_XFER = CHECK_BE
 enum phase { PH_IDLE, PH_LISTEN, PH_ROUNDS, PH_HOST, PH_DONE };
 
 struct check_bench {
-    const struct check_opts *o;
+    const struct node_opts *o;
     struct check_bench_io io;
     size_t n;
     bool *took;                /* node i takes part (its verdict comes from the bench) */
@@ -110,7 +110,7 @@ size_t check_bench_plan(size_t na, uint64_t seed, struct check_bench_xfer **out,
 
 /* ---- life ---------------------------------------------------------------------------------- */
 
-struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const bool *alive,
+struct check_bench *check_bench_new(const struct node_opts *o, size_t n, const bool *alive,
                                     const char *const *addresses, uint64_t seed, const struct check_bench_io *io)
 {
     struct check_bench *b = xcalloc(1, sizeof *b);
@@ -481,7 +481,7 @@ const bool *check_bench_took_part(const struct check_bench *b)
     return b->took;
 }
 
-const struct check_opts *check_bench_opts(const struct check_bench *b)
+const struct node_opts *check_bench_opts(const struct check_bench *b)
 {
     return b->o;
 }

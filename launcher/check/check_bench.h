@@ -18,7 +18,7 @@
 
 #include <cJSON.h>
 
-#include "check.h"
+#include "node_opts.h"
 #include "check_report.h"
 #include "wire/client.h"
 
@@ -58,7 +58,7 @@ struct check_bench_io {
 
 /* n nodes; alive[i]: node i takes part (its agent answers and has an address). addresses live
  * as long as the bench. */
-struct check_bench *check_bench_new(const struct check_opts *o, size_t n, const bool *alive,
+struct check_bench *check_bench_new(const struct node_opts *o, size_t n, const bool *alive,
                                     const char *const *addresses, uint64_t seed, const struct check_bench_io *io);
 void check_bench_free(struct check_bench *b);
 /* Which machine each node is (its agent's boot id; NULL: not known, taken as its own): nodes
@@ -85,7 +85,7 @@ void check_bench_evaluate(const struct check_bench *b, struct check_report *r, c
 const struct check_bench_xfer *check_bench_xfers(const struct check_bench *b, size_t *n, int *rounds);
 const struct check_bench_host *check_bench_hosts(const struct check_bench *b);
 const bool *check_bench_took_part(const struct check_bench *b);
-const struct check_opts *check_bench_opts(const struct check_bench *b);
+const struct node_opts *check_bench_opts(const struct check_bench *b);
 size_t check_bench_nodes(const struct check_bench *b);
 
 #endif

@@ -369,7 +369,7 @@ void check_bench_evaluate(const struct check_bench *b, struct check_report *r, c
 {
     struct eval e = {.b = b, .names = names};
     cJSON *doc = cJSON_CreateObject(), *links, *medians;
-    const struct check_opts *o = check_bench_opts(b);
+    const struct node_opts *o = check_bench_opts(b);
     e.x = check_bench_xfers(b, &e.nx, &e.rounds);
     e.n = check_bench_nodes(b);
     e.took = check_bench_took_part(b);

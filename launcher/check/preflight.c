@@ -64,7 +64,7 @@ struct pf_node {
 };
 
 struct preflight {
-    const struct check_opts *o;
+    const struct node_opts *o;
     struct preflight_io io;
     struct check_report r;
     struct pf_node *nodes;
@@ -159,7 +159,7 @@ void preflight_node_down(struct preflight *p, size_t i, const char *error, const
     p->dirty = true;
 }
 
-static const char *env_value(const struct check_opts *o, const struct host *h, const char *key)
+static const char *env_value(const struct node_opts *o, const struct host *h, const char *key)
 {
     const char *v = host_env_get(h, key);
     for (size_t i = 0; !v && i < o->n_env; i++)
@@ -722,7 +722,7 @@ void preflight_nccl_expect(const struct preflight *p, size_t i, char *ifaces, si
 
 /* ---- life --------------------------------------------------------------------------------- */
 
-struct preflight *preflight_new(const struct check_opts *o, const struct host *hosts, size_t n,
+struct preflight *preflight_new(const struct node_opts *o, const struct host *hosts, size_t n,
                                 const struct preflight_io *io)
 {
     struct preflight *p = xcalloc(1, sizeof *p);

@@ -14,7 +14,7 @@
 
 #include <cJSON.h>
 
-#include "check.h"
+#include "node_opts.h"
 #include "check_report.h"
 #include "wire/client.h"
 
@@ -44,7 +44,7 @@ struct preflight_link {
 #define PREFLIGHT_SLOW_LOGIN_MS 5000
 
 /* hosts[0..n) and o must outlive it. */
-struct preflight *preflight_new(const struct check_opts *o, const struct host *hosts, size_t n,
+struct preflight *preflight_new(const struct node_opts *o, const struct host *hosts, size_t n,
                                 const struct preflight_io *io);
 void preflight_free(struct preflight *p);
 

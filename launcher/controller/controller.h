@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check/check.h"
+#include "check/node_opts.h"
 #include "check/check_report.h"
 #include "hosts/hostfile.h"
 #include "job/hang.h"
@@ -20,7 +20,8 @@
 #include "ssh/ssh_conn.h"
 
 struct run_opts {
-    struct check_opts check;     /* SSH options, --env, --fanout, --timeout, --master-port, cmd */
+    struct node_opts nodes;      /* how the nodes are reached and checked, what runs there
+                                  * (check/node_opts.h: shared with `ddptop check`) */
     int nproc_per_node;          /* 0: hostfile slots, else 1; -1: "gpu" (the node's GPU count) */
     int max_restarts;
     int nnodes_min, nnodes_max;  /* --nnodes MIN:MAX (0: absent, every node runs ranks) */
@@ -91,7 +92,7 @@ struct frontend {
     void (*on_stacks)(void *ctx, const struct job *j, int rank, const char *text);
 };
 
-/* hl NULL: no hosts, one agent on this machine (the kind of transport is o->check.transport's).
+/* hl NULL: no hosts, one agent on this machine (the kind of transport is o->nodes.transport's).
  * Returns NULL with err filled on a configuration error. */
 struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
                                   const struct frontend *fe, char *err, size_t errlen);

@@ -1,22 +1,22 @@
-/* Decoding what a node's agent says (docs/protocol.md, "Run requests") into the job model:
- * hello, spawned, out (log lines and metrics), status (heartbeat, /proc state, CPU), exit
- * (rank states, failures and the root cause), stopped, errors; the answers of stack dumps and
- * files go to controller_stacks.c, a bridge's and a resumed agent's lines to
- * controller_link.c.
+/* What a node's agent says (docs/protocol.md, "Run requests"), into the job model: one table
+ * (agent_events, below) gives each message its handler, as the agent's own table gives each
+ * request its op (agent/agent_main.c). hello, spawned, out (log lines and metrics: the fast
+ * path for the message that comes most), status (heartbeat, /proc state, CPU), exit (held and
+ * applied in order by controller_exits.c), stopped, errors, notices; the answers of stack
+ * dumps and files go to controller_stacks.c, GPU samples to controller_gpu.c, a bridge's and a
+ * resumed agent's lines to controller_link.c, the preflight's answers to check/preflight.c.
+ *
+ * Handlers record what they are told and decide nothing: a failed rank, a lost node or the
+ * scheduler's SIGTERM is noted (ctl_note_stop) for the progress step (controller.c), which
+ * acts on it after this pass's lines.
  *
  * Output and exits are numbered per rank by the agent ("q"): after a new link it sends again
  * everything we had not acknowledged, so a number already taken is a repeat and is dropped;
- * the log files get each byte once, in order.
- *
- * Root cause order: a failure's exit message is held for EXIT_HOLD_MS with any other exits of
- * its node and they are applied in the order of the agent's monotonic clock (mono_ns), since
- * the agent reports an exit only once the rank's pipes are drained, so a rank that died first
- * can be reported after a peer that died of its death. Across nodes the first to arrive wins. */
+ * the log files get each byte once, in order. */
 #include "controller_int.h"
 
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +24,8 @@
 #include "wire/base64.h"
 #include "wire/json_flat.h"
 #include "wire/json_num.h"
-#include "job/metrics_parse.h"
-#include "job/nccl.h"
 #include "wire/protocol.h"
+#include "job/rank_report.h"
 #include "job/root_cause.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -45,57 +44,9 @@ static double num(const cJSON *m, const char *k, double dflt)
     return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : dflt;
 }
 
-void ctl_bad_number(struct controller *c, size_t i, const char *ev, const char *key, const cJSON *v)
-{
-    struct cnode *nd = &c->nodes[i];
-    char text[32];
-    if (nd->bad_numbers++ < CTL_BAD_NUMBERS_SAID)
-        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: %s message: %s %s out of range; ignored",
-                      c->job->nodes[i].name, ev, key, json_num_text(v, text, sizeof text));
-    if (nd->bad_numbers == CTL_BAD_NUMBERS_SAID)
-        job_event_add(c->job, EV_INFO, -1, (int)i, "node %s: more numbers out of range in its agent's messages "
-                      "are ignored without a word (%d said)", c->job->nodes[i].name, CTL_BAD_NUMBERS_SAID);
-}
-
-long long ctl_int(struct controller *c, size_t i, const char *ev, const cJSON *m, const char *key, long long lo,
-                  long long hi, long long dflt)
-{
-    const cJSON *v = get(m, key);
-    long long x;
-    if (!v || cJSON_IsNull(v)) return dflt;
-    if (json_int_in(v, lo, hi, &x)) return x;
-    ctl_bad_number(c, i, ev, key, v);
-    return dflt;
-}
-
-/* The members every rank message has: its rank (-1: absent or bad), its message number q (0:
- * none; below 2^53, so a double holds it exactly) and the attempt it belongs to ("a" or
- * "attempt"; absent: dflt). A bad q or attempt is -1: the message is dropped, since taking it
- * would take its number (or put it in another attempt's log). */
-static int msg_rank(struct controller *c, size_t i, const char *ev, const cJSON *m)
-{
-    return (int)ctl_int(c, i, ev, m, "rank", 0, INT_MAX, -1);
-}
-
-static long long msg_seq(struct controller *c, size_t i, const char *ev, const cJSON *m)
-{
-    return get(m, "q") ? ctl_int(c, i, ev, m, "q", 0, JSON_EXACT_MAX, -1) : 0;
-}
-
-static int msg_attempt(struct controller *c, size_t i, const char *ev, const cJSON *m, const char *key, int dflt)
-{
-    return get(m, key) ? (int)ctl_int(c, i, ev, m, key, 0, INT_MAX, -2) : dflt;
-}
-
 static const char *str(const cJSON *m, const char *k)
 {
     return cJSON_GetStringValue(get(m, k));
-}
-
-static bool rank_on_node(const struct controller *c, size_t node, int rank)
-{
-    const struct node_info *ni = &c->job->nodes[node];
-    return rank >= ni->first_rank && rank < ni->first_rank + ni->n_ranks;
 }
 
 /* Whether rank's durable message number q (0: none given) is new. A gap means messages that
@@ -115,15 +66,16 @@ static bool seq_take(struct controller *c, int rank, uint64_t q)
     return true;
 }
 
-/* ---- messages ----------------------------------------------------------------------------- */
+/* ---- hello, spawned ------------------------------------------------------------------------- */
 
-static void on_hello(struct controller *c, size_t i, const cJSON *m)
+static void on_hello(struct controller *c, size_t i, struct wire_msg *wm)
 {
+    const cJSON *m = wm->json;
     struct cnode *nd = &c->nodes[i];
     char buf[200];
     const char *why = wire_hello_mismatch(m, buf, sizeof buf);
     if (why) {
-        ctl_node_lost(c, i, why);
+        ctl_node_lost(c, i, why);   /* recorded: the progress step acts */
         return;
     }
     if (cJSON_IsTrue(get(m, "resumed"))) {
@@ -153,63 +105,32 @@ static void rank_spawn_failed(struct controller *c, int rank, const char *error)
     job_log_append(c->job, rank, LOG_SYSTEM, 0, note, strlen(note));
     job_event_add(c->job, EV_INFO, rank, -1, "rank %d on %s cannot start: %s", rank, job_rank_host(c->job, rank), error);
     free(note);
-    if (job_rank_exited(c->job, rank, 127, 0, false, NULL, 0)) ctl_rank_failed_begin_stop(c);
+    if (job_rank_exited(c->job, rank, 127, 0, false, NULL, 0)) ctl_note_stop(c, STOP_FAILURE);
 }
 
-static void on_spawned(struct controller *c, size_t i, const cJSON *m)
+static void on_spawned(struct controller *c, size_t i, struct wire_msg *wm)
 {
-    const cJSON *ranks = get(m, "ranks"), *r;
+    const cJSON *ranks = get(wm->json, "ranks"), *r;
+    if (wm->id != c->nodes[i].spawn_id) return;   /* not this attempt's spawn */
     c->nodes[i].spawn_answered = true;
     cJSON_ArrayForEach(r, ranks) {
-        int rank = msg_rank(c, i, WIRE_EV_SPAWNED, r);
+        int rank = ctl_msg_rank(c, i, WIRE_EV_SPAWNED, r);
         const char *e = str(r, "error");
-        if (!rank_on_node(c, i, rank) || c->job->ranks[rank].state != RANK_PENDING) continue;
+        if (!ctl_rank_on_node(c, i, rank) || c->job->ranks[rank].state != RANK_PENDING) continue;
         if (e) rank_spawn_failed(c, rank, e);
         else job_rank_started(c->job, rank, (int)ctl_int(c, i, WIRE_EV_SPAWNED, r, "pid", 1, INT_MAX, 0));
     }
 }
 
-/* One line of a rank's output into its log, its metrics and the front end. */
-static void out_line(struct controller *c, int rank, enum log_stream stream, unsigned flags, const char *t,
-                     size_t len, bool metrics, int64_t wall)
-{
-    const struct log_line *ll;
-    job_log_keep(c->job, rank, stream, flags, t, len, wall);
-    /* both streams: Python's logging writes to stderr */
-    if (metrics && !(flags & LOG_LINE_SPLIT)) metrics_feed_line(c->metrics, c->job, rank, t, len);
-    ll = log_ring_at(&c->job->ranks[rank].log, c->job->ranks[rank].log.count - 1);
-    if (c->fe.on_line && ll) c->fe.on_line(c->fe.ctx, c->job, rank, ll);
-}
+/* ---- out ------------------------------------------------------------------------------------ */
 
-/* One out message: a piece of a line (flags), or a block of whole lines, each ending with its
- * newline (docs/protocol.md). The log file gets the bytes as they came, in one write; the
- * ring, the metrics parser and the front end get each line. Output of an earlier attempt
- * (sent again after a new link) goes to that attempt's file only. */
+/* One out message into the model: the rank's log file, its ring, its metrics, NCCL's account,
+ * and the front end's on_line for each line (job_rank_output). */
 static void out_block(struct controller *c, int rank, int attempt, uint64_t q, enum log_stream stream,
                       unsigned flags, const char *t, size_t len)
 {
-    const char *end = t + len;
-    int64_t wall = wall_ns();
-    bool metrics;
-    if (attempt < 0) attempt = c->job->attempt;
-    if (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)) {
-        job_log_write(c->job, rank, attempt, q, t, len, false);
-        if (attempt == c->job->attempt) out_line(c, rank, stream, flags, t, len, true, wall);
-        return;
-    }
-    /* An agent's block always ends with a newline; should one not, the log file still gets
-     * whole lines. */
-    job_log_write(c->job, rank, attempt, q, t, len, len == 0 || t[len - 1] != '\n');
-    if (attempt != c->job->attempt) return;
-    metrics = metrics_block_may_hold(c->metrics, t, len);
-    bool nccl = nccl_block_may_hold(t, len);   /* NCCL's account (job/nccl.h) */
-    do {
-        const char *nl = memchr(t, '\n', (size_t)(end - t));
-        size_t n = nl ? (size_t)(nl - t) : (size_t)(end - t);
-        if (nccl) nccl_feed_line(c->job, rank, t, n, wall, mono_ms());
-        out_line(c, rank, stream, nccl ? 0 : JOB_KEEP_NOT_NCCL, t, n, metrics, wall);
-        t += n + 1;
-    } while (t < end);
+    struct job_output_observer obs = {.ctx = c->fe.ctx, .line = c->fe.on_line};
+    job_rank_output(c->job, rank, attempt, q, stream, flags, t, len, c->metrics, &obs);
 }
 
 static unsigned out_flags(const char *f)
@@ -231,16 +152,17 @@ static void out_dropped(struct controller *c, size_t i, int rank, const cJSON *d
                   job_rank_host(c->job, rank), lines, bytes);
 }
 
-static void on_out(struct controller *c, size_t i, const cJSON *m)
+static void on_out(struct controller *c, size_t i, struct wire_msg *wm)
 {
-    int rank = msg_rank(c, i, WIRE_EV_OUT, m);
-    long long q = msg_seq(c, i, WIRE_EV_OUT, m);
-    int attempt = msg_attempt(c, i, WIRE_EV_OUT, m, "a", -1);
+    const cJSON *m = wm->json;
+    int rank = ctl_msg_rank(c, i, WIRE_EV_OUT, m);
+    long long q = ctl_msg_seq(c, i, WIRE_EV_OUT, m);
+    int attempt = ctl_msg_attempt(c, i, WIRE_EV_OUT, m, "a", -1);
     const char *s = str(m, "s"), *t = str(m, "t"), *b64 = str(m, "b64"), *f = str(m, "f");
     enum log_stream stream = s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT;
     char *raw = NULL;
     size_t len;
-    if (q < 0 || attempt == -2 || !rank_on_node(c, i, rank) || !seq_take(c, rank, (uint64_t)q)) return;
+    if (q < 0 || attempt == -2 || !ctl_rank_on_node(c, i, rank) || !seq_take(c, rank, (uint64_t)q)) return;
     if (cJSON_IsObject(get(m, "dropped"))) out_dropped(c, i, rank, get(m, "dropped"));
     if (t) {
         len = strlen(t);
@@ -308,18 +230,21 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
         (q && (q->type != JF_NUMBER || !json_whole_in(q->num, 0, JSON_EXACT_MAX, &seq))) ||
         (a && (a->type != JF_NUMBER || !json_whole_in(a->num, 0, INT_MAX, &attempt))))
         return false;
-    if (rank_on_node(c, i, (int)rank) && seq_take(c, (int)rank, (uint64_t)seq))
+    if (ctl_rank_on_node(c, i, (int)rank) && seq_take(c, (int)rank, (uint64_t)seq))
         out_block(c, (int)rank, (int)attempt, (uint64_t)seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT,
                   out_flags(f), text, len);
     return true;
 }
 
-static void on_status(struct controller *c, size_t i, const cJSON *m)
+/* ---- status, exit, stopped, errors, notices ----------------------------------------------- */
+
+static void on_status(struct controller *c, size_t i, struct wire_msg *wm)
 {
+    const cJSON *m = wm->json;
     const cJSON *r;
     int64_t mono = ctl_int(c, i, WIRE_EV_STATUS, m, "mono_ns", 0, LLONG_MAX, 0);
     cJSON_ArrayForEach(r, get(m, "ranks")) {
-        int rank = msg_rank(c, i, WIRE_EV_STATUS, r);
+        int rank = ctl_msg_rank(c, i, WIRE_EV_STATUS, r);
         struct rank_info *ri;
         struct crank *cr;
         const char *st = str(r, "state");
@@ -328,7 +253,7 @@ static void on_status(struct controller *c, size_t i, const cJSON *m)
             ctl_bad_number(c, i, WIRE_EV_STATUS, "cpu_s", get(r, "cpu_s"));
             cpu = -1;
         }
-        if (!rank_on_node(c, i, rank)) continue;
+        if (!ctl_rank_on_node(c, i, rank)) continue;
         ri = &c->job->ranks[rank];
         cr = &c->ranks[rank];
         if (ri->state != RANK_RUNNING && ri->state != RANK_STALLED) continue;
@@ -343,81 +268,29 @@ static void on_status(struct controller *c, size_t i, const cJSON *m)
     c->job->generation++;
 }
 
-/* An exit's status (0 to 255) and signal (1 to 127), each -1 when absent or not one: said when
- * the exit is applied (apply_exit), quietly here. */
-#define EXIT_CODE_MAX 255
-#define EXIT_SIGNAL_MAX 127
-
-static int exit_member(const cJSON *m, const char *key, int hi)
+/* An exit of a rank (not the answer to an exit request, which has an id): a repeat is dropped,
+ * the others held to be applied in the agent's order (controller_exits.c). */
+static void on_rank_exit(struct controller *c, size_t i, struct wire_msg *wm)
 {
-    int v;
-    return json_int_in_i(get(m, key), key[0] == 's' ? 1 : 0, hi, &v) ? v : -1;
+    const cJSON *m = wm->json;
+    if (wm->id) return;
+    int rank = ctl_msg_rank(c, i, WIRE_EV_EXIT, m);
+    long long q = ctl_msg_seq(c, i, WIRE_EV_EXIT, m);
+    int a = ctl_msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", 0);
+    if (q < 0 || a == -2 || !ctl_rank_on_node(c, i, rank) || !seq_take(c, rank, (uint64_t)q)) return;
+    ctl_exits_hold(c, i, wm->json);
+    wm->json = NULL;   /* the held exits have it now */
 }
 
-/* Only signals we send end a rank "by us": the agent may say by_us for a rank that died of
- * SIGSEGV just before our stop reached it. A signal that is not one is not ours. */
-static bool exit_by_us(const cJSON *m)
+static void on_stopped(struct controller *c, size_t i, struct wire_msg *wm)
 {
-    int sig = get(m, "signo") ? exit_member(m, "signo", EXIT_SIGNAL_MAX) : 0;
-    if (!cJSON_IsTrue(get(m, "by_us"))) return false;
-    return sig == 0 || sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP || sig == SIGPIPE;
+    if (wm->id == c->nodes[i].stop_id) c->nodes[i].stopped = true;
 }
 
-static bool exit_is_failure(const cJSON *m)
+static void on_error(struct controller *c, size_t i, struct wire_msg *wm)
 {
-    if (exit_by_us(m)) return false;
-    return cJSON_IsNumber(get(m, "signo")) || exit_member(m, "code", EXIT_CODE_MAX) != 0;
-}
-
-static void apply_exit(struct controller *c, size_t i, const cJSON *m)
-{
-    int rank = msg_rank(c, i, WIRE_EV_EXIT, m);
-    const char *ef = str(m, "error_file");
-    int sig = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "signo", 1, EXIT_SIGNAL_MAX, 0);
-    int ec = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "code", 0, EXIT_CODE_MAX, sig ? 0 : -1);
-    enum rank_state st;
-    int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", c->job->attempt);
-    long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
-    if (q < 0 || a == -2 || !rank_on_node(c, i, rank)) return;
-    /* after its event (the log writer keeps the order): a takeover that finds the exit
-     * acknowledged finds it in events.jsonl */
-    if (a != c->job->attempt) {
-        job_log_mark(c->job, rank, a, (uint64_t)q);
-        return;
-    }
-    st = c->job->ranks[rank].state;
-    /* the kernel's OOM kills in the rank's cgroup (absent from older agents: unknown) */
-    c->job->ranks[rank].oom_kills = (int)ctl_int(c, i, WIRE_EV_EXIT, m, "oom_kills", 0, 1000000, -1);
-    if ((st == RANK_RUNNING || st == RANK_STALLED || st == RANK_PENDING) &&
-        job_rank_exited(c->job, rank, ec, sig, exit_by_us(m), ef, ef ? strlen(ef) : 0))
-        ctl_rank_failed_begin_stop(c);
-    job_log_mark(c->job, rank, c->job->attempt, (uint64_t)q);
-}
-
-static int by_mono(const void *a, const void *b)
-{
-    double x = num(*(cJSON *const *)a, "mono_ns", 0), y = num(*(cJSON *const *)b, "mono_ns", 0);
-    return x < y ? -1 : x > y;
-}
-
-void ctl_exits_release(struct controller *c, size_t i, bool apply)
-{
-    struct cnode *nd = &c->nodes[i];
-    cJSON **ex = nd->exits;
-    size_t n = nd->n_exits;
-    nd->exits = NULL;
-    nd->n_exits = 0;
-    nd->hold_until_ms = 0;
-    if (apply) qsort(ex, n, sizeof *ex, by_mono);
-    for (size_t k = 0; k < n; k++) {
-        if (apply) apply_exit(c, i, ex[k]);
-        cJSON_Delete(ex[k]);
-    }
-    free(ex);
-}
-
-static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
-{
+    const cJSON *m = wm->json;
+    int id = wm->id;
     struct cnode *nd = &c->nodes[i];
     const char *e = str(m, "error");
     struct node_info *ni = &c->job->nodes[i];
@@ -438,8 +311,9 @@ static void on_error(struct controller *c, size_t i, const cJSON *m, int id)
 
 /* A scheduler's warning signal reached the node's agent (Slurm's --signal, a preemption), or
  * the agent cannot be reached again if its link is lost (no private socket directory). */
-static void on_notice(struct controller *c, size_t i, const cJSON *m)
+static void on_notice(struct controller *c, size_t i, struct wire_msg *wm)
 {
+    const cJSON *m = wm->json;
     const char *sig = str(m, "signal"), *text = str(m, "text"), *what = str(m, "what");
     int n;
     if (what && strcmp(what, "no_reconnect") == 0) {
@@ -450,15 +324,14 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
     }
     if (sig && strcmp(sig, "SIGTERM") == 0) {
         /* Slurm is ending the job: the ranks have their SIGTERM, Slurm SIGKILLs after its
-         * KillWait; ddptop stops the job without restarting it and says why */
+         * KillWait; the job stops without restarting (the progress step), and says why */
         char *why = xasprintf("Slurm stopped the job on %s with SIGTERM (scancel, the job's time limit or a "
                               "preemption)", c->job->nodes[i].name);
         job_event_add(c->job, EV_SIGNAL, -1, (int)i, "SIGTERM on %s: %s", c->job->nodes[i].name,
                       text ? text : "from Slurm");
-        if (job_is_running(c->job)) {
+        if (ctl_stop_open(c)) {
             root_cause_scheduler(c->job, (int)i, why);
-            ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, false);
-            c->stop_deadline_ms = mono_ms() + SLURM_KILLWAIT_MS + 5000;
+            ctl_note_stop(c, STOP_SCHEDULER);
         }
         free(why);
         return;
@@ -473,67 +346,89 @@ static void on_notice(struct controller *c, size_t i, const cJSON *m)
                       c->job->nodes[i].name);
 }
 
-/* One message; exits are returned (not applied) so the caller can order them. */
-static cJSON *agent_message(struct controller *c, size_t i, const char *line)
+/* The answer to a stack dump or a flight recorder request (controller_stacks.c). */
+static void on_stacks_answer(struct controller *c, size_t i, struct wire_msg *wm)
+{
+    ctl_stacks_answer(c, i, wm->id, wm->ev, wm->json);
+}
+
+/* A bridge's first line (ddptop-agent --attach): it is up, and is told which agent to reach. */
+static void on_bridge(struct controller *c, size_t i, struct wire_msg *wm)
+{
+    (void)wm;
+    ctl_link_bridge(c, i);
+}
+
+/* A bridge says the agent is gone, or that it could not reach it (not final). */
+static void on_gone(struct controller *c, size_t i, struct wire_msg *wm)
+{
+    const char *e = str(wm->json, "error");
+    /* an older bridge without "final" only said it for an agent that is gone */
+    const cJSON *fin = get(wm->json, "final");
+    ctl_link_gone(c, i, e ? e : "its agent is gone", !fin || cJSON_IsTrue(fin));
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+/* Each message the agent (or a bridge to it) sends, by its "ev", and its handler. heard: the
+ * message is the agent's word, so the node was heard from (a bridge's lines are not). An
+ * answer that the preflight or a resume waits for is theirs before the table is asked. */
+struct agent_event {
+    const char *ev;
+    bool heard;
+    void (*take)(struct controller *c, size_t node, struct wire_msg *m);
+};
+
+static const struct agent_event agent_events[] = {
+    { WIRE_EV_OUT, true, on_out },                  /* most come by fast_out */
+    { WIRE_EV_STATUS, true, on_status },
+    { WIRE_EV_EXIT, true, on_rank_exit },
+    { WIRE_EV_HELLO, true, on_hello },
+    { WIRE_EV_SPAWNED, true, on_spawned },
+    { WIRE_EV_STOPPED, true, on_stopped },
+    { WIRE_EV_STACKS, true, on_stacks_answer },
+    { WIRE_EV_LIST, true, on_stacks_answer },
+    { WIRE_EV_READ, true, on_stacks_answer },
+    { WIRE_EV_ERROR, true, on_error },
+    { WIRE_EV_GPU, true, ctl_on_gpu },
+    { WIRE_EV_NOTICE, true, on_notice },
+    { WIRE_EV_GPU_WATCH, true, ctl_on_gpu_watch },
+    { WIRE_EV_BRIDGE, false, on_bridge },
+    { WIRE_EV_GONE, false, on_gone },
+    { NULL, false, NULL },
+};
+
+static const struct agent_event *event_of(const char *ev)
+{
+    for (const struct agent_event *e = agent_events; e->ev; e++)
+        if (strcmp(e->ev, ev) == 0) return e;
+    return NULL;
+}
+
+/* One message of node i's agent. */
+static void agent_message(struct controller *c, size_t i, const char *line)
 {
     struct cnode *nd = &c->nodes[i];
     struct wire_msg wm;
-    cJSON *m;
-    const char *ev;
-    int id;
-    if (fast_out(c, i, line)) return NULL;
-    if (!wire_client_parse(&nd->cl, line, &wm)) return NULL; /* not a protocol message: ignored */
-    m = wm.json;
-    ev = wm.ev;
-    id = wm.id;
-    if (strcmp(ev, WIRE_EV_BRIDGE) == 0) {
-        ctl_link_bridge(c, i);
-        cJSON_Delete(m);
-        return NULL;
+    if (fast_out(c, i, line)) return;
+    if (!wire_client_parse(&nd->cl, line, &wm)) return; /* not a protocol message: ignored */
+    const struct agent_event *e = event_of(wm.ev);
+    if (e && !e->heard) {
+        e->take(c, i, &wm);
+    } else {
+        ctl_link_heard(c, i);
+        if (wm.tag >= WIRE_TAG_CHECK) {
+            /* the preflight's answers; after it (a late connect, an unlisten) nobody needs them */
+            if (c->job->state == JOB_CHECKING && c->pf) preflight_node_message(c->pf, i, &wm, line);
+        } else if (wm.tag == WIRE_TAG_RESUME && wm.id == nd->resume_id) {
+            if (strcmp(wm.ev, WIRE_EV_ERROR) == 0)
+                ctl_link_gone(c, i, str(wm.json, "error") ? str(wm.json, "error") : "resume refused", false);
+            else ctl_link_resume_answer(c, i, wm.json);
+        } else if (e) {
+            e->take(c, i, &wm);
+        }
     }
-    if (strcmp(ev, WIRE_EV_GONE) == 0) {
-        const char *e = str(m, "error");
-        /* an older bridge without "final" only said it for an agent that is gone */
-        const cJSON *fin = get(m, "final");
-        ctl_link_gone(c, i, e ? e : "its agent is gone", !fin || cJSON_IsTrue(fin));
-        cJSON_Delete(m);
-        return NULL;
-    }
-    ctl_link_heard(c, i);
-    if (wm.tag >= WIRE_TAG_CHECK) {
-        /* the preflight's answers; after it (a late connect, an unlisten) nobody needs them */
-        if (c->job->state == JOB_CHECKING && c->pf) preflight_node_message(c->pf, i, &wm, line);
-        wire_msg_done(&wm);
-        return NULL;
-    }
-    if (strcmp(ev, WIRE_EV_EXIT) == 0 && !id) {
-        int rank = msg_rank(c, i, WIRE_EV_EXIT, m);
-        long long q = msg_seq(c, i, WIRE_EV_EXIT, m);
-        int a = msg_attempt(c, i, WIRE_EV_EXIT, m, "attempt", 0);
-        if (q >= 0 && a != -2 && rank_on_node(c, i, rank) && seq_take(c, rank, (uint64_t)q)) return m;
-        cJSON_Delete(m);
-        return NULL;
-    }
-    if (wm.tag == WIRE_TAG_RESUME && id == nd->resume_id) {
-        if (strcmp(ev, WIRE_EV_ERROR) == 0)
-            ctl_link_gone(c, i, str(m, "error") ? str(m, "error") : "resume refused", false);
-        else ctl_link_resume_answer(c, i, m);
-        cJSON_Delete(m);
-        return NULL;
-    }
-    if (strcmp(ev, WIRE_EV_OUT) == 0) on_out(c, i, m);
-    else if (strcmp(ev, WIRE_EV_STATUS) == 0) on_status(c, i, m);
-    else if (strcmp(ev, WIRE_EV_HELLO) == 0) on_hello(c, i, m);
-    else if (strcmp(ev, WIRE_EV_SPAWNED) == 0 && id == nd->spawn_id) on_spawned(c, i, m);
-    else if (strcmp(ev, WIRE_EV_STOPPED) == 0 && id == nd->stop_id) nd->stopped = true;
-    else if (strcmp(ev, WIRE_EV_STACKS) == 0 || strcmp(ev, WIRE_EV_LIST) == 0 || strcmp(ev, WIRE_EV_READ) == 0)
-        ctl_stacks_answer(c, i, id, ev, m);
-    else if (strcmp(ev, WIRE_EV_ERROR) == 0) on_error(c, i, m, id);
-    else if (strcmp(ev, WIRE_EV_GPU) == 0) ctl_on_gpu(c, i, m);
-    else if (strcmp(ev, WIRE_EV_NOTICE) == 0) on_notice(c, i, m);
-    else if (strcmp(ev, WIRE_EV_GPU_WATCH) == 0) ctl_on_gpu_watch(c, i, m);
-    cJSON_Delete(m);
-    return NULL;
+    wire_msg_done(&wm);
 }
 
 void ctl_agent_lines(struct controller *c, size_t i)
@@ -546,12 +441,7 @@ void ctl_agent_lines(struct controller *c, size_t i)
     size_t bytes = 0;
     for (int k = 0; !nd->lost && transport_next_line_into(nd->t, &c->line_in); k++) {
         bytes += c->line_in.len;
-        cJSON *ex = agent_message(c, i, c->line_in.buf);
-        if (ex) {
-            nd->exits = xrealloc(nd->exits, (nd->n_exits + 1) * sizeof *nd->exits);
-            nd->exits[nd->n_exits++] = ex;
-            if (!nd->hold_until_ms && exit_is_failure(ex)) nd->hold_until_ms = mono_ms() + EXIT_HOLD_MS;
-        }
+        agent_message(c, i, c->line_in.buf);
         if (k == 4096 || bytes >= CTL_READ_BYTES_MAX) {
             c->more_lines = true;
             break;

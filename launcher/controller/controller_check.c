@@ -1,8 +1,10 @@
 /* The preflight as the job's first state (CHECKING): the agents connect through the
  * same transports the run will use, and as each one greets, check/preflight.c asks it its
- * questions through the node's agent client. When every node is done the report decides:
- * `ddptop check` ends there; `ddptop run` launches on the same connections, or, when ssh, env
- * or tcp failed, refuses (CHECK_FAILED) until the user launches anyway or quits. Keys and
+ * questions through the node's agent client. When every node is done the report decides, in
+ * the progress step (controller.c): `ddptop check` ends there; `ddptop run` launches on the
+ * same connections, or, when ssh, env or tcp failed, refuses (CHECK_FAILED) until the user
+ * launches anyway or quits. What is here is the preflight's own part: its step, the rank map
+ * by the GPUs it found, its event, and a node's greeting or loss handed to it. Keys and
  * signals work throughout, since nothing here blocks the loop. */
 #include "controller_int.h"
 
@@ -27,9 +29,9 @@ static void pf_send(void *ctx, size_t node, cJSON *msg)
 void ctl_check_begin(struct controller *c)
 {
     struct preflight_io io = {.ctx = c, .request = pf_request, .send = pf_send};
-    c->pf = preflight_new(&c->o.check, c->hl->hosts, c->n, &io);
+    c->pf = preflight_new(&c->o.nodes, c->hl->hosts, c->n, &io);
     job_checking(c->job);
-    ctl_connect_nodes(c);
+    ctl_connect_nodes(c, NULL);   /* nothing was asked of any node yet */
 }
 
 void ctl_check_node_up(struct controller *c, size_t i, const cJSON *hello)
@@ -102,48 +104,15 @@ static void remap_by_gpus(struct controller *c)
     free(gpus);
 }
 
-/* Every node is done: ssh, env or tcp failures refuse the launch; the others only warn. */
-static void check_complete(struct controller *c)
+/* Every node is done: the report goes to the front end; `ddptop check` has its exit code. */
+static void check_done(struct controller *c)
 {
     const struct check_report *r = preflight_report(c->pf);
-    size_t pass, warn, fail;
-    bool refused = false;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct check_row *row = &r->rows[i];
-        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
-            row->checks[CHECK_TCP].status == CHECK_FAIL)
-            refused = true;
-    }
-    check_report_summary(r, &pass, &warn, &fail);
     if (c->fe.on_check) c->fe.on_check(c->fe.ctx, r);
-    if (c->o.check_only) {
-        c->check_exit = check_report_exit_code(r);
-        c->quit = true;
-        ctl_finish(c, fail ? JOB_FAILED : JOB_DONE);
-        return;
-    }
-    remap_by_gpus(c);
-    for (size_t i = 0; i < c->n && i < c->job->n_nodes; i++) {   /* NCCL's odd ones out (job/nccl.h) */
-        char ifs[256];
-        int ib;
-        preflight_nccl_expect(c->pf, i, ifs, sizeof ifs, &ib);
-        nccl_expect(c->job, i, ifs, ib);
-    }
-    /* --nnodes: the failed nodes are excluded and the good ones launch when enough are left */
-    if (ctl_spare_on(c)) ctl_spare_after_check(c, r, &refused);
-    job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
-                  pass == 1 ? "" : "s", warn, fail,
-                  refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
-    if (refused) {
-        job_check_refused(c->job);
-        if (!c->interactive) c->quit = true;
-    } else {
-        ctl_launch_begin(c); /* every node greeted: the same connections launch */
-    }
-    ctl_events_flush(c);
+    if (c->o.check_only) c->check_exit = check_report_exit_code(r);
 }
 
-void ctl_check_progress_phase(struct controller *c)
+bool ctl_check_step(struct controller *c)
 {
     int64_t now = mono_ms();
     ctl_start_queued(c);
@@ -168,7 +137,39 @@ void ctl_check_progress_phase(struct controller *c)
         if (c->interactive && c->fe.on_check) c->fe.on_check(c->fe.ctx, preflight_report(c->pf));
         c->job->generation++;
     }
-    if (preflight_done(c->pf)) check_complete(c);
+    if (!preflight_done(c->pf)) return false;
+    check_done(c);
+    return true;
+}
+
+bool ctl_check_settle(struct controller *c)
+{
+    const struct check_report *r = preflight_report(c->pf);
+    bool refused = false;
+    /* ssh, env or tcp failures refuse the launch; the others only warn */
+    for (size_t i = 0; i < r->n; i++) {
+        const struct check_row *row = &r->rows[i];
+        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
+            row->checks[CHECK_TCP].status == CHECK_FAIL)
+            refused = true;
+    }
+    remap_by_gpus(c);
+    for (size_t i = 0; i < c->n && i < c->job->n_nodes; i++) {   /* NCCL's odd ones out (job/nccl.h) */
+        char ifs[256];
+        int ib;
+        preflight_nccl_expect(c->pf, i, ifs, sizeof ifs, &ib);
+        nccl_expect(c->job, i, ifs, ib);
+    }
+    return refused;
+}
+
+void ctl_check_say(struct controller *c, bool refused)
+{
+    size_t pass, warn, fail;
+    check_report_summary(preflight_report(c->pf), &pass, &warn, &fail);
+    job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
+                  pass == 1 ? "" : "s", warn, fail,
+                  refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
 }
 
 const struct check_report *controller_check_report(const struct controller *c)

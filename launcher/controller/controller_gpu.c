@@ -1,6 +1,8 @@
 /* GPU telemetry from the agents (agent/agent_nvml.c): the gpu_watch request once a node's agent
  * said hello, and its gpu samples into the job model (job/gpu.c). A node without NVML (no
- * driver: a CPU node) stays silent; one whose NVML fails is named in an event. */
+ * driver: a CPU node) stays silent; one whose NVML fails is named in an event. An XID or new
+ * uncorrectable ECC errors are recorded as the node's fault (--nnodes), which the progress
+ * step excludes before the next attempt. */
 #include "controller_int.h"
 
 #include <limits.h>
@@ -29,7 +31,7 @@ static void set_visible(struct controller *c, size_t i, const char *agent_value)
 {
     struct node_gpus *ng = &c->job->nodes[i].gpus;
     struct rank_env_in in = {
-        .exports = &c->exports, .cli_env = c->o.check.env, .n_cli_env = c->o.check.n_env,
+        .exports = &c->exports, .cli_env = c->o.nodes.env, .n_cli_env = c->o.nodes.n_env,
         .host = c->hl ? &c->hl->hosts[i] : NULL,
     };
     const char *v = plan_user_value(&in, "CUDA_VISIBLE_DEVICES");
@@ -38,8 +40,9 @@ static void set_visible(struct controller *c, size_t i, const char *agent_value)
     ng->visible = v ? xstrdup(v) : NULL;
 }
 
-void ctl_on_gpu_watch(struct controller *c, size_t i, const cJSON *m)
+void ctl_on_gpu_watch(struct controller *c, size_t i, struct wire_msg *wm)
 {
+    const cJSON *m = wm->json;
     const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "error"));
     set_visible(c, i, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "cuda_visible_devices")));
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ok")) || !e) return;
@@ -93,8 +96,9 @@ static bool gpu_pair(struct controller *c, size_t i, const char *what, const cJS
 /* NVML's indexes on one node (a node has at most a few dozen GPUs). */
 #define GPU_INDEX_MAX 1023
 
-void ctl_on_gpu(struct controller *c, size_t i, const cJSON *m)
+void ctl_on_gpu(struct controller *c, size_t i, struct wire_msg *wm)
 {
+    const cJSON *m = wm->json;
     const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(m, "gpus"), *xs = cJSON_GetObjectItemCaseSensitive(m, "xids");
     int n = cJSON_GetArraySize(gpus), nx = cJSON_GetArraySize(xs), k = 0;
     struct gpu_info *g = xcalloc(n ? (size_t)n : 1, sizeof *g);

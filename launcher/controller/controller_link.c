@@ -10,9 +10,13 @@
  * Without a grace (--agent-grace 0) it is as before: no message for --node-timeout, or the
  * connection ending, loses the node at once.
  *
- * Also here: the acknowledgements that let agents drop what the log index holds, the
- * renumbering when a node gets a fresh agent, and the controller's own stalls, which are
- * never blamed on the nodes. */
+ * Also here: recording a node as lost, whoever found it (ctl_node_lost_as: its ranks, its
+ * event, the root cause; what follows is the progress step's), the acknowledgements that let
+ * agents drop what the log index holds, the renumbering when a node gets a fresh agent, and
+ * the controller's own stalls, which are never blamed on the nodes.
+ *
+ * These are handlers: they record what happened to a link, they never decide what the job
+ * does about it (controller.c's progress step does). */
 #include "controller_int.h"
 
 #include <limits.h>
@@ -63,6 +67,58 @@ void ctl_link_heard(struct controller *c, size_t i)
         job_node_link(c->job, i, LINK_UP);
         job_event_add(c->job, EV_INFO, -1, (int)i, "node %s answers again after %s of silence", ni->name, span);
     }
+}
+
+void ctl_node_lost(struct controller *c, size_t i, const char *why)
+{
+    ctl_node_lost_as(c, i, why, NULL);
+}
+
+/* Marks the node's running ranks lost; closes its transport (reconnected before a restart).
+ * A stop is noted when the job runs (the ranks of a lost node are gone); while it launches,
+ * the progress step finds the active node lost (a spare takes its place, or the job ends). */
+void ctl_node_lost_as(struct controller *c, size_t i, const char *why, const char *summary)
+{
+    struct cnode *nd = &c->nodes[i];
+    struct node_info *ni = &c->job->nodes[i];
+    if (nd->lost) return;
+    if (c->job->state != JOB_CHECKING && !ctl_node_active(c, i)) {
+        /* a spare's or an excluded node's agent: no ranks there, nothing fails */
+        nd->lost = nd->stopped = true;
+        nd->away = false;
+        if (nd->t) transport_close(nd->t);
+        return;
+    }
+    /* the job runs and nothing stopped it yet (a stop noted in this pass already counts) */
+    bool running = ctl_stop_open(c), launching = c->job->state == JOB_LAUNCHING;
+    if (running || launching) {
+        char *fault = xasprintf("lost (%s)", why);
+        ctl_spare_fault(c, i, fault);
+        free(fault);
+    }
+    nd->lost = true;
+    nd->stopped = true;
+    nd->away = false;
+    ctl_exits_release(c, i, false);
+    if (nd->t) transport_close(nd->t);
+    job_node_link(c->job, i, LINK_UP);
+    if (c->job->state == JOB_CHECKING) {
+        /* the preflight names it in its report, which decides whether to launch */
+        ctl_check_node_down(c, i, why, NULL);
+        return;
+    }
+    /* hang_check may have marked the model already (heartbeats), with its event */
+    if (ni->state != NODE_LOST) {
+        if (launching && !nd->hello) job_node_unreachable(c->job, i, why);
+        else job_node_lost(c->job, i, why, running);
+        job_event_add(c->job, EV_NODE_LOST, -1, (int)i, "node %s %s: %s", ni->name,
+                      ni->state == NODE_FAILED ? "unreachable" : "lost", why);
+        if (running || launching) {
+            if (summary) root_cause_told(c->job, (int)i, summary);
+            else root_cause_node(c->job, (int)i, why);
+        }
+    }
+    if (running) ctl_note_stop(c, STOP_FAILURE);
 }
 
 /* Why a node is lost, told as what happened: the controller's own stall when it was longer
@@ -188,7 +244,7 @@ static void start_tries(struct controller *c, int64_t now)
     bool *need = NULL;
     size_t n_tries = 0;
     /* at most --fanout bridges connect at once, as agents do at the start */
-    size_t busy = 0, fanout = c->o.check.fanout > 0 ? (size_t)c->o.check.fanout : 1;
+    size_t busy = 0, fanout = c->o.nodes.fanout > 0 ? (size_t)c->o.nodes.fanout : 1;
     for (size_t i = 0; i < c->n; i++)
         if (c->nodes[i].away && c->nodes[i].t) busy++;
     for (size_t i = 0; i < c->n && busy < fanout; i++) {

@@ -1,25 +1,19 @@
-/* The controller's life: controller_new (options -> rank map, job model, command), the
- * preflight, the loop (util/evloop.h: the signals, the front end's input, the agents' fds) and
- * its timers, the actions a front end or a signal asks for, and the final cleanup. The phases themselves are in controller.c.
- *
- * Signals: SIGINT, SIGTERM and SIGHUP stop every rank (SIGCONT, SIGTERM, SIGKILL after
- * --term-timeout), flush the logs and leave with exit code 1; a second one kills at once.
- * SIGUSR1 and SIGUSR2 (a scheduler's warning) go on to every rank.
- * They are caught only once the preflight is over: before that no rank runs and the default
- * action (ddptop ends, its agents see end of file and exit) is what a user wants. */
+/* The controller's life, its top layer (controller_int.h): controller_new (options -> rank map,
+ * job model, command), the loop (util/evloop.h: the signals, the front end's input, the agents'
+ * fds) and its timers, handing the front end its events and frames, and the final cleanup. One
+ * pass of the loop: poll; each node's lines through the message table (controller_agent.c);
+ * the timers; the progress step (controller.c), the one place that decides; the events and the
+ * frame. The actions a front end or a signal asks for are controller_act.c's. */
 #include "controller_int.h"
-#include "hosts/slurm_job.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "check/check_report.h"
+#include "hosts/slurm_job.h"
 #include "job/nccl.h"
 #include "job/root_cause.h"
 #include "record/logw.h"
@@ -30,96 +24,45 @@
 
 extern char **environ;
 
-/* ---- signals ------------------------------------------------------------------------------ */
+/* ---- the front end ------------------------------------------------------------------------ */
 
-static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1, SIGUSR2 };
-
-static void on_signal(struct evloop *el, int signo, void *ctx);
-
-static int signals_install(struct controller *c)
+/* Hands the events added since the last call to the front end, oldest first. Works on the
+ * model's ring without a total counter: growth of count plus movement of head. */
+static void events_flush(struct controller *c)
 {
-    for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
-        if (evloop_signal(c->el, caught[i], on_signal, c) != 0) return -1;
-    return 0;
-}
-
-static void signals_restore(struct controller *c)
-{
-    for (size_t i = 0; c->el && i < sizeof caught / sizeof *caught; i++) evloop_signal(c->el, caught[i], NULL, NULL);
-}
-
-static void send_kill_all(struct controller *c)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        int id;
-        cJSON *m;
-        if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
-        cJSON_AddStringToObject(m, "sig", "KILL");
-        ctl_send(c, i, m);
-    }
-}
-
-/* SIGUSR1/SIGUSR2 to ddptop itself (sbatch --signal=B:USR1@60 when the script execs ddptop, or
- * kill -USR1): a warning for the ranks, passed to every one of them; the job goes on. */
-static void pass_warning(struct controller *c, int sig)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        int id;
-        cJSON *m;
-        if (!ctl_node_usable(&c->nodes[i])) continue;
-        m = ctl_request(c, i, WIRE_OP_SIGNAL, WIRE_TAG_NONE, &id);
-        cJSON_AddStringToObject(m, "sig", sig == SIGUSR1 ? "USR1" : "USR2");
-        ctl_send(c, i, m);
-        n++;
-    }
-    job_event_add(c->job, EV_SIGNAL, -1, -1, "SIG%s to ddptop: passed on to every rank (%zu node%s)",
-                  sig == SIGUSR1 ? "USR1" : "USR2", n, n == 1 ? "" : "s");
-}
-
-/* From the loop, in the order the signals came (the handler only wrote their numbers). */
-static void on_signal(struct evloop *el, int sig, void *ctx)
-{
-    struct controller *c = ctx;
-    (void)el;
-    if (sig == SIGWINCH) {
-        if (c->fe.on_resize) c->fe.on_resize(c->fe.ctx);
-        return;
-    }
-    if (sig == SIGUSR1 || sig == SIGUSR2) {
-        pass_warning(c, sig);
-        return;
-    }
-    if (sig == SIGHUP && c->o.hup_detaches && c->o.agent_grace_s > 0 &&
-        (job_is_running(c->job) || job_is_stopping(c->job))) {
-        /* the dashboard's session is gone (its server killed or crashed): nobody can
-         * see or steer the run from here, but it need not die: the agents keep it
-         * and ddptop attach takes it over */
-        job_event_add(c->job, EV_INFO, -1, -1, "the dashboard's session hung up: leaving the run to its "
-                      "agents (they wait %d s); ddptop attach %s takes it over", c->o.agent_grace_s,
-                      c->job->run_id);
-        c->abandon = c->quit = true;
-        return;
-    }
-    c->signals++;
-    if (c->signals == 1) {
-        job_event_add(c->job, EV_STOP, -1, -1, "%s received: stopping every rank, then exiting",
-                      strsignal(sig));
-        controller_act(c, ACT_QUIT, -1);
-    } else if (c->signals == 2) {
-        /* a second Ctrl-C: no more grace */
-        job_event_add(c->job, EV_STOP, -1, -1, "%s again: killing every rank now", strsignal(sig));
-        send_kill_all(c);
-        c->quit = true;
-        if (!job_is_ended(c->job)) {
-            job_ended(c->job, JOB_STOPPED);
-            ctl_record_end(c);
-        }
-    }
+    struct job *j = c->job;
+    size_t added = (j->ev_count - c->ev_count_seen) + (j->ev_head + j->ev_cap - c->ev_head_seen) % j->ev_cap;
+    if (added > j->ev_count) added = j->ev_count;
+    for (size_t i = j->ev_count - added; i < j->ev_count; i++)
+        if (c->fe.on_event) c->fe.on_event(c->fe.ctx, j, job_event_at(j, i));
+    c->ev_head_seen = j->ev_head;
+    c->ev_count_seen = j->ev_count;
 }
 
 /* ---- construction ------------------------------------------------------------------------- */
+
+void run_opts_init(struct run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    node_opts_init(&o->nodes);
+    o->log_dir = JOB_LOG_ROOT_DEFAULT;
+    o->hang_timeout_s = 300;
+    o->on_hang = HANG_ACTION_STACKS;
+    o->gpu_interval_ms = 1000;
+    o->term_timeout_s = 10;
+    o->agent_grace_s = 600;
+    o->node_timeout_s = 30;
+    o->agent_spool_mb = 256;
+    o->straggler_steps = 3;
+}
+
+void run_opts_done(struct run_opts *o)
+{
+    node_opts_done(&o->nodes);
+    free(o->export_regex);
+    memset(o, 0, sizeof *o);
+}
+
 
 /* A program we ship, next to our own executable (build/ddptop -> build/ddptop-train) or
  * installed in ../libexec/ddptop/; its bare name, found on PATH, when our own path cannot be
@@ -128,27 +71,6 @@ static char *exe_sibling(const char *name)
 {
     char *p = util_exe_program(name);
     return p ? p : xstrdup(name);
-}
-
-struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
-{
-    const char **names = xcalloc(c->n, sizeof *names);
-    const struct host **hosts = xcalloc(c->n, sizeof *hosts);
-    int *rpn = xcalloc(c->n, sizeof *rpn);
-    struct job *j;
-    const char *run_id = c->job ? c->job->run_id : c->o.run_id;
-    for (size_t i = 0; i < c->n; i++) {
-        const struct host *h = c->hl ? &c->hl->hosts[i] : NULL;
-        names[i] = h ? h->name : "localhost";
-        hosts[i] = h;
-        rpn[i] = c->adopt ? c->adopt->ranks_per_node[i]
-                          : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
-    }
-    j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
-    free(names);
-    free(hosts);
-    free(rpn);
-    return j;
 }
 
 struct controller *controller_new(const struct run_opts *o, const struct hostlist *hl,
@@ -162,7 +84,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->el = evloop_new();
     c->record_state = -1;
     ctl_start_snapshot(c); /* before anything below changes the environment */
-    assert(o->check.transport.kind); /* chosen by the command line (check_opts_hosts) */
+    assert(o->nodes.transport.kind); /* chosen by the command line (node_opts_hosts) */
     c->n = hl ? hl->n : 1; /* no hosts: this machine */
     if (c->n == 0) {
         snprintf(err, errlen, "no hosts to run on: give a HOSTFILE with at least one host, or none for this machine");
@@ -196,7 +118,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
         goto fail;
     }
     c->workdir = util_abs_path(o->workdir && *o->workdir ? o->workdir : ".");
-    c->agent_path = o->check.ssh.agent_local ? xstrdup(o->check.ssh.agent_local) : exe_sibling("ddptop-agent");
+    c->agent_path = o->nodes.ssh.agent_local ? xstrdup(o->nodes.ssh.agent_local) : exe_sibling("ddptop-agent");
     c->train_path = exe_sibling("ddptop-train");
     hosts_source_forget_allocation(); /* not for srun or the ranks */
     if (plan_exports(o->export_regex, o->n_export, environ, &c->exports, err, errlen) < 0) goto fail;
@@ -210,9 +132,9 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     hang_opts_init(&c->hang);
     c->hang.hang_timeout_s = o->hang_timeout_s;
     c->hang.straggler_steps = o->straggler_steps;
-    if (o->check.n_cmd) {
-        c->user_argv = xcalloc(o->check.n_cmd + 1, sizeof *c->user_argv);
-        for (size_t k = 0; k < o->check.n_cmd; k++) c->user_argv[k] = o->check.cmd[k];
+    if (o->nodes.n_cmd) {
+        c->user_argv = xcalloc(o->nodes.n_cmd + 1, sizeof *c->user_argv);
+        for (size_t k = 0; k < o->nodes.n_cmd; k++) c->user_argv[k] = o->nodes.cmd[k];
     }
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
@@ -251,7 +173,7 @@ void controller_free(struct controller *c)
     preflight_free(c->pf);
     metrics_parser_free(c->metrics);
     env_list_free(&c->exports);
-    signals_restore(c);
+    ctl_signals_restore(c);
     evloop_free(c->el);
     free(c->rev);
     for (size_t i = 0; i < c->n_start_env; i++) free(c->start_env[i]);
@@ -269,7 +191,7 @@ void controller_free(struct controller *c)
     free(c->agent_path);
     free(c->train_path);
     /* after the agents' step ended (transport_free above): the allocation --salloc made */
-    if (c->o.check.slurm_release && !c->allocation_released && !c->abandon) slurm_job_cancel(c->o.check.slurm_jobid);
+    if (c->o.nodes.slurm_release && !c->allocation_released && !c->abandon) slurm_job_cancel(c->o.nodes.slurm_jobid);
     free(c);
 }
 
@@ -278,7 +200,7 @@ const struct job *controller_job(const struct controller *c)
     return c->job;
 }
 
-void ctl_draw(struct controller *c)
+static void draw(struct controller *c)
 {
     if (c->fe.on_tick) {
         int ms = c->fe.on_tick(c->fe.ctx, c->job);
@@ -348,9 +270,15 @@ static void timers(struct controller *c)
     }
 }
 
+/* How long the next poll() may sleep: until the first of the controller's deadlines. They are
+ * merged here each pass, not set as the event loop's timers (evloop_timer_add), because the
+ * timers above must run after the pass has read the nodes' lines (a node whose message is
+ * already waiting is not silent, a ping follows the acknowledgements those lines allow), and
+ * a timer's callback runs inside the poll turn, before them; most of these deadlines also
+ * move with every pass (the nodes' greetings, a stop's, the transports', the front end's). */
 static int loop_timeout(struct controller *c, bool any_node)
 {
-    int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.check.transport.kind) : 1000);
+    int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.nodes.transport.kind) : 1000);
     if (c->more_lines && !c->writer_full) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
@@ -377,14 +305,6 @@ static bool loop_done(const struct controller *c)
     return c->abandon ||
            (c->quit && (job_is_ended(c->job) || c->job->state == JOB_CHECK_FAILED || c->job->state == JOB_CHECKING));
 }
-
-/* While agents stream (10,240 lines/s from 1,024 ranks), waking for every few lines costs
- * more than the lines themselves (poll, recv and a context switch each time): after a wake-up
- * that brought agent messages, the agents' descriptors stay out of the poll set for this long,
- * and the next read takes what piled up meanwhile. Keys and signals still wake at once. */
-#define COALESCE_MS 20
-/* A node that sent this much in one pass is streaming output, not trickling metrics. */
-#define STREAMING_BYTES 16384
 
 /* Right after poll(), before anything it woke us for (util/evloop.h's wake hook). */
 static void on_wake(struct evloop *el, const struct evloop_wake *wk, void *ctx)
@@ -522,10 +442,10 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     }
     memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);
-    ctl_check_progress(c);
-    ctl_events_flush(c);
+    ctl_progress(c);       /* the one place that decides (controller.c) */
+    events_flush(c);
     logw_kick(run_files_writer(c->files)); /* the rank bytes this pass queued, to the writer now */
-    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) ctl_draw(c);
+    if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) draw(c);
     c->last_pass_ms = mono_ms();
 }
 
@@ -534,9 +454,9 @@ int controller_run(struct controller *c)
     int64_t quiet_until_ms = 0;
     int rc;
     if (!c->rev) c->rev = xcalloc(c->n ? c->n : 1, sizeof *c->rev);
-    if (signals_install(c) < 0) {
+    if (ctl_signals_install(c) < 0) {
         job_event_add(c->job, EV_INFO, -1, -1, "cannot create the signal pipe: %s", strerror(errno));
-        ctl_events_flush(c);
+        events_flush(c);
     }
     evloop_on_wake(c->el, on_wake, c);
     c->next_ping_ms = c->next_tick_ms = mono_ms();
@@ -555,66 +475,10 @@ int controller_run(struct controller *c)
     run_files_flush(c->files);
     /* the final screen and line say whether the record on disk is whole */
     run_files_settle(c->files, 5000);
-    ctl_events_flush(c);
-    ctl_draw(c);
-    signals_restore(c);
+    events_flush(c);
+    draw(c);
+    ctl_signals_restore(c);
     rc = plan_exit_code(c->job->state);
     if (c->o.check_only) rc = c->pf && preflight_done(c->pf) ? c->check_exit : 130;
     return rc;
-}
-
-/* ---- actions ------------------------------------------------------------------------------ */
-
-void controller_act(struct controller *c, enum action a, int rank)
-{
-    switch (a) {
-    case ACT_NONE: break;
-    case ACT_STACKS: ctl_stacks_user(c, rank); break;
-    case ACT_LAUNCH_ANYWAY:
-        if (c->job->state != JOB_CHECK_FAILED) break;
-        job_event_add(c->job, EV_INFO, -1, -1, "launching despite the preflight");
-        ctl_launch_begin(c);
-        break;
-    case ACT_RESTART:
-        if (job_is_running(c->job)) {
-            job_event_add(c->job, EV_STOP, -1, -1, "restart asked for: stopping every rank");
-            ctl_begin_stop(c, JOB_RESTARTING, JOB_STOPPED, AFTER_RESTART, false);
-        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
-            c->after = AFTER_RESTART;
-            job_restart_asked(c->job);
-        } else if (job_is_ended(c->job) && !c->quit && c->allocation_released) {
-            job_event_add(c->job, EV_INFO, -1, -1, "no restart: the Slurm allocation (--salloc) was given back "
-                          "when the job ended; start a new run");
-        } else if (job_is_ended(c->job) && !c->quit) {
-            ctl_restart(c, "asked for");
-        } else if (c->job->state == JOB_CHECK_FAILED) {
-            controller_act(c, ACT_LAUNCH_ANYWAY, -1);
-        }
-        break;
-    case ACT_STOP:
-        if (job_is_running(c->job)) {
-            job_event_add(c->job, EV_STOP, -1, -1, "stop asked for: stopping every rank");
-            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_END, false);
-        } else if (job_is_stopping(c->job) && c->after != AFTER_QUIT) {
-            c->after = AFTER_END;
-            c->auto_restart = false;
-        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
-            ctl_finish(c, JOB_STOPPED);
-        }
-        break;
-    case ACT_QUIT:
-        if (job_is_running(c->job)) {
-            ctl_begin_stop(c, JOB_STOPPING, JOB_STOPPED, AFTER_QUIT, false);
-        } else if (job_is_stopping(c->job)) {
-            c->after = AFTER_QUIT;
-            c->auto_restart = false;
-            job_stop_asked(c->job);
-        } else if (c->job->state == JOB_LAUNCHING || c->job->state == JOB_CHECKING) {
-            c->quit = true;
-            ctl_finish(c, JOB_STOPPED);
-        } else {
-            c->quit = true;
-        }
-        break;
-    }
 }

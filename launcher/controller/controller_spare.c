@@ -1,4 +1,6 @@
-/* Spare nodes (--nnodes N|MIN:MAX, docs/run.md "Spare nodes"): which nodes an attempt runs on.
+/* The job's shape: its rank map (ctl_make_job, from the hosts' slots, --nproc-per-node, the GPU
+ * counts or the record of a run taken over), and spare nodes (--nnodes N|MIN:MAX, docs/run.md
+ * "Spare nodes"): which nodes an attempt runs on.
  * The job keeps every node of the hostfile; each has a role (job.h node_role): active (in
  * this attempt), spare, or excluded. A node that fails through its own fault during an attempt
  * (lost, its agent gone, a GPU XID or new ECC errors) or in the preflight is excluded before the
@@ -6,7 +8,9 @@
  * spare left the attempt runs on fewer nodes while --nnodes' MIN allows it, else the job fails.
  * Spares are checked by the preflight with the others (so a spare is known good), then their
  * agents are let go: they are connected again when they take a place. Without --nnodes
- * nothing here acts: every node is active, a failure is the job's as before. */
+ * nothing here acts: every node is active, a failure is the job's as before. A fault is
+ * recorded by whoever finds it (ctl_spare_fault); the progress step (controller.c) and the
+ * preflight's end decide when the nodes are replaced. */
 #include "controller_int.h"
 
 #include <stdio.h>
@@ -16,31 +20,36 @@
 #include "check/check_report.h"
 #include "hosts/hostlist.h"
 #include "job/root_cause.h"
+#include "record/run_record.h"
 #include "util/util.h"
 #include "wire/protocol.h"
+
+/* The rank map follows the hostfile's slots (or --nproc-per-node), the GPU counts the preflight
+ * found for --nproc-per-node gpu, or the record of a run taken over. */
+struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err, size_t errlen)
+{
+    const char **names = xcalloc(c->n, sizeof *names);
+    const struct host **hosts = xcalloc(c->n, sizeof *hosts);
+    int *rpn = xcalloc(c->n, sizeof *rpn);
+    struct job *j;
+    const char *run_id = c->job ? c->job->run_id : c->o.run_id;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct host *h = c->hl ? &c->hl->hosts[i] : NULL;
+        names[i] = h ? h->name : "localhost";
+        hosts[i] = h;
+        rpn[i] = c->adopt ? c->adopt->ranks_per_node[i]
+                          : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
+    }
+    j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
+    free(names);
+    free(hosts);
+    free(rpn);
+    return j;
+}
 
 bool ctl_spare_on(const struct controller *c)
 {
     return c->o.nnodes_max > 0 && c->hl && !c->o.check_only;
-}
-
-bool ctl_node_active(const struct controller *c, size_t i)
-{
-    return c->job->nodes[i].role == NODE_ACTIVE;
-}
-
-size_t ctl_active_count(const struct controller *c)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->n; i++) n += ctl_node_active(c, i);
-    return n;
-}
-
-size_t ctl_first_active(const struct controller *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (ctl_node_active(c, i)) return i;
-    return 0;
 }
 
 void ctl_spare_init(struct controller *c)
@@ -73,7 +82,7 @@ void ctl_spare_faults_clear(struct controller *c)
  * (printed, never run: draining needs the operator's rights). */
 static void drain_hint(struct controller *c)
 {
-    bool slurm = c->o.check.slurm; /* the hosts are a Slurm job's */
+    bool slurm = c->o.nodes.slurm; /* the hosts are a Slurm job's */
     if (!slurm) return;
     const char **names = xcalloc(c->n ? c->n : 1, sizeof *names);
     size_t k = 0;

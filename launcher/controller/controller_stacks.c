@@ -12,8 +12,8 @@
  * (job/stack_where.h); meanwhile each node is asked for the NCCL flight recorder dumps under the
  * prefix its ranks were given, saved beside them as nccl-trace-R. When every rank has its file
  * (or its node did not answer within HANG_ANSWER_MS), an EV_STACKS event names the directory and
- * where the ranks are; then `restart` and `stop` fail the attempt with the hang as its root
- * cause. */
+ * where the ranks are; then, for `restart` and `stop`, the hang becomes the attempt's root
+ * cause and the verdict goes back to the progress step (controller.c), which stops the job. */
 #include "controller_int.h"
 
 #include <errno.h>
@@ -352,7 +352,8 @@ void ctl_hang_stalled(struct controller *c)
     struct job *j = c->job;
     struct ctl_stacks *s = state(c);
     int first = hang_first_stalled(j);
-    if (c->o.on_hang == HANG_ACTION_NONE || !job_is_running(j) || first < 0 || !j->log_dir) return;
+    /* not for a job a handler of this pass found failed: it stops anyway */
+    if (c->o.on_hang == HANG_ACTION_NONE || !ctl_stop_open(c) || first < 0 || !j->log_dir) return;
     if (s->active || s->acted_attempt == j->attempt) return;
     s->acted_attempt = j->attempt;
     s->active = true;
@@ -400,8 +401,9 @@ void ctl_hang_stalled(struct controller *c)
     hang_pump(c);
 }
 
-/* Every rank has its file and every node's dumps are saved: the event, then the action. */
-static void hang_finish(struct controller *c)
+/* Every rank has its file and every node's dumps are saved: the event, then the verdict for
+ * the progress step. */
+static enum hang_verdict hang_finish(struct controller *c)
 {
     struct ctl_stacks *s = c->stacks;
     struct job *j = c->job;
@@ -434,17 +436,18 @@ static void hang_finish(struct controller *c)
         s->acted_attempt = -1;
         acts = false;
     }
+    enum hang_verdict verdict = HANG_GOES_ON;
     if (acts) {
         root_cause_hang(j, s->first_rank, mono_ms(), summary);
         job_event_add(j, EV_STOP, s->first_rank, j->ranks[s->first_rank].node, "rank %d hung: stopping "
                       "every rank (--on-hang %s)", s->first_rank, hang_action_name(act));
-        ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, act == HANG_ACTION_RESTART);
-        c->stop_for_hang = true;
+        verdict = act == HANG_ACTION_RESTART ? HANG_RESTART : HANG_STOP;
     }
     free(summary);
     free(where);
     free(ranks);
     hang_collection_free(s, n, c->n);
+    return verdict;
 }
 
 /* ---- answers, deadlines --------------------------------------------------------------------- */
@@ -509,11 +512,11 @@ void ctl_stacks_node_reset(struct controller *c, size_t node)
     }
 }
 
-void ctl_stacks_progress(struct controller *c)
+enum hang_verdict ctl_stacks_progress(struct controller *c)
 {
     struct ctl_stacks *s = c->stacks;
     int64_t now = mono_ms();
-    if (!s) return;
+    if (!s) return HANG_GOES_ON;
     for (size_t k = 0; k < s->n_req;) {
         const struct cnode *nd = &c->nodes[s->req[k].node];
         bool gone = !nd->t || nd->lost;
@@ -529,13 +532,13 @@ void ctl_stacks_progress(struct controller *c)
         give_up(c, &rq, why);
         free(why);
     }
-    if (!s->active) return;
+    if (!s->active) return HANG_GOES_ON;
     hang_pump(c);
     for (size_t r = 0; r < c->job->n_ranks; r++)
-        if (!s->ranks[r].done) return;
+        if (!s->ranks[r].done) return HANG_GOES_ON;
     for (size_t i = 0; i < c->n; i++)
-        if (!s->files[i].done) return;
-    hang_finish(c);
+        if (!s->files[i].done) return HANG_GOES_ON;
+    return hang_finish(c);
 }
 
 void ctl_stacks_free(struct controller *c)

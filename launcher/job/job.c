@@ -273,10 +273,10 @@ static bool nccl_foldable(const char *text, size_t len)
     return true;
 }
 
-void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
-                  const char *text, size_t len, int64_t wall)
+const struct log_line *job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                                    const char *text, size_t len, int64_t wall)
 {
-    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return NULL;
     struct rank_info *r = &j->ranks[rank];
     if (len > UINT32_MAX) len = UINT32_MAX;
     size_t keep = len > r->log.max_bytes ? r->log.max_bytes : len;
@@ -298,6 +298,7 @@ void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flag
     if (stream != LOG_SYSTEM && !(flags & JOB_KEEP_NOT_NCCL) && nccl_foldable(text, len)) line.flags |= LOG_LINE_NCCL;
     log_ring_push(&r->log, &line);
     j->generation++;
+    return r->log.count ? log_ring_at(&r->log, r->log.count - 1) : NULL;
 }
 
 void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned flags,

@@ -311,11 +311,13 @@ void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned fl
  * line"): the bytes to the log file of the attempt (newline: add a '\n' after them; this also
  * marks the rank's last output time), seq being the agent's number of the message that
  * carried them (0: none), then each line to the ring with job_log_keep, all with the one wall
- * clock reading (wall_ns()) taken for the block. */
+ * clock reading (wall_ns()) taken for the block; job_log_keep returns the line as the ring
+ * keeps it (NULL: a bad rank). A block from an agent goes through job_rank_output
+ * (rank_report.h), which does both and the rest. */
 void job_log_write(struct job *j, int rank, int attempt, uint64_t seq, const char *data, size_t len,
                    bool newline);
-void job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
-                  const char *text, size_t len, int64_t wall);
+const struct log_line *job_log_keep(struct job *j, int rank, enum log_stream stream, unsigned flags,
+                                    const char *text, size_t len, int64_t wall);
 /* A hint in job_log_keep's flags (never stored in the line): the caller's block has no
  * " NCCL " (nccl_block_may_hold said no), so no line of it is one of NCCL's, and the line
  * need not be looked at again. */

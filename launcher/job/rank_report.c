@@ -1,13 +1,19 @@
-/* A rank's start and end as its agent reports them (rank_report.h). Kept apart from job.c,
- * the model's storage, because an end reaches into the state machine (job_state.c) and the
- * root cause (root_cause.c), both of which build on the model. */
+/* A rank's start, output and end as its agent reports them (rank_report.h). Kept apart from
+ * job.c, the model's storage, because an end reaches into the state machine (job_state.c) and
+ * the root cause (root_cause.c), and output into the metrics parser and NCCL's account, all of
+ * which build on the model. */
 #include "rank_report.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "job.h"
 #include "job_state.h"
+#include "metrics_parse.h"
+#include "nccl.h"
+#include "nccl_line.h"
 #include "root_cause.h"
+#include "util/util.h"
 #include "wire/signals.h"
 
 void job_rank_started(struct job *j, int rank, int pid)
@@ -58,4 +64,45 @@ bool job_rank_exited(struct job *j, int rank, int exit_code, int term_signal, bo
     root_cause_settle_if_ended(j); /* the attempt's last rank: the class has every line */
     j->generation++;
     return failed;
+}
+
+/* One line into the ring, the metrics (both streams: Python's logging writes to stderr; not a
+ * piece of a longer line) and the observer. */
+static void output_line(struct job *j, int rank, enum log_stream stream, unsigned flags, const char *t,
+                        size_t len, const struct metrics_parser *mp, const struct job_output_observer *obs,
+                        int64_t wall)
+{
+    const struct log_line *ll = job_log_keep(j, rank, stream, flags, t, len, wall);
+    if (mp && !(flags & LOG_LINE_SPLIT)) metrics_feed_line(mp, j, rank, t, len);
+    if (obs && obs->line && ll) obs->line(obs->ctx, j, rank, ll);
+}
+
+void job_rank_output(struct job *j, int rank, int attempt, uint64_t seq, enum log_stream stream,
+                     unsigned flags, const char *text, size_t len, const struct metrics_parser *mp,
+                     const struct job_output_observer *obs)
+{
+    const char *t = text, *end = text + len;
+    int64_t wall = wall_ns();
+    if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    if (attempt < 0) attempt = j->attempt;
+    if (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)) {
+        job_log_write(j, rank, attempt, seq, t, len, false);
+        if (attempt == j->attempt) output_line(j, rank, stream, flags, t, len, mp, obs, wall);
+        return;
+    }
+    /* An agent's block always ends with a newline; should one not, the log file still gets
+     * whole lines. */
+    job_log_write(j, rank, attempt, seq, t, len, len == 0 || t[len - 1] != '\n');
+    if (attempt != j->attempt) return;
+    /* both asked once a block, so that a block without a metric or an NCCL line costs no
+     * look at each of its lines */
+    const struct metrics_parser *may = mp && metrics_block_may_hold(mp, t, len) ? mp : NULL;
+    bool nccl = nccl_block_may_hold(t, len);
+    do {
+        const char *nl = memchr(t, '\n', (size_t)(end - t));
+        size_t n = nl ? (size_t)(nl - t) : (size_t)(end - t);
+        if (nccl) nccl_feed_line(j, rank, t, n, wall, mono_ms());
+        output_line(j, rank, stream, nccl ? 0 : JOB_KEEP_NOT_NCCL, t, n, may, obs, wall);
+        t += n + 1;
+    } while (t < end);
 }

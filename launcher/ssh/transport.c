@@ -90,11 +90,6 @@ void transport_send_line(struct transport *t, const char *line)
     t->ops->send_line(t, line);
 }
 
-char *transport_next_line(struct transport *t)
-{
-    return t->ops->next_line(t);
-}
-
 bool transport_next_line_into(struct transport *t, struct strbuf *out)
 {
     if (t->ops->next_line_into) return t->ops->next_line_into(t, out);

@@ -7,7 +7,7 @@
  * what is built is never asked which it is. All are driven the same way from
  * the controller's one loop: transport_pollfds gives the (fd, events) to watch,
  * transport_pump takes their revents (0 on a timer tick, with transport_deadline_ms saying
- * when one is due), then transport_next_line hands out the lines that arrived. Nothing
+ * when one is due), then transport_next_line_into hands out the lines that arrived. Nothing
  * blocks, except transport_free: a local child agent that was neither detached nor abandoned
  * is given up to 3 s to stop its ranks after end of file (then SIGKILL), and an SSH upload
  * still in progress is cut (its socket shut down) and its thread joined. */
@@ -94,10 +94,9 @@ const char *transport_upload_method(const struct transport *t);
 
 /* Queues one line ('\n' added). */
 void transport_send_line(struct transport *t, const char *line);
-/* The next complete line from the agent (malloc'd, without '\n'), or NULL. */
-char *transport_next_line(struct transport *t);
-/* The same into out (reset first, NUL-terminated): the run's loop takes every line of rank
- * output this way, without a malloc and free per line. false: none now. */
+/* The next complete line from the agent into out (reset first, NUL-terminated, without '\n'):
+ * the run's loop takes every line of rank output this way, without a malloc and free per line.
+ * false: none now. */
 struct strbuf;
 bool transport_next_line_into(struct transport *t, struct strbuf *out);
 /* Bytes of agent output received so far. */

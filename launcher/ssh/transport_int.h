@@ -25,6 +25,8 @@ struct transport_ops {
     const char *(*address)(const struct transport *t);
 
     void (*send_line)(struct transport *t, const char *line);
+    /* The next complete line (malloc'd, without '\n'), or NULL: transport_next_line_into's
+     * default when next_line_into is not given. */
     char *(*next_line)(struct transport *t);
     /* Optional [next_line copied into out]: the next line into out, no allocation. */
     bool (*next_line_into)(struct transport *t, struct strbuf *out);

@@ -11,6 +11,11 @@
 #                                      two or three files of one topic may call each other)
 #   calls.py never FROM TO             calls from a file matching FROM to one matching TO (paths
 #                                      with shell wildcards: launcher/job/nccl*.c); exit 1 if any
+#   calls.py layers DIR LAYER...       DIR's files in layers, the top one first, each LAYER the
+#                                      names of its files in one argument ('a.c b.c'): a file
+#                                      may call only files of the layers below its own; exit 1
+#                                      on a call up or within a layer, or a file of DIR that is
+#                                      in no layer (or a name that is no file of DIR)
 # --root DIR looks at another tree (its sources), --obj DIR at other objects (default
 # ROOT/build/obj); tests/it_rooms.sh checks the checker on made-up objects first.
 # Why objects and not the sources: a function declared in one room's header and defined in
@@ -244,6 +249,39 @@ def cmd_never(src, dst):
     return 1 if bad or found or n == 0 else 0
 
 
+def cmd_layers(folder, layers):
+    g, missing, n = graph()
+    bad = report_missing(missing)
+    folder = folder.rstrip("/")
+    files = sorted(f for f in g if within(f, folder))
+    level = {}
+    for k, group in enumerate(layers):
+        for name in group.split():
+            path = os.path.join(folder, name)
+            if path in level:
+                print(f"{path}: named in two layers")
+                bad += 1
+            level[path] = k
+    for f in files:
+        if f not in level:
+            print(f"{f}: in no layer of {folder} (say which layer it belongs to)")
+            bad += 1
+    for p in sorted(level):
+        if p not in g:
+            print(f"{p}: named in a layer, but no such file of {folder} has an object")
+            bad += 1
+    for f in files:
+        for d in sorted(g[f]):
+            if f not in level or d not in level or level[d] > level[f]:
+                continue   # down, out of the folder, or a file in no layer (said above)
+            where = "a layer above it" if level[d] < level[f] else "its own layer"
+            print(f"{f}: calls {show(g[f][d])} of {d}, in {where}")
+            bad += 1
+    if not bad:
+        print(f"{folder}: {len(files)} files in {len(layers)} layers, every call goes down")
+    return 1 if bad or n == 0 else 0
+
+
 def main(argv):
     global ROOT, OBJ
     args = argv[1:]
@@ -272,8 +310,10 @@ def main(argv):
             return cmd_cycles(folders, most)
     if args[:1] == ["never"] and len(args) == 3:
         return cmd_never(args[1], args[2])
+    if args[:1] == ["layers"] and len(args) >= 3:
+        return cmd_layers(args[1], args[2:])
     print(__doc__ or "usage: calls.py [--root DIR] [--obj DIR] edges | rooms ROOM:DEP,... | circles"
-          " | cycles DIR... [--max N] | never FROM TO", file=sys.stderr)
+          " | cycles DIR... [--max N] | never FROM TO | layers DIR LAYER...", file=sys.stderr)
     return 2
 
 

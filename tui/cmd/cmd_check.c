@@ -11,7 +11,7 @@
 
 #include <sys/ioctl.h>
 
-#include "check/check.h"
+#include "check/node_opts.h"
 #include "check/check_report_text.h"
 #include "controller/controller.h"
 #include "hosts/hosts_source.h"
@@ -54,13 +54,13 @@ void cmd_check_usage(FILE *f)
     fputs("\nExit status: 0 nothing failed, 1 a check failed, 2 usage or hostfile error.\n", f);
 }
 
-int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist *hl, char *err, size_t errlen)
+int cmd_check_parse(int argc, char **argv, struct node_opts *o, struct hostlist *hl, char *err, size_t errlen)
 {
     const char *val = NULL;
     struct hosts_source src = {0};
     int rc;
     int *i, idx;
-    check_opts_init(o);
+    node_opts_init(o);
     memset(hl, 0, sizeof *hl);
     i = &idx;
     for (idx = 0; idx < argc; idx++) {
@@ -89,10 +89,10 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         rc = ssh_cli_option("check", argc, argv, i, &o->ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
-        rc = check_opts_mesh_option(o, argc, argv, i, err, errlen);
+        rc = node_opts_mesh_option(o, argc, argv, i, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
-        rc = check_opts_bench_option(o, argc, argv, i, err, errlen);
+        rc = node_opts_bench_option(o, argc, argv, i, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         if (strcmp(a, "--json") == 0) o->json = true;
@@ -106,13 +106,13 @@ int cmd_check_parse(int argc, char **argv, struct check_opts *o, struct hostlist
         } else if ((rc = TAKE("--master-port", NULL)) != 0) {
             if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->master_port, err, errlen) < 0) return -1;
         } else if ((rc = TAKE("--env", NULL)) != 0) {
-            if (rc < 0 || check_opts_add_env(o, val, err, errlen) < 0) return -1;
+            if (rc < 0 || node_opts_add_env(o, val, err, errlen) < 0) return -1;
         } else {
             return cli_fail(err, errlen, "unknown option '%s' (see ddptop check --help)", a);
         }
     }
     o->ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
-    if (check_opts_hosts(o, &src, hl, err, errlen) < 0) return -1;
+    if (node_opts_hosts(o, &src, hl, err, errlen) < 0) return -1;
     o->ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }
@@ -211,7 +211,7 @@ static bool table_fits_terminal(size_t rows)
     return rows + 2 < ws.ws_row;
 }
 
-static void print_report(const struct check_opts *o, const struct check_report *r, const struct check_screen *s)
+static void print_report(const struct node_opts *o, const struct check_report *r, const struct check_screen *s)
 {
     struct strbuf out;
     strbuf_init(&out);
@@ -232,7 +232,7 @@ static void print_report(const struct check_opts *o, const struct check_report *
     strbuf_done(&out);
 }
 
-int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
+int cmd_check_run(const struct node_opts *o, const struct hostlist *hl)
 {
     struct run_opts ro;
     struct check_screen s = {0};
@@ -250,8 +250,8 @@ int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
     /* -v prints log lines instead; both on one terminal would garble each other */
     s.progress = !s.live && !o->verbose && isatty(STDERR_FILENO);
     run_opts_init(&ro);
-    check_opts_done(&ro.check);
-    ro.check = *o; /* borrowed: the caller frees its options */
+    node_opts_done(&ro.nodes);
+    ro.nodes = *o; /* borrowed: the caller frees its options */
     ro.check_only = true;
     ro.headless = true;
     c = controller_new(&ro, hl, &fe, err, sizeof err);
@@ -275,7 +275,7 @@ int cmd_check_run(const struct check_opts *o, const struct hostlist *hl)
 
 int cmd_check_main(int argc, char **argv)
 {
-    struct check_opts o;
+    struct node_opts o;
     struct hostlist hl;
     char err[1024] = "";
     int rc = cmd_check_parse(argc, argv, &o, &hl, err, sizeof err);
@@ -286,7 +286,7 @@ int cmd_check_main(int argc, char **argv)
         rc = 2;
     }
     hostlist_free(&hl);
-    check_opts_done(&o);
+    node_opts_done(&o);
     return rc;
 }
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check/check.h"
+#include "check/node_opts.h"
 #include "cmd.h"
 #include "dashboard.h"
 #include "headless.h"
@@ -122,7 +122,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
             return -1;
         }
     } else if ((rc = VALUE("--master-port")) != 0) {
-        if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->check.master_port, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--master-port", val, 1, 65535, &o->nodes.master_port, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--nnodes")) != 0) {
         /* checked against the hosts' count when they are known (controller_new) */
         if (rc < 0 || plan_parse_nnodes(val, 100000, &o->nnodes_min, &o->nnodes_max, err, errlen) < 0) return -1;
@@ -149,7 +149,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     } else if ((rc = VALUE("--straggler-steps")) != 0) {
         if (rc < 0 || cli_parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--fanout")) != 0) {
-        if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->check.fanout, err, errlen) < 0) return -1;
+        if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->nodes.fanout, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--log-dir")) != 0) {
         if (rc < 0) return -1;
         if (!*val) return cli_fail(err, errlen, "--log-dir wants a directory");
@@ -169,7 +169,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
             return cli_fail(err, errlen, "--run-id '%s': use 1 to 64 letters, digits, '.', '_' or '-'", val);
         o->run_id = val;
     } else if ((rc = VALUE("--env")) != 0) {
-        if (rc < 0 || check_opts_add_env(&o->check, val, err, errlen) < 0) return -1;
+        if (rc < 0 || node_opts_add_env(&o->nodes, val, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--export")) != 0) {
         if (rc < 0 || add_export(o, val, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--loss-regex")) != 0) {
@@ -179,9 +179,9 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (!p) return -1;
         metrics_parser_free(p);
         o->loss_regex = val;
-    } else if ((rc = check_opts_mesh_option(&o->check, argc, argv, &i, err, errlen)) != 0) {
+    } else if ((rc = node_opts_mesh_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
-    } else if ((rc = check_opts_bench_option(&o->check, argc, argv, &i, err, errlen)) != 0) {
+    } else if ((rc = node_opts_bench_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else {
         return 0;
@@ -199,9 +199,9 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
-            o->check.cmd = argv + i + 1;
-            o->check.n_cmd = (size_t)(argc - i - 1);
-            if (!o->check.n_cmd) return cli_fail(err, errlen, "nothing after --: give the command or drop the --");
+            o->nodes.cmd = argv + i + 1;
+            o->nodes.n_cmd = (size_t)(argc - i - 1);
+            if (!o->nodes.n_cmd) return cli_fail(err, errlen, "nothing after --: give the command or drop the --");
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -216,10 +216,10 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         rc = hosts_source_value_option(&src, argc, argv, &i, "run", err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
-        rc = transport_opts_option(&o->check.transport, argc, argv, &i, "run", err, errlen);
+        rc = transport_opts_option(&o->nodes.transport, argc, argv, &i, "run", err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
-        rc = ssh_cli_option("run", argc, argv, &i, &o->check.ssh, err, errlen);
+        rc = ssh_cli_option("run", argc, argv, &i, &o->nodes.ssh, err, errlen);
         if (rc < 0) return -1;
         if (rc > 0) continue;
         rc = run_option(argc, argv, &i, o, err, errlen);
@@ -229,14 +229,14 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
     if (o->detach && o->headless)
         return cli_fail(err, errlen, "--detach keeps the dashboard running in a session; it does not go "
                         "with --headless");
-    o->check.verbose = o->verbose;
-    o->check.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
+    o->nodes.verbose = o->verbose;
+    o->nodes.ssh.verbose = o->verbose > 1 ? o->verbose - 1 : 0;
     if (!hosts_source_given(&src)) {   /* no hosts: the ranks run here, whatever --transport said */
-        o->check.transport.named = NULL;
-        return transport_opts_choose(&o->check.transport, &src, err, errlen);
+        o->nodes.transport.named = NULL;
+        return transport_opts_choose(&o->nodes.transport, &src, err, errlen);
     }
-    if (check_opts_hosts(&o->check, &src, hl, err, errlen) < 0) return -1;
-    o->check.ssh.agent_local = ssh_cli_local_agent();
+    if (node_opts_hosts(&o->nodes, &src, hl, err, errlen) < 0) return -1;
+    o->nodes.ssh.agent_local = ssh_cli_local_agent();
     return 0;
 }
 

@@ -11,7 +11,7 @@
 #include "hosts/hostfile.h"
 
 /* Parses the arguments after "run". Returns 0 (run: *o and *hl filled, the kind of transport
- * chosen in o->check.transport; no hosts: hl->n 0 and this machine's own agent), 1 (--help
+ * chosen in o->nodes.transport; no hosts: hl->n 0 and this machine's own agent), 1 (--help
  * was printed), or -1 (usage or hostfile error: message in err, exit 2). Either way the
  * caller calls run_opts_done(o) and hostlist_free(hl). */
 int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl, char *err, size_t errlen);

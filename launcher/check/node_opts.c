@@ -1,5 +1,6 @@
-/* The preflight's options (check.h): defaults, --env, and their release. */
-#include "check.h"
+/* The options both command lines take about the nodes (node_opts.h): defaults, --env, --mesh,
+ * the hosts and the kind of transport, and their release. */
+#include "node_opts.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 #include "util/cli.h"
 #include "util/util.h"
 
-void check_opts_init(struct check_opts *o)
+void node_opts_init(struct node_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->fanout = 64;
@@ -22,7 +23,7 @@ void check_opts_init(struct check_opts *o)
     o->bench_min_ratio = 0.5;
 }
 
-void check_opts_done(struct check_opts *o)
+void node_opts_done(struct node_opts *o)
 {
     for (size_t i = 0; i < o->n_env; i++) {
         free(o->env[i].key);
@@ -33,7 +34,7 @@ void check_opts_done(struct check_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen)
+int node_opts_hosts(struct node_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen)
 {
     if (transport_opts_choose(&o->transport, src, err, errlen) < 0 || hosts_source_load(src, hl, err, errlen) < 0)
         return -1;
@@ -46,7 +47,7 @@ int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct host
     return 0;
 }
 
-int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen)
+int node_opts_add_env(struct node_opts *o, const char *kv, char *err, size_t errlen)
 {
     const char *eq = strchr(kv, '=');
     size_t kl = eq ? (size_t)(eq - kv) : 0;
@@ -63,7 +64,7 @@ int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t e
     return 0;
 }
 
-int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
+int node_opts_mesh_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
 {
     const char *val = NULL;
     int rc, seed;
@@ -95,7 +96,7 @@ static int parse_real(const char *opt, const char *val, double lo, double hi, do
     return 0;
 }
 
-int check_opts_bench_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
+int node_opts_bench_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen)
 {
     const char *val = NULL;
     int rc;

@@ -1,7 +1,10 @@
-/* The options of the preflight, shared by `ddptop check` and `ddptop run` (the SSH options,
- * --env, --fanout, the command). The checks themselves: preflight.h. */
-#ifndef DDPTOP_CHECK_H
-#define DDPTOP_CHECK_H
+/* What both `ddptop check` and `ddptop run` are told about the nodes: how they are reached (the
+ * SSH options, --transport and its kind, --fanout, the Slurm or PBS job they belong to), what
+ * runs there (the command, --env, --master-port) and what the preflight checks (--mesh, the
+ * clock skew allowed; check's --json and --all). The run's controller keeps them as its
+ * run_opts.nodes; the checks themselves: preflight.h. */
+#ifndef DDPTOP_NODE_OPTS_H
+#define DDPTOP_NODE_OPTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,7 +14,7 @@
 #include "ssh/ssh_conn.h"
 #include "ssh/transport_kind.h"
 
-struct check_opts {
+struct node_opts {
     struct ssh_conn_opts ssh;
     bool json;
     bool all;                /* --all: a line per host in the text report (no folding) */
@@ -38,19 +41,19 @@ struct check_opts {
 };
 
 /* Defaults: fanout 64, timeout 10 s, max skew 500 ms, master port 29500, mesh auto. */
-void check_opts_init(struct check_opts *o);
-void check_opts_done(struct check_opts *o);
+void node_opts_init(struct node_opts *o);
+void node_opts_done(struct node_opts *o);
 /* Decides how the agents of src's hosts start (o->transport.kind: transport_opts_choose), then
  * reads the hosts into *hl (hosts_source_load: salloc first for --salloc) and what the kinds
  * are told of them (o->slurm_jobid, o->slurm, o->pbs; o->slurm_release). 0, or -1 with a message. */
-int check_opts_hosts(struct check_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen);
+int node_opts_hosts(struct node_opts *o, struct hosts_source *src, struct hostlist *hl, char *err, size_t errlen);
 /* --env KEY=VALUE: appended to o->env, or -1 with a message when it is not KEY=VALUE. */
-int check_opts_add_env(struct check_opts *o, const char *kv, char *err, size_t errlen);
+int node_opts_add_env(struct node_opts *o, const char *kv, char *err, size_t errlen);
 /* --mesh and --mesh-seed, shared by check and run: 1 when argv[*i] was one of them (and its
  * value taken), 0 when not, -1 with a message on a bad value. */
-int check_opts_mesh_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
+int node_opts_mesh_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
 /* --bench, --bench-seconds S, --bench-min-ratio R (docs/check.md, "Measured preflight"): the
  * same contract. */
-int check_opts_bench_option(struct check_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
+int node_opts_bench_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
 
 #endif
