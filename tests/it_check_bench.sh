@@ -10,7 +10,9 @@
 #   - n3's slow GPU is named against the median of the 6 fake H100; n0 is said to have no GPU;
 #   - --json holds every figure, the table a BENCH column, the details the words;
 #   - a node whose agent is stopped during the transfers (SIGSTOP) is named within bounded
-#     time, never a hang; a pair that cannot reach each other is a finding on both ends.
+#     time, never a hang; a pair that cannot reach each other is a finding on both ends;
+#   - `ddptop run --bench --nnodes 3:4` leaves n2 out (the event says why, with the figure) and
+#     runs on the other three; without spares the launch is refused.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib/tap.sh
@@ -62,6 +64,7 @@ for i in 0 1 2 3; do
     if ! sshd_start "n$i" "${A[i]}" 22 --netns "${NETNS_NODE[i]}" "${extra[@]}"; then
         tap_fail "sshd in namespace $i"; tap_done; exit
     fi
+    NODE_SSHD[i]=$SSHD_LAST_PID
     sshd_known_hosts_line "${A[i]}" 22 >>"$D/known_hosts"
 done
 SSHD_BIN=/usr/sbin/sshd
@@ -107,6 +110,37 @@ else
     tap_fail "the table has a BENCH column, the details name n2" "$(cat "$D/b.txt")"
 fi
 sed 's/^/#   /' "$D/b.txt" # the report as a person sees it, in the test's log
+
+# ---- ddptop run --bench with a spare: the slow node is left out, the other three run ----
+# (every node with the same fake GPUs at full speed for this one, so that only n2 is odd: n0's
+# and n3's sshd started again with them)
+for i in 0 3; do
+    sshd_stop "${NODE_SSHD[i]}"
+    SSHD_BIN=$D/sshd$i
+    sshd_start "n$i" "${A[i]}" 22 --netns "${NETNS_NODE[i]}" "SetEnv LD_LIBRARY_PATH=$D/fakecuda" || tap_fail "n$i's sshd again"
+done
+SSHD_BIN=/usr/sbin/sshd
+NO_COLOR=1 CUDA_VISIBLE_DEVICES= timeout -k 5 180 "$DDPTOP" run "$D/hosts.txt" --bench --nnodes 3:4 --headless \
+    --nproc-per-node 1 --log-dir "$D/runs" --run-id rb "${ARGS[@]}" -- /bin/sh -c 'echo "ran on node $NODE_RANK of $NNODES, world $WORLD_SIZE"' \
+    >"$D/run.out" 2>&1 </dev/null
+RC=$?
+ev=$D/runs/rb/events.jsonl
+if [ "$RC" -eq 0 ] && [ "$(grep -c 'ran on node [0-2] of 3, world 3' "$D/run.out")" -eq 3 ] &&
+    grep -q "excluded.*${A[2]//./\\.}.*measured slow (--bench-min-ratio 0.5): 0\.0[2-8][0-9]* Gb/s to and from its peers, median" "$ev"; then
+    tap_ok "run --bench --nnodes 3:4: n2 measured slow is excluded (the event says why, with the figure); the other three run"
+else
+    tap_fail "run --bench --nnodes 3:4 leaves the slow node out and runs on three" "rc $RC" "$(tail -20 "$D/run.out")" "$(grep -i 'exclu\|slow' "$ev" 2>/dev/null | head -5)"
+fi
+# without a spare to take its place the launch is refused, saying why
+NO_COLOR=1 CUDA_VISIBLE_DEVICES= timeout -k 5 180 "$DDPTOP" run "$D/hosts.txt" --bench --headless \
+    --nproc-per-node 1 --log-dir "$D/runs" --run-id rb2 "${ARGS[@]}" -- /bin/sh -c 'echo "ran on node $NODE_RANK"' \
+    >"$D/run2.out" 2>&1 </dev/null
+RC=$?
+if [ "$RC" -ne 0 ] && ! grep -q 'ran on node' "$D/run2.out" && grep -q 'launch refused (ssh, env or tcp failed, or a node measured slow; --nnodes MIN:MAX' "$D/run2.out"; then
+    tap_ok "run --bench without spares: the launch is refused, naming the measured slow node's check"
+else
+    tap_fail "run --bench without spares refuses" "rc $RC" "$(tail -20 "$D/run2.out")"
+fi
 
 # ---- a node stopped during the transfers: bounded, named ----
 tc_clear() { ip netns exec "${NETNS_NODE[2]}" tc qdisc del dev eth0 root 2>/dev/null; ip netns exec "$NETNS_SWITCH" tc qdisc del dev p2 root 2>/dev/null; }

@@ -110,6 +110,17 @@ enum check_status check_row_status(const struct check_row *row)
     return worst;
 }
 
+const struct check_result *check_row_refusal(const struct check_row *row, enum check_kind *kind)
+{
+    static const enum check_kind refusing[] = {CHECK_SSH, CHECK_ENV, CHECK_TCP, CHECK_BENCH};
+    for (size_t k = 0; k < sizeof refusing / sizeof *refusing; k++)
+        if (row->checks[refusing[k]].status == CHECK_FAIL) {
+            *kind = refusing[k];
+            return &row->checks[refusing[k]];
+        }
+    return NULL;
+}
+
 void check_report_summary(const struct check_report *r, size_t *pass, size_t *warn, size_t *fail)
 {
     *pass = *warn = *fail = 0;

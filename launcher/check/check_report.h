@@ -85,6 +85,10 @@ void check_fields_add_ms(cJSON *obj, const char *key, double v);
 /* The worst of a row's checks: fail > warn > pass; skip and pending count as nothing,
  * and a row with nothing decided is "skip". */
 enum check_status check_row_status(const struct check_row *row);
+/* The check that keeps a node out of a run, or NULL: ssh, env or tcp failed (it cannot run
+ * ranks), or the measured preflight named it slow (--bench: it would hold the whole job back).
+ * *kind says which. The others only warn. */
+const struct check_result *check_row_refusal(const struct check_row *row, enum check_kind *kind);
 /* Hosts per overall status. */
 void check_report_summary(const struct check_report *r, size_t *pass, size_t *warn, size_t *fail);
 /* 0 when no check failed, else 1 (the process exit code). */

@@ -146,12 +146,10 @@ bool ctl_check_settle(struct controller *c)
 {
     const struct check_report *r = preflight_report(c->pf);
     bool refused = false;
-    /* ssh, env or tcp failures refuse the launch; the others only warn */
+    /* ssh, env or tcp failures and a node measured slow refuse the launch; the others only warn */
     for (size_t i = 0; i < r->n; i++) {
-        const struct check_row *row = &r->rows[i];
-        if (row->checks[CHECK_SSH].status == CHECK_FAIL || row->checks[CHECK_ENV].status == CHECK_FAIL ||
-            row->checks[CHECK_TCP].status == CHECK_FAIL)
-            refused = true;
+        enum check_kind kind;
+        if (check_row_refusal(&r->rows[i], &kind)) refused = true;
     }
     remap_by_gpus(c);
     for (size_t i = 0; i < c->n && i < c->job->n_nodes; i++) {   /* NCCL's odd ones out (job/nccl.h) */
@@ -167,9 +165,12 @@ void ctl_check_say(struct controller *c, bool refused)
 {
     size_t pass, warn, fail;
     check_report_summary(preflight_report(c->pf), &pass, &warn, &fail);
+    const char *why = c->o.nodes.bench
+        ? ": launch refused (ssh, env or tcp failed, or a node measured slow; --nnodes MIN:MAX lets spares "
+          "take their place, --no-check skips the checks)"
+        : ": launch refused (ssh, env or tcp failed; --no-check skips the checks)";
     job_event_add(c->job, EV_INFO, -1, -1, "preflight: %zu host%s pass, %zu warn, %zu fail%s", pass,
-                  pass == 1 ? "" : "s", warn, fail,
-                  refused ? ": launch refused (ssh, env or tcp failed; --no-check skips the checks)" : "");
+                  pass == 1 ? "" : "s", warn, fail, refused ? why : "");
 }
 
 const struct check_report *controller_check_report(const struct controller *c)

@@ -195,28 +195,20 @@ bool ctl_spare_replace(struct controller *c)
     return ok;
 }
 
-/* ssh, env or tcp failed on the row: the node cannot run ranks. */
-static const struct check_result *row_failure(const struct check_row *row, enum check_kind *kind)
-{
-    static const enum check_kind refusing[] = {CHECK_SSH, CHECK_ENV, CHECK_TCP};
-    for (size_t k = 0; k < sizeof refusing / sizeof *refusing; k++)
-        if (row->checks[refusing[k]].status == CHECK_FAIL) {
-            *kind = refusing[k];
-            return &row->checks[refusing[k]];
-        }
-    return NULL;
-}
-
 bool ctl_spare_after_check(struct controller *c, const struct check_report *r, bool *refused)
 {
     char **why = xcalloc(c->n ? c->n : 1, sizeof *why);
     bool any = false, ok = true;
     for (size_t i = 0; i < r->n && i < c->n; i++) {
         enum check_kind kind;
-        const struct check_result *res = row_failure(&r->rows[i], &kind);
+        const struct check_result *res = check_row_refusal(&r->rows[i], &kind);
         if (!res) continue;
-        why[i] = xasprintf("preflight: %s failed%s%s", check_kind_name(kind), res->detail ? ": " : "",
-                           res->detail ? res->detail : "");
+        if (kind == CHECK_BENCH) /* the figure and the median are in the detail */
+            why[i] = xasprintf("preflight: measured slow (--bench-min-ratio %g): %s", c->o.nodes.bench_min_ratio,
+                               res->detail ? res->detail : "");
+        else
+            why[i] = xasprintf("preflight: %s failed%s%s", check_kind_name(kind), res->detail ? ": " : "",
+                               res->detail ? res->detail : "");
         any = true;
     }
     if (any) {
