@@ -101,7 +101,7 @@ if grep -q 'nvmlInit failed: RM has detected an NVML/RM version mismatch' "$T/br
 else tap_fail "a broken NVML: the error says what and what to check" "$(cat "$T/broken.jsonl")"; fi
 
 # --- facts (ddptop check's view): NVML's health of each GPU, the driver and MIG mode to compare ---
-printf 'gpu 0 name=Fake_H100 ecc=2\ngpu 1 name=Fake_H100 persistence=0 mig=1 retired_pending=1 throttle=8\n' >"$T/health"
+printf 'gpu 0 name=Fake_H100 ecc=2 mem_total=81559 cc=9.0\ngpu 1 name=Fake_H100 persistence=0 mig=1 retired_pending=1 throttle=8 mem_total=40960 cc=8.0\n' >"$T/health"
 echo '{"op":"facts","id":1}' | FAKE_NVML_STATE=$T/health LD_LIBRARY_PATH=$FAKE "$B/ddptop-agent" >"$T/facts.jsonl" 2>&1
 echo '{"op":"facts","id":1}' | "$B/ddptop-agent" >"$T/facts-none.jsonl" 2>&1
 res=$(/usr/bin/python3 - "$T/facts.jsonl" "$T/facts-none.jsonl" <<'PY'
@@ -116,14 +116,16 @@ h = f.get("gpu_health", {})
 g = h.get("gpus", [{}, {}])
 ok = (f.get("gpu_driver") == "999.99-fake" and f.get("gpu_mig") == "mixed" and len(g) == 2 and
       g[0].get("ecc_uncorrected") == 2 and g[0].get("persistence") is True and g[0].get("mig") is False and
-      g[1].get("retired_pending") is True and g[1].get("persistence") is False and g[1].get("throttle") == 8)
-none = "gpu_health" not in n and "gpu_driver" not in n and n.get("ev") == "facts"
+      g[1].get("retired_pending") is True and g[1].get("persistence") is False and g[1].get("throttle") == 8 and
+      g[0].get("memory_mib") == 81559 and g[1].get("compute_capability") == "8.0" and
+      f.get("gpu_memory") == "80 GiB, 40 GiB" and f.get("gpu_cc") == "9.0, 8.0")
+none = "gpu_health" not in n and "gpu_driver" not in n and "gpu_memory" not in n and n.get("ev") == "facts"
 print("health", "ok" if ok else "FAIL " + json.dumps(f.get("gpu_health")) + " " + str(f.get("gpu_mig")))
 print("none", "ok" if none else "FAIL " + json.dumps(n)[:300])
 PY
 )
-if grep -qx "health ok" <<<"$res"; then tap_ok "facts carry NVML's health: ECC, retired pages, persistence, MIG, throttle; driver and MIG mode to compare"
-else tap_fail "facts carry NVML's health: ECC, retired pages, persistence, MIG, throttle; driver and MIG mode to compare" "$res"; fi
+if grep -qx "health ok" <<<"$res"; then tap_ok "facts carry NVML's health: ECC, retired pages, persistence, MIG, throttle; driver, MIG mode, memory size and compute capability to compare"
+else tap_fail "facts carry NVML's health: ECC, retired pages, persistence, MIG, throttle; driver, MIG mode, memory size and compute capability to compare" "$res"; fi
 if grep -qx "none ok" <<<"$res"; then tap_ok "facts without NVML: no gpu_health, no gpu_driver"
 else tap_fail "facts without NVML: no gpu_health, no gpu_driver" "$res"; fi
 

@@ -162,6 +162,25 @@ static void test_gpu_parity(void)
     for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
 }
 
+/* GPU memory size and compute capability: a warning naming the odd node, as the model. */
+static void test_gpu_memory_cc_parity(void)
+{
+    struct check_report r;
+    cJSON *f[3] = { cJSON_Parse("{\"gpu_memory\":\"80 GiB\",\"gpu_cc\":\"9.0\"}"),
+                    cJSON_Parse("{\"gpu_memory\":\"80 GiB\",\"gpu_cc\":\"9.0\"}"),
+                    cJSON_Parse("{\"gpu_memory\":\"40 GiB\",\"gpu_cc\":\"8.0\"}") };
+    struct check_node_info n[3] = {{.name = "g1", .facts = f[0]}, {.name = "g2", .facts = f[1]},
+                                   {.name = "g3", .facts = f[2]}};
+    check_report_init(&r, 3);
+    check_eval_env(&r, n, 3, false);
+    CHECK_INT(r.rows[0].checks[CHECK_ENV].status, CHECK_PASS);
+    CHECK_INT(r.rows[2].checks[CHECK_ENV].status, CHECK_WARN);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "GPU memory differs: g3: 40 GiB; 2 others: 80 GiB") != NULL);
+    CHECK(strstr(r.rows[2].checks[CHECK_ENV].detail, "GPU compute capability differs: g3: 8.0; 2 others: 9.0") != NULL);
+    check_report_done(&r);
+    for (int i = 0; i < 3; i++) cJSON_Delete(f[i]);
+}
+
 static const char *facts_fmt =
     "{\"os\":\"Debian 12\",\"kernel\":\"%s\",\"arch\":\"x86_64\",\"nccl\":\"%s\",\"cuda_runtime\":\"12.4\","
     "\"nccl_env\":{%s},\"ifaces\":[{\"name\":\"lo\",\"up\":true,\"ipv4\":[\"127.0.0.1/8\"],\"mtu\":65536},"
@@ -359,6 +378,7 @@ int main(void)
     RUN(test_env_parity);
     RUN(test_gpu_health);
     RUN(test_gpu_parity);
+    RUN(test_gpu_memory_cc_parity);
     RUN(test_nccl);
     RUN(test_tcp_blame);
     return tap_done();

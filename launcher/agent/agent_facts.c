@@ -249,8 +249,34 @@ static void add_versions(cJSON *o, struct agent_pyver *pv, struct agent_probe *p
     if (!cached && pv->key) agent_pycache_put(pv->exe, pv->key, pv->python3, pv->torch);
 }
 
-/* NVML's view of the GPUs' health ("gpu_health"), and the two values check compares across
- * nodes as facts of their own: the driver version and the MIG mode ("on", "off", "mixed"). */
+/* The distinct values of one member of NVML's GPUs, ", "-joined in the order met ("80 GiB";
+ * "80 GiB, 40 GiB" on a node of mixed GPUs); numbers of MiB are given in GiB. NULL when none. */
+static char *gpu_values(const cJSON *gpus, const char *key)
+{
+    char seen[8][48];
+    int n = 0;
+    struct strbuf sb = {0};
+    const cJSON *g;
+    cJSON_ArrayForEach(g, gpus) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, key);
+        char one[48];
+        int k = 0;
+        if (cJSON_IsNumber(v)) snprintf(one, sizeof one, "%.0f GiB", v->valuedouble / 1024.0);
+        else if (cJSON_IsString(v)) snprintf(one, sizeof one, "%s", v->valuestring);
+        else continue;
+        while (k < n && strcmp(seen[k], one) != 0) k++;
+        if (k < n || n == 8) continue; /* met before, or more kinds than a node has */
+        memcpy(seen[n++], one, sizeof one);
+        if (sb.len) strbuf_adds(&sb, ", ");
+        strbuf_adds(&sb, one);
+    }
+    return sb.len ? sb.buf : (strbuf_done(&sb), NULL);
+}
+
+/* NVML's view of the GPUs' health ("gpu_health"), and the values check compares across nodes
+ * as facts of their own: the driver version, the MIG mode ("on", "off", "mixed"), each GPU's
+ * memory size and compute capability (a 40 GB A100 among 80 GB ones, or an sm_80 among sm_90s,
+ * holds the job back or cannot run its kernels). */
 static void add_gpu_health(cJSON *o)
 {
     cJSON *h = agent_nvml_health();
@@ -264,6 +290,12 @@ static void add_gpu_health(cJSON *o)
         if (cJSON_IsBool(m)) cJSON_IsTrue(m) ? on++ : off++;
     }
     if (on || off) cJSON_AddStringToObject(o, "gpu_mig", on && off ? "mixed" : on ? "on" : "off");
+    const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(h, "gpus");
+    char *mem = gpu_values(gpus, "memory_mib"), *cc = gpu_values(gpus, "compute_capability");
+    if (mem) cJSON_AddStringToObject(o, "gpu_memory", mem);
+    if (cc) cJSON_AddStringToObject(o, "gpu_cc", cc);
+    free(mem);
+    free(cc);
     cJSON_AddItemToObject(o, "gpu_health", h);
 }
 

@@ -63,6 +63,7 @@ struct nvml_api {
     nvml_ret (*retired_pending)(nvml_dev, int *);
     nvml_ret (*persistence)(nvml_dev, int *);
     nvml_ret (*mig)(nvml_dev, unsigned int *, unsigned int *);
+    nvml_ret (*cc)(nvml_dev, int *, int *);
 };
 
 struct sampler {
@@ -121,6 +122,7 @@ static int api_load(struct nvml_api *a, char *err, size_t errlen)
     *(void **)&a->retired_pending = sym(a->lib, "nvmlDeviceGetRetiredPagesPendingStatus", NULL);
     *(void **)&a->persistence = sym(a->lib, "nvmlDeviceGetPersistenceMode", NULL);
     *(void **)&a->mig = sym(a->lib, "nvmlDeviceGetMigMode", NULL);
+    *(void **)&a->cc = sym(a->lib, "nvmlDeviceGetCudaComputeCapability", NULL);
     if (!a->init || !a->count || !a->handle) {
         snprintf(err, errlen, "NVML (libnvidia-ml.so.1) lacks nvmlInit or the device calls");
         dlclose(a->lib);
@@ -371,6 +373,13 @@ cJSON *agent_nvml_health(void)
         if (a.persistence && a.persistence(d, &v) == NVML_OK) cJSON_AddBoolToObject(g, "persistence", v != 0);
         if (a.mig && a.mig(d, &cur, &pend) == NVML_OK) cJSON_AddBoolToObject(g, "mig", cur != 0);
         if (a.throttle && a.throttle(d, &ull) == NVML_OK) cJSON_AddNumberToObject(g, "throttle", (double)ull);
+        struct nvml_mem m;
+        if (a.mem && a.mem(d, &m) == NVML_OK && m.total) cJSON_AddNumberToObject(g, "memory_mib", (double)(m.total >> 20));
+        int major, minor;
+        if (a.cc && a.cc(d, &major, &minor) == NVML_OK && major > 0 && major < 100 && minor >= 0 && minor < 100) {
+            snprintf(text, sizeof text, "%d.%d", major, minor);
+            cJSON_AddStringToObject(g, "compute_capability", text);
+        }
         cJSON_AddItemToArray(arr, g);
     }
     if (a.shutdown) a.shutdown();

@@ -176,6 +176,11 @@ static const struct env_fact env_facts[] = {
     {"torch", "torch", CHECK_FAIL, "install the same torch version on every node"},
     {"ddptop_version", "ddptop", CHECK_FAIL, "run the same ddptop version everywhere"},
     {"gpu_driver", "NVIDIA driver", CHECK_WARN, "install the same NVIDIA driver on every node"},
+    /* NVML's, per node (agent_facts.c): warnings, as the model's */
+    {"gpu_memory", "GPU memory", CHECK_WARN,
+     "GPUs of one memory size on every node, or size the batch for the smallest"},
+    {"gpu_cc", "GPU compute capability", CHECK_WARN,
+     "GPUs of one architecture on every node, and a build with kernels for each (TORCH_CUDA_ARCH_LIST)"},
     {"gpu_mig", "MIG mode", CHECK_FAIL,
      "set MIG mode the same way on every node (nvidia-smi -mig 0 or 1, then a GPU reset)"},
     {"cuda_visible_devices", "CUDA_VISIBLE_DEVICES", CHECK_FAIL,

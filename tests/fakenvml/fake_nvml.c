@@ -8,6 +8,7 @@
  *   gpu INDEX KEY=VALUE ...   keys: name util mem_used mem_total (MiB) power limit (W) temp (C)
  *                             sm (MHz) throttle (the reasons bit mask) ecc (uncorrected, volatile)
  *                             retired_pending persistence mig (0 or 1; persistence defaults to 1)
+ *                             cc (compute capability, "9.0"; none: not supported)
  *   pid INDEX PID             a compute process on GPU INDEX
  *   xid INDEX N               an XID event; each xid line is delivered once
  *   init_error CODE           nvmlInit fails with CODE
@@ -51,6 +52,7 @@ struct fake_dev {
     unsigned long long mem_used, mem_total, throttle, ecc;
     unsigned power_w, limit_w;
     int retired_pending, persistence, mig;
+    int cc_major, cc_minor;
     unsigned pids[MAX_PIDS];
     int n_pids;
 };
@@ -109,6 +111,7 @@ static void load_state(void)
                 else if (!strcmp(tok, "retired_pending")) d->retired_pending = (int)n;
                 else if (!strcmp(tok, "persistence")) d->persistence = (int)n;
                 else if (!strcmp(tok, "mig")) d->mig = (int)n;
+                else if (!strcmp(tok, "cc")) sscanf(eq, "%d.%d", &d->cc_major, &d->cc_minor);
             }
         }
     }
@@ -279,4 +282,13 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigne
     nvmlReturn_t r = dev_ok(d);
     if (!r) *current = *pending = (unsigned)d->mig;
     return r;
+}
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+{
+    nvmlReturn_t r = dev_ok(d);
+    if (r) return r;
+    if (!d->cc_major) return 3; /* NVML_ERROR_NOT_SUPPORTED */
+    *major = d->cc_major;
+    *minor = d->cc_minor;
+    return NVML_SUCCESS;
 }
