@@ -11,7 +11,7 @@ make -s all bench-programs >/dev/null
 K=.gpukit
 rm -rf "$K"
 mkdir -p "$K/build/tests" "$K/build/bench" "$K/build/fakecuda" "$K/lib"
-progs=(ddptop-train tests/test_gpu_ops tests/test_gpu_ops_fake tests/test_gpu_fakecuda bench/bench_gpu
+progs=(ddptop-train ddptop-agent-x86_64 tests/test_gpu_ops tests/test_gpu_ops_fake tests/test_gpu_fakecuda bench/bench_gpu
        fakecuda/ddptop-train fakecuda/bench_gpu)
 for p in "${progs[@]}"; do
     [ -x "build/$p" ] || { echo "pack: build/$p missing (is CUDA under CUDA_HOME?)" >&2; exit 1; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, in a copy of the working tree with .gpukit carried
 # (tests/device/pack.sh made it): the GPU tests (make test-gpu's set) and the GPU benchmark
-# (make bench-gpu's script), in one call. Logs go to $OUT (the device tool brings them back)
+# (make bench-gpu's script), and the measured preflight's GPU figures against the benchmark's
+# (tests/device/bench_agree.sh: within 20%), in one call. Logs go to $OUT (the device tool brings them back)
 # and the end of each to stdout. BENCH=0 skips the benchmark; TESTS=0 the tests.
 set -u
 cd "$(dirname "$0")/../.."
@@ -35,5 +36,7 @@ fi
 if [ "${BENCH:-1}" != 0 ]; then
     bash tests/bench/gpu.sh >"$OUT/bench-gpu.log" 2>&1 || rc=1
     cat "$OUT/bench-gpu.log"
+    bash tests/device/bench_agree.sh >"$OUT/bench-agree.log" 2>&1 || rc=1
+    cat "$OUT/bench-agree.log"
 fi
 exit $rc
