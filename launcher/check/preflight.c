@@ -678,18 +678,6 @@ bool preflight_take_dirty(struct preflight *p)
     return d;
 }
 
-size_t preflight_ready_count(const struct preflight *p)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < p->n; i++) k += p->nodes[i].phase >= NP_TCP_WAIT;
-    return k;
-}
-
-bool preflight_testing_tcp(const struct preflight *p)
-{
-    return p->tcp_started;
-}
-
 int preflight_gpu_count(const struct preflight *p, size_t i)
 {
     const cJSON *f = i < p->n ? p->r.rows[i].checks[CHECK_GPU].fields : NULL;

@@ -68,10 +68,6 @@ bool preflight_done(struct preflight *p);
 const struct check_report *preflight_report(const struct preflight *p);
 /* True once after anything in the report changed (for the front end's redraw). */
 bool preflight_take_dirty(struct preflight *p);
-/* Nodes whose checks are past the first round trips (for "N/M hosts ready"); and whether the
- * tcp phase began. */
-size_t preflight_ready_count(const struct preflight *p);
-bool preflight_testing_tcp(const struct preflight *p);
 /* Node i's GPU count from its facts, -1 unknown. */
 int preflight_gpu_count(const struct preflight *p, size_t i);
 /* What NCCL should do on node i (docs/nccl.md): the interfaces NCCL_SOCKET_IFNAME or NCCL's

@@ -271,7 +271,7 @@ static void timers(struct controller *c)
 }
 
 /* How long the next poll() may sleep: until the first of the controller's deadlines. They are
- * merged here each pass, not set as the event loop's timers (evloop_timer_add), because the
+ * merged here each pass (the event loop has no timers: util/evloop.h), because the
  * timers above must run after the pass has read the nodes' lines (a node whose message is
  * already waiting is not silent, a ping follows the acknowledgements those lines allow), and
  * a timer's callback runs inside the poll turn, before them; most of these deadlines also
