@@ -207,6 +207,8 @@ static void test_drawing(void)
     if (!j) { CHECK(0); endwin(); delscreen(scr); return; }
     job_rank_started(j, 0, 4242);
     job_metric_add(j, 0, 17, 2.5, 12.0, NAN);
+    job_rank_started(j, 1, 4343);
+    job_metric_add_as(j, 1, 17, NAN, LOSS_NAN, 12.0, NAN);   /* `loss nan`: said, in no mean */
     add_line(j, 0, "\x1b[31mred\x1b[0m text");
     struct ui_state ui;
     init_ui(&ui);
@@ -227,7 +229,8 @@ static void test_drawing(void)
     CHECK(strstr(row, " 17 ") != NULL);
     CHECK(strstr(row, "2.5") != NULL);
     CHECK(strstr(row, "^[]0;pwned^G") != NULL);     /* the title-setting host name, escaped */
-    CHECK(any_row_contains(w, "pending"));           /* ranks 1 and 2 not started */
+    CHECK(any_row_contains(w, "pending"));           /* rank 2 not started */
+    CHECK(any_row_contains(w, "NaN"));               /* rank 1's loss, not "-" */
     CHECK(!any_row_contains(w, "\x1b"));
     delwin(w);
 
@@ -240,7 +243,8 @@ static void test_drawing(void)
     w = newwin(2, 120, 0, 0);
     pane_header_draw(w, j, &ui, &p);
     CHECK(any_row_contains(w, "world 3"));
-    CHECK(any_row_contains(w, "loss 2.5"));
+    CHECK(any_row_contains(w, "loss 2.5"));         /* rank 1's NaN is not in the mean */
+    CHECK(any_row_contains(w, "loss NaN/inf on 1 rank"));
     delwin(w);
 
     w = newwin(8, 30, 0, 0);

@@ -492,6 +492,42 @@ static void test_cli_on_hang(void)
     CHECK_INT(a, HANG_ACTION_STOP);
 }
 
+/* --on-nan, --loss-spike, --on-spike: the defaults (a NaN stops, spikes off), each action, the
+ * window, and the errors naming the option. */
+static void test_cli_health(void)
+{
+    struct run_opts o;
+    struct hostlist hl;
+    char err[512];
+    CHECK_INT(parse("", &o, &hl, err, sizeof err), 0);
+    CHECK(o.on_nan == HEALTH_STOP && o.on_spike == HEALTH_NONE && o.loss_spike == 0);
+    CHECK_INT(o.loss_spike_window, HEALTH_SPIKE_WINDOW);
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    CHECK_INT(parse("--on-nan restart --max-restarts 1 --loss-spike 2.5:50 --on-spike=stop", &o, &hl, err, sizeof err), 0);
+    CHECK(o.on_nan == HEALTH_RESTART && o.on_spike == HEALTH_STOP && o.loss_spike == 2.5 && o.loss_spike_window == 50);
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    CHECK_INT(parse("--on-nan none --loss-spike 3", &o, &hl, err, sizeof err), 0);
+    CHECK(o.on_nan == HEALTH_NONE && o.loss_spike == 3 && o.loss_spike_window == HEALTH_SPIKE_WINDOW);
+    hostlist_free(&hl);
+    run_opts_done(&o);
+    static const struct { const char *arg, *msg; } bad[] = {
+        { "--on-nan stacks", "--on-nan wants none, stop or restart, not 'stacks'" },
+        { "--on-spike kill --loss-spike 3", "--on-spike wants none, stop or restart, not 'kill'" },
+        { "--on-spike restart", "--on-spike restart needs the rule: --loss-spike X[:N] (see ddptop run --help)" },
+        { "--loss-spike 0.5", NULL }, { "--loss-spike", NULL }, { "--on-nan", NULL },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        err[0] = '\0';
+        CHECK_INT(parse(bad[k].arg, &o, &hl, err, sizeof err), -1);
+        if (bad[k].msg) CHECK_STR(err, bad[k].msg);
+        else CHECK(strncmp(err, bad[k].arg, strcspn(bad[k].arg, " ")) == 0);
+        hostlist_free(&hl);
+        run_opts_done(&o);
+    }
+}
+
 /* --nnodes: roles (the first MAX usable nodes in hostfile order are active, the rest spares,
  * excluded ones stay out) and the rank map over the active nodes. */
 static void test_roles_and_rank_map(void)
@@ -601,5 +637,6 @@ int main(void)
     RUN(test_exit_codes);
     RUN(test_cli);
     RUN(test_cli_on_hang);
+    RUN(test_cli_health);
     return tap_done();
 }

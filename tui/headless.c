@@ -298,13 +298,20 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
         say(h, "nodes: %zu active, %zu spare, %zu excluded (see the events)", active, j->n_nodes - active - excluded,
             excluded);
     if (st.n_step) {
-        if (st.n_loss && isfinite(st.loss_mean))
+        if (st.n_loss && isfinite(st.loss_mean) && st.n_loss_bad)
+            say(h, "step min/median/max %ld/%ld/%ld, mean loss %.4g (%zu rank%s NaN or inf, not counted)", st.step_min,
+                st.step_median, st.step_max, st.loss_mean, st.n_loss_bad, st.n_loss_bad == 1 ? "" : "s");
+        else if (st.n_loss && isfinite(st.loss_mean))
             say(h, "step min/median/max %ld/%ld/%ld, mean loss %.4g", st.step_min, st.step_median, st.step_max, st.loss_mean);
+        else if (st.n_loss_bad)
+            say(h, "step min/median/max %ld/%ld/%ld, loss NaN or inf on every rank that reported one", st.step_min,
+                st.step_median, st.step_max);
         else
             say(h, "step min/median/max %ld/%ld/%ld", st.step_min, st.step_median, st.step_max);
     }
     if (j->cause.set && j->cause.failure != FAILURE_NONE && j->cause.failure != FAILURE_UNKNOWN &&
         j->cause.failure != FAILURE_NODE_LOST &&   /* "node n3 lost: ..." says it already */
+        !j->cause.health &&                        /* so does "loss became NaN ..." */
         (j->cause.failure != FAILURE_HANG || j->cause.detail))
         say(h, "root cause: %s (%s%s%s)", j->cause.summary ? j->cause.summary : "?",
             failure_class_label(j->cause.failure), j->cause.detail ? ": " : "",

@@ -16,10 +16,10 @@
 static enum theme_role event_role(enum job_event_kind k)
 {
     switch (k) {
-    case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: return ROLE_FAIL;
+    case EV_FAILURE: case EV_ROOT_CAUSE: case EV_NODE_LOST: case EV_NAN: return ROLE_FAIL;
     case EV_STALL: case EV_STACKS: return ROLE_STALLED;
     case EV_STRAGGLER: return ROLE_STRAGGLER;
-    case EV_RESTART: case EV_STOP: case EV_GPU: case EV_SIGNAL: case EV_NCCL: return ROLE_WARN;
+    case EV_RESTART: case EV_STOP: case EV_GPU: case EV_SIGNAL: case EV_NCCL: case EV_SPIKE: return ROLE_WARN;
     case EV_DONE: case EV_RESUME: case EV_LAUNCH: return ROLE_OK;
     case EV_EXIT: case EV_INFO: case EV_END: return ROLE_NORMAL;
     }
@@ -45,6 +45,8 @@ static const char *event_word(enum job_event_kind k)
     case EV_GPU: return "gpu";
     case EV_SIGNAL: return "signal";
     case EV_NCCL: return "nccl";
+    case EV_NAN: return "NaN";
+    case EV_SPIKE: return "spike";
     case EV_END: return "end";
     }
     return "event";

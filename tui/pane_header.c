@@ -137,12 +137,13 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
 
     /* step spread, tokens/s and loss across the ranks that reported them */
     long *steps = j->n_ranks ? malloc(j->n_ranks * sizeof *steps) : NULL;
-    size_t ns = 0, nl = 0, nt = 0;
+    size_t ns = 0, nl = 0, nt = 0, nbad = 0;
     double loss_sum = 0, tok = 0;
     for (size_t i = 0; i < j->n_ranks; i++) {
         const struct rank_info *r = &j->ranks[i];
         if (r->has_step && steps) steps[ns++] = r->step;
         if (r->has_loss && isfinite(r->loss)) { loss_sum += r->loss; nl++; }
+        else if (r->has_loss && !isnan(r->loss)) nbad++;   /* NaN or inf: not in the mean */
         if (isfinite(r->tokens_per_s) && r->tokens_per_s >= 0) { tok += r->tokens_per_s; nt++; }
     }
     if (ns) {
@@ -156,12 +157,14 @@ static size_t header_fields(const struct job *j, const struct ui_state *ui,
     if (nt) ADD(ROLE_HEADER, "tok/s %s", format_si(a, sizeof a, tok));
     if (nl) ADD(ROLE_HEADER, "loss %s", format_loss(a, sizeof a, loss_sum / (double)nl));
     else ADD(ROLE_DIM, "loss -");
+    if (nbad) ADD(ROLE_FAIL, "loss NaN/inf on %zu rank%s", nbad, nbad == 1 ? "" : "s");
     /* what failed first is the one thing a user needs to see at once after a failure */
     if (j->cause.set && j->cause.summary) {
         /* its class first once it is known (docs/failures.md): "disk full" says more at a
-         * glance than an exit code; unknown, lost nodes and hangs say it in the summary */
+         * glance than an exit code; unknown, lost nodes, hangs and losses say it in the summary */
         enum failure_class fc = (enum failure_class)j->cause.failure;
-        if (fc != FAILURE_NONE && fc != FAILURE_UNKNOWN && fc != FAILURE_NODE_LOST && fc != FAILURE_HANG)
+        if (fc != FAILURE_NONE && fc != FAILURE_UNKNOWN && fc != FAILURE_NODE_LOST && fc != FAILURE_HANG &&
+            !j->cause.health)   /* "loss became NaN on rank 5 ..." says it */
             ADD(ROLE_FAIL, "root cause: %s: %.80s", failure_class_label(fc), j->cause.summary);
         else
             ADD(ROLE_FAIL, "root cause: %.80s", j->cause.summary);

@@ -110,7 +110,14 @@ static void cell_text(const struct job *j, const struct rank_info *r, enum col_i
     case C_STEP:
         if (r->has_step) format_step(buf, n, r->step); else snprintf(buf, n, "-");
         break;
-    case C_LOSS: format_loss(buf, n, r->has_loss ? r->loss : NAN); break;
+    case C_LOSS:
+        /* a loss that is not a number says what it is: "-" would hide a diverged rank */
+        if (r->has_loss && r->loss_bad != LOSS_FINITE)
+            snprintf(buf, n, "%s", r->loss_bad == LOSS_NAN ? "NaN" : r->loss_bad == LOSS_INF ? "inf"
+                                 : r->loss_bad == LOSS_NEG_INF ? "-inf" : "null");
+        else
+            format_loss(buf, n, r->has_loss ? r->loss : NAN);
+        break;
     case C_STEPT: format_step_ms(buf, n, r->step_ms); break;
     case C_AGE:
         if (r->last_output_ms > 0) format_age(buf, n, ui->now_ms - r->last_output_ms);
@@ -142,6 +149,14 @@ static attr_t gpu_cell_attr(const struct job *j, const struct rank_info *r, enum
     if (c == C_GPU && g->has_ecc && g->ecc > 0) return p->role[ROLE_FAIL];
     if (c == C_GPU && g->has_throttle && (g->throttle & GPU_THR_PROBLEMS)) return p->role[ROLE_WARN];
     if (c == C_GTEMP && !isnan(g->temp_c) && g->temp_c >= 85) return p->role[ROLE_WARN];
+    return row;
+}
+
+/* The loss cell's colour: NaN or inf as a failure, a spike (--loss-spike) as a warning. */
+static attr_t loss_cell_attr(const struct rank_info *r, const struct paint *p, attr_t row)
+{
+    if (r->has_loss && r->loss_bad != LOSS_FINITE) return p->role[ROLE_FAIL];
+    if (r->spiking) return p->role[ROLE_WARN];
     return row;
 }
 
@@ -183,6 +198,7 @@ static void draw_table(WINDOW *w, const struct job *j, const struct ui_state *ui
             /* the state stays in its colour on the selected row too */
             if (c == C_STATE && sel) a = ra | A_REVERSE;
             else if (c >= C_FIRST_GPU && !sel) a = gpu_cell_attr(j, r, (enum col_id)c, p, rowa);
+            else if (c == C_LOSS && !sel) a = loss_cell_attr(r, p, rowa);
             x = pane_cell(w, p, x, wd, cell, cw, columns[c].right, a, rowa);
         }
     }

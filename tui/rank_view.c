@@ -207,7 +207,7 @@ void node_summarize(const struct job *j, size_t node, struct node_summary *s)
             else s->n_stopped++;
         }
         if (r->has_step) steps[ns++] = r->step;
-        if (r->has_loss && !isnan(r->loss)) losses[nl++] = r->loss;
+        if (r->has_loss && isfinite(r->loss)) losses[nl++] = r->loss;   /* not a NaN rank's inf */
     }
     if (ns) {
         qsort(steps, (size_t)ns, sizeof *steps, cmp_long);

@@ -57,6 +57,7 @@ static void spawn_all(struct controller *c)
     }
     for (size_t r = 0; r < j->n_ranks; r++) c->ranks[r] = (struct crank){0};
     c->stop_for_hang = false;
+    c->stop_for_health = HEALTH_KIND_NONE;
     ctl_spare_faults_clear(c); /* a fault excludes a node after the attempt it happened in */
     /* Once per run, as torchrun warns once per launch: not per node, rank or attempt. */
     for (size_t i = 0; i < c->n && !c->omp_noticed; i++) {
@@ -226,7 +227,9 @@ static void stop_complete(struct controller *c)
     } else if (c->after == AFTER_RESTART) {
         ctl_restart(c, "asked for");
     } else if (c->auto_restart && j->attempt < j->max_restarts) {
-        ctl_restart(c, c->stop_for_hang ? "after a hang" : "after a failure");
+        ctl_restart(c, c->stop_for_hang ? "after a hang"
+                       : c->stop_for_health == HEALTH_NAN ? "after the loss became NaN"
+                       : c->stop_for_health == HEALTH_SPIKE ? "after a loss spike" : "after a failure");
     } else {
         if (c->auto_restart && j->max_restarts > 0)
             job_event_add(j, EV_INFO, -1, -1, "no restarts left (--max-restarts %d)", j->max_restarts);
@@ -309,14 +312,20 @@ static void check_progress(struct controller *c)
 /* What the handlers found since the last step, acted on: the job stops for the first stop
  * noted (a failure restarts when attempts remain; the scheduler's SIGTERM does not, and waits
  * for Slurm's KillWait); an active node lost while launching ends the launch or brings in a
- * spare. */
+ * spare. A health rule's ask (--on-nan, --on-spike: the model made its incident the root
+ * cause, so it came before any failure of this pass) goes before a failure's restart: `stop`
+ * means no restart even when the ranks die of the NaN in the same pass. */
 static void decide(struct controller *c)
 {
     enum stop_cause why = c->stop_noted;
+    enum health_action health = health_take(c->job);
     c->stop_noted = STOP_NONE;
     launch_lost(c);
     if (!job_is_running(c->job)) return;
-    if (why == STOP_FAILURE) {
+    if (why != STOP_SCHEDULER && health != HEALTH_NONE && c->job->cause.health) {
+        ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, health == HEALTH_RESTART);
+        c->stop_for_health = c->job->cause.health;
+    } else if (why == STOP_FAILURE) {
         ctl_rank_failed_begin_stop(c);
     } else if (why == STOP_SCHEDULER) {
         ctl_begin_stop(c, JOB_FAILING, JOB_FAILED, AFTER_END, false);

@@ -16,6 +16,7 @@
 #include "check/check_report.h"
 #include "hosts/hostfile.h"
 #include "job/hang.h"
+#include "job/health.h"
 #include "job/job.h"
 #include "ssh/ssh_conn.h"
 
@@ -44,6 +45,11 @@ struct run_opts {
     int argc;
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
+    /* The training health rules (job/health.h, docs/run.md "Training health"). */
+    enum health_action on_nan;   /* --on-nan, default stop */
+    enum health_action on_spike; /* --on-spike, default none */
+    double loss_spike;           /* --loss-spike X: above X times the median; 0 off */
+    int loss_spike_window;       /* --loss-spike X:N (default HEALTH_SPIKE_WINDOW) */
     bool headless;
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
     bool no_check;

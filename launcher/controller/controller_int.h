@@ -164,6 +164,7 @@ struct controller {
     bool transport_noticed;     /* how the agents start was said in an event (once per run) */
     bool omp_noticed;           /* the OMP_NUM_THREADS=1 default was announced (once a run) */
     bool stop_for_hang;         /* the stop in progress is --on-hang's */
+    int stop_for_health;        /* ... or --on-nan's or --on-spike's (enum health_kind; 0 not) */
     enum stop_cause stop_noted; /* what the handlers found since the last progress step */
     int64_t last_pass_ms;       /* the loop's last pass: a long gap is the controller's own stall */
     int64_t stall_ms;           /* the last such stall: how long, and when it ended */

@@ -54,6 +54,10 @@ void run_opts_init(struct run_opts *o)
     o->node_timeout_s = 30;
     o->agent_spool_mb = 256;
     o->straggler_steps = 3;
+    /* a NaN loss is the end of the run's usefulness: every step after it is lost (docs/run.md) */
+    o->on_nan = HEALTH_STOP;
+    o->on_spike = HEALTH_NONE;
+    o->loss_spike_window = HEALTH_SPIKE_WINDOW;
 }
 
 void run_opts_done(struct run_opts *o)

@@ -41,6 +41,12 @@ struct job *ctl_make_job(struct controller *c, const int *gpu_counts, char *err,
                           : plan_ranks_per_node(c->o.nproc_per_node, h, gpu_counts ? gpu_counts[i] : -1);
     }
     j = job_new(run_id, c->log_root, c->o.max_restarts, names, hosts, rpn, c->n, err, errlen);
+    if (j) {   /* the health rules the model applies as the losses come (job/health.h) */
+        j->health.on_nan = c->o.on_nan;
+        j->health.on_spike = c->o.on_spike;
+        j->health.spike_factor = c->o.loss_spike;
+        j->health.spike_window = c->o.loss_spike_window > 0 ? c->o.loss_spike_window : HEALTH_SPIKE_WINDOW;
+    }
     free(names);
     free(hosts);
     free(rpn);

@@ -58,6 +58,13 @@ static const struct {
         "collective the others wait in is the one to fix" },
     [FAILURE_UNKNOWN] = { "unknown", "unknown",
         "read the rank's last lines and its full log" },
+    [FAILURE_LOSS_NAN] = { "loss_nan", "loss NaN or inf",
+        "lower the learning rate (or lengthen its warmup), enable gradient clipping "
+        "(clip_grad_norm_ 1.0), prefer bf16 to fp16; check the first rank's data at that step; "
+        "resume from a snapshot taken before it" },
+    [FAILURE_LOSS_SPIKE] = { "loss_spike", "loss spike",
+        "check the data the first rank saw at that step (a corrupt or repeated batch); lower the "
+        "learning rate or enable gradient clipping; resume from a snapshot taken before it" },
 };
 
 const char *failure_class_name(enum failure_class c)

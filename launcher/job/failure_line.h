@@ -25,6 +25,8 @@ enum failure_class {
     FAILURE_NODE_LOST,          /* the node went away (no rank exit to read) */
     FAILURE_HANG,               /* --on-hang: nothing failed, nothing moved */
     FAILURE_UNKNOWN,
+    FAILURE_LOSS_NAN,           /* --on-nan: a rank's loss became NaN or inf */
+    FAILURE_LOSS_SPIKE,         /* --on-spike: a rank's loss jumped above --loss-spike's rule */
     FAILURE_CLASSES
 };
 

@@ -50,6 +50,10 @@ static void rank_reset_attempt(struct rank_info *r, int64_t now)
     r->stalled_step = 0;
     r->stalled_has_step = false;
     r->straggler_since_ms = 0;
+    r->loss_bad = LOSS_FINITE;
+    r->nan_step = r->spike_step = -1;
+    r->nan_bad = LOSS_FINITE;
+    r->in_nan = r->spiking = false;
 }
 
 static bool run_id_ok(const char *id)
@@ -108,6 +112,9 @@ struct job *job_new(const char *run_id, const char *log_root, int max_restarts,
     }
     j->ev_cap = JOB_EVENTS_MAX;
     j->events = xcalloc(j->ev_cap, sizeof *j->events);
+    /* no rule acts until the controller says (health_rules_init's defaults are the command
+     * line's); a NaN is still said */
+    j->health = (struct job_health){ .nan_rank = -1, .spike_rank = -1, .nan_step = -1, .spike_step = -1 };
     return j;
 }
 
@@ -239,6 +246,10 @@ int job_attempt_begin(struct job *j, char *err, size_t errlen)
     /* the writer makes attempt-N/ and opens its logs; what it cannot is said as an event */
     if (j->sink) j->sink->attempt(j->sink->ctx, j->attempt);
     job_cause_clear(j);
+    /* the health rules' incidents are the attempt's (job/health.c); the rules stay */
+    j->health.nan_rank = j->health.spike_rank = -1;
+    j->health.nan_step = j->health.spike_step = -1;
+    j->health.asks = 0;
     j->attempt_started_ms = now;
     j->ended_ms = 0;
     j->generation++;
@@ -313,7 +324,15 @@ void job_log_append(struct job *j, int rank, enum log_stream stream, unsigned fl
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
                     double tokens_per_s)
 {
+    int bad = !isinf(loss) ? LOSS_FINITE : loss > 0 ? LOSS_INF : LOSS_NEG_INF;
+    job_metric_add_as(j, rank, step, loss, bad, step_ms, tokens_per_s);
+}
+
+void job_metric_add_as(struct job *j, int rank, long step, double loss, int bad, double step_ms,
+                       double tokens_per_s)
+{
     if (rank < 0 || (size_t)rank >= j->n_ranks) return;
+    if (bad != LOSS_FINITE) loss = INFINITY;   /* NAN stays "no loss" (series.h) */
     struct rank_info *r = &j->ranks[rank];
     r->loss_lines++;
     if (step >= 0) {
@@ -326,10 +345,10 @@ void job_metric_add(struct job *j, int rank, long step, double loss, double step
     if (!r->has_step || step != r->step) r->step_changed_ms = mono_ms();
     r->has_step = true;
     r->step = step;
-    if (!isnan(loss)) { r->loss = loss; r->has_loss = true; }
+    if (!isnan(loss)) { r->loss = loss; r->has_loss = true; r->loss_bad = (unsigned char)bad; }
     if (!isnan(step_ms)) r->step_ms = step_ms;
     if (!isnan(tokens_per_s)) r->tokens_per_s = tokens_per_s;
-    struct metric_point p = { .step = step, .loss = loss, .step_ms = step_ms };
+    struct metric_point p = { .step = step, .loss = loss, .step_ms = step_ms, .loss_bad = (unsigned char)bad };
     series_push(&r->series, &p);
     j->generation++;
 }

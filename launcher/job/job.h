@@ -117,6 +117,13 @@ struct rank_info {
     long stalled_step;        /* the step when it was marked stalled */
     bool stalled_has_step;
     int64_t straggler_since_ms; /* when the straggler condition started holding; 0 none */
+    /* Kept by the health rules (job/health.c, per attempt). */
+    unsigned char loss_bad;   /* enum loss_bad (series.h) of its last loss */
+    long nan_step;            /* the step its loss last became NaN or inf; -1 none */
+    long spike_step;          /* the step of its last spike (--loss-spike); -1 none */
+    unsigned char nan_bad;    /* what its loss became at nan_step (enum loss_bad) */
+    bool in_nan;              /* its loss is NaN or inf now (one event an episode) */
+    bool spiking;             /* its loss is above the spike rule now (one event an episode) */
 };
 
 /* A GPU as its node's last sample had it (job/gpu.c keeps these). */
@@ -174,6 +181,8 @@ enum job_event_kind {
     EV_END,                   /* the run ended: its state and exit status (job_event_end) */
     EV_SIGNAL,                /* a scheduler's warning signal (SIGUSR1/2) reached the ranks */
     EV_NCCL,                  /* NCCL's odd ones out and grouped WARNs (job/nccl_odd.c) */
+    EV_NAN,                   /* a rank's loss became NaN or inf (job/health.c) */
+    EV_SPIKE,                 /* a rank's loss jumped above --loss-spike's rule (job/health.c) */
 };
 
 /* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of
@@ -219,6 +228,12 @@ struct root_cause {
     const char *fix;          /* one line (static); NULL */
     int *lagging;             /* the ranks that fell behind (collective timeout, hang) */
     size_t n_lagging;
+    /* A health rule stopped the attempt (--on-nan, --on-spike; job/health.h): which (enum
+     * health_kind; 0 none), the first rank's step and how many ranks followed within
+     * HEALTH_FOLLOW_STEPS (counted when it settles). No exit code, no signal. */
+    int health;
+    long health_step;
+    int health_followers;
 };
 
 /* Where the model hands what is to be kept on disk: the run's files (record/run_files.c sets
@@ -241,6 +256,19 @@ struct job_sink {
     void (*ending)(void *ctx);
     /* The attempt's NCCL account changed (job/nccl.h): its JSON for attempt-N/nccl.json. May be NULL. */
     void (*nccl)(void *ctx, int attempt, const char *json, size_t len);
+};
+
+/* The training health rules (job/health.h, docs/run.md "Training health"): the controller sets
+ * the rules from --on-nan, --on-spike and --loss-spike; the rest is the present attempt's. */
+struct job_health {
+    int on_nan, on_spike;     /* enum health_action: what a rule asks of the progress step */
+    double spike_factor;      /* --loss-spike X: above X times the median; 0 off */
+    int spike_window;         /* ... of its last N losses; 0: HEALTH_SPIKE_WINDOW */
+    /* The open incident of each kind (the first rank's episode: its event), per attempt. */
+    int nan_rank, spike_rank; /* -1 none */
+    long nan_step, spike_step;
+    int asks;                 /* enum health_action a rule asks for, set with the root cause and
+                               * taken by the progress step (health_take); 0 none */
 };
 
 struct job {
@@ -279,6 +307,7 @@ struct job {
     struct nccl_job *nccl;    /* NCCL's account of the ranks (job/nccl.h); NULL until first used;
                                * an attempt's account starts afresh at its first line */
     void (*nccl_free)(struct nccl_job *);   /* set with it: job_free calls it */
+    struct job_health health; /* the training health rules and this attempt's incidents */
 };
 
 /* A new job of the given shape; ranks are numbered node by node in hostfile order
@@ -325,9 +354,14 @@ const struct log_line *job_log_keep(struct job *j, int rank, enum log_stream str
 /* A numbered message of rank that writes nothing to its log (its exit) was taken: the log
  * index counts it once what came before is on disk, so that it is acknowledged too. */
 void job_log_mark(struct job *j, int rank, int attempt, uint64_t seq);
-/* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). */
+/* Records a metric point (step, loss, step_ms, tokens/s; NAN for unknown). A loss that is not
+ * finite is kept as +INFINITY with what it was (bad: enum loss_bad; job_metric_add tells inf
+ * and -inf from the value, and NaN cannot be told from "no loss" there: metrics_parse.c uses
+ * job_metric_add_as). */
 void job_metric_add(struct job *j, int rank, long step, double loss, double step_ms,
                     double tokens_per_s);
+void job_metric_add_as(struct job *j, int rank, long step, double loss, int bad, double step_ms,
+                       double tokens_per_s);
 /* Adds an event (also handed to the sink: one JSON line of events.jsonl with host and time). */
 void job_event_add(struct job *j, enum job_event_kind kind, int rank, int node,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -20,6 +20,7 @@ const char *job_event_kind_name(enum job_event_kind k)
         [EV_DONE] = "done", [EV_INFO] = "info", [EV_RESUME] = "resumed", [EV_SIGNAL] = "signal",
         [EV_STACKS] = "stacks",
         [EV_GPU] = "gpu", [EV_END] = "end", [EV_NCCL] = "nccl",
+        [EV_NAN] = "nan", [EV_SPIKE] = "spike",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "info";
 }

@@ -32,7 +32,9 @@ void job_stats_compute(const struct job *j, struct job_stats *st)
         if ((unsigned)r->state <= RANK_LOST) st->by_state[r->state]++;
         if (r->straggler) st->n_stragglers++;
         if (r->has_step) steps[st->n_step++] = r->step;
-        if (r->has_loss && !isnan(r->loss)) { loss_sum += r->loss; st->n_loss++; }
+        /* a NaN or inf loss (kept as +INFINITY) would make the mean inf: counted apart */
+        if (r->has_loss && isfinite(r->loss)) { loss_sum += r->loss; st->n_loss++; }
+        else if (r->has_loss && !isnan(r->loss)) st->n_loss_bad++;
         if (!isnan(r->tokens_per_s)) { tok_sum += r->tokens_per_s; st->n_tokens++; }
         if (isfinite(r->step_ms)) ms[n_ms++] = r->step_ms;
     }

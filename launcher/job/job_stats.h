@@ -12,8 +12,9 @@
 struct job_stats {
     size_t n_step;             /* ranks with a step this attempt; the three below need >= 1 */
     long step_min, step_median, step_max;   /* median: the lower one for an even count */
-    size_t n_loss;
-    double loss_mean;          /* NAN when no rank reported a loss; +inf when one diverged */
+    size_t n_loss;             /* ranks whose loss is a number */
+    double loss_mean;          /* over those; NAN when none */
+    size_t n_loss_bad;         /* ranks whose loss is NaN or inf (job/health.h): not in the mean */
     size_t n_tokens;
     double tokens_per_s;       /* NAN when none: see job_stats_compute */
     double step_ms_median;     /* NAN when none */

@@ -89,6 +89,7 @@ static bool parse_runtime_json(const char *s, size_t n, struct metrics_sample *o
         .has_step = sl.has_step, .has_loss = sl.has_loss, .has_step_ms = sl.has_step_ms,
         .has_tokens = sl.has_tokens, .step = sl.step, .loss = sl.loss, .step_ms = sl.step_ms,
         .tokens_per_s = sl.tokens_per_s,
+        .loss_bad = sl.has_loss && isinf(sl.loss) ? LOSS_NULL : LOSS_FINITE, /* JSON has no inf: null */
     };
     return true;
 }
@@ -136,6 +137,7 @@ static bool parse_regex(const struct metrics_parser *p, const char *buf,
     if (end == num) return false;
     out->has_loss = true;
     out->loss = isfinite(v) ? v : INFINITY;
+    out->loss_bad = isnan(v) ? LOSS_NAN : !isinf(v) ? LOSS_FINITE : v > 0 ? LOSS_INF : LOSS_NEG_INF;
     if (regexec(&p->step_re, buf, 10, m, 0) == 0 && m[METRICS_STEP_GROUP].rm_so >= 0) {
         out->has_step = true;
         out->step = strtol(buf + m[METRICS_STEP_GROUP].rm_so, NULL, 10);
@@ -172,8 +174,9 @@ bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,
 {
     struct metrics_sample s;
     if (!metrics_parse_line(p, text, len, &s)) return false;
-    job_metric_add(j, rank, s.has_step ? s.step : JOB_STEP_UNKNOWN, s.has_loss ? s.loss : NAN,
-                   s.has_step_ms ? s.step_ms : NAN, s.has_tokens ? s.tokens_per_s : NAN);
+    job_metric_add_as(j, rank, s.has_step ? s.step : JOB_STEP_UNKNOWN, s.has_loss ? s.loss : NAN,
+                      s.has_loss ? s.loss_bad : LOSS_FINITE, s.has_step_ms ? s.step_ms : NAN,
+                      s.has_tokens ? s.tokens_per_s : NAN);
     return true;
 }
 

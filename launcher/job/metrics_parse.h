@@ -34,6 +34,7 @@ struct metrics_sample {
     bool has_step, has_loss, has_step_ms, has_tokens;
     long step;
     double loss;            /* a non-finite loss (JSON null, "nan", "inf") is +INFINITY */
+    int loss_bad;           /* which it was (enum loss_bad, series.h); LOSS_FINITE otherwise */
     double step_ms;
     double tokens_per_s;
 };
@@ -60,7 +61,7 @@ bool metrics_parse_line(const struct metrics_parser *p, const char *text, size_t
 bool metrics_block_may_hold(const struct metrics_parser *p, const char *text, size_t len);
 
 /* Parses one line of rank output and, when it carries a metric, records it with
- * job_metric_add (a missing step is inferred by the model). Returns true when it did. */
+ * job_metric_add_as (a missing step is inferred by the model). Returns true when it did. */
 bool metrics_feed_line(const struct metrics_parser *p, struct job *j, int rank,
                        const char *text, size_t len);
 

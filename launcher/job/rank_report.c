@@ -1,13 +1,14 @@
 /* A rank's start, output and end as its agent reports them (rank_report.h). Kept apart from
  * job.c, the model's storage, because an end reaches into the state machine (job_state.c) and
- * the root cause (root_cause.c), and output into the metrics parser and NCCL's account, all of
- * which build on the model. */
+ * the root cause (root_cause.c), and output into the metrics parser, the health rules
+ * (health.c) and NCCL's account, all of which build on the model. */
 #include "rank_report.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "job.h"
+#include "health.h"
 #include "job_state.h"
 #include "metrics_parse.h"
 #include "nccl.h"
@@ -73,7 +74,8 @@ static void output_line(struct job *j, int rank, enum log_stream stream, unsigne
                         int64_t wall)
 {
     const struct log_line *ll = job_log_keep(j, rank, stream, flags, t, len, wall);
-    if (mp && !(flags & LOG_LINE_SPLIT)) metrics_feed_line(mp, j, rank, t, len);
+    /* a metric point: the health rules judge it (NaN, spikes) where it arrives */
+    if (mp && !(flags & LOG_LINE_SPLIT) && metrics_feed_line(mp, j, rank, t, len)) health_point(j, rank);
     if (obs && obs->line && ll) obs->line(obs->ctx, j, rank, ll);
 }
 

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "failure_class.h"
+#include "health_cause.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -127,12 +128,33 @@ bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
     return true;
 }
 
+/* A health incident's cause, once the ranks' lines are in: the first rank may be another (one
+ * whose line came later went bad a step earlier), and the followers are counted. */
+static void health_settle(struct job *j, struct root_cause *c)
+{
+    int first;
+    long step;
+    int n = health_followers(j, (enum health_kind)c->health, c->rank, c->health_step, &first, &step);
+    if (first != c->rank) {
+        for (size_t i = 0; i < c->n_last_lines; i++) free(c->last_lines[i]);
+        free(c->last_lines);
+        c->rank = first;
+        c->node = j->ranks[first].node;
+        collect_last_lines(j, &j->ranks[first], c);
+    }
+    c->health_step = step;
+    c->health_followers = n;
+    free(c->summary);
+    c->summary = health_summary(j, (enum health_kind)c->health, c->rank, step, n);
+}
+
 bool root_cause_settle(struct job *j)
 {
     struct root_cause *c = &j->cause;
     if (!c->set || !c->pending) return false;
     c->pending = false;
-    failure_classify(j, c);
+    if (c->health) health_settle(j, c);
+    else failure_classify(j, c);
     if (c->error_file) {
         char *head = first_line(c->error_file, 200);
         job_event_add(j, EV_ROOT_CAUSE, c->rank, c->node, "root cause: %s: %s", c->summary, head);
@@ -251,5 +273,33 @@ bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
     /* PyTorch's watchdog may have said who is behind before ddptop saw the stall */
     failure_seq_analyse(j, c);   /* where every rank is is in the summary already */
     job_event_add(j, EV_ROOT_CAUSE, rank, r->node, "root cause: %s", c->summary);
+    return true;
+}
+
+bool root_cause_health(struct job *j, int kind, int rank, long step)
+{
+    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    const struct rank_info *r = &j->ranks[rank];
+    struct root_cause *c = &j->cause;
+    job_cause_clear(j);
+    c->set = true;
+    c->rank = rank;
+    c->node = r->node;
+    c->attempt = j->attempt;
+    c->health = kind;
+    c->health_step = step;
+    c->summary = health_summary(j, (enum health_kind)kind, rank, step, -1);
+    collect_last_lines(j, r, c);
+    /* the line just taken is the one whose loss broke the rule */
+    if (r->log.count) {
+        const struct log_line *l = log_ring_at(&r->log, r->log.count - 1);
+        size_t len = l->len > FAILURE_EVIDENCE_MAX ? FAILURE_EVIDENCE_MAX : l->len;
+        c->evidence = xstrndup(l->text, len);
+        c->evidence_rank = rank;
+    }
+    set_class(c, kind == HEALTH_NAN ? FAILURE_LOSS_NAN : FAILURE_LOSS_SPIKE, NULL);
+    /* its event waits for the ranks that follow (root_cause_settle) */
+    c->pending = true;
+    j->generation++;
     return true;
 }

@@ -45,6 +45,13 @@ bool root_cause_scheduler(struct job *j, int node, const char *summary);
  * rank's last output lines: "rank 1 on gpu2 hung: step 4 has not advanced for 12 s; rank 1 in
  * freeze (job.py), rank 0 in all_reduce". */
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where);
+/* A health rule's incident (--on-nan, --on-spike; job/health.h) stops the attempt: kind (enum
+ * health_kind), the rank that opened it and its step. Same rule, with the rank's last output
+ * lines and the line that had the loss as evidence; its class at once, its event when it
+ * settles (as a rank's failure), when the ranks that followed within HEALTH_FOLLOW_STEPS
+ * have been counted: "loss became NaN on rank 5 at step 1,204 (first rank; 7 followed within
+ * 2 steps)". */
+bool root_cause_health(struct job *j, int kind, int rank, long step);
 
 /* PyTorch's error file ({"message":{"message":"...","extraInfo":{"py_callstack":"...",
  * "timestamp":"..."}}}, or "message" as a plain string) as readable text: the message, the

@@ -5,10 +5,23 @@
 
 #include <stddef.h>
 
+/* What a loss that is not a number was. The model keeps such a loss as +INFINITY (NAN stays
+ * "the line had no loss", and every reader that wants a number already skips what is not
+ * finite); this says which it was, for the health rules' words (job/health.h) and the
+ * dashboard's loss cell. */
+enum loss_bad {
+    LOSS_FINITE = 0,          /* a number, or no loss at all */
+    LOSS_NAN,                 /* "nan", "NaN" */
+    LOSS_INF,                 /* "inf", "Infinity" */
+    LOSS_NEG_INF,             /* "-inf" */
+    LOSS_NULL,                /* the runtime's JSON null: not finite, which is not known */
+};
+
 struct metric_point {
     long step;
-    double loss;              /* NAN when the line had no loss */
+    double loss;              /* NAN when the line had no loss; +INFINITY when not finite */
     double step_ms;           /* NAN when unknown */
+    unsigned char loss_bad;   /* enum loss_bad */
 };
 
 struct metric_series {

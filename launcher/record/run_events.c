@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "job/failure_line.h"
+#include "job/health_cause.h"
 #include "util/utf8.h"
 #include "util/util.h"
 #include "wire/signals.h"
@@ -55,6 +56,12 @@ static void add_cause_fields(cJSON *o, const struct root_cause *c)
         cJSON_AddNullToObject(o, "exit_code");
         cJSON_AddNullToObject(o, "signal");
         cJSON_AddTrueToObject(o, "hang");
+    } else if (c->health) {   /* --on-nan, --on-spike: the loss, not an exit (job/health.h) */
+        cJSON_AddNullToObject(o, "exit_code");
+        cJSON_AddNullToObject(o, "signal");
+        cJSON_AddStringToObject(o, "health", health_kind_name((enum health_kind)c->health));
+        cJSON_AddNumberToObject(o, "step", (double)c->health_step);
+        cJSON_AddNumberToObject(o, "followers", c->health_followers);
     } else if (c->term_signal) {
         cJSON_AddNullToObject(o, "exit_code");
         cJSON_AddStringToObject(o, "signal", signals_label(c->term_signal));
@@ -134,6 +141,12 @@ char *run_events_line(const struct job *j, const struct job_event *ev)
     json_add_text(o, "text", ev->text, strlen(ev->text));
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set) add_cause_fields(o, &j->cause);
     if (ev->kind == EV_LAUNCH) add_launch_fields(o, j);
+    /* a health incident's step, for readers that filter on it (--notify-on nan,spike): the
+     * event is written as it is added, so the incident it opened is the model's newest */
+    if (ev->kind == EV_NAN && j->health.nan_rank == ev->rank)
+        cJSON_AddNumberToObject(o, "step", (double)j->health.nan_step);
+    if (ev->kind == EV_SPIKE && j->health.spike_rank == ev->rank)
+        cJSON_AddNumberToObject(o, "step", (double)j->health.spike_step);
     if (ev->kind == EV_END) {
         cJSON_AddStringToObject(o, "state", run_state_name(j->end_state));
         cJSON_AddNumberToObject(o, "exit_code", j->end_exit_code);

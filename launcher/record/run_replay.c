@@ -22,6 +22,7 @@
 #include "run_nccl.h"
 #include "runs.h"
 #include "job/failure_line.h"
+#include "job/health_cause.h"
 #include "util/util.h"
 #include "wire/signals.h"
 
@@ -79,7 +80,7 @@ static int int_field(const cJSON *o, const char *key, int dflt, int max)
 
 static enum job_event_kind kind_parse(const char *name)
 {
-    for (int k = EV_LAUNCH; k <= EV_NCCL; k++)   /* every kind, EV_NCCL the last */
+    for (int k = EV_LAUNCH; k <= EV_SPIKE; k++)  /* every kind, EV_SPIKE the last */
         if (strcmp(name, job_event_kind_name((enum job_event_kind)k)) == 0) return (enum job_event_kind)k;
     return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
 }
@@ -368,6 +369,12 @@ static void play_cause(const struct player *P, const struct rec *r)
     c->exit_code = int_field(o, "exit_code", 0, 255);
     c->term_signal = signal_number(str_field(o, "signal"));
     c->hang = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "hang"));
+    const char *health = str_field(o, "health");   /* --on-nan, --on-spike (job/health.h) */
+    if (health) c->health = strcmp(health, "nan") == 0 ? HEALTH_NAN : strcmp(health, "spike") == 0 ? HEALTH_SPIKE : 0;
+    if (c->health) {
+        c->health_step = int_field(o, "step", 0, INT32_MAX);
+        c->health_followers = int_field(o, "followers", 0, RUN_RANKS_MAX);
+    }
     const cJSON *lines = cJSON_GetObjectItemCaseSensitive(o, "last_lines"), *l;
     if (cJSON_IsArray(lines)) {
         c->last_lines = xcalloc((size_t)cJSON_GetArraySize(lines) + 1, sizeof *c->last_lines);

@@ -14,6 +14,7 @@
 #include "headless.h"
 #include "hosts/hosts_source.h"
 #include "job/hang.h"
+#include "job/health.h"
 #include "record/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
@@ -65,6 +66,12 @@ void cmd_run_usage(FILE *f)
           "                       rank's stacks in the attempt's log directory; the default), restart\n"
           "                       (stacks, then restart, counting against --max-restarts), stop\n"
           "                       (stacks, then stop the job as failed with the hang as root cause)\n"
+          "  --on-nan ACTION      when a rank's loss becomes NaN or inf: none (an event only), stop (the\n"
+          "                       default: stop the job as failed with it as root cause), restart\n"
+          "                       (restart from the snapshot, counting against --max-restarts)\n"
+          "  --loss-spike X[:N]   a rank's loss above X times the median of its last N losses (default\n"
+          "                       N 20) is a spike: an event (default: off)\n"
+          "  --on-spike ACTION    what a spike does: none (the default), stop or restart, as --on-nan\n"
           "  --gpu-interval MS    sample every node's GPUs (NVML) this often (default 1000, 0 off)\n"
           "  --term-timeout SEC   SIGTERM to SIGKILL grace when stopping ranks (default 10)\n"
           "  --agent-grace SEC    how long each node's agent keeps its ranks running, and their output,\n"
@@ -138,6 +145,16 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (rc < 0) return -1;
         if (hang_action_parse(val, &o->on_hang) < 0)
             return cli_fail(err, errlen, "--on-hang wants none, stacks, restart or stop, not '%s'", val);
+    } else if ((rc = VALUE("--on-nan")) != 0) {
+        if (rc < 0) return -1;
+        if (health_action_parse(val, &o->on_nan) < 0)
+            return cli_fail(err, errlen, "--on-nan wants none, stop or restart, not '%s'", val);
+    } else if ((rc = VALUE("--on-spike")) != 0) {
+        if (rc < 0) return -1;
+        if (health_action_parse(val, &o->on_spike) < 0)
+            return cli_fail(err, errlen, "--on-spike wants none, stop or restart, not '%s'", val);
+    } else if ((rc = VALUE("--loss-spike")) != 0) {
+        if (rc < 0 || health_spike_parse(val, &o->loss_spike, &o->loss_spike_window, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--term-timeout")) != 0) {
         if (rc < 0 || cli_parse_int("--term-timeout", val, 0, 3600, &o->term_timeout_s, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--agent-grace")) != 0) {
@@ -226,6 +243,9 @@ int cmd_run_parse(int argc, char **argv, struct run_opts *o, struct hostlist *hl
         if (rc < 0) return -1;
         if (rc == 0) return cli_fail(err, errlen, "unknown option '%s' (see ddptop run --help)", a);
     }
+    if (o->on_spike != HEALTH_NONE && !(o->loss_spike > 0))
+        return cli_fail(err, errlen, "--on-spike %s needs the rule: --loss-spike X[:N] (see ddptop run --help)",
+                        health_action_name(o->on_spike));
     if (o->detach && o->headless)
         return cli_fail(err, errlen, "--detach keeps the dashboard running in a session; it does not go "
                         "with --headless");
