@@ -139,11 +139,13 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
     ctl_spare_init(c);
+    if (ctl_metrics_open(c, err, errlen) < 0) goto fail;
     if (c->job->log_dir) {
         c->files = run_files_open(c->job, err, errlen);
         if (!c->files) goto fail;
         run_files_set_mode(c->files, c->o.log_mode ? c->o.log_mode : LOG_MODE_DEFAULT);
     }
+    ctl_metrics_announce(c);
     c->o.run_id = NULL; /* the job holds it now */
     free(run_id);
     c->nodes = xcalloc(c->n, sizeof *c->nodes);
@@ -162,6 +164,7 @@ void controller_free(struct controller *c)
 {
     if (!c) return;
     ctl_stacks_free(c);
+    ctl_metrics_close(c);   /* on the loop: before it goes */
     for (size_t i = 0; c->nodes && i < c->n; i++) {
         ctl_exits_release(c, i, false);
         transport_free(c->nodes[i].t);
