@@ -87,6 +87,31 @@ void om_number(struct strbuf *sb, double v)
         om_int(sb, (long long)v);
         return;
     }
+    /* Most other values have a few decimals (a loss as a rank printed it, an age in ms, a
+     * utilisation in percent): N / 10^d that reads back as v is written as digits, no printf */
+    static const struct { double scale; long long ten; int digits; } fixed[] = {{1e3, 1000, 3}, {1e6, 1000000, 6}};
+    for (size_t f = 0; f < sizeof fixed / sizeof *fixed && fabs(v) < 1e9; f++) {
+        long long n = llround(v * fixed[f].scale);
+        if ((double)n / fixed[f].scale != v) continue;
+        unsigned long long u = n < 0 ? (unsigned long long)-n : (unsigned long long)n;
+        unsigned long long frac = u % (unsigned long long)fixed[f].ten;
+        int d = fixed[f].digits;
+        char *q = tmp + sizeof tmp;
+        while (frac % 10 == 0 && d > 0) {   /* frac != 0: v is not whole */
+            frac /= 10;
+            d--;
+        }
+        for (int k = 0; k < d; k++, frac /= 10) *--q = (char)('0' + frac % 10);
+        *--q = '.';
+        u /= (unsigned long long)fixed[f].ten;
+        do {
+            *--q = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (n < 0) *--q = '-';
+        strbuf_add(sb, q, (size_t)(tmp + sizeof tmp - q));
+        return;
+    }
     /* the shortest of 15 or 17 significant digits that reads back exactly */
     int n = snprintf(tmp, sizeof tmp, "%.15g", v);
     if (strtod(tmp, NULL) != v) n = snprintf(tmp, sizeof tmp, "%.17g", v);
