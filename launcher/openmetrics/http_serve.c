@@ -197,7 +197,7 @@ static int request_line(struct conn *c, const char *line, size_t len)
     if (t1 == t0 || i >= len || line[i] != ' ') goto bad;
     i++;
     if (len - i != 8 || memcmp(line + i, "HTTP/1.", 7) != 0 || (line[i + 7] != '0' && line[i + 7] != '1')) {
-        if (len - i > 5 && memcmp(line + i, "HTTP/", 5) == 0) {
+        if (len - i > 5 && memcmp(line + i, "HTTP/", 5) == 0 && !memchr(line + i, ' ', len - i)) {
             conn_answer(c, NULL, 505, "HTTP Version Not Supported", NULL, "HTTP/1.0 and HTTP/1.1 only");
             return -1;
         }
