@@ -2,7 +2,8 @@
  * HTTP_SERVE_CONNS connections, each a small state machine on the loop (read the request,
  * write the answer, linger), swept for their deadlines by one timer while any is open. The
  * answer always closes the connection: a scrape a connection, which keeps every state here
- * short-lived and bounded (Prometheus connects again for its next scrape). */
+ * short-lived and bounded (Prometheus connects again for its next scrape). What a request
+ * asks is judged by http_request.c from its bytes alone. */
 #include "http_serve.h"
 
 #include <arpa/inet.h>
@@ -17,6 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "http_request.h"
 #include "util/evloop.h"
 
 #define SWEEP_MS 250
@@ -177,64 +179,10 @@ static void conn_answer(struct conn *c, struct body *b, int code, const char *re
     conn_send(c);
 }
 
-static bool tchar(unsigned char ch)
+static void conn_refuse(struct conn *c, int status)
 {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-/* The request line alone decides everything but a 200, which waits for the headers' end. 0:
- * the line asks for the path; else the answer is given and -1 returned. */
-static int request_line(struct conn *c, const char *line, size_t len)
-{
-    size_t i = 0, m, t0, t1;
-    while (i < len && tchar((unsigned char)line[i])) i++;
-    m = i;
-    if (m == 0 || i >= len || line[i] != ' ') goto bad;
-    t0 = ++i;
-    while (i < len && line[i] > ' ' && line[i] < 0x7f) i++;
-    t1 = i;
-    if (t1 == t0 || i >= len || line[i] != ' ') goto bad;
-    i++;
-    if (len - i != 8 || memcmp(line + i, "HTTP/1.", 7) != 0 || (line[i + 7] != '0' && line[i + 7] != '1')) {
-        if (len - i > 5 && memcmp(line + i, "HTTP/", 5) == 0 && !memchr(line + i, ' ', len - i)) {
-            conn_answer(c, NULL, 505, "HTTP Version Not Supported", NULL, "HTTP/1.0 and HTTP/1.1 only");
-            return -1;
-        }
-        goto bad;
-    }
-    if (m != 3 || memcmp(line, "GET", 3) != 0) {
-        conn_answer(c, NULL, 405, "Method Not Allowed", "Allow: GET\r\n", "GET only");
-        return -1;
-    }
-    size_t pl = strlen(c->s->o.path);
-    if (t1 - t0 < pl || memcmp(line + t0, c->s->o.path, pl) != 0 || (t1 - t0 > pl && line[t0 + pl] != '?')) {
-        char text[160];
-        snprintf(text, sizeof text, "not found: ddptop serves %s", c->s->o.path);
-        conn_answer(c, NULL, 404, "Not Found", NULL, text);
-        return -1;
-    }
-    return 0;
-bad:
-    conn_answer(c, NULL, 400, "Bad Request", NULL, "bad request line: want GET PATH HTTP/1.1");
-    return -1;
-}
-
-/* Each header line is NAME: VALUE (no folded lines); false for anything else. */
-static bool headers_ok(const char *p, const char *end)
-{
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end, *colon = memchr(p, ':', (size_t)(e - p));
-        size_t len = (size_t)(e - p) - (e > p && e[-1] == '\r');
-        if (len > 0) {
-            if (!colon || colon == p || *p == ' ' || *p == '\t') return false;
-            for (const char *q = p; q < colon; q++)
-                if (!tchar((unsigned char)*q)) return false;
-        }
-        p = e + 1;
-    }
-    return true;
+    conn_answer(c, NULL, status, http_status_reason(status), status == 405 ? "Allow: GET\r\n" : NULL,
+                http_status_text(status));
 }
 
 static void conn_read(struct conn *c)
@@ -246,33 +194,9 @@ static void conn_read(struct conn *c)
         return;
     }
     c->n += (size_t)k;
-    const char *eol = memchr(c->req, '\n', c->n);
-    if (!eol) {
-        if (c->n == HTTP_SERVE_REQUEST_MAX) conn_answer(c, NULL, 414, "URI Too Long", NULL, "request line too long");
-        return;
-    }
-    size_t line_len = (size_t)(eol - c->req);
-    if (line_len && c->req[line_len - 1] == '\r') line_len--;
-    if (request_line(c, c->req, line_len) < 0) return;
-    /* the headers end at an empty line (CRLF CRLF, or bare LFs) */
-    const char *end = NULL;
-    size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
-    for (size_t i = from; i + 1 < c->n && !end; i++) {
-        if (c->req[i] != '\n') continue;
-        if (c->req[i + 1] == '\n') end = c->req + i + 1;
-        else if (c->req[i + 1] == '\r' && i + 2 < c->n && c->req[i + 2] == '\n') end = c->req + i + 2;
-    }
-    c->scanned = c->n;
-    if (!end) {
-        if (c->n == HTTP_SERVE_REQUEST_MAX)
-            conn_answer(c, NULL, 431, "Request Header Fields Too Large", NULL, "request headers too large (8 KiB at most)");
-        return;
-    }
-    if (!headers_ok(eol + 1, end)) {
-        conn_answer(c, NULL, 400, "Bad Request", NULL, "malformed header line");
-        return;
-    }
-    conn_answer(c, body_get(c->s), 200, "OK", NULL, NULL);
+    int st = http_request_judge(c->req, c->n, HTTP_SERVE_REQUEST_MAX, c->s->o.path, &c->scanned);
+    if (st == 200) conn_answer(c, body_get(c->s), 200, "OK", NULL, NULL);
+    else if (st) conn_refuse(c, st);
 }
 
 static void conn_linger_read(struct conn *c)
@@ -313,7 +237,7 @@ static void on_timer(struct evloop *el, void *ctx)
         struct conn *c = s->conns[i];
         if (now < c->deadline_ms) continue;
         if (c->phase == PH_READ) {
-            conn_answer(c, NULL, 408, "Request Timeout", NULL, "request not complete within 5 s");
+            conn_refuse(c, 408);
         } else {
             if (c->phase == PH_WRITE) s->st.timed_out++;
             conn_close(c);
