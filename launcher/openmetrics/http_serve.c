@@ -223,7 +223,7 @@ static void on_timer(struct evloop *el, void *ctx);
 
 static void sweep_arm(struct http_serve *s)
 {
-    if (!s->timer && (s->n_conns > 0 || s->listen_again_ms))
+    if (!s->timer && (s->n_conns > 0 || s->listen_again_ms || s->fresh))
         s->timer = evloop_timer_add(s->el, mono_ms() + SWEEP_MS, on_timer, s);
 }
 
@@ -242,6 +242,11 @@ static void on_timer(struct evloop *el, void *ctx)
             if (c->phase == PH_WRITE) s->st.timed_out++;
             conn_close(c);
         }
+    }
+    /* a body nobody sends any more is let go (10 MB at 8,192 ranks) */
+    if (s->fresh && s->fresh->refs == 1 && now - s->fresh->made_ms >= HTTP_SERVE_FRESH_MS) {
+        body_drop(s->fresh);
+        s->fresh = NULL;
     }
     if (s->listen_again_ms && now >= s->listen_again_ms) {
         s->listen_again_ms = 0;
