@@ -35,7 +35,7 @@ pkg_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 # launcher/ is in rooms (docs/architecture.md), one archive each. ddptop links them in the
 # order of their dependencies; ddptop-agent links only agent, wire and util, with cJSON and
 # libc: no libssh, no curses.
-ROOMS        = controller check ssh record job wire hosts util
+ROOMS        = controller openmetrics check ssh record job wire hosts util
 AGENT_ROOMS  = agent wire util
 room_src     = $(filter-out %_main.c,$(wildcard launcher/$(1)/*.c))
 room_lib     = $(if $(call room_src,$(1)),$(BUILD)/lib$(1).a)
@@ -62,7 +62,7 @@ LIBS_LAUNCHER = $(foreach r,$(ROOMS),$(call room_lib,$(r)))
 LIBS_AGENT    = $(foreach r,$(AGENT_ROOMS),$(call room_lib,$(r)))
 
 # An archive with no members yet is left out of the link (ld refuses an empty one).
-LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,controller check ssh record job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
+LIBS_ALL = $(LIB_CMD) $(if $(TUI_OBJ),$(LIB_TUI)) $(foreach r,controller openmetrics check ssh record job agent wire hosts util,$(call room_lib,$(r))) $(if $(RUNTIME_OBJ),$(LIB_RUNTIME))
 
 # The agents for the nodes, one per architecture (launcher/dist/README.md): ddptop uploads the
 # one a node's `uname -m` names. PORTABLE=0 builds only this machine's, against its own glibc.
@@ -314,7 +314,7 @@ fuzz: deps
 # Installs the Debian packages that are missing: apt-get as root, else prints the command.
 DEB_PKGS = build-essential pkg-config libncurses-dev libssh-dev libcjson-dev libopenblas-dev \
            openssh-server openssh-client tmux faketime pdsh iproute2 procps gdb python3 python3-torch \
-           slurm-wlm munge clang libclang-rt-14-dev man-db \
+           slurm-wlm munge clang libclang-rt-14-dev man-db prometheus \
            $(CROSS_GCC_PKG) debootstrap qemu-user-static binfmt-support
 # the compiler of the other architecture's agent; debootstrap and qemu make the tests' Debian 11
 # and aarch64 nodes (tests/lib/noderoot.sh)

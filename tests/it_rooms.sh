@@ -28,7 +28,8 @@ tmp=$(mktemp -d /tmp/ddptop-it-rooms.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # What each room may include: the dependency direction, cmd -> tui -> controller -> check -> ssh,
-# record -> job -> wire, hosts -> util (record: the model it writes and reads back into), and
+# record -> job -> wire, hosts -> util (record: the model it writes and reads back into;
+# openmetrics, under the controller: the --metrics endpoint, reading the model), and
 # agent -> wire -> util. The session layer (tui/session/) sits beside the dashboard: only the
 # commands (tui/cmd/) include it; the dashboard is handed what it needs of it
 # (tui/frontend_session.h), and it includes nothing of the dashboard. Keep it equal to
@@ -42,13 +43,14 @@ RULES=(
     record:job,wire,util
     ssh:wire,hosts,util
     check:ssh,job,wire,hosts,util
-    controller:check,ssh,record,job,wire,hosts,util
+    openmetrics:job,util
+    controller:openmetrics,check,ssh,record,job,wire,hosts,util
     agent:wire,util
     tui:controller,check,record,job,util
     session:record,job,util
-    cmd:tui,session,controller,check,ssh,record,job,wire,hosts,util
+    cmd:tui,session,controller,openmetrics,check,ssh,record,job,wire,hosts,util
 )
-ALL_ROOMS="agent ssh wire check record job controller hosts util tui session cmd dist"
+ALL_ROOMS="agent ssh wire check record job controller openmetrics hosts util tui session cmd dist"
 LAUNCHER_ROOMS=$(for d in launcher/*/; do basename "$d"; done)
 TUI_ROOMS=$(for d in tui/*/; do [ -d "$d" ] && basename "$d"; done)
 # A room's folder: launcher/ROOM, or tui/ROOM for the rooms inside tui/.
@@ -148,7 +150,7 @@ foreign_symbols() {
     nm -u "$1" | awk '{ print $NF }' | grep -E '^(ssh_|sftp_|initscr|newwin|wrefresh|doupdate|endwin)'
 }
 : >"$tmp/other"
-for r in controller check ssh record job hosts tui; do
+for r in controller openmetrics check ssh record job hosts tui; do
     lib=$BUILD_DIR/lib$r.a
     [ -f "$lib" ] && nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/other"
 done
@@ -712,7 +714,7 @@ CTL_LAYERS=(
     "controller_link.c"
     "controller_check.c controller_stacks.c controller_gpu.c controller_exits.c"
     "controller_spare.c"
-    "controller_msg.c controller_record.c controller_node.c"
+    "controller_msg.c controller_record.c controller_node.c controller_metrics.c"
 )
 fake=$tmp/layers
 mkdir -p "$fake/launcher/ctl" "$fake/launcher/util"

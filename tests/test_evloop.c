@@ -1,4 +1,4 @@
-/* Unit tests for launcher/util/evloop.c, the one event loop: fd watches, a
+/* Unit tests for launcher/util/evloop.c, the one event loop: fd watches, timers in order, a
  * signal through the self-pipe (and one that interrupts a sleeping poll), changes to the set
  * of watches made from inside a callback, pausing, the wake hook, and thousands of fds. */
 #include <errno.h>
@@ -80,6 +80,53 @@ static void test_hangup_with_no_events(void)
     CHECK(mono_ms() - t0 >= 45);
     evloop_free(el);
     close(p[0]);
+}
+
+static int order[16], n_order;
+
+static void order_fn(struct evloop *el, void *ctx)
+{
+    (void)el;
+    order[n_order++] = (int)(intptr_t)ctx;
+}
+
+static void test_timers_in_order(void)
+{
+    struct evloop *el = evloop_new();
+    int64_t now = mono_ms();
+    n_order = 0;
+    evloop_timer_add(el, now + 60, order_fn, (void *)4);
+    evloop_timer_add(el, now + 20, order_fn, (void *)1);
+    evloop_timer_add(el, now + 40, order_fn, (void *)2);
+    evloop_timer_add(el, now + 40, order_fn, (void *)3);    /* same time: in the order added */
+    uint64_t gone = evloop_timer_add(el, now + 30, order_fn, (void *)9);
+    CHECK(gone != 0);
+    evloop_timer_cancel(el, gone);
+    evloop_timer_cancel(el, gone);                          /* twice: no error */
+    evloop_timer_add(el, now - 5, order_fn, (void *)0);     /* already due */
+    while (n_order < 5 && mono_ms() < now + 5000) evloop_run_once(el, -1);
+    CHECK_INT(n_order, 5);
+    for (int i = 0; i < 5; i++) CHECK_INT(order[i], i);
+    CHECK(mono_ms() >= now + 60);                           /* not early */
+    evloop_free(el);
+}
+
+/* A timer that re-arms itself for now runs once a turn, not forever within one. */
+static void rearm_fn(struct evloop *el, void *ctx)
+{
+    (*(int *)ctx)++;
+    evloop_timer_add(el, mono_ms(), rearm_fn, ctx);
+}
+
+static void test_timer_rearm_for_now(void)
+{
+    struct evloop *el = evloop_new();
+    int n = 0;
+    evloop_timer_add(el, mono_ms(), rearm_fn, &n);
+    CHECK_INT(evloop_run_once(el, 0), 1);
+    CHECK_INT(evloop_run_once(el, 0), 1);
+    CHECK_INT(n, 2);
+    evloop_free(el);
 }
 
 static int sig_seen[4], sig_n;
@@ -224,8 +271,10 @@ static void test_wake_hook(void)
     evloop_run_once(el, 30);
     CHECK_INT(wake_timeout, 30);
     CHECK(wake_slept >= 25);
-    evloop_run_once(el, 0);
-    CHECK_INT(wake_timeout, 0);
+    evloop_timer_add(el, mono_ms() + 10, order_fn, (void *)0);  /* a sooner timer shortens it */
+    n_order = 0;
+    evloop_run_once(el, 1000);
+    CHECK(wake_timeout <= 10);
     evloop_free(el);
 }
 
@@ -285,6 +334,9 @@ int main(void)
 {
     tap_run("a watch is called when its fd is ready, for the events asked, not while paused", test_watch_readable);
     tap_run("events 0 still hears a hang-up; a paused watch does not", test_hangup_with_no_events);
+    tap_run("timers fire in the order of their times, equal times in the order added; a cancelled one never",
+            test_timers_in_order);
+    tap_run("a timer re-armed for now from its callback waits for the next turn", test_timer_rearm_for_now);
     tap_run("signals arrive through the one self-pipe, first in the turn; one loop catches them; "
             "the default comes back", test_signal_through_the_pipe);
     tap_run("a signal ends a sleeping poll and is answered in that turn", test_signal_wakes_a_sleeping_poll);

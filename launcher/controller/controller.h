@@ -39,6 +39,7 @@ struct run_opts {
     int agent_grace_s;           /* how long agents keep the ranks without us (default 600, 0: none) */
     int node_timeout_s;          /* silent this long: unreachable, reconnect (default 30) */
     int agent_spool_mb;          /* each agent's spool while we are away (default 256) */
+    const char *metrics_addr;    /* --metrics [ADDR:]PORT: the OpenMetrics endpoint; NULL none */
     bool hup_detaches;           /* SIGHUP leaves the run to its agents (a session's dashboard) */
     bool adopt;                  /* --adopt: take over --run-id's run (ddptop attach), no launch */
     char *const *argv;           /* `ddptop run`'s arguments as given (the run's record keeps them) */

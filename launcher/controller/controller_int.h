@@ -27,6 +27,7 @@
  *   controller_msg.c      what every handler shares: numbers in messages, the stop noted
  *   controller_record.c   the run's record (adopt.json)
  *   controller_node.c     the node plumbing: send, request, connect, release, spawn
+ *   controller_metrics.c  --metrics: the OpenMetrics endpoint, reading the model
  *
  * Handlers record facts in the job model (and in struct cnode); where a fact calls for a stop
  * they note it (ctl_note_stop) and the progress step acts on it in the same loop pass. Other
@@ -179,6 +180,7 @@ struct controller {
     int record_state;           /* the job state adopt.json says; -1 before it is first written */
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
+    struct http_serve *om_serve; /* --metrics (controller_metrics.c); NULL without */
     struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */
     char *unesc;                /* fast_out's decoded text, reused (a malloc and free per message */
     size_t unesc_cap;           /* of up to 64 KiB was a tenth of the loop's CPU when streaming) */
@@ -363,6 +365,15 @@ void ctl_start_snapshot(struct controller *c);
 /* adopt.json now (run_record.h): written when an attempt begins and when the job's state
  * changes. */
 void ctl_record_write(struct controller *c);
+
+/* ---- controller_metrics.c: the OpenMetrics endpoint (--metrics) ------------------------------ */
+
+/* Listens where --metrics says (nothing without it); -1 with err filled when it cannot (a
+ * configuration error, found before the run's directory is made). Then, once the run's files
+ * are open, an event says where (ctl_metrics_announce). */
+int ctl_metrics_open(struct controller *c, char *err, size_t errlen);
+void ctl_metrics_announce(struct controller *c);
+void ctl_metrics_close(struct controller *c);
 
 /* ---- controller_node.c: the node plumbing ---------------------------------------------------- */
 

@@ -143,11 +143,13 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     c->job = ctl_make_job(c, NULL, err, errlen);
     if (!c->job) goto fail;
     ctl_spare_init(c);
+    if (ctl_metrics_open(c, err, errlen) < 0) goto fail;
     if (c->job->log_dir) {
         c->files = run_files_open(c->job, err, errlen);
         if (!c->files) goto fail;
         run_files_set_mode(c->files, c->o.log_mode ? c->o.log_mode : LOG_MODE_DEFAULT);
     }
+    ctl_metrics_announce(c);
     c->o.run_id = NULL; /* the job holds it now */
     free(run_id);
     c->nodes = xcalloc(c->n, sizeof *c->nodes);
@@ -166,6 +168,7 @@ void controller_free(struct controller *c)
 {
     if (!c) return;
     ctl_stacks_free(c);
+    ctl_metrics_close(c);   /* on the loop: before it goes */
     for (size_t i = 0; c->nodes && i < c->n; i++) {
         ctl_exits_release(c, i, false);
         transport_free(c->nodes[i].t);
@@ -275,7 +278,7 @@ static void timers(struct controller *c)
 }
 
 /* How long the next poll() may sleep: until the first of the controller's deadlines. They are
- * merged here each pass (the event loop has no timers: util/evloop.h), because the
+ * merged here each pass, not set as the event loop's timers (evloop_timer_add), because the
  * timers above must run after the pass has read the nodes' lines (a node whose message is
  * already waiting is not silent, a ping follows the acknowledgements those lines allow), and
  * a timer's callback runs inside the poll turn, before them; most of these deadlines also

@@ -177,6 +177,8 @@ static void history_add(struct gpu_info *g, const struct gpu_info *prev)
     if (prev) {
         memcpy(g->hist, prev->hist, sizeof g->hist);
         g->hist_n = prev->hist_n;
+        g->xids = prev->xids;
+        g->last_xid = prev->last_xid;
     }
     if (!isnan(g->util)) {
         if (g->hist_n == GPU_HIST) memmove(g->hist, g->hist + 1, GPU_HIST - 1);
@@ -239,8 +241,14 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
         events_for(j, node, ng->seen ? gpu_by_index(old, n_old, ng->g[i].index) : NULL, &ng->g[i]);
     for (int x = 0; x < n_xids; x++) {
         char who[160];
-        const struct gpu_info *g = gpu_by_index(ng->g, n, xids[x][0]);
+        struct gpu_info *g = NULL;
+        for (int i = 0; i < n && !g; i++)
+            if (ng->g[i].index == xids[x][0]) g = &ng->g[i];
         struct gpu_info unknown = { .index = xids[x][0], .rank = -1 };
+        if (g) {   /* counted for the OpenMetrics endpoint (docs/integrations.md) */
+            g->xids++;
+            g->last_xid = xids[x][1];
+        }
         describe(j, node, g ? g : &unknown, who, sizeof who);
         const char *m = gpu_xid_meaning(xids[x][1]);
         job_event_add(j, EV_GPU, g ? g->rank : -1, node, "%s: XID %d%s%s%s", who, xids[x][1], m ? " (" : "",

@@ -143,6 +143,9 @@ struct gpu_info {
     int rank;                 /* the job's rank using it (set by job/gpu.c); -1 none */
     uint8_t hist[GPU_HIST];   /* utilisation, oldest first, hist_n of them */
     int hist_n;
+    unsigned long xids;       /* XIDs its node reported for it since the run began (carried
+                               * from sample to sample like hist; the OpenMetrics counter) */
+    int last_xid;             /* the latest one's number; 0 none */
 };
 
 struct node_gpus {

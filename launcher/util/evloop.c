@@ -1,5 +1,6 @@
 /* The one event loop (evloop.h): watches in an array whose pollfd mirror is rebuilt only when
- * the set changes, and one signal self-pipe per process. */
+ * the set changes, timers in an array kept sorted by due time (a loop has a handful), and one
+ * signal self-pipe per process. */
 #include "evloop.h"
 
 #include <errno.h>
@@ -23,6 +24,13 @@ struct evloop_watch {
     struct evloop *el;
 };
 
+struct evtimer {
+    int64_t due_ms;
+    uint64_t id;          /* also the order of equal due times */
+    evloop_timer_fn fn;
+    void *ctx;
+};
+
 struct evloop {
     struct evloop_watch **w;   /* in the order added (the signal pipe's first) */
     size_t n_w, cap_w;
@@ -30,6 +38,9 @@ struct evloop {
     struct evloop_watch **pw;  /* kept apart from w: a callback may add watches */
     size_t n_pfd, cap_pfd;
     bool dirty;                /* a watch came or went: rebuild before polling */
+    struct evtimer *t;
+    size_t n_t, cap_t;
+    uint64_t next_id;
     struct evloop_watch *sig_w;
     int sig_answered;          /* signal functions called by this turn's read of the pipe */
     evloop_wake_fn on_wake;
@@ -149,6 +160,7 @@ static void signals_release(struct evloop *el)
 struct evloop *evloop_new(void)
 {
     struct evloop *el = xcalloc(1, sizeof *el);
+    el->next_id = 1;
     return el;
 }
 
@@ -160,6 +172,7 @@ void evloop_free(struct evloop *el)
     free(el->w);
     free(el->pfd);
     free(el->pw);
+    free(el->t);
     free(el);
 }
 
@@ -257,6 +270,55 @@ static void rebuild(struct evloop *el)
     el->dirty = false;
 }
 
+/* ---- timers ------------------------------------------------------------------------------- */
+
+uint64_t evloop_timer_add(struct evloop *el, int64_t due_ms, evloop_timer_fn fn, void *ctx)
+{
+    size_t lo = 0, hi = el->n_t;
+    if (el->n_t == el->cap_t) {
+        el->cap_t = el->cap_t ? 2 * el->cap_t : 8;
+        el->t = xrealloc(el->t, el->cap_t * sizeof *el->t);
+    }
+    while (lo < hi) {                        /* after every timer due no later */
+        size_t mid = lo + (hi - lo) / 2;
+        if (el->t[mid].due_ms <= due_ms) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(el->t + lo + 1, el->t + lo, (el->n_t - lo) * sizeof *el->t);
+    el->t[lo] = (struct evtimer){ .due_ms = due_ms, .id = el->next_id++, .fn = fn, .ctx = ctx };
+    el->n_t++;
+    return el->t[lo].id;
+}
+
+void evloop_timer_cancel(struct evloop *el, uint64_t id)
+{
+    for (size_t i = 0; i < el->n_t; i++)
+        if (el->t[i].id == id) {
+            memmove(el->t + i, el->t + i + 1, (el->n_t - i - 1) * sizeof *el->t);
+            el->n_t--;
+            return;
+        }
+}
+
+/* The timers due now that existed when the turn's timers began: one a callback adds for now
+ * waits for the next turn, so that a timer re-arming itself cannot hold the loop. */
+static int timers_fire(struct evloop *el)
+{
+    uint64_t mark = el->next_id;
+    int64_t now = mono_ms();
+    int n = 0;
+    for (;;) {
+        size_t i = 0;
+        while (i < el->n_t && el->t[i].due_ms <= now && el->t[i].id >= mark) i++;
+        if (i == el->n_t || el->t[i].due_ms > now) return n;
+        struct evtimer t = el->t[i];
+        memmove(el->t + i, el->t + i + 1, (el->n_t - i - 1) * sizeof *el->t);
+        el->n_t--;
+        t.fn(el, t.ctx);
+        n++;
+    }
+}
+
 /* ---- the turn ----------------------------------------------------------------------------- */
 
 void evloop_on_wake(struct evloop *el, evloop_wake_fn fn, void *ctx)
@@ -272,6 +334,11 @@ int evloop_run_once(struct evloop *el, int cap_ms)
     if (el->dirty) rebuild(el);
     wk.timeout_ms = cap_ms;
     wk.polled_ms = mono_ms();
+    if (el->n_t) {
+        int64_t left = el->t[0].due_ms - wk.polled_ms;
+        if (left < 0) left = 0;
+        if (wk.timeout_ms < 0 || left < wk.timeout_ms) wk.timeout_ms = (int)left;
+    }
     r = poll(el->pfd, (nfds_t)el->n_pfd, wk.timeout_ms);
     if (r < 0 && errno == EINTR) r = poll(el->pfd, (nfds_t)el->n_pfd, 0);
     if (r < 0 && errno != EINTR) return -1;
@@ -289,5 +356,5 @@ int evloop_run_once(struct evloop *el, int cap_ms)
         w->fn(el, w, rev, w->ctx);
         n += w == el->sig_w ? el->sig_answered : 1;
     }
-    return n;
+    return n + timers_fire(el);
 }

@@ -1,8 +1,6 @@
-/* The one event loop (after Redis's ae.c): fd watches and signals, answered from one poll().
- * No timers: each loop's owner merges its own deadlines into the cap it gives a turn
- * (controller_run.c's loop_timeout says why the controller must: its timers run after the
- * pass has read the nodes' lines, which a timer callback inside the turn would precede). The
- * controller, the agent, the session server and `ddptop view` each run one; tests/it_rooms.sh fails on a second copy of this loop elsewhere.
+/* The one event loop (after Redis's ae.c): fd watches, one-shot timers on the monotonic clock
+ * and signals, all answered from one poll(). The controller, the agent, the session server and
+ * `ddptop view` each run one; tests/it_rooms.sh fails on a second copy of this loop elsewhere.
  *
  * Cost: the pollfd array is rebuilt only when a watch is added or removed; changing what a
  * watch waits for (evloop_watch_set_events, evloop_watch_pause) writes its slot in place, and a
@@ -10,8 +8,13 @@
  * thousands of nodes pays one poll() and one pass over the ready slots a turn.
  *
  * Order within one turn: the signals first (the self-pipe is always slot 0), then the watches
- * in the order they were added. A watch added during a callback is polled from the next turn; one
+ * in the order they were added, then the timers that were due, earliest first (equal times in
+ * the order they were added). A watch added during a callback is polled from the next turn; one
  * removed (or paused) during a callback is not called again, not even later in this turn.
+ * The loop's owner drives it turn by turn (evloop_run_once): what it does between turns (the
+ * controller's pass) needs no callback. Timers serve a part that keeps deadlines of its own on
+ * another's loop (the metrics endpoint's connections, openmetrics/http_serve.c); the controller
+ * merges its own into the cap it gives a turn (controller_run.c's loop_timeout says why).
  *
  * Signals: one self-pipe per process, whatever the number of loops; the handler only writes
  * the signal's number to it (async-signal-safe), and the loop that caught the signal calls its
@@ -36,6 +39,7 @@ struct evloop_watch;
 
 /* revents as poll() gave them (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLNVAL). */
 typedef void (*evloop_fd_fn)(struct evloop *el, struct evloop_watch *w, short revents, void *ctx);
+typedef void (*evloop_timer_fn)(struct evloop *el, void *ctx);
 typedef void (*evloop_signal_fn)(struct evloop *el, int signo, void *ctx);
 
 /* What the last poll() asked for and how long it slept (mono_ms clock), given to the wake
@@ -48,7 +52,7 @@ struct evloop_wake {
 typedef void (*evloop_wake_fn)(struct evloop *el, const struct evloop_wake *wk, void *ctx);
 
 struct evloop *evloop_new(void);
-/* Removes every watch (closing no fd: the fds are their owners'), and puts back the
+/* Removes every watch and timer (closing no fd: the fds are their owners'), and puts back the
  * default action of each signal this loop still catches. */
 void evloop_free(struct evloop *el);
 
@@ -67,6 +71,11 @@ int evloop_watch_fd(const struct evloop_watch *w);
 struct evloop_watch *evloop_watch_update(struct evloop *el, struct evloop_watch *w, int fd,
                                          short events, evloop_fd_fn fn, void *ctx);
 
+/* fn(ctx) once, at due_ms (mono_ms clock) or the first turn after. Returns the timer's id
+ * (never 0), for evloop_timer_cancel; cancelling one that fired or was cancelled is no error. */
+uint64_t evloop_timer_add(struct evloop *el, int64_t due_ms, evloop_timer_fn fn, void *ctx);
+void evloop_timer_cancel(struct evloop *el, uint64_t id);
+
 /* Catches signo (SA_RESTART; SIGCHLD with SA_NOCLDSTOP) and calls fn from the loop for each
  * one that arrives; fn NULL puts back the default action. -1 with errno: no pipe (EMFILE...),
  * or EBUSY: another loop of this process catches signals. */
@@ -75,9 +84,9 @@ int evloop_signal(struct evloop *el, int signo, evloop_signal_fn fn, void *ctx);
 /* Called after every poll(), before the turn's callbacks (NULL: none). */
 void evloop_on_wake(struct evloop *el, evloop_wake_fn fn, void *ctx);
 
-/* One turn: poll() for at most cap_ms (-1: no cap), then the callbacks. An interrupted poll() (EINTR) is polled again without waiting, so that the signal
- * that interrupted it is answered in this turn. Returns the number of callbacks made (watches
- * and signals), or -1 with errno when poll() failed otherwise. */
+/* One turn: poll() for at most cap_ms (-1: no cap; the next timer may shorten it), then the
+ * callbacks. An interrupted poll() (EINTR) is polled again without waiting, so that the signal
+ * that interrupted it is answered in this turn. Returns the number of callbacks made (watches,
+ * signals and timers), or -1 with errno when poll() failed otherwise. */
 int evloop_run_once(struct evloop *el, int cap_ms);
-
 #endif

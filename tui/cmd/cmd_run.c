@@ -18,6 +18,7 @@
 #include "record/logw.h"
 #include "job/metrics_parse.h"
 #include "job/plan.h"
+#include "openmetrics/http_serve.h"
 #include "session/session.h"
 #include "session/session_proto.h"
 #include "ssh/ssh_cli.h"
@@ -81,6 +82,9 @@ void cmd_run_usage(FILE *f)
           "  --node-timeout SEC   a node silent this long is unreachable and reconnected (default 30)\n"
           "  --agent-spool MB     output each agent keeps for an absent controller (default 256)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
+          "  --metrics [ADDR:]PORT  serve the run's metrics to Prometheus (OpenMetrics) on\n"
+          "                       http://ADDR:PORT/metrics; ADDR defaults to 127.0.0.1 (0.0.0.0: every\n"
+          "                       interface); docs/integrations.md\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
           "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
           "                       no session: the job ends with this process\n"
@@ -165,6 +169,12 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
         if (rc < 0 || cli_parse_int("--agent-spool", val, 1, 65536, &o->agent_spool_mb, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--straggler-steps")) != 0) {
         if (rc < 0 || cli_parse_int("--straggler-steps", val, 0, 1000000, &o->straggler_steps, err, errlen) < 0) return -1;
+    } else if ((rc = VALUE("--metrics")) != 0) {
+        char host[256];
+        int port;
+        /* checked here for a usage error; the controller listens (a port in use is its error) */
+        if (rc < 0 || http_serve_parse_addr(val, host, sizeof host, &port, err, errlen) < 0) return -1;
+        o->metrics_addr = val;
     } else if ((rc = VALUE("--fanout")) != 0) {
         if (rc < 0 || cli_parse_int("--fanout", val, 1, 4096, &o->nodes.fanout, err, errlen) < 0) return -1;
     } else if ((rc = VALUE("--log-dir")) != 0) {
