@@ -149,6 +149,32 @@ static void test_order(void)
     add(f, 100, 0, "B");      /* 4 */
     CHECK_INT(add(f, 101, 1, "B")->id, 4);
     CHECK_INT(add(f, 101, 1, "A")->id, 5);   /* group 3 is before its B: a new one */
+    while (log_fold_due(f, 0, true)) log_fold_pop(f);
+
+    /* the printer's events go in line (LOG_FOLD_ALONE): rank 0's exit after its last line
+     * keeps its place; rank 1's same last line still joins rank 0's, and a line of rank 0
+     * after its exit does not; an alone entry closes as soon as it is the oldest */
+    CHECK(!log_fold_holds(f, 0));
+    CHECK_INT(add(f, 200, 0, "done")->id, 6);
+    CHECK(log_fold_holds(f, 0) && !log_fold_holds(f, 1));
+    CHECK_INT(log_fold_add(f, 200, 0, -1, 0, LOG_FOLD_ALONE, "rank 0 exited", 13)->id, 7);
+    CHECK_INT(add(f, 201, 1, "done")->id, 6);
+    CHECK_INT(log_fold_add(f, 201, 1, -1, 0, LOG_FOLD_ALONE, "rank 1 exited", 13)->id, 8);
+    CHECK_INT(add(f, 202, 0, "done")->id, 9);
+    CHECK(log_fold_due(f, 699, false) == NULL);
+    CHECK_INT(log_fold_wait_ms(f, 600), 100);
+    g = log_fold_due(f, 700, false);
+    CHECK(g && g->id == 6 && g->n == 2);
+    log_fold_pop(f);
+    CHECK_INT(log_fold_wait_ms(f, 700), 0);
+    g = log_fold_due(f, 700, false);
+    CHECK(g && g->id == 7 && g->solo);
+    log_fold_pop(f);
+    g = log_fold_due(f, 700, false);
+    CHECK(g && g->id == 8);
+    log_fold_pop(f);
+    CHECK(log_fold_due(f, 700, false) == NULL);
+    CHECK(log_fold_holds(f, 0) && !log_fold_holds(f, 1));
     log_fold_free(f);
 }
 

@@ -46,6 +46,7 @@ struct run_opts {
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
     bool headless;
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
+    bool no_fold;                /* --no-fold: lines of several ranks not folded into one (tui/) */
     bool no_check;
     bool check_only;             /* `ddptop check`: the preflight, then end (no job on disk) */
     int verbose;

@@ -173,7 +173,7 @@ static struct group *find_open(struct log_fold *f, uint64_t h, int64_t now_ms, i
 struct log_fold_group *log_fold_add(struct log_fold *f, int64_t now_ms, int rank, int stream,
                                     int attempt, unsigned flags, const char *text, size_t len)
 {
-    bool solo = (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT)) || rank < 0;
+    bool solo = (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT | LOG_FOLD_ALONE)) || rank < 0;
     uint64_t h = text_hash(text, len);
     struct group *g = solo ? NULL : find_open(f, h, now_ms, rank, stream, attempt, flags, text, len);
     if (g) {
@@ -209,7 +209,7 @@ const struct log_fold_group *log_fold_due(const struct log_fold *f, int64_t now_
 {
     if (f->head == f->next) return NULL;
     const struct group *g = slot(f, f->head);
-    if (all || now_ms - g->pub.t0_ms >= f->window_ms || f->next - f->head >= f->max_groups ||
+    if (all || g->pub.solo || now_ms - g->pub.t0_ms >= f->window_ms || f->next - f->head >= f->max_groups ||
         f->bytes > f->max_bytes || (f->world >= 2 && g->pub.n >= f->world))
         return &g->pub;
     return NULL;
@@ -218,8 +218,14 @@ const struct log_fold_group *log_fold_due(const struct log_fold *f, int64_t now_
 int64_t log_fold_wait_ms(const struct log_fold *f, int64_t now_ms)
 {
     if (f->head == f->next) return -1;
+    if (slot(f, f->head)->pub.solo) return 0;
     int64_t left = slot(f, f->head)->pub.t0_ms + f->window_ms - now_ms;
     return left > 0 ? left : 0;
+}
+
+bool log_fold_holds(const struct log_fold *f, int rank)
+{
+    return rank_last(f, rank) >= f->head;
 }
 
 size_t log_fold_open(const struct log_fold *f, size_t *bytes)

@@ -16,7 +16,8 @@
  *   open groups pass their bounds (then the oldest closes early); groups close oldest first.
  *   So a printer that tells each group as it closes holds a line at most the window.
  * - Pieces of a line (LOG_LINE_PARTIAL, LOG_LINE_SPLIT) never fold: each is a group of its own,
- *   in order with its rank's other lines.
+ *   in order with its rank's other lines, and closes as soon as it is the oldest (nothing can
+ *   join it, so waiting would only delay it).
  * Cost per line: one hash of its text and a look at one bucket; memory: the open groups, at most
  * max_groups of them and max_bytes of their text. */
 #ifndef DDPTOP_LOG_FOLD_H
@@ -36,12 +37,17 @@
 #define LOG_FOLD_MAX_GROUPS 4096
 #define LOG_FOLD_MAX_BYTES (4u << 20)
 
+/* A flag of log_fold_add beside the LOG_LINE_* ones: this entry takes no other rank (the
+ * headless printer's events, held in line behind the lines before them). Such an entry, like
+ * a piece of a line, closes as soon as it is the oldest: nothing can join it. */
+#define LOG_FOLD_ALONE 0x100u
+
 struct log_fold_group {
     uint64_t id;              /* 1, 2, ... in the order the groups began */
     int64_t t0_ms;            /* its first line's arrival */
     int stream, attempt;
     unsigned flags;           /* its first line's LOG_LINE_* */
-    bool solo;                /* a piece of a line: takes no other rank */
+    bool solo;                /* a piece of a line, or LOG_FOLD_ALONE: takes no other rank */
     const char *text;         /* its first line's bytes (not NUL-safe: use len) */
     size_t len;
     const int *ranks;         /* in arrival order: ranks[0] printed it first */
@@ -68,6 +74,8 @@ void log_fold_pop(struct log_fold *f);
 /* Milliseconds from now_ms until the oldest open group closes by its window (0: it has), -1
  * when none is open. */
 int64_t log_fold_wait_ms(const struct log_fold *f, int64_t now_ms);
+/* Whether rank has a line in an open group. */
+bool log_fold_holds(const struct log_fold *f, int rank);
 /* Open groups, and the bytes of their text. */
 size_t log_fold_open(const struct log_fold *f, size_t *bytes);
 
