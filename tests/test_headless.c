@@ -4,7 +4,10 @@
  * memory, a newline), on random lines with controls, UTF-8 good and bad, long lines, both
  * streams and ddptop's own; NCCL's lines folded when ddptop asked for them; and, with a
  * reader that does not read, lines beyond the queue's bound dropped and counted before the
- * next line that is never dropped, as before. */
+ * next line that is never dropped, as before. With folding on (issue 30): lines that several
+ * ranks print come out once with their ranks as ranges and their nodes as a hostlist (the
+ * prefix sanitized), a line of one rank exactly as before, each rank's lines in order, and an
+ * event after the lines that came before it. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,9 +198,61 @@ static void test_dropped_counted(void)
     job_free(j);
 }
 
+static void line(struct frontend *fe, struct job *j, int rank, int stream, const char *text)
+{
+    struct log_line l = { .stream = (uint8_t)stream, .len = (uint32_t)strlen(text), .text = (char *)text };
+    fe->on_line(fe->ctx, j, rank, &l);
+}
+
+static void test_folded(void)
+{
+    char path[] = "/tmp/test_headless_fold.XXXXXX";
+    int fd = mkstemp(path);
+    struct job *j = new_job();
+    struct headless *h = fd >= 0 ? headless_new(fd) : NULL;
+    struct frontend fe;
+    size_t got_len;
+    if (!j || !h) {
+        CHECK(0);
+        return;
+    }
+    unlink(path);
+    headless_set_fold(h, true);
+    headless_frontend(h, &fe);
+    line(&fe, j, 0, LOG_STDERR, "UserWarning: \x1b]0;x\x07" "deprecated");
+    line(&fe, j, 2, LOG_STDERR, "UserWarning: \x1b]0;x\x07" "deprecated");
+    line(&fe, j, 1, LOG_STDERR, "UserWarning: \x1b]0;x\x07" "deprecated");
+    line(&fe, j, 3, LOG_STDOUT, "hello from 3");
+    /* rank 3's warning comes after its hello: it cannot join the group before it */
+    line(&fe, j, 3, LOG_STDERR, "UserWarning: \x1b]0;x\x07" "deprecated");
+    line(&fe, j, 0, LOG_STDOUT, "step 1");
+    line(&fe, j, 1, LOG_STDOUT, "step 1");
+    struct job_event ev = { .kind = EV_INFO, .rank = 1, .node = 0, .text = (char *)"rank 1 exited" };
+    fe.on_event(fe.ctx, j, &ev);
+    line(&fe, j, 2, LOG_STDOUT, "step 1");   /* joins rank 0's and 1's: the event is about 1 */
+    line(&fe, j, 1, LOG_STDOUT, "step 1");   /* after its exit: a line of its own */
+    headless_finish(h, j, 0);
+    headless_free(h);
+    lseek(fd, 0, SEEK_SET);
+    char *got = slurp_fd(fd, &got_len);
+    close(fd);
+    const char *want =
+        "[r0-2 gpu1,n^[[31mode2 err] UserWarning: ^[]0;x^Gdeprecated\n"
+        "[r3 n^[[31mode2] hello from 3\n"
+        "[r3 n^[[31mode2 err] UserWarning: ^[]0;x^Gdeprecated\n"
+        "[r0-2 gpu1,n^[[31mode2] step 1\n"
+        "[ddptop] rank 1 exited\n"
+        "[r1 gpu1] step 1\n";
+    CHECK(strncmp(got, want, strlen(want)) == 0);
+    if (strncmp(got, want, strlen(want)) != 0) printf("# got:\n%s", got);
+    free(got);
+    job_free(j);
+}
+
 int main(void)
 {
     RUN(test_lines_as_before);
+    RUN(test_folded);
     RUN(test_dropped_counted);
     return tap_done();
 }

@@ -4,13 +4,16 @@
  * merged), and what the panes put on a curses screen written to /dev/null (read back with
  * winnstr): rank rows, hostile host names and log bytes shown escaped, the too-small notice;
  * and issue 12: step lines in words, long events wrapped (or cut with w), the log following
- * the current attempt after a restart. */
+ * the current attempt after a restart; issue 30: the all-ranks log folded (a line of several
+ * ranks once, with its ranks and node, each rank's lines in order, the search finding it), and
+ * unfolded with u's flag. */
 #include <curses.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dashboard_int.h"
 #include "job/job.h"
 #include "record/logw.h"
 #include "job/rank_report.h"
@@ -160,7 +163,7 @@ static void test_log_positions_and_search(void)
     CHECK(log_is_error_line("NCCL WARN x", 11));
     CHECK(!log_is_error_line("all good", 8));
     /* merged: references by arrival */
-    struct merged_ref refs[4] = { { 0, 1 }, { 1, 1 }, { 0, 2 }, { 0, 99 } };
+    struct merged_ref refs[4] = { { 0, 1, 0 }, { 1, 1, 0 }, { 0, 2, 0 }, { 0, 99, 0 } };
     ui.merged = refs;
     ui.merged_cap = 4;
     ui.merged_total = 4;
@@ -524,7 +527,7 @@ static void test_log_attempts(void)
     CHECK(!any_row_contains(w, "new line"));
     CHECK(any_row_contains(w, "attempt 0 of 0-1"));
     /* merged: the same, by arrival */
-    struct merged_ref refs[6] = { { 0, 1 }, { 0, 2 }, { 1, 1 }, { 0, 3 }, { 1, 2 }, { 0, 4 } };
+    struct merged_ref refs[6] = { { 0, 1, 0 }, { 0, 2, 0 }, { 1, 1, 0 }, { 0, 3, 0 }, { 1, 2, 0 }, { 0, 4, 0 } };
     ui.merged = refs;
     ui.merged_cap = 6;
     ui.merged_total = 6;
@@ -614,6 +617,65 @@ static void test_nccl_folded(void)
     scr_close(&sc);
 }
 
+/* A line as the controller hands it to the dashboard (on_line): into the ring, then the
+ * merged and folded lists. */
+static void merged_line(struct dashboard *d, struct job *j, int rank, const char *s)
+{
+    add_line(j, rank, s);
+    const struct log_ring *r = &j->ranks[rank].log;
+    dashboard_merged_add(d, j, rank, log_ring_at(r, r->count - 1));
+}
+
+static void test_all_ranks_folded(void)
+{
+    struct scr sc;
+    char err[256], row[128];
+    if (!scr_open(&sc)) { tap_skip("all ranks folded", "no xterm terminfo entry"); scr_close(&sc); return; }
+    struct job *j = make_job(8, "n01");
+    struct dashboard *d = dashboard_new("default", err, sizeof err);
+    if (!j || !d) { CHECK(0); printf("# %s\n", err); scr_close(&sc); return; }
+    struct ui_state *ui = &d->ui;
+    for (int r = 0; r < 3; r++) merged_line(d, j, r, "UserWarning: W");
+    merged_line(d, j, 3, "hello");
+    for (int r = 3; r < 8; r++) merged_line(d, j, r, "UserWarning: W");   /* rank 3's after its hello */
+    merged_line(d, j, 0, "after");
+    ui->log_mode = LOGV_ALL;
+    uint64_t first, end;
+    log_src_range(j, ui, &first, &end);
+    CHECK_INT(first, 1);
+    CHECK_INT(end, 5);
+    CHECK_INT(log_src_fold_saved(ui), 6);
+    CHECK_INT(log_src_fold(ui, 1)->n, 7);
+    CHECK_INT(log_src_find(j, ui, 0, -1, "hello"), 2);
+    CHECK_INT(log_src_find(j, ui, 0, -1, "userwarning"), 3);
+    WINDOW *w = newwin(12, 100, 0, 0);
+    pane_log_draw(w, j, ui, &sc.p);
+    row_text(w, 0, row, sizeof row);
+    CHECK(strstr(row, "6 lines folded (u unfolds)") != NULL);
+    row_text(w, 1, row, sizeof row);
+    CHECK(strncmp(row, "[r0-2,4-7 n01] UserWarning: W", 29) == 0);
+    row_text(w, 2, row, sizeof row);
+    CHECK(strncmp(row, "[r3] hello", 10) == 0);
+    row_text(w, 3, row, sizeof row);
+    CHECK(strncmp(row, "[r3] UserWarning: W", 19) == 0);
+    row_text(w, 4, row, sizeof row);
+    CHECK(strncmp(row, "[r0] after", 10) == 0);
+    /* unfolded: every line as it came */
+    ui->unfold = true;
+    log_src_range(j, ui, &first, &end);
+    CHECK_INT(end - first, 10);
+    pane_log_draw(w, j, ui, &sc.p);
+    CHECK(any_row_contains(w, "unfolded (u folds)"));
+    row_text(w, 2, row, sizeof row);
+    CHECK(strncmp(row, "[r1] UserWarning: W", 19) == 0);
+    row_text(w, 10, row, sizeof row);
+    CHECK(strncmp(row, "[r0] after", 10) == 0);
+    delwin(w);
+    dashboard_free(d);
+    tjob_free(j);
+    scr_close(&sc);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
@@ -626,6 +688,7 @@ int main(void)
     RUN(test_root_cause_class);
     RUN(test_log_attempts);
     RUN(test_nccl_folded);
+    RUN(test_all_ranks_folded);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);

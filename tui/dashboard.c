@@ -377,19 +377,38 @@ int dashboard_tick(struct dashboard *d, const struct job *j)
 
 static void fe_on_line(void *ctx, const struct job *j, int rank, const struct log_line *line)
 {
-    (void)j;
-    dashboard_merged_add(ctx, rank, line->seq);
+    dashboard_merged_add(ctx, j, rank, line);
 }
 
-void dashboard_merged_add(struct dashboard *d, int rank, uint64_t seq)
+/* The line goes at the end of the merged list, and into the folded list: with the fold's
+ * group (job/log_fold.h) when other ranks printed it within the window, else as a folded line
+ * of its own. Nothing waits here: a folded line is on screen at its first line's place at once
+ * and gains its ranks as they come. */
+void dashboard_merged_add(struct dashboard *d, const struct job *j, int rank, const struct log_line *l)
 {
     struct ui_state *ui = &d->ui;
     if (!ui->merged) {
         ui->merged_cap = MERGED_CAP;
         ui->merged = xcalloc(ui->merged_cap, sizeof *ui->merged);
+        ui->folds = xcalloc(ui->merged_cap, sizeof *ui->folds);
+        d->fold = log_fold_new(LOG_FOLD_WINDOW_MS, LOG_FOLD_MAX_GROUPS, LOG_FOLD_MAX_BYTES);
     }
-    ui->merged[ui->merged_total % ui->merged_cap] = (struct merged_ref){ rank, seq };
-    ui->merged_total++;
+    uint64_t m = ++ui->merged_total, cap = ui->merged_cap;
+    ui->merged[(m - 1) % cap] = (struct merged_ref){ rank, l->seq, 0 };
+    int64_t now = mono_ms();
+    log_fold_set_world(d->fold, j->n_ranks);
+    struct log_fold_group *g = log_fold_add(d->fold, now, rank, l->stream, l->attempt, l->flags, l->text, l->len);
+    struct fold_ref *fr = NULL;
+    /* the group's folded line, while it is still held (its first line, and so all of them) */
+    if (g->n > 1 && ui->folds_total - g->user < cap && m - (fr = &ui->folds[(g->user - 1) % cap])->first < cap) {
+        ui->merged[(fr->last - 1) % cap].fold_next = m;
+        fr->last = m;
+        fr->n++;
+    } else {
+        g->user = ++ui->folds_total;
+        ui->folds[(g->user - 1) % cap] = (struct fold_ref){ m, m, 1 };
+    }
+    while (log_fold_due(d->fold, now, false)) log_fold_pop(d->fold);
 }
 
 static void fe_on_event(void *ctx, const struct job *j, const struct job_event *ev)
@@ -501,6 +520,8 @@ void dashboard_free(struct dashboard *d)
     free_lines(d->ui.check_lines, d->ui.n_check);
     free_lines(d->ui.stacks, d->ui.n_stacks);
     free(d->ui.merged);
+    free(d->ui.folds);
+    log_fold_free(d->fold);
     theme_dirs_done(&d->dirs);
     free(d);
 }
@@ -558,6 +579,7 @@ int dashboard_run(const struct run_opts *o, const struct hostlist *hl, const cha
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }
+    d->ui.unfold = o->no_fold;
     struct frontend fe;
     dashboard_frontend(d, &fe);
     struct controller *c = controller_new(o, hl, &fe, err, sizeof err);

@@ -39,7 +39,7 @@ bool dashboard_quit_asked(const struct dashboard *d);
 void dashboard_read_keys(struct dashboard *d);
 int dashboard_tick(struct dashboard *d, const struct job *j);
 void dashboard_resized(struct dashboard *d);
-void dashboard_merged_add(struct dashboard *d, int rank, uint64_t seq);
+void dashboard_merged_add(struct dashboard *d, const struct job *j, int rank, const struct log_line *l);
 
 /* Sets the status-line notice for a few seconds. */
 void dashboard_notice(struct dashboard *d, const char *fmt, ...)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "controller/controller.h"
+#include "job/log_fold.h"
 #include "dashboard.h"
 #include "layout.h"
 #include "pane_table.h"
@@ -27,6 +28,7 @@ struct dashboard {
     struct paint paint;
     bool no_color;
     struct ui_state ui;
+    struct log_fold *fold;        /* which lines of the all-ranks log fold (job/log_fold.h) */
     struct chart_cache chart;
     struct rank_view view;        /* the ranks pane's order and filters (a cache of the model) */
     struct layout lay;

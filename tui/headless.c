@@ -2,7 +2,13 @@
  * written only when poll() says stdout can take more, at most PIPE_BUF bytes at a time, so a
  * pipe or a terminal never blocks us (a write of PIPE_BUF bytes to a writable pipe does not
  * block). A regular file or /dev/null takes the whole queue in one write: `ddptop run ... >
- * run.log` with ranks printing 100 MB/s would otherwise cost a poll and a write per 4 KiB. */
+ * run.log` with ranks printing 100 MB/s would otherwise cost a poll and a write per 4 KiB.
+ *
+ * Lines of several ranks with the same text are told once (issue 30, job/log_fold.h): each
+ * line goes into the fold and comes out when its group closes, at most LOG_FOLD_WINDOW_MS
+ * later, as before when one rank alone printed it, else as "[r0-63 n[01-08]] text". So that
+ * no event overtakes the lines before it (a rank's exit after its last line), an event that
+ * comes while lines are held is formatted at once and held in line behind them. */
 #include "headless.h"
 
 #include <errno.h>
@@ -19,6 +25,7 @@
 #include "check/check_report_text.h"
 #include "job/failure_line.h"
 #include "job/job_stats.h"
+#include "job/log_fold.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 
@@ -37,7 +44,18 @@ struct headless {
     struct strbuf prefix;
     int prefix_rank, prefix_stream, prefix_attempt;
     const char *prefix_host;
+    struct log_fold *fold;  /* NULL: every line as it comes (--no-fold) */
+    const struct job *job;  /* the model the last hook saw (the fold's names for on_check) */
+    bool capture;           /* emit holds lines in `held` instead of queueing them */
+    struct strbuf held;     /* an event's lines, formatted while lines were held in the fold */
+    struct strbuf where;    /* scratch: a folded line's prefix */
+    int *ranks;             /* scratch: a group's ranks, sorted for the prefix */
+    size_t ranks_cap;
 };
+
+/* A folded group's pieces of text: a rank line's stream, or an event's lines (the fold's
+ * stream for what is not a rank's line). */
+#define STREAM_EVENT (-1)
 
 /* A file or /dev/null never makes a write wait long; a pipe, socket or terminal may. */
 static size_t write_chunk(int fd)
@@ -99,6 +117,11 @@ static void flush_out(struct headless *h, bool wait)
 /* Queues one finished line (h->line); drops it when the queue is over its bound. */
 static void emit(struct headless *h, bool droppable)
 {
+    if (h->capture) {
+        strbuf_add(&h->held, h->line.buf ? h->line.buf : "", h->line.len);
+        strbuf_reset(&h->line);
+        return;
+    }
     if (droppable && queued(h) + h->line.len > HEADLESS_QUEUE_MAX) {
         h->dropped++;
         strbuf_reset(&h->line);
@@ -151,6 +174,108 @@ static const char *rank_host(const struct job *j, int rank)
     return job_rank_host(j, rank);
 }
 
+/* h->prefix for a line of rank on stream: "[r3 gpu2 err] ". */
+static void prefix_for(struct headless *h, const struct job *j, int rank, int stream)
+{
+    const char *host = rank_host(j, rank);
+    if (rank != h->prefix_rank || stream != h->prefix_stream || j->attempt != h->prefix_attempt ||
+        host != h->prefix_host) {
+        strbuf_reset(&h->prefix);
+        strbuf_addf(&h->prefix, "[r%d ", rank);
+        sanitize_append(&h->prefix, host, strlen(host), 0);
+        strbuf_adds(&h->prefix, stream == LOG_STDERR ? " err] " : stream == LOG_SYSTEM ? " ddptop] " : "] ");
+        h->prefix_rank = rank;
+        h->prefix_stream = stream;
+        h->prefix_attempt = j->attempt;
+        h->prefix_host = host;
+    }
+}
+
+/* One rank line (or folded line) after its prefix, into the queue or dropped. */
+static void put_line(struct headless *h, const char *pre, size_t pre_len, const char *text, size_t len,
+                     unsigned flags)
+{
+    if (h->dropped) {   /* the count of dropped lines may go first: emit decides */
+        strbuf_add(&h->line, pre, pre_len);
+        sanitize_append(&h->line, text, len, 0);
+        if (flags & LOG_LINE_TRUNCATED) strbuf_adds(&h->line, " [...]");
+        strbuf_adds(&h->line, "\n");
+        emit(h, true);
+        return;
+    }
+    /* The common case: the line straight into the queue, not formatted in h->line and copied
+     * (every line of a flood passes here), and taken back when it goes over the bound, the
+     * same test as emit's (the queue before it plus the line). */
+    size_t mark = h->q.len;
+    strbuf_add(&h->q, pre, pre_len);
+    sanitize_append(&h->q, text, len, 0);
+    if (flags & LOG_LINE_TRUNCATED) strbuf_add(&h->q, " [...]", 6);
+    strbuf_add(&h->q, "\n", 1);
+    if (queued(h) > HEADLESS_QUEUE_MAX) {
+        strbuf_truncate(&h->q, mark);
+        h->dropped++;
+    }
+}
+
+/* A closed group: one rank's line as ever, several ranks' as one line, or a held event. */
+static void tell_group(struct headless *h, const struct job *j, const struct log_fold_group *g)
+{
+    if (g->stream == STREAM_EVENT) {
+        strbuf_reset(&h->line);
+        strbuf_add(&h->line, g->text, g->len);
+        emit(h, false);
+        return;
+    }
+    if (g->n == 1) {
+        prefix_for(h, j, g->ranks[0], g->stream);
+        put_line(h, h->prefix.buf, h->prefix.len, g->text, g->len, g->flags);
+        return;
+    }
+    if (g->n > h->ranks_cap) {
+        h->ranks_cap = g->n;
+        h->ranks = xrealloc(h->ranks, h->ranks_cap * sizeof *h->ranks);
+    }
+    memcpy(h->ranks, g->ranks, g->n * sizeof *h->ranks);
+    struct strbuf where;
+    strbuf_init(&where);
+    log_fold_where(&where, j, h->ranks, g->n);
+    strbuf_reset(&h->where);
+    strbuf_adds(&h->where, "[");
+    sanitize_append(&h->where, where.buf, where.len, 0);
+    strbuf_adds(&h->where, g->stream == LOG_STDERR ? " err] " : g->stream == LOG_SYSTEM ? " ddptop] " : "] ");
+    strbuf_done(&where);
+    put_line(h, h->where.buf, h->where.len, g->text, g->len, g->flags);
+}
+
+/* Tells the groups that closed by now_ms (all: every one held). */
+static void fold_take(struct headless *h, const struct job *j, int64_t now_ms, bool all)
+{
+    const struct log_fold_group *g;
+    if (!h->fold || !j) return;
+    while ((g = log_fold_due(h->fold, now_ms, all))) {
+        tell_group(h, j, g);
+        log_fold_pop(h->fold);
+    }
+}
+
+/* Around what an event prints: while lines are held, its lines are held behind them (rank:
+ * the rank it is about, whose later lines then fold only with lines after it). */
+static void hold_begin(struct headless *h)
+{
+    h->capture = h->fold && log_fold_open(h->fold, NULL) > 0;
+    strbuf_reset(&h->held);
+}
+
+static void hold_end(struct headless *h, int rank)
+{
+    if (!h->capture) return;
+    h->capture = false;
+    int64_t now = mono_ms();
+    log_fold_add(h->fold, now, rank, STREAM_EVENT, 0, LOG_FOLD_ALONE, h->held.buf ? h->held.buf : "",
+                 h->held.len);
+    fold_take(h, h->job, now, false);
+}
+
 static void on_line(void *ctx, const struct job *j, int rank, const struct log_line *l)
 {
     struct headless *h = ctx;
@@ -160,38 +285,16 @@ static void on_line(void *ctx, const struct job *j, int rank, const struct log_l
         h->nccl_folded++;
         return;
     }
-    const char *host = rank_host(j, rank);
-    if (rank != h->prefix_rank || l->stream != h->prefix_stream || j->attempt != h->prefix_attempt ||
-        host != h->prefix_host) {
-        strbuf_reset(&h->prefix);
-        strbuf_addf(&h->prefix, "[r%d ", rank);
-        sanitize_append(&h->prefix, host, strlen(host), 0);
-        strbuf_adds(&h->prefix, l->stream == LOG_STDERR ? " err] " : l->stream == LOG_SYSTEM ? " ddptop] " : "] ");
-        h->prefix_rank = rank;
-        h->prefix_stream = l->stream;
-        h->prefix_attempt = j->attempt;
-        h->prefix_host = host;
-    }
-    if (h->dropped) {   /* the count of dropped lines may go first: emit decides */
-        strbuf_add(&h->line, h->prefix.buf, h->prefix.len);
-        sanitize_append(&h->line, l->text, l->len, 0);
-        if (l->flags & LOG_LINE_TRUNCATED) strbuf_adds(&h->line, " [...]");
-        strbuf_adds(&h->line, "\n");
-        emit(h, true);
+    if (h->fold && j->n_ranks > 1) {
+        int64_t now = mono_ms();
+        h->job = j;
+        log_fold_set_world(h->fold, j->n_ranks);
+        log_fold_add(h->fold, now, rank, l->stream, l->attempt, l->flags, l->text, l->len);
+        fold_take(h, j, now, false);
         return;
     }
-    /* The common case: the line straight into the queue, not formatted in h->line and copied
-     * (every line of a flood passes here), and taken back when it goes over the bound, the
-     * same test as emit's (the queue before it plus the line). */
-    size_t mark = h->q.len;
-    strbuf_add(&h->q, h->prefix.buf, h->prefix.len);
-    sanitize_append(&h->q, l->text, l->len, 0);
-    if (l->flags & LOG_LINE_TRUNCATED) strbuf_add(&h->q, " [...]", 6);
-    strbuf_add(&h->q, "\n", 1);
-    if (queued(h) > HEADLESS_QUEUE_MAX) {
-        strbuf_truncate(&h->q, mark);
-        h->dropped++;
-    }
+    prefix_for(h, j, rank, l->stream);
+    put_line(h, h->prefix.buf, h->prefix.len, l->text, l->len, l->flags);
 }
 
 static void print_root_cause(struct headless *h, const struct job *j)
@@ -224,17 +327,27 @@ static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
 {
     struct headless *h = ctx;
     if (ev->kind == EV_END) return; /* headless_finish says how it ended, with more */
+    h->job = j;
+    fold_take(h, j, mono_ms(), false);
+    hold_begin(h);
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set && j->cause.attempt == ev->attempt) print_root_cause(h, j);
     else say(h, "%s", ev->text);
+    hold_end(h, ev->rank);
     flush_out(h, false);
 }
 
 static int on_tick(void *ctx, const struct job *j)
 {
     struct headless *h = ctx;
-    (void)j;
+    int64_t now = mono_ms(), wait = -1;
+    h->job = j;
+    if (h->fold) {
+        fold_take(h, j, now, false);
+        wait = log_fold_wait_ms(h->fold, now);
+    }
     flush_out(h, false);
-    return queued(h) && !h->broken ? 20 : -1;
+    if (queued(h) && !h->broken && (wait < 0 || wait > 20)) wait = 20;
+    return (int)wait;
 }
 
 static void on_check(void *ctx, const struct check_report *r)
@@ -244,7 +357,9 @@ static void on_check(void *ctx, const struct check_report *r)
     strbuf_init(&out);
     check_report_table(r, &out, 0);
     check_report_details(r, &out, 0);
+    hold_begin(h);
     say_block(h, "[ddptop] check: ", out.buf ? out.buf : "", out.len);
+    hold_end(h, -1);
     strbuf_done(&out);
     flush_out(h, false);
 }
@@ -254,9 +369,22 @@ static void on_stacks(void *ctx, const struct job *j, int rank, const char *text
     struct headless *h = ctx;
     char *prefix = xasprintf("[r%d %s stacks] ", rank, rank_host(j, rank));
     char *safe = sanitize_str(prefix, strlen(prefix), 0);
+    h->job = j;
+    hold_begin(h);
     say_block(h, safe, text, strlen(text));
+    hold_end(h, rank);
     free(prefix);
     free(safe);
+}
+
+void headless_set_fold(struct headless *h, bool on)
+{
+    if (on && !h->fold) h->fold = log_fold_new(LOG_FOLD_WINDOW_MS, LOG_FOLD_MAX_GROUPS, LOG_FOLD_MAX_BYTES);
+    if (!on && h->fold) {
+        fold_take(h, h->job, 0, true);
+        log_fold_free(h->fold);
+        h->fold = NULL;
+    }
 }
 
 void headless_frontend(struct headless *h, struct frontend *fe)
@@ -275,6 +403,7 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
     struct job_stats st;
     int64_t secs = ((j->ended_ms ? j->ended_ms : mono_ms()) - j->started_ms) / 1000;
     struct strbuf states;
+    fold_take(h, j, 0, true);   /* every line held, before the last words */
     strbuf_init(&states);
     job_stats_compute(j, &st);
     for (int s = RANK_PENDING; s <= RANK_LOST; s++)
@@ -337,7 +466,12 @@ void headless_finish(struct headless *h, const struct job *j, int exit_code)
 void headless_free(struct headless *h)
 {
     if (!h) return;
+    /* lines still held (no headless_finish) cannot be told: the model they need may be gone */
+    log_fold_free(h->fold);
     flush_out(h, true);
+    strbuf_done(&h->held);
+    strbuf_done(&h->where);
+    free(h->ranks);
     strbuf_done(&h->q);
     strbuf_done(&h->line);
     strbuf_done(&h->prefix);
@@ -351,6 +485,7 @@ int headless_run(const struct run_opts *o, const struct hostlist *hl, const stru
     struct controller *c;
     char err[1024] = "";
     int rc;
+    headless_set_fold(h, !o->no_fold);
     headless_frontend(h, &fe);
     c = controller_new(o, hl, &fe, err, sizeof err);
     if (!c) {

@@ -6,7 +6,12 @@
  *
  * The printer never blocks the controller's loop: output is queued and written only as fast
  * as stdout takes it. When the queue passes its bound (a slow terminal or pipe), lines are
- * dropped from the screen (never from the log files) and a note says how many. */
+ * dropped from the screen (never from the log files) and a note says how many.
+ *
+ * Folding (headless_set_fold, on unless --no-fold): a line that several ranks print within
+ * LOG_FOLD_WINDOW_MS is printed once, "[r0-63 n[01-08]] text", where the first rank's was;
+ * a line of one rank looks as it always did. Lines wait at most that window, and each rank's
+ * lines (and the events about it) stay in order (job/log_fold.h, docs/logs.md). */
 #ifndef DDPTOP_HEADLESS_H
 #define DDPTOP_HEADLESS_H
 
@@ -23,6 +28,8 @@ struct headless;
 /* Prints to fd (usually 1). */
 struct headless *headless_new(int fd);
 void headless_free(struct headless *h);
+/* Folding on or off (headless_new: off; headless_run: on unless --no-fold). */
+void headless_set_fold(struct headless *h, bool on);
 /* Fills fe with the printer's hooks (no input fd: the controller ends with the job). */
 void headless_frontend(struct headless *h, struct frontend *fe);
 /* The closing summary (state, attempts, ranks by state, steps, loss, logs, exit code), then

@@ -53,6 +53,7 @@ enum ui_action {
     UI_FILTER_HOST,           /* ranks: type a host filter (KM_SEARCH with ui->input_host) */
     UI_LOG_SCALE,             /* toggle the chart's log scale */
     UI_NCCL_LINES,            /* toggle the log pane's folding of NCCL's INFO lines */
+    UI_UNFOLD,                /* the all-ranks log: every line as it came / lines of several ranks folded */
     UI_MAXIMIZE,              /* toggle the log taking the body */
     UI_NEXT_THEME,
     UI_HELP,                  /* open the help overlay */

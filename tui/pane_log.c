@@ -6,17 +6,23 @@
  * at a time (the current one unless [ pinned an earlier one), after a marker line of our own;
  * the runtime's JSON step lines are shown in words (the ring and the log file keep them
  * raw). NCCL's INFO lines are folded away unless I shows them (the model flags each once,
- * LOG_LINE_NCCL): the rows, the scrolling and the search walk over the lines shown. */
+ * LOG_LINE_NCCL): the rows, the scrolling and the search walk over the lines shown. The
+ * all-ranks log is folded unless u unfolds it: a line several ranks printed is one position,
+ * drawn once with its ranks ("[r0-63 n[01-08]] "), its text the first rank's line. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "format.h"
+#include "job/log_fold.h"
 #include "job/metrics_parse.h"
 #include "util/sanitize.h"
 #include "panes.h"
 
 static struct strbuf line_buf;   /* scratch: one sanitized line */
+static struct strbuf where_buf;  /* scratch: a folded line's ranks and nodes */
+static int *fold_ranks;          /* scratch: their ranks */
+static size_t fold_ranks_cap;
 static char marker_buf[96];      /* the attempt marker's text (log_src_text) */
 
 static const struct log_ring *rank_ring(const struct job *j, int rank)
@@ -42,10 +48,57 @@ int log_shown_attempt(const struct job *j, const struct ui_state *ui)
     return j->attempt;
 }
 
+bool log_src_folding(const struct ui_state *ui)
+{
+    return ui->log_mode == LOGV_ALL && !ui->unfold && ui->folds;
+}
+
+/* The merged list holds entry m (1-based). */
+static bool merged_held(const struct ui_state *ui, uint64_t m)
+{
+    return m > 0 && m <= ui->merged_total && ui->merged_total - m < ui->merged_cap;
+}
+
+const struct fold_ref *log_src_fold(const struct ui_state *ui, uint64_t pos)
+{
+    if (!log_src_folding(ui) || pos == 0 || pos > ui->folds_total || ui->folds_total - pos >= ui->merged_cap)
+        return NULL;
+    const struct fold_ref *f = &ui->folds[(pos - 1) % ui->merged_cap];
+    return merged_held(ui, f->first) ? f : NULL;
+}
+
+/* The folded lines held: [*first, *end), the oldest whose first line the merged list still
+ * holds first (their first lines come in order, so a binary search finds it). */
+static void fold_range(const struct ui_state *ui, uint64_t *first, uint64_t *end)
+{
+    uint64_t held = ui->folds_total < ui->merged_cap ? ui->folds_total : ui->merged_cap;
+    uint64_t lo = ui->folds_total - held + 1, hi = ui->folds_total + 1;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (log_src_fold(ui, mid)) hi = mid; else lo = mid + 1;
+    }
+    *first = lo;
+    *end = ui->folds_total + 1;
+}
+
+uint64_t log_src_fold_saved(const struct ui_state *ui)
+{
+    if (!ui->folds) return 0;
+    uint64_t first, end;
+    fold_range(ui, &first, &end);
+    if (end <= first) return 0;
+    /* the lines held from the oldest folded line shown on, less the folded lines */
+    return ui->merged_total + 1 - log_src_fold(ui, first)->first - (end - first);
+}
+
 /* Every line the mode holds, of every attempt: [*first, *end). */
 static void raw_range(const struct job *j, const struct ui_state *ui, uint64_t *first,
                       uint64_t *end)
 {
+    if (log_src_folding(ui)) {
+        fold_range(ui, first, end);
+        return;
+    }
     if (ui->log_mode == LOGV_ALL) {
         uint64_t held = ui->merged_total < ui->merged_cap ? ui->merged_total : ui->merged_cap;
         *first = ui->merged_total - held + 1;
@@ -62,6 +115,11 @@ static void raw_range(const struct job *j, const struct ui_state *ui, uint64_t *
 static const struct log_line *raw_line(const struct job *j, const struct ui_state *ui,
                                        uint64_t pos, int *rank)
 {
+    if (log_src_folding(ui)) {
+        const struct fold_ref *f = log_src_fold(ui, pos);
+        if (!f) return NULL;
+        pos = f->first;
+    }
     if (ui->log_mode == LOGV_ALL) {
         if (!ui->merged || !ui->merged_cap || pos == 0) return NULL;
         const struct merged_ref *m = &ui->merged[(pos - 1) % ui->merged_cap];
@@ -287,6 +345,27 @@ static void draw_line(WINDOW *w, const struct paint *p, int y, int x0, const cha
     }
 }
 
+/* where_buf: "[r0-63 n[01-08]] ", the ranks of a folded line and their nodes, from its lines
+ * in the merged list (all held while its first is), at most 48 columns ("...]" past them). */
+static void fold_where(const struct job *j, const struct ui_state *ui, const struct fold_ref *f)
+{
+    if (f->n > fold_ranks_cap) {
+        fold_ranks_cap = f->n;
+        fold_ranks = xrealloc(fold_ranks, fold_ranks_cap * sizeof *fold_ranks);
+    }
+    size_t n = 0;
+    for (uint64_t m = f->first; n < f->n && merged_held(ui, m); m = ui->merged[(m - 1) % ui->merged_cap].fold_next)
+        fold_ranks[n++] = ui->merged[(m - 1) % ui->merged_cap].rank;
+    strbuf_reset(&where_buf);
+    strbuf_adds(&where_buf, "[");
+    log_fold_where(&where_buf, j, fold_ranks, n);
+    if (where_buf.len > 47) {
+        strbuf_truncate(&where_buf, 44);
+        strbuf_adds(&where_buf, "...");
+    }
+    strbuf_adds(&where_buf, "] ");
+}
+
 void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
                    const struct paint *p)
 {
@@ -320,10 +399,19 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         snprintf(title, sizeof title, " Log of rank %d (%s)%s%s%s%s%s", ui->selected, hostbuf, att,
                  fold, flags, ui->search[0] ? "  search: " : "", ui->search);
         break;
-    case LOGV_ALL:
-        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s%s%s", att, fold, flags,
-                 ui->search[0] ? "  search: " : "", ui->search);
+    case LOGV_ALL: {
+        /* lines of several ranks: how many are folded away, and the key that shows them */
+        char ranks_fold[64] = "";
+        uint64_t saved = log_src_fold_saved(ui);
+        if (ui->unfold)
+            snprintf(ranks_fold, sizeof ranks_fold, "  unfolded (u folds)");
+        else if (saved)
+            snprintf(ranks_fold, sizeof ranks_fold, "  %llu line%s folded (u unfolds)",
+                     (unsigned long long)saved, saved == 1 ? "" : "s");
+        snprintf(title, sizeof title, " Log of all ranks, by arrival%s%s%s%s%s%s", att, ranks_fold,
+                 fold, flags, ui->search[0] ? "  search: " : "", ui->search);
         break;
+    }
     case LOGV_STACKS:
         snprintf(title, sizeof title, " Stacks of rank %d (Esc: back to the log)",
                  ui->stacks_rank);
@@ -361,7 +449,11 @@ void pane_log_draw(WINDOW *w, const struct job *j, const struct ui_state *ui,
         if (!t) continue;
         int x = 0;
         wmove(w, row, 0);
-        if (ui->log_mode == LOGV_ALL && rank >= 0) {
+        const struct fold_ref *f = log_src_fold(ui, pos);
+        if (f && f->n > 1) {
+            fold_where(j, ui, f);
+            x = pane_put(w, p, where_buf.buf, where_buf.len, wd, p->role[ROLE_RANK_PREFIX_0 + rank % 8]);
+        } else if (ui->log_mode == LOGV_ALL && rank >= 0) {
             char pre[24];
             snprintf(pre, sizeof pre, "[r%d] ", rank);
             x = pane_put(w, p, pre, strlen(pre), wd, p->role[ROLE_RANK_PREFIX_0 + rank % 8]);

@@ -1,6 +1,6 @@
 /* The log pane's class (pane_table.h) and its keys: scrolling (the rows are the lines shown,
  * NCCL's folded lines stepped over), follow, search and error jumps, every rank merged, the
- * attempts before, NCCL's lines shown or folded, maximized. The drawing is pane_log.c's. */
+ * attempts before, NCCL's lines shown or folded, every rank's lines unfolded, maximized. The drawing is pane_log.c's. */
 #include "pane_table.h"
 #include "panes.h"
 
@@ -188,6 +188,22 @@ static unsigned log_nccl_lines(struct pane_ctx *c, enum ui_action a)
     return DK_REDRAW;
 }
 
+/* u: the all-ranks log with every line as it came, or folded again; shown at once (from a
+ * rank's log too), from the newest line: positions mean other lines in the two lists. */
+static unsigned log_unfold(struct pane_ctx *c, enum ui_action a)
+{
+    struct ui_state *ui = c->ui;
+    (void)a;
+    ui->unfold = !ui->unfold;
+    ui->log_mode = LOGV_ALL;
+    ui->follow = true;
+    ui->mark = 0;
+    ui_notice(ui, c->now_ms, "all ranks: %s (u: %s; a: the selected rank)",
+              ui->unfold ? "every line as it came" : "a line several ranks printed shown once",
+              ui->unfold ? "fold" : "unfold");
+    return DK_REDRAW;
+}
+
 static unsigned log_maximize(struct pane_ctx *c, enum ui_action a)
 {
     (void)a;
@@ -219,6 +235,7 @@ const struct pane_class pane_log_class = {
         { UI_ATTEMPT_PREV, log_attempt },
         { UI_ATTEMPT_NEXT, log_attempt },
         { UI_NCCL_LINES, log_nccl_lines },
+        { UI_UNFOLD, log_unfold },
         { UI_MAXIMIZE, log_maximize },
         { UI_NONE, NULL },
     },

@@ -31,10 +31,20 @@ enum log_mode {
     LOGV_STACKS,              /* the stacks captured for a rank (s) */
 };
 
-/* One line of the merged log: which rank and which of its lines. */
+/* One line of the merged log: which rank and which of its lines, and the next line folded
+ * with it (its merged number; 0: none). */
 struct merged_ref {
     int rank;
     uint64_t seq;
+    uint64_t fold_next;
+};
+
+/* One line of the folded all-ranks log (issue 30): lines of several ranks with the same text
+ * (job/log_fold.h), shown at the place of the first; its lines are the merged list's first,
+ * first's fold_next, ..., last (n of them). Shown only while the merged list holds first. */
+struct fold_ref {
+    uint64_t first, last;
+    uint32_t n;
 };
 
 struct ui_state {
@@ -68,6 +78,11 @@ struct ui_state {
     struct merged_ref *merged;
     size_t merged_cap;
     uint64_t merged_total;    /* entries ever added; entry k (1-based) is merged[(k-1) % cap] */
+    /* the same folded (the all-ranks view's default; u unfolds): entry k is folds[(k-1) %
+     * merged_cap] */
+    struct fold_ref *folds;
+    uint64_t folds_total;
+    bool unfold;              /* u: the all-ranks log shows every line as it came */
 
     /* stacks (s) */
     int stacks_rank;
@@ -218,6 +233,12 @@ bool log_src_folded(const struct job *j, const struct ui_state *ui, uint64_t pos
  * at the first or last line; *moved (may be NULL) gets the lines actually moved. */
 uint64_t log_src_move(const struct job *j, const struct ui_state *ui, uint64_t pos, long delta,
                       long *moved);
+/* The all-ranks log is folded (and shown): positions are folded lines (struct fold_ref). */
+bool log_src_folding(const struct ui_state *ui);
+/* In the folded all-ranks log: the lines folded into position pos (NULL: none, or not
+ * folding), and how many lines it shows fewer than it holds. */
+const struct fold_ref *log_src_fold(const struct ui_state *ui, uint64_t pos);
+uint64_t log_src_fold_saved(const struct ui_state *ui);
 /* NCCL's INFO lines held in memory for the pane's rank (all ranks in merged mode). */
 size_t log_src_folded_count(const struct job *j, const struct ui_state *ui);
 /* The runtime's JSON step line ({"event":"step",...}, docs/metrics.md) in words, as the pane

@@ -53,6 +53,7 @@ struct run_opts {
     int loss_spike_window;       /* --loss-spike X:N (default HEALTH_SPIKE_WINDOW) */
     bool headless;
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
+    bool no_fold;                /* --no-fold: lines of several ranks not folded into one (tui/) */
     bool no_check;
     bool check_only;             /* `ddptop check`: the preflight, then end (no job on disk) */
     int verbose;

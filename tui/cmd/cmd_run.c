@@ -88,6 +88,9 @@ void cmd_run_usage(FILE *f)
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
           "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
           "                       no session: the job ends with this process\n"
+          "  --no-fold            print every rank's line as it comes: no \"[r0-63 n[01-08]] text\" for a\n"
+          "                       line several ranks print (headless; the dashboard's all-ranks log starts\n"
+          "                       unfolded, u folds it)\n"
           "  --detach             start the dashboard in a session without a terminal, print the run id\n"
           "                       and exit; ddptop attach RUN shows it (docs/dashboard.md)\n"
           "  --adopt              take over the run --run-id names, whose controller is gone: reconnect to\n"
@@ -122,6 +125,7 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     if (strcmp(a, "--headless") == 0) o->headless = true;
     else if (strcmp(a, "--adopt") == 0) o->adopt = true;
     else if (strcmp(a, "--detach") == 0) o->detach = true;
+    else if (strcmp(a, "--no-fold") == 0) o->no_fold = true;
     else if (strcmp(a, "--no-check") == 0) o->no_check = true;
     else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose++;
     else if (strcmp(a, "-vv") == 0) o->verbose += 2;

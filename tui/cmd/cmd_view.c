@@ -143,7 +143,7 @@ static void merged_fill(struct dashboard *d, const struct job *j)
             for (size_t r = 0; r < j->n_ranks; r++) {
                 const struct log_line *l = log_ring_at(&j->ranks[r].log, at[r]);
                 if (!l || l->attempt != a) continue;
-                dashboard_merged_add(d, (int)r, l->seq);
+                dashboard_merged_add(d, j, (int)r, l);
                 at[r]++;
                 more = true;
             }

@@ -1,0 +1,268 @@
+/* Lines printed by several ranks, grouped (log_fold.h; issue 30). The open groups live in a
+ * ring indexed by their id (ids are consecutive; the open ones are [head, next)), and in a hash
+ * table of chains through the ring, newest first: a line looks at one chain, and stops at the
+ * first group that is too old for it (older than the window, or not after its rank's last
+ * group), since everything further down the chain is older still. */
+#include "log_fold.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hosts/hostlist.h"
+#include "log_ring.h"
+
+/* Buffers of a closed group are kept for the next one up to these sizes: a flood of short
+ * lines then costs no malloc per line, and a burst of long lines leaves no memory behind. */
+#define KEEP_TEXT_ROOM 4096
+#define KEEP_RANKS_CAP 256
+
+struct group {
+    struct log_fold_group pub;
+    uint64_t hash;
+    uint64_t chain;            /* the next older group of the same bucket (0: none) */
+    char *buf;
+    size_t room;
+    int *ranks;
+    size_t cap;
+};
+
+struct log_fold {
+    int64_t window_ms;
+    size_t max_groups, max_bytes, world;
+    struct group *ring;
+    size_t mask;               /* ring size - 1 (a power of two >= max_groups) */
+    uint64_t head, next;       /* the open groups' ids: [head, next) */
+    size_t bytes;              /* their text */
+    uint64_t *buckets;         /* the newest group of each bucket (0: none) */
+    size_t bmask;
+    uint64_t *last;            /* per rank: the group of its last line (0: none yet) */
+    size_t n_last;
+};
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+struct log_fold *log_fold_new(int64_t window_ms, size_t max_groups, size_t max_bytes)
+{
+    struct log_fold *f = xcalloc(1, sizeof *f);
+    f->window_ms = window_ms > 0 ? window_ms : 1;
+    f->max_groups = max_groups ? max_groups : 1;
+    f->max_bytes = max_bytes;
+    f->mask = pow2_at_least(f->max_groups) - 1;
+    f->ring = xcalloc(f->mask + 1, sizeof *f->ring);
+    f->bmask = 2 * (f->mask + 1) - 1;
+    f->buckets = xcalloc(f->bmask + 1, sizeof *f->buckets);
+    f->head = f->next = 1;
+    return f;
+}
+
+void log_fold_free(struct log_fold *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i <= f->mask; i++) {
+        free(f->ring[i].buf);
+        free(f->ring[i].ranks);
+    }
+    free(f->ring);
+    free(f->buckets);
+    free(f->last);
+    free(f);
+}
+
+void log_fold_set_world(struct log_fold *f, size_t n_ranks)
+{
+    f->world = n_ranks;
+}
+
+static struct group *slot(const struct log_fold *f, uint64_t id)
+{
+    return &f->ring[id & f->mask];
+}
+
+/* Eight bytes at a time, multiply and shift: a line costs a few cycles a word. Collisions only
+ * cost a memcmp; the stream and attempt are compared apart. */
+static uint64_t text_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t rank_last(const struct log_fold *f, int rank)
+{
+    return rank >= 0 && (size_t)rank < f->n_last ? f->last[rank] : 0;
+}
+
+static void rank_set_last(struct log_fold *f, int rank, uint64_t id)
+{
+    if (rank < 0) return;
+    if ((size_t)rank >= f->n_last) {
+        size_t n = pow2_at_least((size_t)rank + 1);
+        f->last = xrealloc(f->last, n * sizeof *f->last);
+        memset(f->last + f->n_last, 0, (n - f->n_last) * sizeof *f->last);
+        f->n_last = n;
+    }
+    f->last[rank] = id;
+}
+
+static void ranks_push(struct group *g, int rank)
+{
+    if (g->pub.n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 8;
+        g->ranks = xrealloc(g->ranks, g->cap * sizeof *g->ranks);
+    }
+    g->ranks[g->pub.n++] = rank;
+    g->pub.ranks = g->ranks;
+}
+
+void log_fold_pop(struct log_fold *f)
+{
+    if (f->head == f->next) return;
+    struct group *g = slot(f, f->head);
+    uint64_t *link = &f->buckets[g->hash & f->bmask];
+    while (*link && *link != f->head) link = &slot(f, *link)->chain;
+    assert(*link == f->head);
+    *link = g->chain;
+    f->bytes -= g->pub.len;
+    if (g->room > KEEP_TEXT_ROOM) {
+        free(g->buf);
+        g->buf = NULL;
+        g->room = 0;
+    }
+    if (g->cap > KEEP_RANKS_CAP) {
+        free(g->ranks);
+        g->ranks = NULL;
+        g->cap = 0;
+    }
+    f->head++;
+}
+
+/* The oldest group of the same text that rank may join at now_ms, or NULL. */
+static struct group *find_open(struct log_fold *f, uint64_t h, int64_t now_ms, int rank, int stream,
+                               int attempt, unsigned flags, const char *text, size_t len)
+{
+    uint64_t after = rank_last(f, rank);
+    struct group *best = NULL;
+    for (uint64_t id = f->buckets[h & f->bmask]; id; ) {
+        struct group *g = slot(f, id);
+        /* the chain runs newest to oldest: past these, every group is too old as well */
+        if (id <= after || now_ms - g->pub.t0_ms >= f->window_ms) break;
+        if (g->hash == h && !g->pub.solo && g->pub.len == len && g->pub.stream == stream &&
+            g->pub.attempt == attempt && !((g->pub.flags ^ flags) & LOG_LINE_TRUNCATED) &&
+            memcmp(g->pub.text, text, len) == 0)
+            best = g;
+        id = g->chain;
+    }
+    return best;
+}
+
+struct log_fold_group *log_fold_add(struct log_fold *f, int64_t now_ms, int rank, int stream,
+                                    int attempt, unsigned flags, const char *text, size_t len)
+{
+    bool solo = (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT | LOG_FOLD_ALONE)) || rank < 0;
+    uint64_t h = text_hash(text, len);
+    struct group *g = solo ? NULL : find_open(f, h, now_ms, rank, stream, attempt, flags, text, len);
+    if (g) {
+        ranks_push(g, rank);
+        rank_set_last(f, rank, g->pub.id);
+        return &g->pub;
+    }
+    if (f->next - f->head > f->mask) log_fold_pop(f);   /* the caller took nothing: the oldest goes */
+    uint64_t id = f->next++;
+    g = slot(f, id);
+    if (g->room < len + 1) {
+        free(g->buf);
+        g->room = len + 1;
+        g->buf = xmalloc(g->room);
+    }
+    memcpy(g->buf, text, len);
+    g->buf[len] = '\0';
+    g->hash = h;
+    g->pub = (struct log_fold_group){
+        .id = id, .t0_ms = now_ms, .stream = stream, .attempt = attempt, .flags = flags,
+        .solo = solo, .text = g->buf, .len = len, .ranks = g->ranks,
+    };
+    ranks_push(g, rank);
+    uint64_t *b = &f->buckets[h & f->bmask];
+    g->chain = *b;
+    *b = id;
+    f->bytes += len;
+    rank_set_last(f, rank, id);
+    return &g->pub;
+}
+
+const struct log_fold_group *log_fold_due(const struct log_fold *f, int64_t now_ms, bool all)
+{
+    if (f->head == f->next) return NULL;
+    const struct group *g = slot(f, f->head);
+    if (all || g->pub.solo || now_ms - g->pub.t0_ms >= f->window_ms || f->next - f->head >= f->max_groups ||
+        f->bytes > f->max_bytes || (f->world >= 2 && g->pub.n >= f->world))
+        return &g->pub;
+    return NULL;
+}
+
+int64_t log_fold_wait_ms(const struct log_fold *f, int64_t now_ms)
+{
+    if (f->head == f->next) return -1;
+    if (slot(f, f->head)->pub.solo) return 0;
+    int64_t left = slot(f, f->head)->pub.t0_ms + f->window_ms - now_ms;
+    return left > 0 ? left : 0;
+}
+
+bool log_fold_holds(const struct log_fold *f, int rank)
+{
+    return rank_last(f, rank) >= f->head;
+}
+
+size_t log_fold_open(const struct log_fold *f, size_t *bytes)
+{
+    if (bytes) *bytes = f->bytes;
+    return (size_t)(f->next - f->head);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void log_fold_ranks_format(struct strbuf *out, int *ranks, size_t n)
+{
+    qsort(ranks, n, sizeof *ranks, cmp_int);
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        while (k + 1 < n && (ranks[k + 1] == ranks[k] || ranks[k + 1] == ranks[k] + 1)) k++;
+        strbuf_addf(out, "%s%d", i ? "," : "", ranks[i]);
+        if (ranks[k] != ranks[i]) strbuf_addf(out, "-%d", ranks[k]);
+        i = k + 1;
+    }
+}
+
+void log_fold_where(struct strbuf *out, const struct job *j, int *ranks, size_t n)
+{
+    strbuf_adds(out, "r");
+    log_fold_ranks_format(out, ranks, n);
+    const char **names = xmalloc((n ? n : 1) * sizeof *names);
+    for (size_t i = 0; i < n; i++) names[i] = job_rank_host(j, ranks[i]);
+    char *hosts = hostlist_compress(names, n);
+    if (*hosts) {
+        strbuf_adds(out, " ");
+        strbuf_adds(out, hosts);
+    }
+    free(hosts);
+    free(names);
+}
