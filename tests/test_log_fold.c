@@ -290,7 +290,7 @@ static double secs(void)
 }
 
 /* A rank flooding distinct lines (a counter in each) within one window: the open groups stay
- * within their bounds, and a million lines cost no more per line than a hundred thousand. A
+ * within their bounds (and the cost per line is printed for a hundred thousand and a million). A
  * caller that never takes what closed loses the oldest, and memory stays bounded too. */
 static double flood(size_t lines, size_t *worst_open, size_t *worst_bytes, bool drain)
 {
@@ -322,7 +322,8 @@ static void test_flood_bounded(void)
            small * 1e9, big * 1e9, open, bytes);
     CHECK(open <= LOG_FOLD_MAX_GROUPS);
     CHECK(bytes <= LOG_FOLD_MAX_BYTES);
-    CHECK(big < small * 3 + 200e-9);
+    /* the per-line figures are printed, not asserted: speed is the bench's (docs/testing.md),
+     * and a loaded machine makes a timed check fail for nothing */
     flood(200000, &open, &bytes, false);
     CHECK(open <= LOG_FOLD_MAX_GROUPS * 2);  /* the ring, a power of two above the bound */
 }

@@ -391,7 +391,7 @@ void dashboard_merged_add(struct dashboard *d, const struct job *j, int rank, co
         ui->merged_cap = MERGED_CAP;
         ui->merged = xcalloc(ui->merged_cap, sizeof *ui->merged);
         ui->folds = xcalloc(ui->merged_cap, sizeof *ui->folds);
-        d->fold = log_fold_new(LOG_FOLD_WINDOW_MS, LOG_FOLD_MAX_GROUPS, LOG_FOLD_MAX_BYTES);
+        d->fold = log_fold_new(LOG_FOLD_VIEW_WINDOW_MS, LOG_FOLD_MAX_GROUPS, LOG_FOLD_MAX_BYTES);
     }
     uint64_t m = ++ui->merged_total, cap = ui->merged_cap;
     ui->merged[(m - 1) % cap] = (struct merged_ref){ rank, l->seq, 0 };

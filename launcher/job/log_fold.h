@@ -34,6 +34,9 @@
  * point of the program are read within milliseconds of each other, ranks of different nodes
  * within a few hundred. The headless printer holds a line at most this long (docs/logs.md). */
 #define LOG_FOLD_WINDOW_MS 500
+/* The dashboard's: it shows a group at once and adds ranks as they come, so nothing waits on
+ * the window and it can be longer, for the ranks of a loaded or distant node. */
+#define LOG_FOLD_VIEW_WINDOW_MS 5000
 #define LOG_FOLD_MAX_GROUPS 4096
 #define LOG_FOLD_MAX_BYTES (4u << 20)
 
