@@ -17,6 +17,7 @@
 #include "hosts/hostfile.h"
 #include "job/hang.h"
 #include "job/job.h"
+#include "notify.h"
 #include "ssh/ssh_conn.h"
 
 struct run_opts {
@@ -44,6 +45,7 @@ struct run_opts {
     int argc;
     int straggler_steps;         /* default 3 */
     const char *loss_regex;      /* NULL: the default (loss followed by : = or space, a number) */
+    struct notify_opts notify;   /* --notify, --notify-on, --notify-timeout (notify.h) */
     bool headless;
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
     bool no_check;

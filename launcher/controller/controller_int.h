@@ -27,6 +27,11 @@
  *   controller_msg.c      what every handler shares: numbers in messages, the stop noted
  *   controller_record.c   the run's record (adopt.json)
  *   controller_node.c     the node plumbing: send, request, connect, release, spawn
+ *   notify.c              --notify: the events told to the user's commands (notify.h), an
+ *                         observer the loop drives; it knows nothing of the controller
+ *
+ *   notify_opts.c         --notify's options; one --notify command running (notify_proc.h)
+ *   notify_proc.c
  *
  * Handlers record facts in the job model (and in struct cnode); where a fact calls for a stop
  * they note it (ctl_note_stop) and the progress step acts on it in the same loop pass. Other
@@ -178,6 +183,7 @@ struct controller {
     int record_state;           /* the job state adopt.json says; -1 before it is first written */
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
+    struct notify *notify;      /* --notify (notify.h); NULL: none */
     struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */
     char *unesc;                /* fast_out's decoded text, reused (a malloc and free per message */
     size_t unesc_cap;           /* of up to 64 KiB was a tenth of the loop's CPU when streaming) */

@@ -75,6 +75,13 @@ void cmd_run_usage(FILE *f)
           "  --agent-spool MB     output each agent keeps for an absent controller (default 256)\n"
           "  --straggler-steps N  a rank trailing the median step by more is a straggler (default 3)\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
+          "  --notify CMD         run sh -c CMD on this host for each event of the kinds --notify-on\n"
+          "                       chose: the event as one JSON line on its stdin, its main fields as\n"
+          "                       DDPTOP_EVENT_* variables (repeatable; docs/integrations.md)\n"
+          "  --notify-on KINDS    which kinds, comma-separated (repeatable): events.jsonl's (end,\n"
+          "                       root_cause, stall, node_lost, straggler, restart, ...), nan, spike,\n"
+          "                       all, default (end,root_cause,stall,node_lost,nan,spike: the default)\n"
+          "  --notify-timeout SEC kill a notify command still running after SEC (default 30)\n"
           "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
           "                       no session: the job ends with this process\n"
           "  --detach             start the dashboard in a session without a terminal, print the run id\n"
@@ -182,6 +189,8 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     } else if ((rc = node_opts_mesh_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else if ((rc = node_opts_bench_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
+        if (rc < 0) return -1;
+    } else if ((rc = notify_opts_option(&o->notify, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else {
         return 0;
