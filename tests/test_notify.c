@@ -232,7 +232,7 @@ static void test_failing(void)
     add(n, j, EV_EXIT, 1, "rank 1 exited");
     add(n, j, EV_FAILURE, 1, "rank 1 failed");
     run_until_idle(n, j, 5000);
-    CHECK_INT((long long)events_with(j, "--notify command (echo) failed: exit status 7"), 1);
+    CHECK_INT((long long)events_with(j, "--notify command (echo), telling the launch event, failed: exit status 7"), 1);
     CHECK_INT((long long)events_with(j, "(its output: oops: no route)"), 1);
     add(n, j, EV_ROOT_CAUSE, 1, "root cause");
     run_until_idle(n, j, 5000);
@@ -264,7 +264,7 @@ static void test_drain(void)
     CHECK(took >= 900 && took < 1800);
     if (took < 900 || took >= 1800) printf("#   the drain took %lld ms\n", (long long)took);
     CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
-    CHECK_INT((long long)events_with(j, "--notify command 1 (sleep) ran past its 1 s timeout and was killed"), 1);
+    CHECK_INT((long long)events_with(j, "--notify command 1 (sleep), telling the root_cause event, ran past its 1 s timeout and was killed"), 1);
     /* the end's notification had no time left after the root cause's */
     CHECK_INT((long long)events_with(j, "--notify command 1 (sleep): 1 event not told to it"), 1);
     CHECK_INT((long long)events_with(j, "--notify command 2"), 0);

@@ -279,7 +279,7 @@ static void failed(struct ncmd *c, struct job *j, const char *kind, const struct
     else if (end->signo) snprintf(why, sizeof why, "was killed by %s", signals_label(end->signo));
     else if (end->exit_code == 127) snprintf(why, sizeof why, "failed: exit status 127 (command not found?)");
     else snprintf(why, sizeof why, "failed: exit status %d", end->exit_code);
-    text = xasprintf("%s %s on a %s event%s%s%s; its later failures are not said", c->label, why, kind,
+    text = xasprintf("%s, telling the %s event, %s%s%s%s; its later failures are not said", c->label, kind, why,
                      end->last_line[0] ? " (its output: " : "", end->last_line, end->last_line[0] ? ")" : "");
     say(j, text);
     free(text);
@@ -311,7 +311,8 @@ static void start_one(struct notify *n, struct ncmd *c, struct job *j, int64_t n
         snprintf(c->run.kind, sizeof c->run.kind, "%s", kind);
         n->running++;
     } else if (!c->failure_said) {
-        char *text = xasprintf("%s cannot start on a %s event: %s; its later failures are not said", c->label, kind, err);
+        char *text = xasprintf("%s, telling the %s event, cannot start: %s; its later failures are not said", c->label,
+                               kind, err);
         say(j, text);
         free(text);
         c->failure_said = true;
