@@ -714,7 +714,8 @@ CTL_LAYERS=(
     "controller_link.c"
     "controller_check.c controller_stacks.c controller_gpu.c controller_exits.c"
     "controller_spare.c"
-    "controller_msg.c controller_record.c controller_node.c controller_metrics.c"
+    "controller_msg.c controller_record.c controller_node.c controller_metrics.c notify.c"
+    "notify_opts.c notify_proc.c"
 )
 fake=$tmp/layers
 mkdir -p "$fake/launcher/ctl" "$fake/launcher/util"

@@ -18,6 +18,7 @@
 #include "job/hang.h"
 #include "job/health.h"
 #include "job/job.h"
+#include "notify.h"
 #include "ssh/ssh_conn.h"
 
 struct run_opts {
@@ -51,6 +52,7 @@ struct run_opts {
     enum health_action on_spike; /* --on-spike, default none */
     double loss_spike;           /* --loss-spike X: above X times the median; 0 off */
     int loss_spike_window;       /* --loss-spike X:N (default HEALTH_SPIKE_WINDOW) */
+    struct notify_opts notify;   /* --notify, --notify-on, --notify-timeout (notify.h) */
     bool headless;
     bool detach;                 /* --detach: the dashboard in a session, no terminal attached (tui/) */
     bool no_fold;                /* --no-fold: lines of several ranks not folded into one (tui/) */

@@ -28,6 +28,11 @@
  *   controller_record.c   the run's record (adopt.json)
  *   controller_node.c     the node plumbing: send, request, connect, release, spawn
  *   controller_metrics.c  --metrics: the OpenMetrics endpoint, reading the model
+ *   notify.c              --notify: the events told to the user's commands (notify.h), an
+ *                         observer the loop drives; it knows nothing of the controller
+ *
+ *   notify_opts.c         --notify's options; one --notify command running (notify_proc.h)
+ *   notify_proc.c
  *
  * Handlers record facts in the job model (and in struct cnode); where a fact calls for a stop
  * they note it (ctl_note_stop) and the progress step acts on it in the same loop pass. Other
@@ -181,6 +186,7 @@ struct controller {
     struct run_record *adopt;   /* --adopt: the record of the run taken over */
     struct ctl_stacks *stacks;  /* stack dumps in flight and the hang action (controller_stacks.c) */
     struct http_serve *om_serve; /* --metrics (controller_metrics.c); NULL without */
+    struct notify *notify;      /* --notify (notify.h); NULL: none */
     struct strbuf line_in;      /* the agent line being decoded (ctl_agent_lines), reused */
     char *unesc;                /* fast_out's decoded text, reused (a malloc and free per message */
     size_t unesc_cap;           /* of up to 64 KiB was a tenth of the loop's CPU when streaming) */

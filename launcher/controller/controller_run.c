@@ -33,8 +33,10 @@ static void events_flush(struct controller *c)
     struct job *j = c->job;
     size_t added = (j->ev_count - c->ev_count_seen) + (j->ev_head + j->ev_cap - c->ev_head_seen) % j->ev_cap;
     if (added > j->ev_count) added = j->ev_count;
-    for (size_t i = j->ev_count - added; i < j->ev_count; i++)
+    for (size_t i = j->ev_count - added; i < j->ev_count; i++) {
         if (c->fe.on_event) c->fe.on_event(c->fe.ctx, j, job_event_at(j, i));
+        notify_event(c->notify, j, job_event_at(j, i));
+    }
     c->ev_head_seen = j->ev_head;
     c->ev_count_seen = j->ev_count;
 }
@@ -58,12 +60,14 @@ void run_opts_init(struct run_opts *o)
     o->on_nan = HEALTH_STOP;
     o->on_spike = HEALTH_NONE;
     o->loss_spike_window = HEALTH_SPIKE_WINDOW;
+    notify_opts_init(&o->notify);
 }
 
 void run_opts_done(struct run_opts *o)
 {
     node_opts_done(&o->nodes);
     free(o->export_regex);
+    notify_opts_done(&o->notify);
     memset(o, 0, sizeof *o);
 }
 
@@ -156,6 +160,7 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
     for (size_t i = 0; i < c->n; i++) c->nodes[i].gpu_count = -1;
     c->ranks = xcalloc(c->job->n_ranks ? c->job->n_ranks : 1, sizeof *c->ranks);
     c->interactive = c->fe.input_fd && c->fe.input_fd(c->fe.ctx) >= 0;
+    if (!o->check_only) c->notify = notify_new(&o->notify);
     return c;
 fail:
     c->o.run_id = NULL;
@@ -169,6 +174,7 @@ void controller_free(struct controller *c)
     if (!c) return;
     ctl_stacks_free(c);
     ctl_metrics_close(c);   /* on the loop: before it goes */
+    notify_free(c->notify);
     for (size_t i = 0; c->nodes && i < c->n; i++) {
         ctl_exits_release(c, i, false);
         transport_free(c->nodes[i].t);
@@ -297,6 +303,8 @@ static int loop_timeout(struct controller *c, bool any_node)
         if (d && d < wake) wake = d;
     }
     if (c->fe_due_ms && c->fe_due_ms < wake) wake = c->fe_due_ms;
+    int64_t nd = notify_next_ms(c->notify);
+    if (nd && nd < wake) wake = nd;
     for (size_t i = 0; i < c->n; i++) {
         int64_t d = c->nodes[i].t ? transport_deadline_ms(c->nodes[i].t) : 0;
         if (d && d < wake) wake = d;
@@ -450,6 +458,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     memset(c->rev, 0, (c->n ? c->n : 1) * sizeof *c->rev);
     timers(c);
     ctl_progress(c);       /* the one place that decides (controller.c) */
+    notify_tick(c->notify, c->job); /* before the events: a command's failure is one */
     events_flush(c);
     logw_kick(run_files_writer(c->files)); /* the rank bytes this pass queued, to the writer now */
     if (c->job->generation != c->drawn_generation || (c->fe_due_ms && mono_ms() >= c->fe_due_ms)) draw(c);
@@ -479,6 +488,9 @@ int controller_run(struct controller *c)
     /* ranks were stopped (or the job ended) before we got here: the agents exit; unless the
      * run is left to them (abandon), when they wait for ddptop attach */
     ctl_release_all(c, c->abandon);
+    /* the end's notifications (and any still running) get at most --notify-timeout */
+    events_flush(c);
+    notify_drain(c->notify, c->job);
     run_files_flush(c->files);
     /* the final screen and line say whether the record on disk is whole */
     run_files_settle(c->files, 5000);

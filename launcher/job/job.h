@@ -187,6 +187,9 @@ enum job_event_kind {
     EV_NAN,                   /* a rank's loss became NaN or inf (job/health.c) */
     EV_SPIKE,                 /* a rank's loss jumped above --loss-spike's rule (job/health.c) */
 };
+/* How many kinds (not in the enum, so that switches over it stay exhaustive): a new kind goes
+ * last and moves this with it. */
+#define EV_KINDS (EV_SPIKE + 1)
 
 /* How a run ended, or where it stands, as `ddptop ls` shows it and the `end` event of
  * events.jsonl records it (the names are run_state_name's; docs/logs.md). */

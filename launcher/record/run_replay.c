@@ -80,7 +80,7 @@ static int int_field(const cJSON *o, const char *key, int dflt, int max)
 
 static enum job_event_kind kind_parse(const char *name)
 {
-    for (int k = EV_LAUNCH; k <= EV_SPIKE; k++)  /* every kind, EV_SPIKE the last */
+    for (int k = EV_LAUNCH; k < EV_KINDS; k++)
         if (strcmp(name, job_event_kind_name((enum job_event_kind)k)) == 0) return (enum job_event_kind)k;
     return EV_INFO;             /* a kind a newer ddptop wrote: shown as a note */
 }

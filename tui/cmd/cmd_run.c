@@ -86,6 +86,13 @@ void cmd_run_usage(FILE *f)
           "                       http://ADDR:PORT/metrics; ADDR defaults to 127.0.0.1 (0.0.0.0: every\n"
           "                       interface); docs/integrations.md\n"
           "  --loss-regex RE      how to find the loss in plain output lines (default: loss[:= ]NUMBER)\n"
+          "  --notify CMD         run sh -c CMD on this host for each event of the kinds --notify-on\n"
+          "                       chose: the event as one JSON line on its stdin, its main fields as\n"
+          "                       DDPTOP_EVENT_* variables (repeatable; docs/integrations.md)\n"
+          "  --notify-on KINDS    which kinds, comma-separated (repeatable): events.jsonl's (end,\n"
+          "                       root_cause, stall, node_lost, straggler, restart, ...), nan, spike,\n"
+          "                       all, default (end,root_cause,stall,node_lost,nan,spike: the default)\n"
+          "  --notify-timeout SEC kill a notify command still running after SEC (default 30)\n"
           "  --headless           print lines instead of the dashboard (also when stdout is no terminal);\n"
           "                       no session: the job ends with this process\n"
           "  --no-fold            print every rank's line as it comes: no \"[r0-63 n[01-08]] text\" for a\n"
@@ -213,6 +220,8 @@ static int run_option(int argc, char **argv, int *ip, struct run_opts *o, char *
     } else if ((rc = node_opts_mesh_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else if ((rc = node_opts_bench_option(&o->nodes, argc, argv, &i, err, errlen)) != 0) {
+        if (rc < 0) return -1;
+    } else if ((rc = notify_opts_option(&o->notify, argc, argv, &i, err, errlen)) != 0) {
         if (rc < 0) return -1;
     } else {
         return 0;
