@@ -7,7 +7,6 @@
 #include "ssh_conn_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,8 +76,6 @@ void ssh_conn_teardown(struct ssh_conn *c)
         c->session = NULL;
         if (c->fd_given) c->fd = -1;
     }
-    ssh_relay_free(c->relay); /* after libssh's end was closed: its last words go out first */
-    c->relay = NULL;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     if (c->ai_head) freeaddrinfo(c->ai_head);
@@ -224,8 +221,7 @@ void ssh_conn_start(struct ssh_conn *c)
     ssh_conn_resolve_begin(c);
 }
 
-/* libssh's socket (or the upload thread's pipe): what the state machine waits on */
-static bool own_pollfd(struct ssh_conn *c, struct pollfd *p)
+bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p)
 {
     p->revents = 0;
     switch (c->state) {
@@ -252,20 +248,6 @@ static bool own_pollfd(struct ssh_conn *c, struct pollfd *p)
     default:
         return false;
     }
-}
-
-int ssh_conn_pollfds(struct ssh_conn *c, struct pollfd *p, int max)
-{
-    if (max < SSH_CONN_POLLFDS_MAX || !own_pollfd(c, p)) return 0;
-    /* the relay runs while libssh has its end, whoever uses it (the upload thread too) */
-    return c->relay ? 1 + ssh_relay_pollfds(c->relay, p + 1) : 1;
-}
-
-const char *ssh_conn_io_error(struct ssh_conn *c)
-{
-    /* the TCP socket's own error, which libssh saw only as its end's end of file */
-    int err = c->relay ? ssh_relay_error(c->relay) : 0;
-    return err ? strerror(err) : ssh_get_error(c->session);
 }
 
 bool ssh_conn_pending(const struct ssh_conn *c)
@@ -432,11 +414,6 @@ static void step_connecting(struct ssh_conn *c, short revents)
     }
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
     if (err == 0) {
-        int lib;
-        /* libssh gets one end of a pair, the relay the TCP socket (ssh_relay.h); without a
-         * pair (out of fds), libssh reads the TCP socket itself, 4 KiB at a time */
-        c->relay = ssh_relay_new(c->fd, &lib);
-        if (c->relay) c->fd = lib;
         ssh_options_set(c->session, SSH_OPTIONS_FD, &c->fd);
         c->fd_given = true;
         c->state = SSH_CONN_HANDSHAKE;
@@ -459,10 +436,6 @@ static void step_handshake(struct ssh_conn *c)
         return;
     }
     if (c->proxy) c->fd = -1; /* libssh owns the proxy command's socket */
-    /* libssh made its end blocking when it took it, and a send it makes after a poll said
-     * "writable" would then wait until the relay, on this very thread, read the pair: non-
-     * blocking, it writes what fits and keeps the rest (SSH_WRITE_PENDING) */
-    if (c->relay) fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
     if (verify_host_key(c) < 0) return;
     c->state = SSH_CONN_AUTH;
     ssh_conn_auth_begin(c);
@@ -485,9 +458,6 @@ static void step_once(struct ssh_conn *c, short revents)
 
 void ssh_conn_pump(struct ssh_conn *c, short revents)
 {
-    /* the upload thread counts into lib_io meanwhile: looked at only while no thread runs */
-    uint64_t out_before = c->upload_running ? 0 : c->lib_io.out_bytes;
-    if (c->relay) ssh_relay_pump(c->relay, revents);
     /* a step that changes state may make the next one possible without new input */
     for (int guard = 0; guard < 16; guard++) {
         enum ssh_conn_state before = c->state;
@@ -495,8 +465,6 @@ void ssh_conn_pump(struct ssh_conn *c, short revents)
         revents = 0;
         if (c->state == before) break;
     }
-    /* what libssh wrote just now (requests, window updates) goes out in this pass */
-    if (c->relay && !c->upload_running && c->lib_io.out_bytes != out_before) ssh_relay_flush_up(c->relay);
     if (c->deadline_ms && c->state != SSH_CONN_READY && c->state != SSH_CONN_FAILED &&
         c->state != SSH_CONN_CLOSED && c->state != SSH_CONN_NEW && mono_ms() >= c->deadline_ms)
         fail_timeout(c);

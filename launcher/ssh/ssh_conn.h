@@ -54,12 +54,9 @@ void ssh_conn_free(struct ssh_conn *c);
  * and port are known (ssh_conn_address) even if connecting fails later. */
 void ssh_conn_start(struct ssh_conn *c);
 
-/* What to poll for: fills p (fd, events) and returns how many (at most SSH_CONN_POLLFDS_MAX:
- * libssh's socket, and the TCP socket and the pair's other end while it is relayed,
- * ssh_relay.h), or 0 when the connection waits on nothing but time (resolving) or is finished
- * (or max is less than SSH_CONN_POLLFDS_MAX). */
-#define SSH_CONN_POLLFDS_MAX 3
-int ssh_conn_pollfds(struct ssh_conn *c, struct pollfd *p, int max);
+/* What to poll for: fills p (fd, events) and returns true, or returns false when the
+ * connection waits on nothing but time (resolving) or is finished. */
+bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p);
 /* True when agent output waits inside libssh where its socket does not show it (read from the
  * socket into the channel's buffer, then left there while the backlog was full) and the backlog
  * has room again: the caller's loop must not sleep (transport_pending). */

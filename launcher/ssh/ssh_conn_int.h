@@ -14,7 +14,6 @@
 #include <libssh/libssh.h>
 
 #include "ssh_conn.h"
-#include "ssh_relay.h"
 #include "util/util.h"
 #include "wire/line_reader.h"
 
@@ -45,7 +44,6 @@ struct ssh_conn {
     int64_t syn_ms;            /* when its connect began */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
-    struct ssh_relay *relay;   /* the TCP socket, relayed to fd (libssh's end): ssh_relay.h */
     struct ssh_counter_struct lib_io; /* what libssh read and wrote of its socket (ssh_set_counters) */
     char connect_err[128];
 
@@ -80,8 +78,6 @@ struct ssh_conn {
     char *upload_hint;         /* NULL: the generic "is --agent-dir writable" hint */
 };
 
-/* Why the session's I/O failed: the TCP socket's error when the relay saw one, else libssh's. */
-const char *ssh_conn_io_error(struct ssh_conn *c);
 void ssh_conn_fail(struct ssh_conn *c, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ssh_conn_teardown(struct ssh_conn *c);

@@ -30,7 +30,7 @@ static void read_stdout(struct ssh_conn *c)
         int n = ssh_channel_read_nonblocking(c->channel, to, 16384, 0);
         if (n == SSH_ERROR) {
             ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
-                          c->h->name, ssh_conn_io_error(c));
+                          c->h->name, ssh_get_error(c->session));
             return;
         }
         if (n == 0 && c->lib_io.in_bytes != before) continue;
@@ -52,7 +52,7 @@ static void read_stderr(struct ssh_conn *c)
         int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, 1);
         if (n == SSH_ERROR) {
             ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
-                          c->h->name, ssh_conn_io_error(c));
+                          c->h->name, ssh_get_error(c->session));
             return;
         }
         if (n <= 0) break;
@@ -87,7 +87,7 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     while (c->out.len) {
         int n = ssh_channel_write(c->channel, c->out.buf, (uint32_t)c->out.len);
         if (n == SSH_ERROR) {
-            ssh_conn_fail(c, NULL, "lost the connection to %s: %s", c->h->name, ssh_conn_io_error(c));
+            ssh_conn_fail(c, NULL, "lost the connection to %s: %s", c->h->name, ssh_get_error(c->session));
             return;
         }
         if (n <= 0) break;

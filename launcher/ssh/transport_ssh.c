@@ -40,11 +40,9 @@ static void ssh_start(struct transport *t)
     ssh_conn_start(conn(t));
 }
 
-_Static_assert(SSH_CONN_POLLFDS_MAX <= TRANSPORT_POLLFDS_MAX, "a node's fds fit the loop's");
-
 static int ssh_pollfds(struct transport *t, struct pollfd *p, int max)
 {
-    return ssh_conn_pollfds(conn(t), p, max);
+    return max > 0 && ssh_conn_pollfd(conn(t), p) ? 1 : 0;
 }
 
 static bool ssh_pending(const struct transport *t)
