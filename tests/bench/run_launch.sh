@@ -245,7 +245,8 @@ tput_ddptop() {
     got=$(cat "$D/logs/$rid"/attempt-0/rank-*.log | wc -c)
     cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$D/tput.cpu")
     rm -rf "${D:?}/logs/$rid"
-    [ "$got" -ge $((8 * MB * 1000000)) ] || { echo "bench: logs hold $got bytes" >&2; return 1; }
+    # every byte the ranks printed, no fewer (a short log is a lost line, not a slow round)
+    [ "$got" -eq "$BYTES" ] || { echo "bench: logs hold $got bytes, the ranks printed $BYTES" >&2; return 1; }
     echo "$t $got $cpu"
 }
 tput_ssh() {
@@ -311,10 +312,10 @@ if part tput; then
         mkdir -p "$BENCH_PERF" || exit 1
         echo "tput: one more ddptop round under perf record -a -g -> $BENCH_PERF/perf.data ..."
         perf record -q -a -g -F 999 -o "$BENCH_PERF/perf.data" -- bash -c "$(declare -f now_ms tput_ddptop \
-            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB BYTES SSHD_PORT_MIN SSHD_PORT_MAX); \
             tput_ddptop" >"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf round failed" >&2
         perf stat -a -x, -o "$BENCH_PERF/stat.csv" -- bash -c "$(declare -f now_ms tput_ddptop \
-            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB BYTES SSHD_PORT_MIN SSHD_PORT_MAX); \
             tput_ddptop" >>"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf stat round failed" >&2
         perf script -i "$BENCH_PERF/perf.data" -F comm,tid,ip,sym,dso >"$BENCH_PERF/script.txt" 2>/dev/null &&
             $PY tests/bench/log_path_stages.py "$BENCH_PERF/script.txt" >"$BENCH_PERF/stages.txt" &&
