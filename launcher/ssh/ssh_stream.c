@@ -100,6 +100,10 @@ void ssh_conn_channel_io(struct ssh_conn *c)
     /* the first line: the probe's answer (ssh_deploy.c takes it) or the agent's hello */
     if (c->state == SSH_CONN_PROBING && ssh_conn_probe_reply(c)) return;
     if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
+    /* read_stderr's read of the socket may have taken the agent's last stdout together with
+     * the channel's EOF: that output is in libssh's buffer, and the EOF must wait for it (the
+     * loop pumps again at once: ssh_conn_pending) */
+    if (c->more_in) return;
     if (line_reader_overlong(&c->in)) {
         ssh_conn_fail(c, NULL, PROTOCOL_LONG_LINE_FMT, c->h->name, PROTOCOL_MAX_LINE);
         return;
