@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Integration: a flood of rank output over a real sshd (issue 22, the log path). Two ranks on
-# one node (one SSH connection, whose socket the controller reads 64 KiB at a time:
-# launcher/ssh/ssh_readahead.c): rank 0 prints numbered 99-byte lines as fast as it can until
-# rank 1 is done; rank 1 prints a line now and then, each carrying the time it was printed.
+# one node (one SSH connection, which libssh reads 4 KiB at a time and launcher/ssh/ssh_stream.c
+# takes a whole packet a pass, with the transport's pending() for what libssh holds): rank 0
+# prints numbered 99-byte lines as fast as it can until rank 1 is done; rank 1 prints a line
+# now and then, each carrying the time it was printed.
 # Every byte of the flood is in rank 0's log file, in order, none twice (the numbered lines
 # compared with what seq prints); each quiet line reaches the headless output within 1 s of
 # its printing (docs/logs.md, "Latency"), while the flood goes on around it; rank 1's log

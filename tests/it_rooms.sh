@@ -15,7 +15,10 @@
 # files (from the built objects) follow the rooms' direction, with no call circle between rooms;
 # (k) inside launcher/agent, launcher/job and launcher/controller no call cycle joins four files
 # or more, and the events ring (job_events.c) calls nothing of NCCL's (nccl*.c); (l) the
-# controller's files are in layers (controller_int.h): no call goes up or across a layer.
+# controller's files are in layers (controller_int.h): no call goes up or across a layer; (m)
+# no file of ours defines a function or variable that the C library exports (recv, poll, read,
+# ...), and no program of ours exports one in its dynamic symbol table: such a definition
+# replaces libc's for every caller in the program, shared libraries included.
 # Each checker is first run on a made-up tree or file with a known violation, so a checker that
 # can no longer see one fails here instead of passing quietly.
 set -u
@@ -258,7 +261,6 @@ else tap_fail "job/job.c sets only the initial states (CHECKING, CONNECTING, PEN
 EVLOOP_COPIES="python3 tests/lib/evloop_copies.py"
 declare -A LOOP_ALLOWED=(
     [agent_exec.c]="probes: a few children read to their end within one request, then gone"
-    [ssh_readahead.c]="the poll() libssh and the loop call, answered in part from the bytes read ahead: no loop of its own"
     [agent_relay.c]="the Slurm relay's thread: two fds, and a thread must not touch the agent's loop"
     [session_client.c]="the attach client: a process of its own around a terminal, no other loop in it"
     [comm_ring.c]="ddptop-train's ring thread: the runtime links no launcher room"
@@ -751,5 +753,65 @@ out=$($CALLS --obj "$BUILD_DIR/obj" layers launcher/controller "${CTL_LAYERS[@]}
 if [ $? -eq 0 ]; then tap_ok "the controller's files call only the layers below their own ($out)"
 else tap_fail "the controller's files call only the layers below their own" \
     "a handler records facts and notes a stop (ctl_note_stop) for the progress step; what a file needs from above is handed to it, not called; a new file gets its layer in CTL_LAYERS:" "$out"; fi
+
+# ---- (m) no libc function defined again ------------------------------------------------------
+
+# A function of libc's defined in our program is what every caller gets, libssh's and the
+# loop's alike (issue 32: recv() and poll() were redefined to read libssh's sockets ahead): the
+# rooms' direction no longer holds (util's loop called the ssh room's poll), it works only while
+# a library calls through its PLT (a static or LTO libssh skips it silently), and one table
+# served every caller by fd number. A library's own hooks, or an fd it is handed, do the same
+# without it. Checked two ways: the objects (which file), with the C library ddptop loads; and
+# the programs' dynamic symbol tables (where such a definition lands for the libraries to
+# find; libc's variables copied in, stdin, environ, carry libc's version and are not ours).
+LIBC=$(ldd "$BUILD_DIR/ddptop" 2>/dev/null | awk '$1 == "libc.so.6" { print $3 }')
+[ -n "$LIBC" ] || LIBC=$(${CC:-cc} -print-file-name=libc.so.6)
+# libc_again PROGRAM: the names PROGRAM's dynamic symbol table defines as its own (unversioned)
+# that $LIBC exports too, one a line.
+libc_again() {
+    comm -12 <(nm -D --defined-only "$1" | awk 'NF >= 3 && $3 !~ /@/ { print $3 }' | sort -u) \
+        <(nm -D --defined-only "$LIBC" | awk 'NF >= 3 && $2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u)
+}
+fake=$tmp/libc
+mkdir -p "$fake/launcher/ssh" "$fake/tui" "$fake/runtime"
+cat >"$fake/launcher/ssh/ahead.c" <<'C'
+#include <stddef.h>
+#include <sys/types.h>
+ssize_t recv(int fd, void *buf, size_t n, int flags) { (void)fd; (void)buf; (void)n; (void)flags; return -1; }
+int ssh_ahead_pending(void) { return 0; }
+C
+printf 'static int poll(void) { return 0; }\nint tui_poll_keys(void) { return poll(); }\n' >"$fake/tui/keys.c"
+printf 'int read_batch(void) { return 0; }\nint write(void) { return 1; }\n' >"$fake/runtime/data.c"
+built=1
+for c in launcher/ssh/ahead.c tui/keys.c runtime/data.c; do
+    mkdir -p "$fake/build/obj/$(dirname "$c")"
+    ${CC:-cc} -std=c11 -c "$fake/$c" -o "$fake/build/obj/${c%.c}.o" 2>/dev/null || built=0
+done
+printf '#include <sys/types.h>\n#include <stddef.h>\nssize_t recv(int f, void *b, size_t n, int g) { (void)f; (void)b; (void)n; (void)g; return 0; }\nint main(void) { return (int)recv(0, 0, 0, 0); }\n' >"$fake/prog.c"
+${CC:-cc} -rdynamic -o "$fake/prog" "$fake/prog.c" 2>/dev/null || built=0
+out=$($CALLS --root "$fake" libc "$LIBC" runtime 2>&1; echo "rc=$?")
+out2=$(libc_again "$fake/prog")
+if [ $built -eq 1 ] && grep -qx 'rc=1' <<<"$out" &&
+   grep -q '^launcher/ssh/ahead.c: defines recv(), which libc.so.6 exports' <<<"$out" &&
+   grep -q '^runtime/data.c: defines write(), which libc.so.6 exports' <<<"$out" &&
+   ! grep -qE 'keys|pending|read_batch' <<<"$out" && [ "$out2" = recv ]; then
+    tap_ok "the libc checker sees recv() and write() defined again in objects (not a static poll(), not names of ours), and recv() in a program's dynamic symbols"
+else
+    tap_fail "the libc checker sees recv() and write() defined again in objects, and recv() in a program's dynamic symbols" \
+        "objects:" "$out" "program:" "$out2"
+fi
+
+out=$($CALLS --obj "$BUILD_DIR/obj" libc "$LIBC" runtime 2>&1)
+if [ $? -eq 0 ]; then tap_ok "no file of launcher/, tui/ or runtime/ defines a name libc exports ($out)"
+else tap_fail "no file of launcher/, tui/ or runtime/ defines a name libc exports" \
+    "use the library's own hooks or an fd it is handed; name a function of ours module_verb:" "$out"; fi
+bad=""
+for prog in ddptop ddptop-agent ddptop-train; do
+    [ -x "$BUILD_DIR/$prog" ] || { bad+="$prog: not built (make all)"$'\n'; continue; }
+    again=$(libc_again "$BUILD_DIR/$prog")
+    [ -z "$again" ] || bad+="$prog: exports $(echo $again) as its own, which $LIBC exports"$'\n'
+done
+if [ -z "$bad" ]; then tap_ok "ddptop, ddptop-agent and ddptop-train export no function or variable of libc's as their own"
+else tap_fail "ddptop, ddptop-agent and ddptop-train export no function or variable of libc's as their own" "${bad%$'\n'}"; fi
 
 tap_done

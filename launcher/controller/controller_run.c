@@ -425,6 +425,9 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     int timeout = loop_timeout(c, any_node);
     uint64_t gen;
     if (quiet && timeout > *quiet_until_ms - now) timeout = (int)(*quiet_until_ms - now);
+    /* bytes a transport read already and no fd shows (transport_pending): no sleep */
+    for (size_t i = 0; timeout && !quiet && !c->writer_full && i < c->n; i++)
+        if (c->nodes[i].t && !c->nodes[i].queued && transport_pending(c->nodes[i].t)) timeout = 0;
     /* the wake hook, the signals, the input, then the nodes' revents into c->rev */
     if (evloop_run_once(c->el, timeout) < 0) return;
     /* After a quiet spell the next pass polls the agents first: pumping a connection without

@@ -33,7 +33,6 @@ struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *
     c->h = h;
     c->o = o;
     c->fd = -1;
-    c->ra = SSH_READAHEAD_NONE;
     c->login_ms = -1;
     c->upload_pipe[0] = c->upload_pipe[1] = -1;
     c->address = xstrdup(h->name);
@@ -75,8 +74,6 @@ void ssh_conn_teardown(struct ssh_conn *c)
         if (c->fd_given) ssh_disconnect(c->session); /* closes the socket we handed over */
         ssh_free(c->session);
         c->session = NULL;
-        /* right after the socket's closing, before this thread can open another fd there */
-        ssh_readahead_del(&c->ra);
         if (c->fd_given) c->fd = -1;
     }
     if (c->fd >= 0) close(c->fd);
@@ -161,6 +158,8 @@ static int session_setup(struct ssh_conn *c)
 
     c->session = ssh_new();
     if (!c->session) util_fatal("out of memory (ssh_new)");
+    /* what libssh reads of its socket: whether a call took bytes (ssh_stream.c) */
+    ssh_set_counters(c->session, &c->lib_io, NULL);
     ssh_options_set(c->session, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
     ssh_options_set(c->session, SSH_OPTIONS_HOST, h->name);
     if (cpu_has_aes()) {
@@ -249,6 +248,14 @@ bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p)
     default:
         return false;
     }
+}
+
+bool ssh_conn_pending(const struct ssh_conn *c)
+{
+    /* the agent's output read by libssh and left in its channel's buffer (ssh_stream.c), with
+     * room for it in the backlog now: a pump takes it without any fd saying so */
+    return (c->state == SSH_CONN_READY || c->state == SSH_CONN_PROBING) && c->more_in &&
+           line_reader_pending(&c->in) < PROTOCOL_BACKLOG_MAX;
 }
 
 int64_t ssh_conn_deadline_ms(const struct ssh_conn *c)

@@ -57,6 +57,10 @@ void ssh_conn_start(struct ssh_conn *c);
 /* What to poll for: fills p (fd, events) and returns true, or returns false when the
  * connection waits on nothing but time (resolving) or is finished. */
 bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p);
+/* True when agent output waits inside libssh where its socket does not show it (read from the
+ * socket into the channel's buffer, then left there while the backlog was full) and the backlog
+ * has room again: the caller's loop must not sleep (transport_pending). */
+bool ssh_conn_pending(const struct ssh_conn *c);
 /* Advances the machine; revents from poll (0 on a timer tick). Never blocks. */
 void ssh_conn_pump(struct ssh_conn *c, short revents);
 /* Monotonic ms by which the current stage must finish (0: no deadline now). */

@@ -14,7 +14,6 @@
 #include <libssh/libssh.h>
 
 #include "ssh_conn.h"
-#include "ssh_readahead.h"
 #include "util/util.h"
 #include "wire/line_reader.h"
 
@@ -45,7 +44,7 @@ struct ssh_conn {
     int64_t syn_ms;            /* when its connect began */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
-    struct ssh_readahead_ref ra; /* the session's socket as read ahead (ssh_readahead.h) */
+    struct ssh_counter_struct lib_io; /* what libssh read and wrote of its socket (ssh_set_counters) */
     char connect_err[128];
 
     /* authentication */
@@ -68,6 +67,7 @@ struct ssh_conn {
     struct line_reader in;     /* the agent's stdout (wire/line_reader.h) */
     struct strbuf out, errtail;
     uint64_t bytes_in;         /* agent output received, in all */
+    bool more_in;              /* libssh may hold agent output no fd shows (ssh_conn_pending) */
 
     /* upload thread */
     pthread_t upload_tid;

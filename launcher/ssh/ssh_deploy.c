@@ -116,9 +116,6 @@ bool ssh_conn_probe_reply(struct ssh_conn *c)
         return true;
     }
     c->state = SSH_CONN_READY; /* the agent's first line (hello) stays queued */
-    /* from here on only the loop's thread uses the session: its socket is read in 64 KiB
-     * gulps, not libssh's 4 KiB ones */
-    c->ra = ssh_readahead_add(ssh_get_fd(c->session));
     return false;
 }
 

@@ -13,40 +13,55 @@
 #include "hosts/hostfile.h"
 #include "wire/protocol.h"
 
-static void read_stream(struct ssh_conn *c, int is_stderr)
+/* The agent's stdout, as far as the backlog allows. libssh reads its socket 4 KiB per call and
+ * a packet is up to 32 KiB: a call that read bytes without finishing a packet returns nothing,
+ * and the next one at once takes the rest (a pass of the loop later, the socket would be polled
+ * again for bytes already there). Stops when a call read nothing: the socket is empty. */
+static void read_stdout(struct ssh_conn *c)
 {
-    char buf[16384];
-    size_t ahead = ssh_readahead_pending(c->ra);
     for (;;) {
-        if (!is_stderr && line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) return;
+        if (line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) {
+            c->more_in = true; /* libssh may hold more: ssh_conn_pending */
+            return;
+        }
+        uint64_t before = c->lib_io.in_bytes;
         /* the agent's lines straight into c->in: a copy less of every byte of a flood */
-        char *to = is_stderr ? buf : line_reader_space(&c->in, sizeof buf);
-        int n = ssh_channel_read_nonblocking(c->channel, to, sizeof buf, is_stderr);
+        char *to = line_reader_space(&c->in, 16384);
+        int n = ssh_channel_read_nonblocking(c->channel, to, 16384, 0);
         if (n == SSH_ERROR) {
             ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
                           c->h->name, ssh_get_error(c->session));
             return;
         }
-        if (n == 0) {
-            /* libssh takes 4 KiB per call and a packet is up to 32 KiB: while it still takes
-             * what was read ahead (ssh_readahead.h), the rest of the packet is here, not one
-             * more pass of the loop away */
-            size_t left = ssh_readahead_pending(c->ra);
-            if (left && left < ahead) {
-                ahead = left;
-                continue;
-            }
+        if (n == 0 && c->lib_io.in_bytes != before) continue;
+        if (n <= 0) {
+            c->more_in = false; /* libssh's buffer of this stream is empty */
+            return;
         }
-        ahead = ssh_readahead_pending(c->ra);
-        if (n <= 0) return;
-        if (is_stderr) {
-            strbuf_add(&c->errtail, buf, (size_t)n);
-            if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
-        } else {
-            line_reader_wrote(&c->in, (size_t)n);
-            c->bytes_in += (uint64_t)n;
-        }
+        line_reader_wrote(&c->in, (size_t)n);
+        c->bytes_in += (uint64_t)n;
     }
+}
+
+/* The agent's stderr: a short tail for messages, read while libssh has some. */
+static void read_stderr(struct ssh_conn *c)
+{
+    char buf[16384];
+    uint64_t before = c->lib_io.in_bytes;
+    for (;;) {
+        int n = ssh_channel_read_nonblocking(c->channel, buf, sizeof buf, 1);
+        if (n == SSH_ERROR) {
+            ssh_conn_fail(c, "check the network and the node's sshd logs", "lost the connection to %s: %s",
+                          c->h->name, ssh_get_error(c->session));
+            return;
+        }
+        if (n <= 0) break;
+        strbuf_add(&c->errtail, buf, (size_t)n);
+        if (c->errtail.len > 2048) strbuf_consume(&c->errtail, c->errtail.len - 2048);
+    }
+    /* libssh read its socket for this, and what it read may be the stdout that follows: in
+     * its buffer now, where no fd shows it */
+    if (c->lib_io.in_bytes != before) c->more_in = true;
 }
 
 /* Unread agent output: at most PROTOCOL_BACKLOG_MAX before we stop reading the channel (the
@@ -78,13 +93,17 @@ void ssh_conn_channel_io(struct ssh_conn *c)
         if (n <= 0) break;
         strbuf_consume(&c->out, (size_t)n);
     }
-    read_stream(c, 0);
+    read_stdout(c);
     if (c->state == SSH_CONN_FAILED) return;
-    read_stream(c, 1);
+    read_stderr(c);
     if (c->state == SSH_CONN_FAILED) return;
     /* the first line: the probe's answer (ssh_deploy.c takes it) or the agent's hello */
     if (c->state == SSH_CONN_PROBING && ssh_conn_probe_reply(c)) return;
     if (backlog(c) >= PROTOCOL_BACKLOG_MAX) return; /* EOF and close are seen once it drained */
+    /* read_stderr's read of the socket may have taken the agent's last stdout together with
+     * the channel's EOF: that output is in libssh's buffer, and the EOF must wait for it (the
+     * loop pumps again at once: ssh_conn_pending) */
+    if (c->more_in) return;
     if (line_reader_overlong(&c->in)) {
         ssh_conn_fail(c, NULL, PROTOCOL_LONG_LINE_FMT, c->h->name, PROTOCOL_MAX_LINE);
         return;

@@ -23,6 +23,11 @@ void transport_pump(struct transport *t, short revents)
     t->ops->pump(t, revents);
 }
 
+bool transport_pending(const struct transport *t)
+{
+    return t->ops->pending && t->ops->pending(t);
+}
+
 int64_t transport_deadline_ms(const struct transport *t)
 {
     return t->ops->deadline_ms ? t->ops->deadline_ms(t) : 0;

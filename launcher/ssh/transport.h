@@ -68,6 +68,10 @@ void transport_start(struct transport *t);
 int transport_pollfds(struct transport *t, struct pollfd *p, int max);
 /* Advances it; revents of any of its fds (0 on a timer tick). Never blocks. */
 void transport_pump(struct transport *t, short revents);
+/* True when bytes already read wait inside it where none of its fds shows them, and a pump
+ * would take them on now (over SSH: the agent's output libssh holds once the backlog had
+ * room again): the loop polls without sleeping, as for lines left unread. */
+bool transport_pending(const struct transport *t);
 /* Monotonic ms by which the current stage must end (0: none). */
 int64_t transport_deadline_ms(const struct transport *t);
 

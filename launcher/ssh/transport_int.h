@@ -38,6 +38,7 @@ struct transport_ops {
 
     /* Optional (NULL: the default in brackets). */
     int64_t (*deadline_ms)(const struct transport *t);     /* [0: none] */
+    bool (*pending)(const struct transport *t);            /* [false: its fds show all] */
     bool (*reached)(const struct transport *t);            /* [true: a process was started] */
     const char *(*hint)(const struct transport *t);        /* [NULL] */
     const char *(*user)(const struct transport *t);        /* [$USER, or "?"] */

@@ -45,6 +45,11 @@ static int ssh_pollfds(struct transport *t, struct pollfd *p, int max)
     return max > 0 && ssh_conn_pollfd(conn(t), p) ? 1 : 0;
 }
 
+static bool ssh_pending(const struct transport *t)
+{
+    return ssh_conn_pending(conn(t));
+}
+
 static void ssh_pump(struct transport *t, short revents)
 {
     ssh_conn_pump(conn(t), revents);
@@ -163,6 +168,7 @@ static const struct transport_ops ssh_ops = {
     .close = ssh_close,
     .release = ssh_release,
     .deadline_ms = ssh_deadline_ms,
+    .pending = ssh_pending,
     .reached = ssh_reached,
     .hint = ssh_hint,
     .user = ssh_user,

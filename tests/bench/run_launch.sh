@@ -135,7 +135,8 @@ bench_err() { [ -s "$D/launch.err" ] && tail -n 15 "$D/launch.err" >&2; }
 
 # best_turns VAR=FUNC...: one warm-up of each FUNC, then REPEAT rounds in which every FUNC runs
 # once in turn (so that load coming and going on a shared machine hits all of them alike).
-# Each FUNC prints "MS [MORE]"; VAR gets the output with the smallest MS.
+# Each FUNC prints "MS [MORE]"; VAR gets the output with the smallest MS; every round's MS is
+# printed too ("round N: FUNC MS [MORE]"), for medians over several runs of the bench.
 best_turns() {
     local spec var fn out r
     for spec in "$@"; do
@@ -146,6 +147,7 @@ best_turns() {
         for spec in "$@"; do
             var=${spec%%=*} fn=${spec#*=}
             out=$("$fn") || { echo "bench: $fn failed" >&2; bench_err; return 1; }
+            echo "  round $((r + 1)): $fn $out"   # every round (MS [MORE]), for medians across runs
             if [ -z "${!var}" ] || [ "${out%% *}" -lt "$(echo "${!var}" | cut -d' ' -f1)" ]; then
                 printf -v "$var" '%s' "$out"
             fi
@@ -231,17 +233,21 @@ fi
 # --- tput: 8 ranks as fast as they can ------------------------------------------------------
 PRINT="head -c ${MB}000000 /dev/zero | tr '\\0' x | fold -w 99"
 BYTES=$((8 * MB * 1000000 / 99 * 100))   # fold adds a newline per 99 bytes (the last line has one too)
+# Prints "MS BYTES CPU": CPU is the controller's user+sys seconds (its threads; it has no
+# children over SSH), a figure the load of a shared machine moves less than the wall time.
 tput_ddptop() {
-    local rid=tput-$RANDOM$RANDOM t0 t bin=${1:-$DDPTOP}
+    local rid=tput-$RANDOM$RANDOM t0 t bin=${1:-$DDPTOP} TIMEFORMAT='%U %S'
     t0=$(now_ms)
-    "$bin" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
-        --run-id "$rid" -- sh -c "$PRINT" >/dev/null 2>"$D/tput.err" || return 1
+    { time "$bin" run "$D/hosts8x1" "${SSHOPT[@]}" --no-check --master-port "$(sshd_pick_port)" \
+        --run-id "$rid" -- sh -c "$PRINT" >/dev/null 2>"$D/tput.err"; } 2>"$D/tput.cpu" || return 1
     t=$(($(now_ms) - t0))
-    local got
+    local got cpu
     got=$(cat "$D/logs/$rid"/attempt-0/rank-*.log | wc -c)
+    cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$D/tput.cpu")
     rm -rf "${D:?}/logs/$rid"
-    [ "$got" -ge $((8 * MB * 1000000)) ] || { echo "bench: logs hold $got bytes" >&2; return 1; }
-    echo "$t $got"
+    # every byte the ranks printed, no fewer (a short log is a lost line, not a slow round)
+    [ "$got" -eq "$BYTES" ] || { echo "bench: logs hold $got bytes, the ranks printed $BYTES" >&2; return 1; }
+    echo "$t $got $cpu"
 }
 tput_ssh() {
     local t0 t i pids=()
@@ -280,7 +286,7 @@ if part tput; then
     else
         best_turns T_DDP=tput_ddptop T_SSH=tput_ssh T_SSHF=tput_ssh_file || { cat "$D/tput.err" >&2; exit 1; }
     fi
-    T_BYTES=${T_DDP#* }
+    T_BYTES=$(echo "$T_DDP" | cut -d' ' -f2)
     # An agent's peak memory in the flood: it holds what it sent until the controller has it
     # on disk (docs/logs.md). One more round of each ddptop, the agents' VmRSS sampled every
     # 50 ms (the bench user's ddptop-agent processes), the largest kept.
@@ -306,10 +312,10 @@ if part tput; then
         mkdir -p "$BENCH_PERF" || exit 1
         echo "tput: one more ddptop round under perf record -a -g -> $BENCH_PERF/perf.data ..."
         perf record -q -a -g -F 999 -o "$BENCH_PERF/perf.data" -- bash -c "$(declare -f now_ms tput_ddptop \
-            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB BYTES SSHD_PORT_MIN SSHD_PORT_MAX); \
             tput_ddptop" >"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf round failed" >&2
         perf stat -a -x, -o "$BENCH_PERF/stat.csv" -- bash -c "$(declare -f now_ms tput_ddptop \
-            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB SSHD_PORT_MIN SSHD_PORT_MAX); \
+            sshd_pick_port sshd_listening); $(declare -p D DDPTOP SSHOPT PRINT MB BYTES SSHD_PORT_MIN SSHD_PORT_MAX); \
             tput_ddptop" >>"$BENCH_PERF/round.txt" 2>&1 || echo "bench: the perf stat round failed" >&2
         perf script -i "$BENCH_PERF/perf.data" -F comm,tid,ip,sym,dso >"$BENCH_PERF/script.txt" 2>/dev/null &&
             $PY tests/bench/log_path_stages.py "$BENCH_PERF/script.txt" >"$BENCH_PERF/stages.txt" &&
@@ -376,10 +382,12 @@ if [ -n "$T_DDP" ]; then
     ROWS+=("log throughput, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_ddp")|>= 1.0x")
     ROWS+=("  wall time / ssh > /dev/null, ssh > file|$(sec "$t_ddp")|$(sec "$t_ssh"), $(sec "$t_sshf")|$(ratio "$t_ddp" "$t_ssh")|")
     ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
+    ROWS+=("  the controller's CPU (user+sys), that round|$(echo "$T_DDP" | cut -d' ' -f3) s||||")
     ROWS+=("  an agent's peak memory in the flood (VmRSS)|$((HOLD_KB / 1024)) MiB||||")
     if [ -n "$T_BASE" ]; then
         t_base=${T_BASE%% *}
         ROWS+=("  BENCH_BASE's agent's peak memory in the flood|$((${HOLD_BASE_KB:-0} / 1024)) MiB||||")
+        ROWS+=("  BENCH_BASE's controller's CPU (user+sys), its best round|$(echo "$T_BASE" | cut -d' ' -f3) s||||")
         ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > /dev/null|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_ssh")|$(ratio "$t_ssh" "$t_base")|")
         ROWS+=("  BENCH_BASE's ddptop, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_base")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_base")|")
     fi

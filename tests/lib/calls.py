@@ -16,6 +16,10 @@
 #                                      may call only files of the layers below its own; exit 1
 #                                      on a call up or within a layer, or a file of DIR that is
 #                                      in no layer (or a name that is no file of DIR)
+#   calls.py libc LIBC [TOP...]        functions and data of ours (launcher/ and tui/, and the
+#                                      TOPs named: runtime) that the C library LIBC exports too:
+#                                      a definition that takes libc's place for every caller in
+#                                      the program, shared libraries included (exit 1 if any)
 # --root DIR looks at another tree (its sources), --obj DIR at other objects (default
 # ROOT/build/obj); tests/it_rooms.sh checks the checker on made-up objects first.
 # Why objects and not the sources: a function declared in one room's header and defined in
@@ -42,24 +46,20 @@ OBJ = None
 TOPS = ("launcher", "tui")   # the programs ddptop and ddptop-agent; runtime/ is another program
 DEFINED = set("TWVDRBGSCi")  # a definition another object can link against
 UNDEFINED = set("Uw")
-# libc's functions that a file defines again for a shared library's sake (interposition): a
-# call of them from another file is a call of libc for fds of its own, no edge to that file.
-# launcher/ssh/ssh_readahead.c: recv() and poll() for libssh's sockets (ssh_readahead.h).
-LIBC_AGAIN = {("launcher/ssh/ssh_readahead.c", "recv"), ("launcher/ssh/ssh_readahead.c", "poll")}
 
 
-def sources():
-    for top in TOPS:
+def sources(tops=TOPS):
+    for top in tops:
         for d, _, files in os.walk(os.path.join(ROOT, top)):
             for f in sorted(files):
                 if f.endswith(".c"):
                     yield os.path.relpath(os.path.join(d, f), ROOT)
 
 
-def objects():
+def objects(tops=TOPS):
     """{source: object path} for every source with an object; a list of sources without."""
     have, missing = {}, []
-    for src in sorted(sources()):
+    for src in sorted(sources(tops)):
         o = os.path.join(OBJ, src[:-2] + ".o")
         if os.path.isfile(o):
             have[src] = o
@@ -99,8 +99,7 @@ def graph():
     definers = {}
     for s, (defs, _) in syms.items():
         for name in defs:
-            if (s, name) not in LIBC_AGAIN:
-                definers.setdefault(name, []).append(s)
+            definers.setdefault(name, []).append(s)
     g = {s: {} for s in syms}
     for s, (_, undef) in syms.items():
         for name in undef:
@@ -282,6 +281,41 @@ def cmd_layers(folder, layers):
     return 1 if bad or n == 0 else 0
 
 
+def libc_exports(libc):
+    """The names the C library's dynamic symbol table defines (versions stripped)."""
+    try:
+        text = subprocess.run(["nm", "-D", "--defined-only", libc], check=True, capture_output=True,
+                              text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"calls.py: nm -D {libc} failed: {e}")
+    names = set()
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 2 and f[-2] != "A":   # A: the version nodes themselves
+            names.add(f[-1].split("@")[0])
+    return names
+
+
+def cmd_libc(libc, extra):
+    exported = libc_exports(libc)
+    if len(exported) < 500:
+        print(f"{libc}: only {len(exported)} names exported: not the C library?")
+        return 1
+    objs, missing = objects(TOPS + tuple(extra))
+    bad = report_missing(missing)
+    found = 0
+    for s, (defs, _) in sorted(symbols(objs).items()):
+        again = sorted(defs & exported)
+        if again:
+            found += 1
+            print(f"{s}: defines {show(again, 8)}, which {os.path.basename(libc)} exports: every call "
+                  "in the program, a shared library's too, would get ours (interposition)")
+    if not found and not bad:
+        print(f"{len(objs)} files, none defines a name {os.path.basename(libc)} exports "
+              f"({len(exported)} names)")
+    return 1 if bad or found or not objs else 0
+
+
 def main(argv):
     global ROOT, OBJ
     args = argv[1:]
@@ -312,8 +346,10 @@ def main(argv):
         return cmd_never(args[1], args[2])
     if args[:1] == ["layers"] and len(args) >= 3:
         return cmd_layers(args[1], args[2:])
+    if args[:1] == ["libc"] and len(args) >= 2:
+        return cmd_libc(args[1], args[2:])
     print(__doc__ or "usage: calls.py [--root DIR] [--obj DIR] edges | rooms ROOM:DEP,... | circles"
-          " | cycles DIR... [--max N] | never FROM TO | layers DIR LAYER...", file=sys.stderr)
+          " | cycles DIR... [--max N] | never FROM TO | layers DIR LAYER... | libc LIBC [TOP...]", file=sys.stderr)
     return 2
 
 
