@@ -1,8 +1,12 @@
 /* Lines printed by several ranks, grouped (log_fold.h; issue 30). The open groups live in a
  * ring indexed by their id (ids are consecutive; the open ones are [head, next)), and in a hash
- * table of chains through the ring, newest first: a line looks at one chain, and stops at the
- * first group that is too old for it (older than the window, or not after its rank's last
- * group), since everything further down the chain is older still. */
+ * table of chains through the ring, linked both ways. A line wants the oldest open group of its
+ * text that began after its rank's last line: it walks its bucket's chain up from the group of
+ * its rank's last line when that is in the same bucket (a rank repeating a line finds the next
+ * group at once), else up from the bucket's oldest. The oldest group overall is the oldest of
+ * its bucket, so taking it off is O(1). Both matter for a flood of one line from every rank
+ * (8 ranks x 250,000 identical lines): walking a chain of thousands of groups for each line, or
+ * to unlink each, made that quadratic. */
 #include "log_fold.h"
 
 #include <assert.h>
@@ -21,6 +25,7 @@ struct group {
     struct log_fold_group pub;
     uint64_t hash;
     uint64_t chain;            /* the next older group of the same bucket (0: none) */
+    uint64_t newer;            /* the next newer one (0: none) */
     char *buf;
     size_t room;
     int *ranks;
@@ -35,6 +40,7 @@ struct log_fold {
     uint64_t head, next;       /* the open groups' ids: [head, next) */
     size_t bytes;              /* their text */
     uint64_t *buckets;         /* the newest group of each bucket (0: none) */
+    uint64_t *oldest;          /* the oldest group of each bucket (0: none) */
     size_t bmask;
     uint64_t *last;            /* per rank: the group of its last line (0: none yet) */
     size_t n_last;
@@ -57,6 +63,7 @@ struct log_fold *log_fold_new(int64_t window_ms, size_t max_groups, size_t max_b
     f->ring = xcalloc(f->mask + 1, sizeof *f->ring);
     f->bmask = 2 * (f->mask + 1) - 1;
     f->buckets = xcalloc(f->bmask + 1, sizeof *f->buckets);
+    f->oldest = xcalloc(f->bmask + 1, sizeof *f->oldest);
     f->head = f->next = 1;
     return f;
 }
@@ -70,6 +77,7 @@ void log_fold_free(struct log_fold *f)
     }
     free(f->ring);
     free(f->buckets);
+    free(f->oldest);
     free(f->last);
     free(f);
 }
@@ -133,10 +141,12 @@ void log_fold_pop(struct log_fold *f)
 {
     if (f->head == f->next) return;
     struct group *g = slot(f, f->head);
-    uint64_t *link = &f->buckets[g->hash & f->bmask];
-    while (*link && *link != f->head) link = &slot(f, *link)->chain;
-    assert(*link == f->head);
-    *link = g->chain;
+    size_t b = g->hash & f->bmask;
+    /* every older group is gone, so it is its bucket's oldest */
+    assert(f->oldest[b] == f->head && g->chain == 0);
+    f->oldest[b] = g->newer;
+    if (g->newer) slot(f, g->newer)->chain = 0;
+    else f->buckets[b] = 0;
     f->bytes -= g->pub.len;
     if (g->room > KEEP_TEXT_ROOM) {
         free(g->buf);
@@ -156,18 +166,21 @@ static struct group *find_open(struct log_fold *f, uint64_t h, int64_t now_ms, i
                                int attempt, unsigned flags, const char *text, size_t len)
 {
     uint64_t after = rank_last(f, rank);
-    struct group *best = NULL;
-    for (uint64_t id = f->buckets[h & f->bmask]; id; ) {
+    size_t b = h & f->bmask;
+    /* from the rank's last group when it is open and of this bucket (everything older is out of
+     * reach for this rank), else from the bucket's oldest */
+    uint64_t id = after >= f->head && after < f->next && (slot(f, after)->hash & f->bmask) == b
+                      ? slot(f, after)->newer
+                      : f->oldest[b];
+    for (; id; id = slot(f, id)->newer) {
         struct group *g = slot(f, id);
-        /* the chain runs newest to oldest: past these, every group is too old as well */
-        if (id <= after || now_ms - g->pub.t0_ms >= f->window_ms) break;
+        if (id <= after || now_ms - g->pub.t0_ms >= f->window_ms) continue;
         if (g->hash == h && !g->pub.solo && g->pub.len == len && g->pub.stream == stream &&
             g->pub.attempt == attempt && !((g->pub.flags ^ flags) & LOG_LINE_TRUNCATED) &&
             memcmp(g->pub.text, text, len) == 0)
-            best = g;
-        id = g->chain;
+            return g;
     }
-    return best;
+    return NULL;
 }
 
 struct log_fold_group *log_fold_add(struct log_fold *f, int64_t now_ms, int rank, int stream,
@@ -197,9 +210,12 @@ struct log_fold_group *log_fold_add(struct log_fold *f, int64_t now_ms, int rank
         .solo = solo, .text = g->buf, .len = len, .ranks = g->ranks,
     };
     ranks_push(g, rank);
-    uint64_t *b = &f->buckets[h & f->bmask];
-    g->chain = *b;
-    *b = id;
+    size_t b = h & f->bmask;
+    g->chain = f->buckets[b];
+    g->newer = 0;
+    if (g->chain) slot(f, g->chain)->newer = id;
+    else f->oldest[b] = id;
+    f->buckets[b] = id;
     f->bytes += len;
     rank_set_last(f, rank, id);
     return &g->pub;

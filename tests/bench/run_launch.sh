@@ -244,9 +244,14 @@ tput_ddptop() {
     local got cpu
     got=$(cat "$D/logs/$rid"/attempt-0/rank-*.log | wc -c)
     cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$D/tput.cpu")
+    # every byte the ranks printed, no fewer (a short log is a lost line, not a slow round): the
+    # run's directory is kept to look at
+    if [ "$got" -ne "$BYTES" ]; then
+        mkdir -p /tmp/ddptop-bench-short && mv "$D/logs/$rid" /tmp/ddptop-bench-short/ && cp "$D/tput.err" "/tmp/ddptop-bench-short/$rid/"
+        echo "bench: logs hold $got bytes, the ranks printed $BYTES (the run: /tmp/ddptop-bench-short/$rid)" >&2
+        return 1
+    fi
     rm -rf "${D:?}/logs/$rid"
-    # every byte the ranks printed, no fewer (a short log is a lost line, not a slow round)
-    [ "$got" -eq "$BYTES" ] || { echo "bench: logs hold $got bytes, the ranks printed $BYTES" >&2; return 1; }
     echo "$t $got $cpu"
 }
 tput_ssh() {
