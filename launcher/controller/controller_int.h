@@ -159,6 +159,7 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    size_t pump_from;           /* the node the next pass reads first (a pass cut short) */
     int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
     uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
     bool transport_noticed;     /* how the agents start was said in an event (once per run) */

@@ -389,6 +389,13 @@ static bool watches_sync(struct controller *c, bool quiet)
 #define COALESCE_MIN_BYTES 8192
 #define RATE_WINDOW_MS 250
 
+/* A pass reads the nodes for at most this long (looked at every PASS_CHECK_NODES nodes): a
+ * key waits for the end of the pass it came in, and in the flood of 8,192 first lines on a
+ * starved machine a pass over 1,024 nodes took up to a second (issue 32). The next pass, at
+ * once, goes on from the node where this one stopped. */
+#define PASS_NODES_MS 25
+#define PASS_CHECK_NODES 32
+
 /* Counts what a pass read; true when the nodes send enough for a spell to pay. */
 static bool nodes_busy(struct controller *c, uint64_t got)
 {
@@ -418,11 +425,18 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     if (!quiet) {
         bool streaming = false;
         uint64_t got = 0;
+        int64_t pass_ms = mono_ms();
+        size_t k;
         gen = c->job->generation;
         c->more_lines = false;
-        for (size_t i = 0; i < c->n; i++) {
+        for (k = 0; k < c->n; k++) {
+            size_t i = (c->pump_from + k) % c->n;
             struct cnode *nd = &c->nodes[i];
             uint64_t before;
+            if ((k + 1) % PASS_CHECK_NODES == 0 && mono_ms() - pass_ms >= PASS_NODES_MS) {
+                c->more_lines = true; /* the rest next pass: their revents come again */
+                break;
+            }
             if (!nd->t || nd->queued) continue;
             before = transport_bytes_in(nd->t);
             transport_pump(nd->t, c->rev[i]);
@@ -431,6 +445,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }
+        c->pump_from = c->n ? (c->pump_from + k) % c->n : 0;
         /* messages came: let the next ones gather (the model's generation moves on every one),
          * unless a node is streaming: its SSH window would then cap it at a window a spell.
          * Not while the preflight or the launch go on: those are request/answer round trips, and

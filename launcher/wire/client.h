@@ -57,6 +57,10 @@ char *wire_line(cJSON *msg);
  * JSON, or no "ev". An answer ("id" of a request in flight) takes the request's tag and ends
  * it, except that "error" answers of any request end it too. */
 bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg *out);
+
+/* The tag of request id in flight, or WIRE_TAG_NONE; with take, the request ends. For a
+ * caller that decodes an answer without wire_client_parse (the pong, 1,024 a second). */
+int wire_client_tag(struct wire_client *cl, int id, bool take);
 void wire_msg_done(struct wire_msg *m);
 
 /* The greeting's protocol check: NULL when the agent speaks ours, else why not (static text
