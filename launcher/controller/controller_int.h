@@ -247,8 +247,9 @@ void ctl_link_resume_answer(struct controller *c, size_t node, const cJSON *m);
 /* A bridge said the agent is gone (final: nothing listens where it would, or it died holding
  * the link): the node is lost. Not final: that bridge failed; another will try. */
 void ctl_link_gone(struct controller *c, size_t node, const char *why, bool final);
-/* The acknowledgements for a ping to node ("ack" member), from what the log index holds. */
-void ctl_link_ack(struct controller *c, size_t node, cJSON *ping);
+/* The acknowledgements for a ping to node, from what the log index holds: the "ack" member
+ * (`,"ack":{"RANK":seq,...}`) appended to the ping's text, or nothing when none moved. */
+void ctl_link_ack(struct controller *c, size_t node, struct strbuf *ping);
 /* The loop did not run for gap_ms: said, and held (below). */
 void ctl_link_stalled(struct controller *c, int64_t gap_ms);
 /* held_ms were the controller's own (a stall, a log writer that was behind): the nodes'
@@ -367,6 +368,7 @@ void ctl_record_write(struct controller *c);
 /* ---- controller_node.c: the node plumbing ---------------------------------------------------- */
 
 void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
+void ctl_send_line(struct controller *c, size_t node, const char *line); /* one JSON line, no '\n' */
 /* A new request {"op":op,"id":*id} to node's agent, its answer tagged tag (wire/client.h). */
 cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id);
 /* Greeted, not lost: requests can be sent. */

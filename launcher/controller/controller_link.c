@@ -434,22 +434,22 @@ void ctl_link_resume_answer(struct controller *c, size_t i, const cJSON *m)
 
 /* ---- acknowledgements and numbering ------------------------------------------------------- */
 
-void ctl_link_ack(struct controller *c, size_t i, cJSON *ping)
+void ctl_link_ack(struct controller *c, size_t i, struct strbuf *ping)
 {
     const struct node_info *ni = &c->job->nodes[i];
-    cJSON *ack = NULL;
+    bool any = false;
     for (int k = 0; k < ni->n_ranks; k++) {
         int rank = ni->first_rank + k;
         struct crank *cr = &c->ranks[rank];
         uint64_t seq = durable_seq(c, rank), base = c->job->ranks[rank].seq_base;
         if (!seq || (seq == cr->acked && base == cr->acked_base)) continue;
-        if (!ack) ack = cJSON_AddObjectToObject(ping, "ack");
-        char key[24];
-        snprintf(key, sizeof key, "%d", rank);
-        cJSON_AddNumberToObject(ack, key, (double)seq);
+        /* written here, not through cJSON, whose every number is printed and read back */
+        strbuf_addf(ping, "%s\"%d\":%llu", any ? "," : ",\"ack\":{", rank, (unsigned long long)seq);
+        any = true;
         cr->acked = seq;
         cr->acked_base = base;
     }
+    if (any) strbuf_adds(ping, "}");
 }
 
 void ctl_link_fresh_agent(struct controller *c, size_t i)

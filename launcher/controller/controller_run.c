@@ -242,16 +242,20 @@ static void timers(struct controller *c)
     uint64_t gen = logw_durable_gen(run_files_writer(c->files));
     if (gen != c->durable_gen) c->next_ping_ms = now;
     if (now >= c->next_ping_ms) {
+        struct strbuf ping;
         c->durable_gen = gen;
         c->next_ping_ms = now + PING_EVERY_MS;
+        strbuf_init(&ping);
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];
-            int id;
             if (!ctl_node_usable(nd)) continue; /* controller_link.c watches the silence */
-            cJSON *ping = ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id);
-            ctl_link_ack(c, i, ping); /* what the log index holds: the agent lets it go */
-            ctl_send(c, i, ping);
+            strbuf_reset(&ping);
+            strbuf_addf(&ping, "{\"op\":\"%s\",\"id\":%d", WIRE_OP_PING, wire_client_begin(&nd->cl, WIRE_TAG_PING));
+            ctl_link_ack(c, i, &ping); /* what the log index holds: the agent lets it go */
+            strbuf_adds(&ping, "}");
+            ctl_send_line(c, i, ping.buf);
         }
+        strbuf_done(&ping);
     }
     if (now >= c->next_link_ms) {
         c->next_link_ms = now + LINK_CHECK_MS;

@@ -28,19 +28,25 @@ void wire_client_reset(struct wire_client *cl)
     cl->n_pending = 0;
 }
 
-cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id)
+int wire_client_begin(struct wire_client *cl, int tag)
 {
-    cJSON *m = cJSON_CreateObject();
-    if (!m) util_fatal("out of memory (cJSON)");
     cl->next_id++;
-    cJSON_AddStringToObject(m, "op", op);
-    cJSON_AddNumberToObject(m, "id", cl->next_id);
     if (cl->n_pending == cl->cap) {
         cl->cap = cl->cap ? 2 * cl->cap : 16;
         cl->pending = xrealloc(cl->pending, cl->cap * sizeof *cl->pending);
     }
     cl->pending[cl->n_pending++] = (struct wire_pending){.id = cl->next_id, .tag = tag};
-    if (id) *id = cl->next_id;
+    return cl->next_id;
+}
+
+cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m) util_fatal("out of memory (cJSON)");
+    int n = wire_client_begin(cl, tag);
+    cJSON_AddStringToObject(m, "op", op);
+    cJSON_AddNumberToObject(m, "id", n);
+    if (id) *id = n;
     return m;
 }
 

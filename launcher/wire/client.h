@@ -50,6 +50,8 @@ void wire_client_reset(struct wire_client *cl);
 
 /* A new request {"op":op,"id":N} whose answer will be tagged tag; *id gets N when not NULL. */
 cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id);
+/* The same request's id, for a caller that writes the line itself (the ping, 1,024 a second). */
+int wire_client_begin(struct wire_client *cl, int tag);
 /* The request as one line (malloc'd, no newline); frees msg. */
 char *wire_line(cJSON *msg);
 
