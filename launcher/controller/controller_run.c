@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,12 +394,20 @@ static bool watches_sync(struct controller *c, bool quiet)
 #define COALESCE_MIN_BYTES 8192
 #define RATE_WINDOW_MS 250
 
-/* A pass reads the nodes for at most this long (looked at every PASS_CHECK_NODES nodes): a
- * key waits for the end of the pass it came in, and in the flood of 8,192 first lines on a
- * starved machine a pass over 1,024 nodes took up to a second (issue 32). The next pass, at
- * once, goes on from the node where this one stopped. */
+/* A key waits for the end of the pass it came in, and in the flood of 8,192 first lines on a
+ * starved machine a pass over 1,024 nodes took up to a second (issue 32). So a pass that has
+ * read the nodes for PASS_NODES_MS looks at the front end's input every PASS_CHECK_NODES
+ * nodes, and ends there when a key waits: the next pass answers it first and goes on from the
+ * node where this one stopped. Only then: every pass costs a walk over all the nodes (their
+ * watches, deadlines), so passes cut short for nothing would cost more than they save. */
 #define PASS_NODES_MS 25
 #define PASS_CHECK_NODES 32
+
+static bool key_waits(struct controller *c)
+{
+    struct pollfd p = { .fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1, .events = POLLIN };
+    return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
 
 /* Counts what a pass read; true when the nodes send enough for a spell to pay. */
 static bool nodes_busy(struct controller *c, uint64_t got)
@@ -437,7 +446,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             size_t i = (c->pump_from + k) % c->n;
             struct cnode *nd = &c->nodes[i];
             uint64_t before;
-            if ((k + 1) % PASS_CHECK_NODES == 0 && mono_ms() - pass_ms >= PASS_NODES_MS) {
+            if ((k + 1) % PASS_CHECK_NODES == 0 && mono_ms() - pass_ms >= PASS_NODES_MS && key_waits(c)) {
                 c->more_lines = true; /* the rest next pass: their revents come again */
                 break;
             }
