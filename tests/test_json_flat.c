@@ -161,7 +161,9 @@ static void test_whole_numbers_agree(void)
     static const char *const nums[] = { "0", "-0", "7", "-7", "123456789", "9007199254740993", "9007199254740992",
                                         "18014398509481985", "999999999999999999", "9999999999999999999",
                                         "18446744073709551615", "18446744073709551616", "99999999999999999999",
-                                        "-9223372036854775808", "12345678901234567890123", "10.5", "1e3", "-2E-2" };
+                                        "-9223372036854775808", "12345678901234567890123", "10.5", "1e3", "-2E-2",
+                                        "0.1", "-0.0", "2.896", "4.87654", "0.000000000000001", "123456789.012345",
+                                        "1234567890.123456", "9007199254.740993", "0.30000000000000004", "1.5e3" };
     unsigned seed = 4242;
     char buf[96];
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
@@ -184,6 +186,29 @@ static void test_whole_numbers_agree(void)
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(c, "q");
         if (!(q && o.n == 1 && o.f[0].num == q->valuedouble)) {
             CHECK(!"a whole number read as cJSON reads it");
+            printf("#   %s\n", buf);
+            cJSON_Delete(c);
+            break;
+        }
+        cJSON_Delete(c);
+    }
+    /* fractions: random digits on both sides of the point, up to 17 in all */
+    for (int round = 0; round < 50000; round++) {
+        char digits[24];
+        seed = seed * 1103515245u + 12345u;
+        int n = 2 + (int)((seed >> 8) % 16), point = 1 + (int)((seed >> 14) % (unsigned)(n - 1));
+        for (int d = 0, o = 0; d < n; d++) {
+            seed = seed * 1103515245u + 12345u;
+            if (d == point) digits[o++] = '.';
+            digits[o++] = (char)('0' + (d == 0 && point > 1 ? 1 + (seed >> 12) % 9 : (seed >> 12) % 10));
+            digits[o] = '\0';
+        }
+        snprintf(buf, sizeof buf, "{\"q\":%s%s}", (seed >> 20) & 1 ? "-" : "", digits);
+        struct json_flat o;
+        cJSON *c = cJSON_Parse(buf);
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(c, "q");
+        if (!(json_flat_scan(buf, strlen(buf), &o) && o.n == 1 && q && o.f[0].num == q->valuedouble)) {
+            CHECK(!"a fraction read as cJSON reads it");
             printf("#   %s\n", buf);
             cJSON_Delete(c);
             break;

@@ -62,8 +62,23 @@ static bool scan_number(const char *s, size_t n, size_t *i, double *out)
         return true;
     }
     if (k < n && s[k] == '.') {
+        size_t point = k;
         if (++k >= n || s[k] < '0' || s[k] > '9') return false;
         while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+        /* A fraction of at most 15 digits in all (a loss, a step time): the digits make an
+         * integer below 2^53 and 10^fraction is exact, so their quotient, rounded once, is what
+         * strtod reads (Clinger's fast path) */
+        if ((point - digits) + (k - point - 1) <= 15 && (k >= n || (s[k] != 'e' && s[k] != 'E'))) {
+            static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                                          1e13, 1e14, 1e15 };
+            uint64_t v = 0;
+            for (size_t d = digits; d < k; d++)
+                if (d != point) v = v * 10 + (uint64_t)(s[d] - '0');
+            double q = (double)v / p10[k - point - 1];
+            *out = neg ? -q : q;
+            *i = k;
+            return true;
+        }
     }
     if (k < n && (s[k] == 'e' || s[k] == 'E')) {
         k++;

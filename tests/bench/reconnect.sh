@@ -21,6 +21,7 @@
 # Env: BENCH_PARTITION_S (default 60), BENCH_REPEAT (default 3, the ssh baselines' rounds),
 # BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up),
 # BENCH_RECONNECT_PERF=FILE (`perf record` of the controller from link-up until all caught up),
+# BENCH_RECONNECT_KEEP=FILE (the run's events.jsonl kept there),
 # DDPTOP_BUILD=DIR (another build, e.g. the one before a change, to compare in the same hour).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -139,6 +140,8 @@ while [ "$(n_caught)" -lt "$NODES" ] && [ "$(now_ns)" -lt "$deadline" ] && kill 
     sleep 0.1
 done
 T_CAUGHT=$(now_ns)
+[ -n "${BENCH_RECONNECT_KEEP:-}" ] && cp "$EV" "$BENCH_RECONNECT_KEEP"
+echo "link-up at $(date -u -d @$((T_UP / 1000000000)) +%H:%M:%S).$(printf %09d $((T_UP % 1000000000)) | cut -c1-3) UTC"
 [ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
 rj_sample
 HWM_KB=$RJ_HWM_KB

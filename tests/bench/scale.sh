@@ -113,6 +113,7 @@ controller_pid() { # the dashboard's controller: ddptop under the ddptop-session
     done
     return 1
 }
+log_bytes() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 reporting() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -size +0 2>/dev/null | wc -l; }
 cpu_ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
@@ -191,6 +192,7 @@ FLOOD_KEYS=1 start_run plain --no-check || exit 1
 FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
 sleep 5
+LB0=$(log_bytes plain)
 c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
 if [ -n "${BENCH_SCALE_PERF:-}" ]; then
     perf record -q ${BENCH_SCALE_PERF_CG:--g} -p "$CTL" -o "$BENCH_SCALE_PERF" -- sleep "$SECS" >/dev/null 2>&1
@@ -198,9 +200,14 @@ else
     sleep "$SECS"
 fi
 c1=$(cpu_ticks "$CTL"); t1=$(date +%s%N)
+LB1=$(log_bytes plain)
 [ -n "$c1" ] || { echo "bench: the controller ended during the measurement" >&2; exit 1; }
 CPU=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" \
     'BEGIN { printf "%.1f", 100 * (b - a) / hz / ((t1 - t0) / 1e9) }')
+# what the controller did for that CPU: the rank output it wrote meanwhile (a starved
+# controller that falls behind also spends less), as CPU seconds per MB
+PER_MB=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v x="$LB0" -v y="$LB1" \
+    'BEGIN { printf "%.2f s per MB (%.1f MB written)", (y > x) ? (b - a) / hz / ((y - x) / 1e6) : 0, (y - x) / 1e6 }')
 RSS=$(status_kb "$CTL" VmRSS)
 HWM=$(status_kb "$CTL" VmHWM)
 LAT=()
@@ -211,6 +218,21 @@ for ((k = 0; k < KEYS; k++)); do
     sleep 0.3
 done
 read -r K_MED K_MAX <<<"$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
+# The floor this machine sets: the same presses, timed the same way, to a bash loop in another
+# tmux session that shows "this help" on every other ?: tmux, the terminal and the scheduler
+# with the bed's processes and no ddptop in the way.
+T new-session -d -s floor -x 200 -y 50 \
+    "t=0; while IFS= read -rsn1 k; do [ \"\$k\" = '?' ] || continue; t=\$((1 - t)); clear; [ \$t = 1 ] && echo 'this help' || echo closed; done"
+sleep 0.5
+FLOOR=()
+for ((k = 0; k < KEYS; k++)); do
+    FLOOR+=("$(key_ms floor 1)")
+    sleep 0.3
+    FLOOR+=("$(key_ms floor 0)")
+    sleep 0.3
+done
+T kill-session -t floor 2>/dev/null
+read -r FL_MED FL_MAX <<<"$(printf '%s\n' "${FLOOR[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
 SCREEN=$(T capture-pane -p -t plain | head -3)
 [ -n "${BENCH_SCALE_KEEP:-}" ] && cp "$SCALE_DIR/logs/plain/events.jsonl" "$BENCH_SCALE_KEEP" 2>/dev/null
 PROCS=$(scale_bed_count)
@@ -241,9 +263,11 @@ phase pre && echo "| time to every rank's first line, with the preflight | $(sec
 phase check && echo "| \`ddptop check\` over $NODES nodes | $(sec "$CHECK_MS") | |"
 phase check && echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN, max $P_MAX; $P_SUM in all) | O(1) per node, not N-1 |"
 phase plain && echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
+phase plain && echo "| controller CPU for the rank output written in that window | $PER_MB | |"
 phase plain && echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM") | under 256 MiB ($(verdict "$HWM" 262144)) |"
 phase pre && echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
 phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)); worst under 250 ms ($(verdict "$K_MAX" 250)) |"
+phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
 phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
 if [ -n "${REFUSED_PRE:-}" ]; then
