@@ -84,6 +84,7 @@ struct cnode {
     bool attach_sent;         /* the bridge was told which agent */
     bool away;                /* unreachable: t is a reconnect attempt, or none */
     int64_t next_try_ms;      /* the next reconnect attempt (while away and t is NULL) */
+    int64_t try_ms;           /* when the present (or last) attempt began */
     int tries;                /* reconnect attempts since it went away */
     int resume_id;            /* the resume in flight; 0 none */
     char *gone;               /* a bridge said the agent is gone: why */
