@@ -21,7 +21,8 @@
 # BENCH_SCALE_PHASES (default "check plain pre"): the phases to run, e.g. "plain" alone to
 # compare two builds (DDPTOP_BUILD=DIR picks the build, tests/lib/scale.sh); BENCH_SCALE_PERF=FILE
 # records the controller with `perf record -g` over the CPU window of phase 2 into FILE;
-# BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there.
+# BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there; BENCH_SCALE_SETTLE (default 5) is
+# how long after every rank's first line the CPU window begins.
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
 scale_bed_reexec "$@"
@@ -191,7 +192,7 @@ FLOOD_KEYS=1 start_run plain --no-check || exit 1
     read -r F_MED F_MAX <<<"$(printf '%s\n' "${FLOOD_LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
 FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
-sleep 5
+sleep "${BENCH_SCALE_SETTLE:-5}"   # the lines the agents held during the flood, caught up
 LB0=$(log_bytes plain)
 c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
 if [ -n "${BENCH_SCALE_PERF:-}" ]; then
