@@ -308,7 +308,7 @@ static bool fast_status(struct controller *c, size_t i, const char *line, size_t
         e[m].cpu = cpu && cpu->type == JF_NUMBER && isfinite(cpu->num) ? cpu->num : -1;
         if (e[m].cpu > 1e15) return false;
         m++;
-        if (k < n && line[k] == ',') k++;
+        if (k < n && line[k] == ',' && k + 1 < n && line[k + 1] == '{') k++; /* [{},] is not JSON */
         else if (k >= n || line[k] != ']') return false;
     }
     if (n - k < 2 || line[k + 1] != '}') return false;
