@@ -153,8 +153,93 @@ static void test_get(void)
     CHECK(!json_flat_scan(s, 10, &o));
 }
 
+/* Whole numbers are read without strtod (issue 32): up to 19 digits, signs, zeros, the
+ * largest that fit, and what lies past them (20 digits, fractions, exponents) read as cJSON
+ * reads them. */
+static void test_whole_numbers_agree(void)
+{
+    static const char *const nums[] = { "0", "-0", "7", "-7", "123456789", "9007199254740993", "9007199254740992",
+                                        "18014398509481985", "999999999999999999", "9999999999999999999",
+                                        "18446744073709551615", "18446744073709551616", "99999999999999999999",
+                                        "-9223372036854775808", "12345678901234567890123", "10.5", "1e3", "-2E-2",
+                                        "0.1", "-0.0", "2.896", "4.87654", "0.000000000000001", "123456789.012345",
+                                        "1234567890.123456", "9007199254.740993", "0.30000000000000004", "1.5e3" };
+    unsigned seed = 4242;
+    char buf[96];
+    for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
+        snprintf(buf, sizeof buf, "{\"q\":%s,\"r\":%s}", nums[k], nums[k]);
+        same_as_cjson(buf);
+    }
+    for (int round = 0; round < 20000; round++) {
+        char digits[24];
+        seed = seed * 1103515245u + 12345u;
+        int n = 1 + (int)((seed >> 8) % 20);
+        for (int d = 0; d < n; d++) {
+            seed = seed * 1103515245u + 12345u;
+            digits[d] = (char)('0' + (d == 0 && n > 1 ? 1 + (seed >> 12) % 9 : (seed >> 12) % 10));
+        }
+        digits[n] = '\0';
+        snprintf(buf, sizeof buf, "{\"q\":%s%s}", (seed >> 20) & 1 ? "-" : "", digits);
+        struct json_flat o;
+        cJSON *c = cJSON_Parse(buf);
+        CHECK(json_flat_scan(buf, strlen(buf), &o) && o.n == 1);
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(c, "q");
+        if (!(q && o.n == 1 && o.f[0].num == q->valuedouble)) {
+            CHECK(!"a whole number read as cJSON reads it");
+            printf("#   %s\n", buf);
+            cJSON_Delete(c);
+            break;
+        }
+        cJSON_Delete(c);
+    }
+    /* fractions: random digits on both sides of the point, up to 17 in all */
+    for (int round = 0; round < 50000; round++) {
+        char digits[24];
+        seed = seed * 1103515245u + 12345u;
+        int n = 2 + (int)((seed >> 8) % 16), point = 1 + (int)((seed >> 14) % (unsigned)(n - 1));
+        for (int d = 0, o = 0; d < n; d++) {
+            seed = seed * 1103515245u + 12345u;
+            if (d == point) digits[o++] = '.';
+            digits[o++] = (char)('0' + (d == 0 && point > 1 ? 1 + (seed >> 12) % 9 : (seed >> 12) % 10));
+            digits[o] = '\0';
+        }
+        snprintf(buf, sizeof buf, "{\"q\":%s%s}", (seed >> 20) & 1 ? "-" : "", digits);
+        struct json_flat o;
+        cJSON *c = cJSON_Parse(buf);
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(c, "q");
+        if (!(json_flat_scan(buf, strlen(buf), &o) && o.n == 1 && q && o.f[0].num == q->valuedouble)) {
+            CHECK(!"a fraction read as cJSON reads it");
+            printf("#   %s\n", buf);
+            cJSON_Delete(c);
+            break;
+        }
+        cJSON_Delete(c);
+    }
+    struct json_flat z;
+    CHECK(json_flat_scan("{\"a\":-0}", 8, &z) && z.n == 1 && signbit(z.f[0].num));
+}
+
+/* An object inside a larger text: the bytes up to its closing brace (the status heartbeat's
+ * ranks, one after the other). */
+static void test_scan_at(void)
+{
+    const char *s = "{\"rank\":0,\"state\":\"S\"},{\"rank\":1,\"cpu_s\":0.25}]}";
+    struct json_flat o;
+    size_t used = json_flat_scan_at(s, strlen(s), &o);
+    CHECK_INT(used, strlen("{\"rank\":0,\"state\":\"S\"}"));
+    CHECK_INT(o.n, 2);
+    size_t more = json_flat_scan_at(s + used + 1, strlen(s) - used - 1, &o);
+    CHECK_INT(more, strlen("{\"rank\":1,\"cpu_s\":0.25}"));
+    CHECK(o.n == 2 && o.f[1].num == 0.25);
+    CHECK_INT(json_flat_scan_at("{}", 2, &o), 2);
+    CHECK_INT(json_flat_scan_at("{\"a\":[1]}", 9, &o), 0);
+    CHECK_INT(json_flat_scan_at("{\"a\":1", 6, &o), 0);
+}
+
 int main(void)
 {
+    RUN(test_whole_numbers_agree);
+    RUN(test_scan_at);
     RUN(test_agrees_with_cjson);
     RUN(test_random_escapes_agree);
     RUN(test_refuses);

@@ -98,6 +98,8 @@ void ranks_slurm_sigterm(void);
 int ranks_unfinished(void);
 /* Starts the once-a-second status messages (the first run request does). */
 void ranks_heartbeat_start(void);
+/* The status heartbeat now, after the pong, unless one went lately (agent_ranks.c). */
+void ranks_status_with_ping(void);
 /* Answers {"ev":"stopped","id":id} once every rank has had its exit event, SIGKILLing those
  * still running at kill_at_ms. */
 void ranks_stop_wait(const cJSON *id, int64_t kill_at_ms);

@@ -294,6 +294,7 @@ void agent_ranks_ping_op(struct agent *ag, const cJSON *req, const cJSON *id)
     ranks_link_ack(req);
     ranks_heartbeat_start();
     agent_send(ag, agent_reply_new(WIRE_EV_PONG, id));
+    ranks_status_with_ping();
     ranks_schedule();
 }
 

@@ -30,6 +30,13 @@
  * that prints now and then is read at once, as the rest only follows a read. */
 #define STREAM_REST_BELOW (32 * 1024)
 #define STREAM_REST_MS 2
+/* While the controller is silent or gone nobody waits for a line, and every message spooled
+ * then is one the controller parses, numbers and files when it comes back: a rank printing
+ * 1,000 lines a second made 500 messages a second of two lines each, and the replay after a
+ * partition ran at 0.3x plain ssh (issue 32). Resting longer then makes each message ten times
+ * larger. 20 ms keep a rank's 64 KiB pipe from filling below 3 MB/s, and a rank printing more
+ * is read in pieces of 32 KiB or more, which never rest. */
+#define SPOOL_REST_MS 20
 
 static struct {
     struct agent *ag;
@@ -130,13 +137,17 @@ void ranks_out_watch_fd(struct rank_stream *s)
 }
 
 /* What to do with rank output now (see OUT_HIGH). */
+static int responsive(void)
+{
+    return agent_linked(out.ag) && mono_ms() - agent_last_input_ms(out.ag) < RESPONSIVE_MS;
+}
+
 static enum out_mode want_mode(void)
 {
     struct outbox *ob = agent_outbox(out.ag);
     size_t held = outbox_bytes(ob), pend = agent_output_pending(out.ag);
     size_t hi = ranks_spool_max(), lo = hi - hi / 8;
-    int responsive = agent_linked(out.ag) && mono_ms() - agent_last_input_ms(out.ag) < RESPONSIVE_MS;
-    if (responsive) {
+    if (responsive()) {
         if (out.mode == OUT_PAUSE) return pend < OUT_LOW && held < lo ? OUT_READ : OUT_PAUSE;
         return pend > OUT_HIGH || held > hi ? OUT_PAUSE : OUT_READ;
     }
@@ -196,7 +207,7 @@ void ranks_out_take(struct rank_stream *s, const char *buf, size_t n)
     if (out.mode == OUT_DROP) stream_drop(s, buf, n);
     else stream_feed(&s->buf, buf, n, now, emit_piece, s);
     if (n < STREAM_REST_BELOW) {
-        s->rest_until = now + STREAM_REST_MS;
+        s->rest_until = now + (responsive() ? STREAM_REST_MS : SPOOL_REST_MS);
         ranks_out_watch_fd(s);
     }
 }

@@ -192,7 +192,7 @@ static const char *flat_short_str(const struct json_flat *o, const char *key, ch
 /* "out", the message that comes 10,000 times a second with 1,024 ranks, without building a
  * cJSON tree: the same decisions as on_out. False: not one it takes (base64 text, escapes it
  * leaves to cJSON, anything unusual), for agent_message to decode with cJSON. */
-static bool fast_out(struct controller *c, size_t i, const char *line)
+static bool fast_out(struct controller *c, size_t i, const char *line, size_t n)
 {
     static const char head[] = "{\"ev\":\"out\",";
     struct json_flat o;
@@ -202,7 +202,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
     bool bad = false;
     long long rank = -1, seq = 0, attempt = -1;
     size_t len;
-    if (strncmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, strlen(line), &o)) return false;
+    if (n < sizeof head - 1 || memcmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, n, &o)) return false;
     t = json_flat_get(&o, "t");
     if (!t || t->type != JF_STRING || json_flat_get(&o, "dropped")) return false;
     s = flat_short_str(&o, "s", sbuf, sizeof sbuf, &bad);
@@ -238,6 +238,25 @@ static bool fast_out(struct controller *c, size_t i, const char *line)
 
 /* ---- status, exit, stopped, errors, notices ----------------------------------------------- */
 
+/* One rank's entry of a status heartbeat: its /proc state (st: NULL or "" when unknown) and
+ * CPU time (cpu_s, or < 0) as the agent read them at mono (its clock, ns). */
+static void status_rank(struct controller *c, size_t i, int rank, const char *st, double cpu, int64_t mono)
+{
+    struct rank_info *ri;
+    struct crank *cr;
+    if (!ctl_rank_on_node(c, i, rank)) return;
+    ri = &c->job->ranks[rank];
+    cr = &c->ranks[rank];
+    if (ri->state != RANK_RUNNING && ri->state != RANK_STALLED) return;
+    if (st && *st) ri->proc_state = st[0];
+    if (cpu >= 0 && mono > 0) {
+        if (cr->cpu_mono_ns > 0 && mono > cr->cpu_mono_ns)
+            ri->cpu_pct = 100.0 * (cpu - cr->cpu_s) / ((double)(mono - cr->cpu_mono_ns) / 1e9);
+        cr->cpu_s = cpu;
+        cr->cpu_mono_ns = mono;
+    }
+}
+
 static void on_status(struct controller *c, size_t i, struct wire_msg *wm)
 {
     const cJSON *m = wm->json;
@@ -245,27 +264,76 @@ static void on_status(struct controller *c, size_t i, struct wire_msg *wm)
     int64_t mono = ctl_int(c, i, WIRE_EV_STATUS, m, "mono_ns", 0, LLONG_MAX, 0);
     cJSON_ArrayForEach(r, get(m, "ranks")) {
         int rank = ctl_msg_rank(c, i, WIRE_EV_STATUS, r);
-        struct rank_info *ri;
-        struct crank *cr;
-        const char *st = str(r, "state");
         double cpu = num(r, "cpu_s", -1);
         if (cpu > 1e15) {   /* 30 million years of CPU: not a CPU time */
             ctl_bad_number(c, i, WIRE_EV_STATUS, "cpu_s", get(r, "cpu_s"));
             cpu = -1;
         }
-        if (!ctl_rank_on_node(c, i, rank)) continue;
-        ri = &c->job->ranks[rank];
-        cr = &c->ranks[rank];
-        if (ri->state != RANK_RUNNING && ri->state != RANK_STALLED) continue;
-        if (st && *st) ri->proc_state = st[0];
-        if (cpu >= 0 && mono > 0) {
-            if (cr->cpu_mono_ns > 0 && mono > cr->cpu_mono_ns)
-                ri->cpu_pct = 100.0 * (cpu - cr->cpu_s) / ((double)(mono - cr->cpu_mono_ns) / 1e9);
-            cr->cpu_s = cpu;
-            cr->cpu_mono_ns = mono;
-        }
+        status_rank(c, i, rank, str(r, "state"), cpu, mono);
     }
     c->job->generation++;
+}
+
+/* The status heartbeat (1,024 a second with 1,024 nodes, 8 ranks in each) as the agent writes
+ * it, {"ev":"status","mono_ns":N,"ranks":[{flat},...]}, without a cJSON tree: the same
+ * decisions as on_status. False, with nothing done: any other shape, or anything on_status
+ * would have to report (a bad rank or CPU time), which agent_message then decodes with cJSON. */
+#define FAST_STATUS_RANKS 64
+
+static bool fast_status(struct controller *c, size_t i, const char *line, size_t n)
+{
+    static const char head[] = "{\"ev\":\"status\",\"mono_ns\":", mid[] = ",\"ranks\":[";
+    struct { int rank; char st[2]; double cpu; } e[FAST_STATUS_RANKS];
+    size_t k = sizeof head - 1, d, m = 0;
+    int64_t mono = 0;
+    if (n < k || memcmp(line, head, k) != 0) return false;
+    for (d = k; k < n && k - d < 18 && line[k] >= '0' && line[k] <= '9'; k++) mono = mono * 10 + (line[k] - '0');
+    if (k == d || n - k < sizeof mid - 1 || memcmp(line + k, mid, sizeof mid - 1) != 0) return false;
+    k += sizeof mid - 1;
+    while (k < n && line[k] != ']') {
+        struct json_flat o;
+        const struct json_flat_field *rk, *st, *cpu;
+        long long rank;
+        size_t used = m < FAST_STATUS_RANKS ? json_flat_scan_at(line + k, n - k, &o) : 0;
+        if (!used) return false;
+        k += used;
+        rk = json_flat_get(&o, "rank");
+        st = json_flat_get(&o, "state");
+        cpu = json_flat_get(&o, "cpu_s");
+        if (!rk || rk->type != JF_NUMBER || !json_whole_in(rk->num, 0, INT_MAX, &rank)) return false;
+        if (st && st->type == JF_STRING && st->str_escaped) return false;
+        e[m].rank = (int)rank;
+        e[m].st[0] = st && st->type == JF_STRING && st->str_len ? st->str[0] : '\0';
+        e[m].st[1] = '\0';
+        e[m].cpu = cpu && cpu->type == JF_NUMBER && isfinite(cpu->num) ? cpu->num : -1;
+        if (e[m].cpu > 1e15) return false;
+        m++;
+        if (k < n && line[k] == ',' && k + 1 < n && line[k + 1] == '{') k++; /* [{},] is not JSON */
+        else if (k >= n || line[k] != ']') return false;
+    }
+    if (n - k < 2 || line[k + 1] != '}') return false;
+    ctl_link_heard(c, i);
+    for (size_t r = 0; r < m; r++) status_rank(c, i, e[r].rank, e[r].st, e[r].cpu, mono);
+    c->job->generation++;
+    return true;
+}
+
+/* The answer to the once-a-second ping, {"ev":"pong","id":N}: the request ends and the node
+ * was heard, as agent_message would do after a cJSON parse. */
+static bool fast_pong(struct controller *c, size_t i, const char *line, size_t n)
+{
+    static const char head[] = "{\"ev\":\"pong\",";
+    struct json_flat o;
+    const struct json_flat_field *id;
+    long long v;
+    if (n < sizeof head - 1 || memcmp(line, head, sizeof head - 1) != 0 || !json_flat_scan(line, n, &o)) return false;
+    id = json_flat_get(&o, "id");
+    if (!id || id->type != JF_NUMBER || !json_whole_in(id->num, 1, INT_MAX, &v) ||
+        wire_client_tag(&c->nodes[i].cl, (int)v, false) != WIRE_TAG_PING)
+        return false;
+    wire_client_tag(&c->nodes[i].cl, (int)v, true);
+    ctl_link_heard(c, i);
+    return true;
 }
 
 /* An exit of a rank (not the answer to an exit request, which has an id): a repeat is dropped,
@@ -410,7 +478,8 @@ static void agent_message(struct controller *c, size_t i, const char *line)
 {
     struct cnode *nd = &c->nodes[i];
     struct wire_msg wm;
-    if (fast_out(c, i, line)) return;
+    size_t n = strlen(line);
+    if (fast_out(c, i, line, n) || fast_status(c, i, line, n) || fast_pong(c, i, line, n)) return;
     if (!wire_client_parse(&nd->cl, line, &wm)) return; /* not a protocol message: ignored */
     const struct agent_event *e = event_of(wm.ev);
     if (e && !e->heard) {

@@ -90,6 +90,7 @@ struct cnode {
     bool attach_sent;         /* the bridge was told which agent */
     bool away;                /* unreachable: t is a reconnect attempt, or none */
     int64_t next_try_ms;      /* the next reconnect attempt (while away and t is NULL) */
+    int64_t try_ms;           /* when the present (or last) attempt began */
     int tries;                /* reconnect attempts since it went away */
     int resume_id;            /* the resume in flight; 0 none */
     char *gone;               /* a bridge said the agent is gone: why */
@@ -165,6 +166,7 @@ struct controller {
     uint64_t drawn_generation;
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
+    size_t pump_from;           /* the node the next pass reads first (a pass cut short) */
     int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
     uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
     bool transport_noticed;     /* how the agents start was said in an event (once per run) */
@@ -255,8 +257,9 @@ void ctl_link_resume_answer(struct controller *c, size_t node, const cJSON *m);
 /* A bridge said the agent is gone (final: nothing listens where it would, or it died holding
  * the link): the node is lost. Not final: that bridge failed; another will try. */
 void ctl_link_gone(struct controller *c, size_t node, const char *why, bool final);
-/* The acknowledgements for a ping to node ("ack" member), from what the log index holds. */
-void ctl_link_ack(struct controller *c, size_t node, cJSON *ping);
+/* The acknowledgements for a ping to node, from what the log index holds: the "ack" member
+ * (`,"ack":{"RANK":seq,...}`) appended to the ping's text, or nothing when none moved. */
+void ctl_link_ack(struct controller *c, size_t node, struct strbuf *ping);
 /* The loop did not run for gap_ms: said, and held (below). */
 void ctl_link_stalled(struct controller *c, int64_t gap_ms);
 /* held_ms were the controller's own (a stall, a log writer that was behind): the nodes'
@@ -384,6 +387,7 @@ void ctl_metrics_close(struct controller *c);
 /* ---- controller_node.c: the node plumbing ---------------------------------------------------- */
 
 void ctl_send(struct controller *c, size_t node, cJSON *msg);   /* takes msg */
+void ctl_send_line(struct controller *c, size_t node, const char *line); /* one JSON line, no '\n' */
 /* A new request {"op":op,"id":*id} to node's agent, its answer tagged tag (wire/client.h). */
 cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id);
 /* Greeted, not lost: requests can be sent. */

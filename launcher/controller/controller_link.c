@@ -218,15 +218,19 @@ void ctl_link_gone(struct controller *c, size_t i, const char *why, bool final)
 }
 
 /* A bridge attempt that came to nothing: the next one later, a little later each time when it
- * cost the node a login (or a task); every RETRY_FIRST_MS while the node cannot even be
- * reached (a SYN costs nothing, and a link that comes back is then used within a second). */
+ * cost the node a login (or a task); RETRY_FIRST_MS later when the node answered no at once
+ * (a connection refused); at the next link check when its SYNs went unanswered for a second or
+ * more: a SYN costs nothing, and a link that came back during a second's pause between two
+ * tries was used only after it (the last of 16 nodes reconnected 2 s after the link came
+ * back, with a try's SYNs 250 ms apart, ssh_conn.c; issue 32). */
 static void try_failed(struct controller *c, size_t i, const char *why_t)
 {
     struct cnode *nd = &c->nodes[i];
-    int64_t wait = RETRY_FIRST_MS;
+    bool reached = !nd->t || transport_reached(nd->t);
+    int64_t wait = !reached && mono_ms() - nd->try_ms >= RETRY_FIRST_MS ? LINK_CHECK_MS : RETRY_FIRST_MS;
     char why[300];
     snprintf(why, sizeof why, "%s", why_t); /* it may be the transport's own text */
-    if (!nd->t || transport_reached(nd->t))
+    if (reached)
         for (int k = 1; k < nd->tries && wait < RETRY_MAX_MS; k++) wait *= 2;
     if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
     drop_transport(c, i);
@@ -252,6 +256,7 @@ static void start_tries(struct controller *c, int64_t now)
         if (!nd->away || nd->t || now < nd->next_try_ms || nd->no_reconnect) continue;
         busy++;
         nd->tries++;
+        nd->try_ms = now;
         nd->bridge = true;
         nd->attach_sent = nd->hello = false;
         nd->hello_deadline_ms = 0;
@@ -434,22 +439,22 @@ void ctl_link_resume_answer(struct controller *c, size_t i, const cJSON *m)
 
 /* ---- acknowledgements and numbering ------------------------------------------------------- */
 
-void ctl_link_ack(struct controller *c, size_t i, cJSON *ping)
+void ctl_link_ack(struct controller *c, size_t i, struct strbuf *ping)
 {
     const struct node_info *ni = &c->job->nodes[i];
-    cJSON *ack = NULL;
+    bool any = false;
     for (int k = 0; k < ni->n_ranks; k++) {
         int rank = ni->first_rank + k;
         struct crank *cr = &c->ranks[rank];
         uint64_t seq = durable_seq(c, rank), base = c->job->ranks[rank].seq_base;
         if (!seq || (seq == cr->acked && base == cr->acked_base)) continue;
-        if (!ack) ack = cJSON_AddObjectToObject(ping, "ack");
-        char key[24];
-        snprintf(key, sizeof key, "%d", rank);
-        cJSON_AddNumberToObject(ack, key, (double)seq);
+        /* written here, not through cJSON, whose every number is printed and read back */
+        strbuf_addf(ping, "%s\"%d\":%llu", any ? "," : ",\"ack\":{", rank, (unsigned long long)seq);
+        any = true;
         cr->acked = seq;
         cr->acked_base = base;
     }
+    if (any) strbuf_adds(ping, "}");
 }
 
 void ctl_link_fresh_agent(struct controller *c, size_t i)

@@ -21,8 +21,13 @@ extern char **environ;
 void ctl_send(struct controller *c, size_t node, cJSON *msg)
 {
     char *s = wire_line(msg);
-    if (c->nodes[node].t) transport_send_line(c->nodes[node].t, s);
+    ctl_send_line(c, node, s);
     free(s);
+}
+
+void ctl_send_line(struct controller *c, size_t node, const char *line)
+{
+    if (c->nodes[node].t) transport_send_line(c->nodes[node].t, line);
 }
 
 cJSON *ctl_request(struct controller *c, size_t node, const char *op, int tag, int *id)

@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,16 +256,20 @@ static void timers(struct controller *c)
     uint64_t gen = logw_durable_gen(run_files_writer(c->files));
     if (gen != c->durable_gen) c->next_ping_ms = now;
     if (now >= c->next_ping_ms) {
+        struct strbuf ping;
         c->durable_gen = gen;
         c->next_ping_ms = now + PING_EVERY_MS;
+        strbuf_init(&ping);
         for (size_t i = 0; i < c->n; i++) {
             struct cnode *nd = &c->nodes[i];
-            int id;
             if (!ctl_node_usable(nd)) continue; /* controller_link.c watches the silence */
-            cJSON *ping = ctl_request(c, i, WIRE_OP_PING, WIRE_TAG_PING, &id);
-            ctl_link_ack(c, i, ping); /* what the log index holds: the agent lets it go */
-            ctl_send(c, i, ping);
+            strbuf_reset(&ping);
+            strbuf_addf(&ping, "{\"op\":\"%s\",\"id\":%d", WIRE_OP_PING, wire_client_begin(&nd->cl, WIRE_TAG_PING));
+            ctl_link_ack(c, i, &ping); /* what the log index holds: the agent lets it go */
+            strbuf_adds(&ping, "}");
+            ctl_send_line(c, i, ping.buf);
         }
+        strbuf_done(&ping);
     }
     if (now >= c->next_link_ms) {
         c->next_link_ms = now + LINK_CHECK_MS;
@@ -404,6 +409,21 @@ static bool watches_sync(struct controller *c, bool quiet)
 #define COALESCE_MIN_BYTES 8192
 #define RATE_WINDOW_MS 250
 
+/* A key waits for the end of the pass it came in, and in the flood of 8,192 first lines on a
+ * starved machine a pass over 1,024 nodes took up to a second (issue 32). So a pass that has
+ * read the nodes for PASS_NODES_MS looks at the front end's input every PASS_CHECK_NODES
+ * nodes, and ends there when a key waits: the next pass answers it first and goes on from the
+ * node where this one stopped. Only then: every pass costs a walk over all the nodes (their
+ * watches, deadlines), so passes cut short for nothing would cost more than they save. */
+#define PASS_NODES_MS 25
+#define PASS_CHECK_NODES 32
+
+static bool key_waits(struct controller *c)
+{
+    struct pollfd p = { .fd = c->fe.input_fd ? c->fe.input_fd(c->fe.ctx) : -1, .events = POLLIN };
+    return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
 /* Counts what a pass read; true when the nodes send enough for a spell to pay. */
 static bool nodes_busy(struct controller *c, uint64_t got)
 {
@@ -436,11 +456,18 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
     if (!quiet) {
         bool streaming = false;
         uint64_t got = 0;
+        int64_t pass_ms = mono_ms();
+        size_t k;
         gen = c->job->generation;
         c->more_lines = false;
-        for (size_t i = 0; i < c->n; i++) {
+        for (k = 0; k < c->n; k++) {
+            size_t i = (c->pump_from + k) % c->n;
             struct cnode *nd = &c->nodes[i];
             uint64_t before;
+            if ((k + 1) % PASS_CHECK_NODES == 0 && mono_ms() - pass_ms >= PASS_NODES_MS && key_waits(c)) {
+                c->more_lines = true; /* the rest next pass: their revents come again */
+                break;
+            }
             if (!nd->t || nd->queued) continue;
             before = transport_bytes_in(nd->t);
             transport_pump(nd->t, c->rev[i]);
@@ -449,6 +476,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
             if (transport_bytes_in(nd->t) - before >= STREAMING_BYTES) streaming = true;
             if (!c->writer_full) ctl_agent_lines(c, i);
         }
+        c->pump_from = c->n ? (c->pump_from + k) % c->n : 0;
         /* messages came: let the next ones gather (the model's generation moves on every one),
          * unless a node is streaming: its SSH window would then cap it at a window a spell.
          * Not while the preflight or the launch go on: those are request/answer round trips, and

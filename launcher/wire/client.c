@@ -28,19 +28,25 @@ void wire_client_reset(struct wire_client *cl)
     cl->n_pending = 0;
 }
 
-cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id)
+int wire_client_begin(struct wire_client *cl, int tag)
 {
-    cJSON *m = cJSON_CreateObject();
-    if (!m) util_fatal("out of memory (cJSON)");
     cl->next_id++;
-    cJSON_AddStringToObject(m, "op", op);
-    cJSON_AddNumberToObject(m, "id", cl->next_id);
     if (cl->n_pending == cl->cap) {
         cl->cap = cl->cap ? 2 * cl->cap : 16;
         cl->pending = xrealloc(cl->pending, cl->cap * sizeof *cl->pending);
     }
     cl->pending[cl->n_pending++] = (struct wire_pending){.id = cl->next_id, .tag = tag};
-    if (id) *id = cl->next_id;
+    return cl->next_id;
+}
+
+cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m) util_fatal("out of memory (cJSON)");
+    int n = wire_client_begin(cl, tag);
+    cJSON_AddStringToObject(m, "op", op);
+    cJSON_AddNumberToObject(m, "id", n);
+    if (id) *id = n;
     return m;
 }
 
@@ -52,12 +58,12 @@ char *wire_line(cJSON *msg)
     return s;
 }
 
-/* The tag of request id, removed from the table; WIRE_TAG_NONE when none waits. */
-static int take_pending(struct wire_client *cl, int id)
+int wire_client_tag(struct wire_client *cl, int id, bool take)
 {
     for (size_t k = cl->n_pending; k-- > 0;) {
         if (cl->pending[k].id != id) continue;
         int tag = cl->pending[k].tag;
+        if (!take) return tag;
         memmove(&cl->pending[k], &cl->pending[k + 1], (cl->n_pending - k - 1) * sizeof *cl->pending);
         cl->n_pending--;
         return tag;
@@ -80,7 +86,7 @@ bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg
     /* an id that is not one of ours (2.5, 1e300) answers nothing: cJSON's valueint would
      * round or saturate it onto one */
     if (!json_int_in_i(id, 1, INT_MAX, &out->id)) out->id = 0;
-    out->tag = out->id ? take_pending(cl, out->id) : WIRE_TAG_NONE;
+    out->tag = out->id ? wire_client_tag(cl, out->id, true) : WIRE_TAG_NONE;
     return true;
 }
 

@@ -50,6 +50,8 @@ void wire_client_reset(struct wire_client *cl);
 
 /* A new request {"op":op,"id":N} whose answer will be tagged tag; *id gets N when not NULL. */
 cJSON *wire_client_request(struct wire_client *cl, const char *op, int tag, int *id);
+/* The same request's id, for a caller that writes the line itself (the ping, 1,024 a second). */
+int wire_client_begin(struct wire_client *cl, int tag);
 /* The request as one line (malloc'd, no newline); frees msg. */
 char *wire_line(cJSON *msg);
 
@@ -57,6 +59,10 @@ char *wire_line(cJSON *msg);
  * JSON, or no "ev". An answer ("id" of a request in flight) takes the request's tag and ends
  * it, except that "error" answers of any request end it too. */
 bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg *out);
+
+/* The tag of request id in flight, or WIRE_TAG_NONE; with take, the request ends. For a
+ * caller that decodes an answer without wire_client_parse (the pong, 1,024 a second). */
+int wire_client_tag(struct wire_client *cl, int id, bool take);
 void wire_msg_done(struct wire_msg *m);
 
 /* The greeting's protocol check: NULL when the agent speaks ours, else why not (static text

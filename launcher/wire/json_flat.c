@@ -44,15 +44,41 @@ static bool scan_string(const char *s, size_t n, size_t *i, const char **str, si
  * locale whose decimal point is not '.', it does not, and cJSON takes over). */
 static bool scan_number(const char *s, size_t n, size_t *i, double *out)
 {
-    size_t k = *i;
+    size_t k = *i, digits;
     char buf[64], *end;
-    if (k < n && s[k] == '-') k++;
+    bool neg = k < n && s[k] == '-';
+    if (neg) k++;
     if (k >= n || s[k] < '0' || s[k] > '9') return false;
+    digits = k;
     if (s[k] == '0') k++;
     else while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    /* A whole number of up to 19 digits (ranks, sequence numbers, clocks: most of what is
+     * read here) fits a uint64_t, whose conversion rounds as strtod does: no copy, no strtod. */
+    if (k - digits <= 19 && (k >= n || (s[k] != '.' && s[k] != 'e' && s[k] != 'E'))) {
+        uint64_t v = 0;
+        for (size_t d = digits; d < k; d++) v = v * 10 + (uint64_t)(s[d] - '0');
+        *out = neg ? -(double)v : (double)v;
+        *i = k;
+        return true;
+    }
     if (k < n && s[k] == '.') {
+        size_t point = k;
         if (++k >= n || s[k] < '0' || s[k] > '9') return false;
         while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+        /* A fraction of at most 15 digits in all (a loss, a step time): the digits make an
+         * integer below 2^53 and 10^fraction is exact, so their quotient, rounded once, is what
+         * strtod reads (Clinger's fast path) */
+        if ((point - digits) + (k - point - 1) <= 15 && (k >= n || (s[k] != 'e' && s[k] != 'E'))) {
+            static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                                          1e13, 1e14, 1e15 };
+            uint64_t v = 0;
+            for (size_t d = digits; d < k; d++)
+                if (d != point) v = v * 10 + (uint64_t)(s[d] - '0');
+            double q = (double)v / p10[k - point - 1];
+            *out = neg ? -q : q;
+            *i = k;
+            return true;
+        }
     }
     if (k < n && (s[k] == 'e' || s[k] == 'E')) {
         k++;
@@ -79,21 +105,26 @@ static bool scan_word(const char *s, size_t n, size_t *i, const char *w)
 
 bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
 {
+    return json_flat_scan_at(s, n, out) != 0;
+}
+
+size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out)
+{
     size_t i = skip_ws(s, n, 0);
     out->n = 0;
-    if (i >= n || s[i++] != '{') return false;
+    if (i >= n || s[i++] != '{') return 0;
     i = skip_ws(s, n, i);
-    if (i < n && s[i] == '}') return true;
+    if (i < n && s[i] == '}') return i + 1;
     for (;;) {
         struct json_flat_field *f;
         bool esc;
-        if (out->n == JSON_FLAT_MAX || i >= n || s[i++] != '"') return false;
+        if (out->n == JSON_FLAT_MAX || i >= n || s[i++] != '"') return 0;
         f = &out->f[out->n];
-        if (!scan_string(s, n, &i, &f->key, &f->key_len, &esc) || esc) return false;
+        if (!scan_string(s, n, &i, &f->key, &f->key_len, &esc) || esc) return 0;
         i = skip_ws(s, n, i);
-        if (i >= n || s[i++] != ':') return false;
+        if (i >= n || s[i++] != ':') return 0;
         i = skip_ws(s, n, i);
-        if (i >= n) return false;
+        if (i >= n) return 0;
         f->str = NULL;
         f->str_len = 0;
         f->str_escaped = false;
@@ -101,10 +132,10 @@ bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
         if (s[i] == '"') {
             i++;
             f->type = JF_STRING;
-            if (!scan_string(s, n, &i, &f->str, &f->str_len, &f->str_escaped)) return false;
+            if (!scan_string(s, n, &i, &f->str, &f->str_len, &f->str_escaped)) return 0;
         } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
             f->type = JF_NUMBER;
-            if (!scan_number(s, n, &i, &f->num)) return false;
+            if (!scan_number(s, n, &i, &f->num)) return 0;
         } else if (scan_word(s, n, &i, "true")) {
             f->type = JF_TRUE;
         } else if (scan_word(s, n, &i, "false")) {
@@ -112,13 +143,13 @@ bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
         } else if (scan_word(s, n, &i, "null")) {
             f->type = JF_NULL;
         } else {
-            return false; /* nested, or not JSON */
+            return 0; /* nested, or not JSON */
         }
         out->n++;
         i = skip_ws(s, n, i);
-        if (i >= n) return false;
-        if (s[i] == '}') return true;
-        if (s[i++] != ',') return false;
+        if (i >= n) return 0;
+        if (s[i] == '}') return i + 1;
+        if (s[i++] != ',') return 0;
         i = skip_ws(s, n, i);
     }
 }

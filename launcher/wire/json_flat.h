@@ -32,6 +32,10 @@ struct json_flat {
  * as cJSON does). False: not a flat object of at most JSON_FLAT_MAX members. */
 bool json_flat_scan(const char *s, size_t n, struct json_flat *out);
 
+/* The same, for an object inside a larger text (an array's element): the bytes read up to and
+ * with its closing brace, or 0 when it is not a flat object. */
+size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out);
+
 /* The first member named key, or NULL (cJSON_GetObjectItemCaseSensitive's answer). */
 const struct json_flat_field *json_flat_get(const struct json_flat *o, const char *key);
 

@@ -19,7 +19,10 @@
 # not root, whose ~/.bashrc (pyenv's lock) serializes concurrent logins. Needs root (namespaces,
 # useradd). Takes about 80 s. Prints a few lines to paste into docs/performance.md.
 # Env: BENCH_PARTITION_S (default 60), BENCH_REPEAT (default 3, the ssh baselines' rounds),
-# BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up).
+# BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up),
+# BENCH_RECONNECT_PERF=FILE (`perf record` of the controller from link-up until all caught up),
+# BENCH_RECONNECT_KEEP=FILE (the run's events.jsonl kept there),
+# DDPTOP_BUILD=DIR (another build, e.g. the one before a change, to compare in the same hour).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh      # run_job.sh's assertions print TAP lines; unused here
@@ -121,6 +124,12 @@ kill -0 "$RJ_PID" 2>/dev/null || { tail -15 "$D/run.out.err" >&2; fail "ddptop e
 rj_sample
 HWM_BEFORE_UP=$RJ_HWM_KB
 TICKS_UP=$RJ_CPU_TICKS
+PERF_PID=""
+if [ -n "${BENCH_RECONNECT_PERF:-}" ]; then   # the controller's profile over the catch-up
+    perf record -q --call-graph dwarf,16384 -p "$RJ_PID" -o "$BENCH_RECONNECT_PERF" >/dev/null 2>&1 &
+    PERF_PID=$!
+    sleep 0.5
+fi
 links up || fail "could not bring the links up"
 T_UP=$(now_ns)
 echo "links up; waiting until all $NODES nodes caught up (at most $CATCHUP_LIMIT_S s) ..."
@@ -131,6 +140,9 @@ while [ "$(n_caught)" -lt "$NODES" ] && [ "$(now_ns)" -lt "$deadline" ] && kill 
     sleep 0.1
 done
 T_CAUGHT=$(now_ns)
+[ -n "${BENCH_RECONNECT_KEEP:-}" ] && cp "$EV" "$BENCH_RECONNECT_KEEP"
+echo "link-up at $(date -u -d @$((T_UP / 1000000000)) +%H:%M:%S).$(printf %09d $((T_UP % 1000000000)) | cut -c1-3) UTC"
+[ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
 rj_sample
 HWM_KB=$RJ_HWM_KB
 CPU_CATCHUP=$(awk -v t="$((RJ_CPU_TICKS - TICKS_UP))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')

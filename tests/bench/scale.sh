@@ -18,6 +18,11 @@
 # "Time to every rank's first line": from the moment `ddptop run` is started until every
 # rank's log (LOGDIR/RUN/attempt-0/rank-R.log, written by the controller as the lines arrive)
 # holds a line, polled every 0.5 s. Rerun with `make bench BENCH_PARTS=scale` (docs/performance.md).
+# BENCH_SCALE_PHASES (default "check plain pre"): the phases to run, e.g. "plain" alone to
+# compare two builds (DDPTOP_BUILD=DIR picks the build, tests/lib/scale.sh); BENCH_SCALE_PERF=FILE
+# records the controller with `perf record -g` over the CPU window of phase 2 into FILE;
+# BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there; BENCH_SCALE_SETTLE (default 5) is
+# how long after every rank's first line the CPU window begins.
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
 scale_bed_reexec "$@"
@@ -27,6 +32,8 @@ NODES=${BENCH_SCALE_NODES:-1024}
 RPN=${BENCH_SCALE_RANKS:-8}
 SECS=${BENCH_SCALE_SECONDS:-30}
 KEYS=${BENCH_SCALE_KEYS:-9}
+PHASES=" ${BENCH_SCALE_PHASES:-check plain pre} "
+phase() { [[ $PHASES == *" $1 "* ]]; }
 RANKS=$((NODES * RPN))
 TICKER=$SCALE_BUILD/bench/bench_ticker
 SOCK=ddpt-scale-$$
@@ -58,6 +65,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 sec() { awk -v ms="$1" 'BEGIN { printf "%.1f s", ms / 1000 }'; }
 
 # --- 1. ddptop check: probes per node ---
+if phase check; then
 t0=$(now_ms)
 NO_COLOR=1 timeout 600 "$SCALE_DDPTOP" check --pbs --json >"$SCALE_DIR/check.json" 2>"$SCALE_DIR/check.err"
 crc=$?
@@ -94,6 +102,7 @@ echo
 echo "ddptop check over $NODES nodes: $(sec "$CHECK_MS") (exit $crc), TCP probes per node:" \
      "median $P_MED (min $P_MIN, max $P_MAX), $P_SUM in all; $P_FAIL nodes not passing TCP"
 sed 's/^# /  /' "$SCALE_DIR/causes"
+fi
 
 # --- the run in the dashboard ---
 controller_pid() { # the dashboard's controller: ddptop under the ddptop-session server
@@ -105,6 +114,7 @@ controller_pid() { # the dashboard's controller: ddptop under the ddptop-session
     done
     return 1
 }
+log_bytes() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 reporting() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -size +0 2>/dev/null | wc -l; }
 cpu_ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
@@ -125,6 +135,7 @@ PY
 }
 # start_run RUN [ARGS...]: the run in a new tmux session RUN; sets CTL (the controller) and
 # FIRST_MS (time to every rank's first line), or fails saying why.
+FLOOD_KEYS=""
 start_run() {
     local run=$1 t0 n=0 end
     shift
@@ -139,6 +150,12 @@ start_run() {
         [ -z "$CTL" ] && CTL=$(controller_pid)
         n=$(reporting "$run")
         [ "$n" -ge "$RANKS" ] && break
+        # the dashboard answers keys while the first lines pour in (issue 32): a press of ? to
+        # open the help and one to close it, timed like the keys below, in place of the sleep
+        if [ -n "$FLOOD_KEYS" ] && [ "$n" -gt 0 ]; then
+            FLOOD_LAT+=("$(key_ms "$run" 1)" "$(key_ms "$run" 0)")
+            continue
+        fi
         # A preflight that fails nodes refuses the launch and asks: say so, launch anyway.
         if [ "$n" = 0 ] && [ -z "$REFUSED" ] && T capture-pane -p -t "$run" | grep -q 'Preflight refused the launch'; then
             REFUSED="refused at $(sec $(($(now_ms) - t0))); Enter pressed: launched anyway"
@@ -168,16 +185,30 @@ key_ms() {
 }
 
 # --- 2. without the preflight, the dashboard open ---
-start_run plain --no-check || exit 1
+FLOOD_LAT=()
+if phase plain; then
+FLOOD_KEYS=1 start_run plain --no-check || exit 1
+[ ${#FLOOD_LAT[@]} -gt 0 ] &&
+    read -r F_MED F_MAX <<<"$(printf '%s\n' "${FLOOD_LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
 FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
-sleep 5
+sleep "${BENCH_SCALE_SETTLE:-5}"   # the lines the agents held during the flood, caught up
+LB0=$(log_bytes plain)
 c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
-sleep "$SECS"
+if [ -n "${BENCH_SCALE_PERF:-}" ]; then
+    perf record -q ${BENCH_SCALE_PERF_CG:--g} -p "$CTL" -o "$BENCH_SCALE_PERF" -- sleep "$SECS" >/dev/null 2>&1
+else
+    sleep "$SECS"
+fi
 c1=$(cpu_ticks "$CTL"); t1=$(date +%s%N)
+LB1=$(log_bytes plain)
 [ -n "$c1" ] || { echo "bench: the controller ended during the measurement" >&2; exit 1; }
 CPU=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" \
     'BEGIN { printf "%.1f", 100 * (b - a) / hz / ((t1 - t0) / 1e9) }')
+# what the controller did for that CPU: the rank output it wrote meanwhile (a starved
+# controller that falls behind also spends less), as CPU seconds per MB
+PER_MB=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v x="$LB0" -v y="$LB1" \
+    'BEGIN { printf "%.2f s per MB (%.1f MB written)", (y > x) ? (b - a) / hz / ((y - x) / 1e6) : 0, (y - x) / 1e6 }')
 RSS=$(status_kb "$CTL" VmRSS)
 HWM=$(status_kb "$CTL" VmHWM)
 LAT=()
@@ -188,13 +219,31 @@ for ((k = 0; k < KEYS; k++)); do
     sleep 0.3
 done
 read -r K_MED K_MAX <<<"$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
+# The floor this machine sets: the same presses, timed the same way, to a bash loop in another
+# tmux session that shows "this help" on every other ?: tmux, the terminal and the scheduler
+# with the bed's processes and no ddptop in the way.
+T new-session -d -s floor -x 200 -y 50 \
+    "t=0; while IFS= read -rsn1 k; do [ \"\$k\" = '?' ] || continue; t=\$((1 - t)); clear; [ \$t = 1 ] && echo 'this help' || echo closed; done"
+sleep 0.5
+FLOOR=()
+for ((k = 0; k < KEYS; k++)); do
+    FLOOR+=("$(key_ms floor 1)")
+    sleep 0.3
+    FLOOR+=("$(key_ms floor 0)")
+    sleep 0.3
+done
+T kill-session -t floor 2>/dev/null
+read -r FL_MED FL_MAX <<<"$(printf '%s\n' "${FLOOR[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
 SCREEN=$(T capture-pane -p -t plain | head -3)
+[ -n "${BENCH_SCALE_KEEP:-}" ] && cp "$SCALE_DIR/logs/plain/events.jsonl" "$BENCH_SCALE_KEEP" 2>/dev/null
 PROCS=$(scale_bed_count)
 scale_bed_kill
 T kill-session -t plain 2>/dev/null
 sleep 2
+fi
 
 # --- 3. with the preflight ---
+if phase pre; then
 start_run pre || exit 1
 FIRST_PRE=$FIRST_MS
 REFUSED_PRE=$REFUSED
@@ -202,6 +251,7 @@ LAUNCH_PRE=$(launch_s pre "$RUN_T0")
 HWM_PRE=$(status_kb "$CTL" VmHWM)
 scale_bed_kill
 T kill-session -t pre 2>/dev/null
+fi
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
@@ -209,21 +259,27 @@ verdict() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 < g + 0) ? "met" : "NO
 echo
 echo "| figure | measured | goal |"
 echo "|---|---:|---|"
-echo "| time to every rank's first line, without the preflight | $(sec "$FIRST_PLAIN") (launch at $LAUNCH_PLAIN) | |"
-echo "| time to every rank's first line, with the preflight | $(sec "$FIRST_PRE") (launch at $LAUNCH_PRE${REFUSED_PRE:+; the preflight $REFUSED_PRE}) | |"
-echo "| \`ddptop check\` over $NODES nodes | $(sec "$CHECK_MS") | |"
-echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN, max $P_MAX; $P_SUM in all) | O(1) per node, not N-1 |"
-echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
-echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM") | under 256 MiB ($(verdict "$HWM" 262144)) |"
-echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
-echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)) |"
+phase plain && echo "| time to every rank's first line, without the preflight | $(sec "$FIRST_PLAIN") (launch at $LAUNCH_PLAIN) | |"
+phase pre && echo "| time to every rank's first line, with the preflight | $(sec "$FIRST_PRE") (launch at $LAUNCH_PRE${REFUSED_PRE:+; the preflight $REFUSED_PRE}) | |"
+phase check && echo "| \`ddptop check\` over $NODES nodes | $(sec "$CHECK_MS") | |"
+phase check && echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN, max $P_MAX; $P_SUM in all) | O(1) per node, not N-1 |"
+phase plain && echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
+phase plain && echo "| controller CPU for the rank output written in that window | $PER_MB | |"
+phase plain && echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM") | under 256 MiB ($(verdict "$HWM" 262144)) |"
+phase pre && echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
+phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)); worst under 250 ms ($(verdict "$K_MAX" 250)) |"
+phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
+phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
-if [ -n "$REFUSED_PRE" ]; then
+if [ -n "${REFUSED_PRE:-}" ]; then
     echo "the preflight's refusal (its screen's lines with fail):"
     sed 's/^/  /' "$SCALE_DIR/refused-pre"
 fi
-echo "processes on the bed during the run: $PROCS; the dashboard's header:"
-printf '%s\n' "$SCREEN"
+if phase plain; then
+    echo "processes on the bed during the run: $PROCS; the dashboard's header:"
+    printf '%s\n' "$SCREEN"
+fi
+echo "build: $SCALE_BUILD ($(git -C "$SCALE_BUILD/.." rev-parse --short HEAD 2>/dev/null || echo '?'))"
 echo "machine: $(nproc) cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
      "$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)), $(uname -sr);" \
      "load average $LOAD0 before, $LOAD1 after; $(date -u '+%Y-%m-%d %H:%M UTC')"

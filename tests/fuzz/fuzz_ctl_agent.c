@@ -9,8 +9,9 @@
  * the decoder is fuzzed as it is without an entry point added for a test only; the archive's
  * copy of controller_agent.o is then not linked. The controller is a real one of a running
  * job (2 nodes, 2 ranks each, in memory: no log directory), without transports (what it
- * would send goes nowhere), node 0 reading the input; requests 1 to 3 of node 0 are in
- * flight (a spawn, a stop and a resume), so that their answers are taken. A stop the handlers
+ * would send goes nowhere), node 0 reading the input; requests 1 to 4 of node 0 are in
+ * flight (a spawn, a stop, a resume and a ping), so that their answers are taken (the status
+ * heartbeat and the pong by their fast paths, fast_status and fast_pong, when in shape). A stop the handlers
  * note is the progress step's to act on, which is not run here: the note is only checked.
  *
  * Invariants: the job's ranks stay in their states' range, the job stays in a state it can be
@@ -53,6 +54,7 @@ static struct controller *ctl_new(void)
     cJSON_Delete(wire_client_request(&nd->cl, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, &nd->spawn_id));
     cJSON_Delete(wire_client_request(&nd->cl, WIRE_OP_STOP, WIRE_TAG_STOP, &nd->stop_id));
     cJSON_Delete(wire_client_request(&nd->cl, WIRE_OP_RESUME, WIRE_TAG_RESUME, &nd->resume_id));
+    wire_client_begin(&nd->cl, WIRE_TAG_PING); /* 4: a ping, whose pong fast_pong takes */
     return c;
 }
 
