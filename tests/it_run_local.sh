@@ -5,7 +5,8 @@
 # every line of every rank in its log file and in the headless output with its [rN host]
 # prefix, a partial line reaching the log while the rank still runs, 100 MB from one rank
 # (with a 10 MB line and no final newline) complete on disk while ddptop's RSS stays under
-# 256 MB, and arguments / env values that would be shell syntax arriving verbatim.
+# 256 MB, a rank's last lines kept when it exits while ddptop is stopped (SIGSTOP), and
+# arguments / env values that would be shell syntax arriving verbatim.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -17,6 +18,7 @@ chmod 755 "$T"
 HOG=""
 cleanup() {
     [ -n "$HOG" ] && kill -KILL "$HOG" 2>/dev/null
+    [ -n "$RJ_PID" ] && kill -CONT "$RJ_PID" 2>/dev/null   # 5c stops it
     rj_cleanup
     kill_marker_pids "$T"
     rm -rf "$T"
@@ -305,6 +307,50 @@ fi
 ev_assert "starved controller: no node_lost, failure or root cause" "$LOGS/$RID-starve/events.jsonl" \
     "not ev('node_lost') and not ev('failure') and not ev('root_cause')"
 rm -f "$LOGS/$RID-starve/attempt-0/rank-0.log"
+
+# ---------------------------------------------------------------------------------------
+# 5c. A rank that ends while its output is paused: ddptop is stopped (SIGSTOP, 7 s) while rank 0
+#     floods, so the agent stops reading its ranks' pipes; rank 1 then prints 300 KB (it fits in
+#     its pipe) and exits. Once the controller is taken for silent (3 s) the agent reads again:
+#     rank 1's lines, left in its pipe, must reach its log. (The agent closed a pipe whose rank
+#     had exited over 2 s before without reading what it still held: rank 1's log came out
+#     empty, exit 0, no event saying that output was lost.)
+cat >"$T/paused_exit.sh" <<'SH'
+#!/bin/sh
+# $1: the file that says the controller is stopped
+if [ "$RANK" = 0 ]; then
+    head -c 40000000 /dev/zero | tr '\0' x | fold -w 99
+else
+    i=0
+    while [ ! -e "$1" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+    sleep 0.2
+    head -c 300000 /dev/zero | tr '\0' y | fold -w 99
+fi
+SH
+rj_start "$T/pexit.out" --discard --headless --no-check --nproc-per-node 2 --master-port "$(sshd_pick_port)" \
+    --log-dir "$LOGS" --run-id "$RID-pexit" -- sh "$T/paused_exit.sh" "$T/pexit-stopped"
+rank0_going() { [ "$(stat -c %s "$LOGS/$RID-pexit/attempt-0/rank-0.log" 2>/dev/null || echo 0)" -gt 3000000 ]; }
+if wait_until 30 rank0_going; then
+    kill -STOP "$RJ_PID"
+    touch "$T/pexit-stopped"
+    sleep 7
+    kill -CONT "$RJ_PID"
+else
+    touch "$T/pexit-stopped"
+fi
+rj_wait 90
+rj_expect_rc "a rank exits while ddptop is stopped (SIGSTOP 7 s): success" 0
+for r in 0 1; do
+    want=$([ $r = 0 ] && echo 40404040 || echo 303030)
+    size=$(stat -c %s "$LOGS/$RID-pexit/attempt-0/rank-$r.log" 2>/dev/null)
+    if [ "$size" = "$want" ]; then
+        tap_ok "stopped controller: rank $r log complete ($want bytes)"
+    else
+        tap_fail "stopped controller: rank $r log complete" "size ${size:-none}, want $want" \
+            "$(grep -i 'drop\|silent\|stopped' "$LOGS/$RID-pexit/events.jsonl" 2>/dev/null | head -3)"
+    fi
+done
+rm -f "$LOGS/$RID-pexit/attempt-0/rank-0.log"
 
 # ---------------------------------------------------------------------------------------
 # 6. Shell syntax in arguments and env values: nothing runs, every value arrives verbatim.

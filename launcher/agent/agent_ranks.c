@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -501,6 +502,16 @@ static int64_t eof_wait_until(const struct agent_rank *r)
     return t + EOF_WAIT_MS;
 }
 
+/* Whether a rank's pipe still holds output not read yet: the wait for its end of file is only
+ * over once it is empty. The rank's last writes may lie there unread for as long as output was
+ * paused (a slow or stopped controller), the rank gone meanwhile: closing the pipe then would
+ * lose them silently, neither sent nor counted as dropped. */
+static int pipe_holds_output(int fd)
+{
+    int n = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 #define SOONER(d, t) do { int64_t t_ = (t); if (t_ && (!(d) || t_ < (d))) (d) = t_; } while (0)
 
 void ranks_schedule(void)
@@ -542,7 +553,8 @@ static void tick_ranks(int64_t now)
             int64_t due = ranks_out_mode() != OUT_READ ? 0 : stream_deadline(&s->buf);
             if (due && due <= now) ranks_out_flush(s);
             /* Something the rank left behind (in another group) still holds its pipes. */
-            if (r->have_status && ranks_out_mode() != OUT_PAUSE && !s->rest_until && eof_wait_until(r) <= now)
+            if (r->have_status && ranks_out_mode() != OUT_PAUSE && !s->rest_until && eof_wait_until(r) <= now &&
+                !pipe_holds_output(s->fd))
                 ranks_out_close(s);
         }
         if (!r->status_w) rank_reap_keeper(r);
