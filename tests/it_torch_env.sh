@@ -57,7 +57,7 @@ sys.exit(3 if (a, r) == ("0", "1") else 0)
 PY
 mkdir -p "$T/dump"
 MP=$(sshd_pick_port)
-rj_run "$T/main.out" --headless --no-check --nproc-per-node 2 --max-restarts 1 --master-port "$MP" \
+rj_run "$T/main.out" --headless --no-fold --no-check --nproc-per-node 2 --max-restarts 1 --master-port "$MP" \
     --log-dir "$T/logs" --run-id "$RID" -- "$PY" "$T/dump.py" "$T/dump"
 rj_expect_rc "2 local ranks dump their environment; rank 1 fails attempt 0, attempt 1 succeeds" 0
 
@@ -165,7 +165,7 @@ else tap_fail "the notice once on the headless output ($n times)" "$(grep -n 'dd
 # is what each must see ("unset" for none), NOTICES how often the notice may appear.
 omp_case() {
     local name=$1 ranks=$2 want=$3 notices=$4 n lines bad=""; shift 4
-    rj_run "$T/omp.out" --headless --no-check --master-port "$(sshd_pick_port)" --log-dir "$T/logs" \
+    rj_run "$T/omp.out" --headless --no-fold --no-check --master-port "$(sshd_pick_port)" --log-dir "$T/logs" \
         --run-id "$RID-omp$TAP_N" --nproc-per-node "$ranks" "$@" \
         -- sh -c 'echo "OMP=${OMP_NUM_THREADS-unset}"' "$T/marker-omp"
     lines=$(grep -c "^\[r[0-9]* localhost\] OMP=$want\$" "$T/omp.out")
@@ -183,7 +183,7 @@ omp_case "1 rank on the node: no default" 1 unset 0
 omp_case "4 ranks, nobody set it" 4 1 1
 
 # NCCL's variable is a user choice too: ddptop's environment's value, not torchrun's default.
-NCCL_ASYNC_ERROR_HANDLING=0 rj_run "$T/nccl.out" --headless --no-check --master-port "$(sshd_pick_port)" \
+NCCL_ASYNC_ERROR_HANDLING=0 rj_run "$T/nccl.out" --headless --no-fold --no-check --master-port "$(sshd_pick_port)" \
     --log-dir "$T/logs" --run-id "$RID-nccl" --nproc-per-node 1 \
     -- sh -c 'echo "NCCL=$NCCL_ASYNC_ERROR_HANDLING/$TORCH_NCCL_ASYNC_ERROR_HANDLING"' "$T/marker-nccl"
 if grep -qx '\[r0 localhost\] NCCL=0/1' "$T/nccl.out"; then
