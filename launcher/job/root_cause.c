@@ -101,17 +101,25 @@ static char *first_line(const char *s, size_t max)
     return xstrndup(s, n);
 }
 
-bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
-                     const char *error_file, size_t error_len)
+/* A cause that is a rank's: the first one wins. NULL when one is set already. */
+static struct root_cause *rank_cause_begin(struct job *j, int rank)
 {
-    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
-    const struct rank_info *r = &j->ranks[rank];
+    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return NULL;
     struct root_cause *c = &j->cause;
     job_cause_clear(j);
     c->set = true;
     c->rank = rank;
-    c->node = r->node;
+    c->node = j->ranks[rank].node;
     c->attempt = j->attempt;
+    return c;
+}
+
+bool root_cause_rank(struct job *j, int rank, int exit_code, int term_signal,
+                     const char *error_file, size_t error_len)
+{
+    struct root_cause *c = rank_cause_begin(j, rank);
+    if (!c) return false;
+    const struct rank_info *r = &j->ranks[rank];
     c->exit_code = term_signal ? 0 : exit_code;
     c->term_signal = term_signal;
     if (term_signal)
@@ -251,16 +259,11 @@ bool root_cause_scheduler(struct job *j, int node, const char *summary)
 
 bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
 {
-    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    struct root_cause *c = rank_cause_begin(j, rank);
+    if (!c) return false;
     const struct rank_info *r = &j->ranks[rank];
-    struct root_cause *c = &j->cause;
     int64_t ref = r->step_changed_ms ? r->step_changed_ms : j->attempt_started_ms;
     long long idle = now_ms > ref ? (long long)((now_ms - ref) / 1000) : 0;
-    job_cause_clear(j);
-    c->set = true;
-    c->rank = rank;
-    c->node = r->node;
-    c->attempt = j->attempt;
     c->hang = true;
     if (r->has_step)
         c->summary = xasprintf("rank %d on %s hung: step %ld has not advanced for %lld s%s%s", rank,
@@ -278,14 +281,9 @@ bool root_cause_hang(struct job *j, int rank, int64_t now_ms, const char *where)
 
 bool root_cause_health(struct job *j, int kind, int rank, long step)
 {
-    if (j->cause.set || rank < 0 || (size_t)rank >= j->n_ranks) return false;
+    struct root_cause *c = rank_cause_begin(j, rank);
+    if (!c) return false;
     const struct rank_info *r = &j->ranks[rank];
-    struct root_cause *c = &j->cause;
-    job_cause_clear(j);
-    c->set = true;
-    c->rank = rank;
-    c->node = r->node;
-    c->attempt = j->attempt;
     c->health = kind;
     c->health_step = step;
     c->summary = health_summary(j, (enum health_kind)kind, rank, step, -1);
