@@ -174,7 +174,8 @@ struct controller {
     bool stop_for_hang;         /* the stop in progress is --on-hang's */
     int stop_for_health;        /* ... or --on-nan's or --on-spike's (enum health_kind; 0 not) */
     enum stop_cause stop_noted; /* what the handlers found since the last progress step */
-    int64_t last_pass_ms;       /* the loop's last pass: a long gap is the controller's own stall */
+    int64_t last_pass_ms;       /* the end of the loop's last pass */
+    int64_t last_woke_ms;       /* its start (poll's return): a long pass is the controller's own stall */
     int64_t stall_ms;           /* the last such stall: how long, and when it ended */
     int64_t stall_end_ms;
     int64_t stall_said_ms;      /* when a stall was last said as an event */

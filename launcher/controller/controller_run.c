@@ -333,9 +333,12 @@ static void on_wake(struct evloop *el, const struct evloop_wake *wk, void *ctx)
     (void)el;
     /* Slept far past what was asked (SIGSTOP, Ctrl-Z, a machine starved of CPU): that silence
      * of the nodes was ours. The same for a pass that took that long. */
+    /* the pass: from the last wake to this poll, so that a stop anywhere in it counts (from its
+     * end it missed a SIGSTOP that came while the pass ran) */
     int64_t after = wk->woke_ms, overslept = after - wk->polled_ms - wk->timeout_ms,
-            pass = wk->polled_ms - c->last_pass_ms;
-    bool stalled = overslept > LOOP_GAP_MS || (c->last_pass_ms && pass > LOOP_GAP_MS);
+            pass = wk->polled_ms - c->last_woke_ms;
+    bool stalled = overslept > LOOP_GAP_MS || (c->last_woke_ms && pass > LOOP_GAP_MS);
+    c->last_woke_ms = after;
     if (overslept > LOOP_GAP_MS) ctl_link_stalled(c, after - wk->polled_ms);
     else if (stalled) ctl_link_stalled(c, pass);
     /* The log writer's queue is long (a log directory that stalls): the agents' lines wait in
