@@ -14,7 +14,10 @@
 #      aborting first: class collective_timeout, rank 3 three collectives behind, in the final
 #      line, `ddptop ls` and events.jsonl;
 #   4. the same lines in a job that hangs instead (--on-hang stop): the hang's root cause names
-#      rank 3 behind, by the same analysis.
+#      rank 3 behind, by the same analysis;
+#   5. two ranks on one GPU with --device cuda: ddptop-train built against tests/fakecuda (a
+#      TEST DOUBLE of CUDA, one device) refuses with exit 2: class configuration, its line as
+#      the evidence, and a fix that a restart would not be.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -261,6 +264,28 @@ if grep -qF "(hang: rank 3 on localhost is 3 collectives behind (last SeqNum 123
     tap_ok "hang: the final line names rank 3, 3 collectives behind"
 else
     tap_fail "hang: the final line names rank 3, 3 collectives behind" "got: $l" "$(tail -20 "$T/hang.out")"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 5. Two ranks on one (fake) GPU with --device cuda: a configuration error, not "unknown".
+FAKE_TRAIN=$DDPTOP_BUILD/fakecuda/ddptop-train
+if [ -x "$FAKE_TRAIN" ]; then
+    FAKECUDA_DEVICES=1 rj_run "$T/cfg.out" --limit 60 "${COMMON[@]}" --nproc-per-node 2 \
+        --master-port "$(sshd_pick_port)" --run-id "$RID-cfg" -- "$FAKE_TRAIN" --device cuda --steps 5 \
+        --snapshot "$T/cfg-snap.bin"
+    rj_expect_rc "config: two ranks on one GPU fail the job" 1
+    ev_assert "config: events.jsonl: class configuration, ddptop-train's line, a fix" \
+        "$LOGS/$RID-cfg/events.jsonl" \
+        'cause["class"] == "configuration"' '"NCCL needs a GPU for every rank" in cause["evidence"]' \
+        '"--device cpu" in cause["fix"]'
+    l=$(final_line "$T/cfg.out")
+    if grep -q "exited with code 2 (configuration error" <<<"$l"; then
+        tap_ok "config: the final line says configuration error"
+    else
+        tap_fail "config: the final line says configuration error" "got: $l" "$(tail -20 "$T/cfg.out")"
+    fi
+else
+    tap_fail "config: the CUDA test double's ddptop-train is built" "missing $FAKE_TRAIN (make all)"
 fi
 
 if wait_until 10 no_marker_pids "$T"; then

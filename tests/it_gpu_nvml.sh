@@ -159,16 +159,23 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 first = lines[0]
 g = {x["index"]: x for x in first["gpus"]}
-# the first line is kept at the first sample, before the ranks are on their GPUs; the next one
-# would come 10 s later, after this 5 s run
-ok = (len(lines) == 1 and first["host"] == "localhost" and first["time"].endswith("Z") and
+# Kept: the first sample (the ranks may not be on their GPUs yet); the first one 1 s or more
+# after the ranks were seen running (both on their GPUs: a short run records its GPUs at work);
+# the last one when the run ends (rank 1's GPU throttling since 2 s in). The next regular line
+# would come 10 s after the first, after this 5 s run.
+busy, last = lines[1] if len(lines) > 1 else {}, lines[-1]
+gb = {x["index"]: x for x in busy.get("gpus", [])}
+gl = {x["index"]: x for x in last["gpus"]}
+ok = (len(lines) == 3 and first["host"] == "localhost" and first["time"].endswith("Z") and
       first["attempt"] == 0 and g[0].get("util") == 98 and g[1].get("util") == 97 and
-      g[0].get("mem_total_mib") == 80000 and g[1].get("throttle") == 0)
+      g[0].get("mem_total_mib") == 80000 and g[1].get("throttle") == 0 and
+      gb.get(0, {}).get("rank") == 0 and gb.get(1, {}).get("rank") == 1 and busy["time"] < last["time"] and
+      gl.get(1, {}).get("throttle") == 64 and gl.get(1, {}).get("temp_c") == 91)
 print("ok" if ok else "FAIL " + json.dumps(lines)[:600])
 PY
 )
-if [ "$res" = ok ]; then tap_ok "gpu.jsonl keeps a node's sample at once, then one every 10 s: host, time, attempt, each GPU's values"
-else tap_fail "gpu.jsonl keeps a node's sample at once, then one every 10 s: host, time, attempt, each GPU's values" "$res"; fi
+if [ "$res" = ok ]; then tap_ok "gpu.jsonl keeps a node's first sample, one 1 s into the ranks' run, the last at the end (then one every 10 s): host, time, attempt, each GPU's values and rank"
+else tap_fail "gpu.jsonl keeps a node's first sample, one 1 s into the ranks' run, the last at the end" "$res"; fi
 # Without NVML (a CPU node): not one GPU line.
 timeout 60 "$B/ddptop" run --headless --no-check --nproc-per-node 1 --log-dir "$T/logs" -- sh -c 'sleep 1' >"$T/cpu.out" 2>&1
 rc=$?

@@ -6,7 +6,8 @@
 # ranks, one restart) dumps os.environ from every rank of both attempts; each key must be
 # there with torchrun's value. Then OMP_NUM_THREADS: 1 by default on a node of more than one
 # rank, with torchrun's notice once per run (not per rank or attempt), the user's value kept
-# (ddptop's environment, --env), and left alone with one rank per node.
+# (ddptop's environment, --env), and left alone with one rank per node. NCCL_ASYNC_ERROR_HANDLING
+# only where the node's torch is older than 2.2 (this machine's, and a fake 2.11 install).
 # PyTorch comes from Debian (python3-torch, `make deps`), for /usr/bin/python3: when its source
 # cannot be found this test fails, it does not skip.
 set -u
@@ -191,6 +192,46 @@ if grep -qx '\[r0 localhost\] NCCL=0/1' "$T/nccl.out"; then
 else
     tap_fail "NCCL_ASYNC_ERROR_HANDLING from ddptop's environment" "$(tail -10 "$T/nccl.out")"
 fi
+
+# NCCL_ASYNC_ERROR_HANDLING (ddptop's default, not the user's) only for a torch older than 2.2,
+# which reads it; from 2.2 on torch reads TORCH_NCCL_ASYNC_ERROR_HANDLING and warns twice per
+# rank about the old name. The agent knows its node's torch as the facts do: python3 on PATH.
+# nccl_case NAME PATHDIR WANT: a rank of ddptop with PATHDIR first on PATH prints both.
+nccl_case() {
+    PATH=$2:$PATH rj_run "$T/nccl2.out" --headless --no-fold --no-check --master-port "$(sshd_pick_port)" \
+        --log-dir "$T/logs" --run-id "$RID-nccl$TAP_N" --nproc-per-node 1 \
+        -- sh -c 'echo "NCCL=${NCCL_ASYNC_ERROR_HANDLING-unset}/$TORCH_NCCL_ASYNC_ERROR_HANDLING"' "$T/marker-nccl"
+    if grep -qx "\[r0 localhost\] NCCL=$3" "$T/nccl2.out"; then tap_ok "$1: NCCL_ASYNC_ERROR_HANDLING/TORCH_NCCL_...=$3"
+    else tap_fail "$1: want NCCL=$3" "$(tail -10 "$T/nccl2.out")"; fi
+}
+tv=$($PY -c 'import torch; print(torch.__version__)' 2>/dev/null)
+old=$($PY -c 'import sys; v=sys.argv[1].split("."); print(int((int(v[0]), int(v[1])) < (2, 2)))' "$tv" 2>/dev/null)
+mkdir -p "$T/py"
+ln -sf "$PY" "$T/py/python3"
+case $old in
+    1) nccl_case "this machine's torch $tv (older than 2.2)" "$T/py" 1/1 ;;
+    0) nccl_case "this machine's torch $tv (2.2 or later)" "$T/py" unset/1 ;;
+    *) tap_fail "the torch version of $PY is readable" "got: '$tv'" ;;
+esac
+# the other side, with a python3 whose torch/version.py says 2.11 (Debian's layout; the agent
+# reads the files, it starts no python3)
+$PY - "$T/newpy" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in ("usr/bin", "usr/lib/python3.11", "usr/lib/python3/dist-packages/torch"):
+    os.makedirs(os.path.join(root, d), exist_ok=True)
+exe = bytearray(b"x" * 4096); exe[:4] = b"\x7fELF"; exe[100:108] = b"\x003.11.9\x00"
+with open(os.path.join(root, "usr/bin/python3.11"), "wb") as f: f.write(bytes(exe))
+os.chmod(os.path.join(root, "usr/bin/python3.11"), 0o755)
+os.symlink("python3.11", os.path.join(root, "usr/bin/python3"))
+open(os.path.join(root, "usr/lib/python3.11/os.py"), "w").close()
+open(os.path.join(root, "usr/lib/python3/dist-packages/torch/__init__.py"), "w").close()
+with open(os.path.join(root, "usr/lib/python3/dist-packages/torch/version.py"), "w") as f:
+    f.write("__version__ = '2.11.0+cu130'\n")
+PY
+nccl_case "a node whose torch is 2.11.0+cu130" "$T/newpy/usr/bin" unset/1
+NCCL_ASYNC_ERROR_HANDLING=0 nccl_case "2.11 with NCCL_ASYNC_ERROR_HANDLING=0 in ddptop's environment (the user's, kept)" \
+    "$T/newpy/usr/bin" 0/1
 
 if no_marker_pids "$T"; then tap_ok "no process of this test left behind"
 else tap_fail "processes left behind" "$(marker_pids "$T" | xargs -r ps -o pid,args -p)"; fi

@@ -200,6 +200,11 @@ static void test_each_class(void)
         { "segfault.txt", 0, 137, 0, -1, "oom_kill", NULL, -1, "likely" },
         { "segfault.txt", 0, 0, SIGKILL, 0, "unknown", NULL, -1, "not the OOM killer" },
         { "segfault.txt", 0, 0, SIGTERM, -1, "preempted", NULL, -1, "likely: SIGTERM not sent by ddptop" },
+        /* a configuration error, not NCCL's or the network's: ranks against GPUs */
+        { "config_gpus.txt", 1, 2, 0, -1, "configuration", "NCCL needs a GPU for every rank", 1, NULL },
+        { "duplicate_gpu.txt", 1, 1, 0, -1, "configuration",
+          "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device", 1,
+          "File \"/home/u/train.py\", line 14, in <module>" },
         /* nothing that tells: unknown, today's lines */
         { "segfault.txt", 1, 3, 0, -1, "unknown", NULL, -1, NULL },
     };
@@ -298,8 +303,26 @@ static void test_told(void)
     job_free(j);
 }
 
+/* Configuration errors by their own lines; each a line a user's run prints, not a near miss. */
+static void test_config_lines(void)
+{
+    static const char *const yes[] = {
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "ddptop-train rank 0: --device cuda: no CUDA device visible (no driver; CUDA_VISIBLE_DEVICES=unset): use --device cpu",
+        "Duplicate GPU detected : rank 3 and rank 2 both on CUDA device 41000",
+    };
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        CHECK_STR(failure_class_name(failure_line_class(yes[i], strlen(yes[i]))), "configuration");
+    const char *nccl = "RuntimeError: NCCL error in: x.cpp:1, unhandled system error";
+    CHECK_STR(failure_class_name(failure_line_class(nccl, strlen(nccl))), "nccl_error");
+    CHECK_STR(failure_class_label(FAILURE_CONFIG), "configuration error");
+    CHECK(failure_class_parse("configuration") == FAILURE_CONFIG);
+    CHECK(strstr(failure_class_fix(FAILURE_CONFIG), "--device cpu") != NULL);
+}
+
 int main(void)
 {
+    RUN(test_config_lines);
     RUN(test_seq_lines);
     RUN(test_watchdog_rank3_behind);
     RUN(test_each_class);

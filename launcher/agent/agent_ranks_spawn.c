@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent_envdefault.h"
+#include "agent_torchenv.h"
 #include "agent_files.h"
 #include "agent_nodedir.h"
 #include "agent_ranks_int.h"
@@ -58,6 +59,18 @@ static int spawn_check_ranks(struct agent *ag, const cJSON *id, const cJSON *ran
         cJSON_ArrayForEach(e, dflt) {
             if (!e->string[0] || strchr(e->string, '=') || !cJSON_IsString(e)) {
                 agent_send_error(ag, id, "ranks[%d].env_default.%.64s must be a variable name with a string",
+                                 i, e->string);
+                return -1;
+            }
+        }
+        const cJSON *old = cJSON_GetObjectItemCaseSensitive(o, "env_old_torch");
+        if (old && !cJSON_IsObject(old)) {
+            agent_send_error(ag, id, "ranks[%d].env_old_torch must be an object of strings", i);
+            return -1;
+        }
+        cJSON_ArrayForEach(e, old) {
+            if (!e->string[0] || strchr(e->string, '=') || !cJSON_IsString(e)) {
+                agent_send_error(ag, id, "ranks[%d].env_old_torch.%.64s must be a variable name with a string",
                                  i, e->string);
                 return -1;
             }
@@ -191,7 +204,13 @@ int spawn_fork(struct spawn_req *q, int i, struct rank_handle *h)
     char **owned;
     /* ddptop's defaults (NCCL_DEBUG) where the node sets none of them itself */
     cJSON *with_defaults = envdefault_apply(env, cJSON_GetObjectItemCaseSensitive(q->ro[i], "env_default"));
-    char **envp = build_env(with_defaults ? with_defaults : env, set, n_set, &owned);
+    /* NCCL_ASYNC_ERROR_HANDLING only for a torch that reads it (older than 2.2) */
+    const cJSON *old_torch = cJSON_GetObjectItemCaseSensitive(q->ro[i], "env_old_torch");
+    char *torch = cJSON_IsObject(old_torch) && old_torch->child ? torchenv_node_torch() : NULL;
+    cJSON *with_old = torchenv_apply(with_defaults ? with_defaults : env, old_torch, torch);
+    free(torch);
+    char **envp = build_env(with_old ? with_old : with_defaults ? with_defaults : env, set, n_set, &owned);
+    cJSON_Delete(with_old);
     cJSON_Delete(with_defaults);
     struct keeper_spec spec = { .argv = q->argv, .envp = envp, .workdir = q->workdir,
                                 .start_timeout_ms = SPAWN_START_TIMEOUT_MS };

@@ -24,6 +24,7 @@
 
 #include "check/check_report.h"
 #include "hosts/slurm_job.h"
+#include "job/gpu.h"
 #include "job/nccl.h"
 #include "job/root_cause.h"
 #include "util/util.h"
@@ -178,6 +179,7 @@ void ctl_record_end(struct controller *c)
     if (c->o.check_only) return; /* `ddptop check` writes no run */
     root_cause_settle(c->job);
     nccl_flush(c->job);   /* NCCL's findings still pending go before the end */
+    job_gpu_flush(c->job);   /* the GPUs as the run left them: a short run's busy GPU */
     job_event_end(c->job, rs, plan_exit_code(st));
 }
 

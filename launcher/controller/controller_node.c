@@ -211,10 +211,18 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
         bool dflt = plan_nccl_debug_defaulted(&in);
         c->job->nccl_debug_default = dflt;
         cJSON *d = dflt ? cJSON_AddObjectToObject(r, "env_default") : NULL;
+        /* ddptop's own NCCL_ASYNC_ERROR_HANDLING only where the node's torch reads it (older
+         * than 2.2; the agent knows its torch); a user's value goes as it is */
+        cJSON *old = NULL;
         for (size_t v = 0; v < env.n; v++) {
             bool nccl = false;
             for (size_t q = 0; dflt && plan_nccl_debug_vars[q]; q++)
                 nccl = nccl || strcmp(env.v[v].key, plan_nccl_debug_vars[q]) == 0;
+            if (plan_old_torch_defaulted(&in, env.v[v].key)) {
+                if (!old) old = cJSON_AddObjectToObject(r, "env_old_torch");
+                cJSON_AddStringToObject(old, env.v[v].key, env.v[v].value);
+                continue;
+            }
             cJSON_AddStringToObject(nccl ? d : e, env.v[v].key, env.v[v].value);
         }
         env_list_free(&env);

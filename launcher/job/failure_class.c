@@ -241,6 +241,7 @@ static char *peer_detail(const struct job *j, const struct root_cause *c, const 
  * what the process ran out of, then the network, then any Python exception. */
 static const enum failure_class line_order[] = {
     FAILURE_PREEMPTED, FAILURE_DISK_FULL, FAILURE_CUDA_OOM, FAILURE_NCCL_ERROR /* IB */,
+    FAILURE_CONFIG /* NCCL's "Duplicate GPU" comes as an NCCL error */,
     FAILURE_COLLECTIVE_TIMEOUT, FAILURE_CONN_RESET /* names the peer */, FAILURE_NCCL_ERROR,
 };
 

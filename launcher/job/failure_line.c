@@ -11,7 +11,11 @@
  *            [ADDR]:PORT: Connection reset by peer"; unbound_buffer.cc "Timed out waiting
  *            Nms for recv operation to complete"
  *   NCCL     net_ib.cc "NET/IB : Got completion from peer ADDR<PORT> with error N, ..."
- *   Slurm    slurmstepd "*** STEP 12.0 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***" */
+ *   Slurm    slurmstepd "*** STEP 12.0 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"
+ *   config   ddptop-train's runtime/train_cuda.c "NCCL needs a GPU for every rank", "no CUDA
+ *            device visible"; NCCL's init.cc "Duplicate GPU detected : rank 1 and rank 0
+ *            both on CUDA device 0" (torch prints it under "NCCL error in:"); CUDA's
+ *            cudaErrorInvalidDevice "invalid device ordinal" */
 #include "failure_line.h"
 
 #include <ctype.h>
@@ -65,6 +69,10 @@ static const struct {
     [FAILURE_LOSS_SPIKE] = { "loss_spike", "loss spike",
         "check the data the first rank saw at that step (a corrupt or repeated batch); lower the "
         "learning rate or enable gradient clipping; resume from a snapshot taken before it" },
+    [FAILURE_CONFIG] = { "configuration", "configuration error",
+        "a restart runs into it again: start at most one rank per GPU (slots= in the hostfile, "
+        "CUDA_VISIBLE_DEVICES), give each rank its own device (torch.cuda.set_device(LOCAL_RANK)), "
+        "or train on the CPU (--device cpu); the rank's message says which" },
 };
 
 const char *failure_class_name(enum failure_class c)
@@ -117,6 +125,10 @@ enum failure_class failure_line_class(const char *t, size_t len)
     if (has(t, len, "CUDA out of memory") || has(t, len, "CUDA error: out of memory") ||
         has(t, len, "OutOfMemoryError"))
         return FAILURE_CUDA_OOM;
+    /* before NCCL's: torch raises NCCL's "Duplicate GPU" as an "NCCL error in:" */
+    if (has(t, len, "NCCL needs a GPU for every rank") || has(t, len, "no CUDA device visible") ||
+        has(t, len, "Duplicate GPU detected") || has(t, len, "invalid device ordinal"))
+        return FAILURE_CONFIG;
     if (has(t, len, "*** ") && (has(t, len, " CANCELLED AT ") || has(t, len, "DUE TO PREEMPTION")))
         return FAILURE_PREEMPTED;
     if (has(t, len, "Watchdog caught collective operation timeout") ||

@@ -27,6 +27,7 @@ enum failure_class {
     FAILURE_UNKNOWN,
     FAILURE_LOSS_NAN,           /* --on-nan: a rank's loss became NaN or inf */
     FAILURE_LOSS_SPIKE,         /* --on-spike: a rank's loss jumped above --loss-spike's rule */
+    FAILURE_CONFIG,             /* a usage or configuration error: ranks against GPUs, a device */
     FAILURE_CLASSES
 };
 

@@ -131,16 +131,52 @@ static void json_num(struct strbuf *sb, const char *key, double v)
     if (!isnan(v)) strbuf_addf(sb, ",\"%s\":%.6g", key, v);
 }
 
-/* One line per node per GPU_KEEP_MS: what `ddptop view` and scripts read back. */
-static void keep_sample(struct job *j, int node)
+/* Whether a rank of the node runs (started, not yet ended) in this attempt. */
+static bool node_running(const struct job *j, int node)
+{
+    const struct node_info *ni = &j->nodes[node];
+    for (int r = ni->first_rank; r < ni->first_rank + ni->n_ranks && (size_t)r < j->n_ranks; r++)
+        if ((j->ranks[r].state == RANK_RUNNING || j->ranks[r].state == RANK_STALLED) && j->ranks[r].pid)
+            return true;
+    return false;
+}
+
+/* Whether the node's latest sample is due in gpu.jsonl: the first, one GPU_KEEP_MS after the
+ * last kept, and the first GPU_BUSY_AFTER_MS after its ranks were first seen running this
+ * attempt (the first sample of a run is taken before they start: idle). */
+static bool sample_due(struct job *j, int node, int64_t now)
+{
+    struct node_gpus *ng = &j->nodes[node].gpus;
+    if (ng->busy_attempt != j->attempt) {
+        ng->busy_attempt = j->attempt;
+        ng->busy_since_ms = 0;
+        ng->busy_kept = false;
+    }
+    bool busy = false;
+    if (node_running(j, node)) {
+        if (!ng->busy_since_ms) ng->busy_since_ms = now;
+        busy = !ng->busy_kept && now - ng->busy_since_ms >= GPU_BUSY_AFTER_MS;
+    }
+    if (busy) ng->busy_kept = true;
+    return busy || !ng->kept_ms || now - ng->kept_ms >= GPU_KEEP_MS;
+}
+
+/* One line per node per GPU_KEEP_MS (and see sample_due): what `ddptop view` and scripts read
+ * back. */
+static void keep_sample(struct job *j, int node, bool force)
 {
     struct node_gpus *ng = &j->nodes[node].gpus;
     int64_t now = mono_ms();
     char when[48];
-    if (!j->sink || j->gpu_file_off || (ng->kept_ms && now - ng->kept_ms < GPU_KEEP_MS)) return;
+    if (!j->sink || j->gpu_file_off) return;
+    if (!sample_due(j, node, now) && !force) {
+        ng->pending = true;
+        return;
+    }
+    ng->pending = false;
     struct strbuf sb;
     strbuf_init(&sb);
-    util_iso_time(wall_ns(), when, sizeof when);
+    util_iso_time(ng->sample_wall_ns ? ng->sample_wall_ns : wall_ns(), when, sizeof when);
     /* host names are checked when the hostfile is read: letters, digits, '.', '-', '_' */
     strbuf_addf(&sb, "{\"time\":\"%s\",\"attempt\":%d,\"host\":\"%s\",\"gpus\":[", when, j->attempt,
                 j->nodes[node].name);
@@ -255,9 +291,16 @@ void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n,
                       m ? m : "", m ? ")" : "");
     }
     ng->seen = true;
+    ng->sample_wall_ns = wall_ns();
     free(old);
-    keep_sample(j, node);
+    keep_sample(j, node, false);
     j->generation++;
+}
+
+void job_gpu_flush(struct job *j)
+{
+    for (size_t i = 0; i < j->n_nodes; i++)
+        if (j->nodes[i].gpus.pending) keep_sample(j, (int)i, true);
 }
 
 void job_gpu_restore(struct job *j, int node, const struct gpu_info *gpus, int n)

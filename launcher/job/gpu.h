@@ -24,8 +24,12 @@ struct gpu_info;
                           GPU_THR_HW_THERMAL | GPU_THR_HW_POWER_BRAKE)
 
 /* gpu.jsonl in the run's log directory keeps a node's sample every GPU_KEEP_MS (docs/logs.md),
- * up to GPU_FILE_MAX bytes: a week of 16 nodes x 8 GPUs fits. */
+ * up to GPU_FILE_MAX bytes: a week of 16 nodes x 8 GPUs fits. Besides: the first sample
+ * GPU_BUSY_AFTER_MS or more after the node's ranks were first seen running in an attempt, and
+ * the node's last sample when the run ends (job_gpu_flush), so that a run shorter than
+ * GPU_KEEP_MS records its GPUs at work, not only idle before the ranks started. */
 #define GPU_KEEP_MS 10000
+#define GPU_BUSY_AFTER_MS 1000
 #define GPU_FILE_MAX (256ull << 20)
 
 /* Takes one node's sample (gpus[0..n), each with its pids) and its XIDs (gpu index, xid):
@@ -33,6 +37,10 @@ struct gpu_info;
  * adds the events, and keeps a line in gpu.jsonl when one is due. */
 void job_gpu_sample(struct job *j, int node, const struct gpu_info *gpus, int n, const int (*xids)[2],
                     int n_xids);
+
+/* Keeps each node's latest sample in gpu.jsonl where it is not there yet: whoever ends the run
+ * calls it before job_event_end (the final record). */
+void job_gpu_flush(struct job *j);
 
 /* A sample read back from gpu.jsonl (`ddptop view`): each GPU's rank as the file gave it
  * (-1: none), the history kept as for a live sample; no events (events.jsonl has them) and

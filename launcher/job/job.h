@@ -153,6 +153,11 @@ struct node_gpus {
     struct gpu_info *g;
     bool seen;                /* a sample came */
     int64_t kept_ms;          /* mono_ms() of its last line in gpu.jsonl; 0 none */
+    int64_t sample_wall_ns;   /* when the latest sample came (wall clock, its line's time) */
+    bool pending;             /* the latest sample is not in gpu.jsonl (job_gpu_flush keeps it) */
+    int busy_attempt;         /* the attempt busy_since_ms and busy_kept are of */
+    int64_t busy_since_ms;    /* mono_ms() of the first sample with a rank of the node running */
+    bool busy_kept;           /* a line was kept GPU_BUSY_AFTER_MS after that (this attempt) */
     char *visible;            /* CUDA_VISIBLE_DEVICES the node's ranks get; NULL: unset */
 };
 

@@ -155,11 +155,18 @@ const char *const plan_contract_vars[] = {
 };
 
 /* PyTorch up to 2.1 reads NCCL_ASYNC_ERROR_HANDLING, from 2.2 on TORCH_NCCL_ASYNC_ERROR_HANDLING
- * (the old name still works there); torchrun sets the one its version reads. The nodes' PyTorch
- * is not ours to know, so both get torchrun's default. */
+ * (the old name still works there, with a warning twice per rank); torchrun sets the one its
+ * version reads. Both get torchrun's default here; the spawn request carries ddptop's old name
+ * apart (plan_old_torch_defaulted) and the agent, which knows its node's torch, sets it only
+ * for a torch older than 2.2. */
 const char *const plan_default_vars[] = {
     "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS", NULL,
 };
+
+bool plan_old_torch_defaulted(const struct rank_env_in *in, const char *key)
+{
+    return strcmp(key, "NCCL_ASYNC_ERROR_HANDLING") == 0 && !plan_user_value(in, key);
+}
 
 const char *const plan_trace_vars[] = {
     "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", NULL,

@@ -80,6 +80,12 @@ const char *plan_user_value(const struct rank_env_in *in, const char *key);
  * ddptop's own environment sets OMP_NUM_THREADS. The controller says so once per run. */
 bool plan_omp_defaulted(const struct rank_env_in *in);
 
+/* True when key is NCCL_ASYNC_ERROR_HANDLING and the value plan_rank_env set is ddptop's
+ * default, not the user's: the spawn request sends it as "env_old_torch", which the agent sets
+ * only where the node's torch is older than 2.2 (newer ones read TORCH_NCCL_ASYNC_ERROR_HANDLING
+ * and warn about the old name). */
+bool plan_old_torch_defaulted(const struct rank_env_in *in, const char *key);
+
 /* torchrun's words for that default, printed once (run.py's warning). */
 extern const char plan_omp_notice[];
 
