@@ -68,7 +68,8 @@ check "a GPU older than sm_90 is refused with the NVCCFLAGS to rebuild with" $? 
 
 # The GPU benchmark end to end (tests/bench/gpu.sh, small sizes): every section prints its rows,
 # so a session with a GPU spends its time measuring, not debugging the bench.
-FAKENCCL_DIR=$T BENCH_GPU_QUICK=1 BENCH_STEPS=30 BENCH_BATCH=256 \
+# (not the PyTorch twin: on a GPU machine it would measure the real GPU beside the fake one)
+FAKENCCL_DIR=$T BENCH_GPU_QUICK=1 BENCH_STEPS=30 BENCH_BATCH=256 BENCH_TWIN=0 \
     BENCH_BIG="--hidden 64 --layers 2 --batch-size 64" BENCH_TRAIN=$B/fakecuda/ddptop-train \
     BENCH_GPU_BIN=$B/fakecuda/bench_gpu bash tests/bench/gpu.sh >"$T/bench.out" 2>&1
 r3=$?

@@ -10,6 +10,12 @@
 # multi-GPU parts, DDPTOP_HBM_PEAK_TBS to override the HBM peak; BENCH_TRAIN and BENCH_GPU_BIN
 # other builds of the two programs, BENCH_BIG the large model's options, BENCH_BATCH the large batch (4096), BENCH_GPU_QUICK=1 small
 # sizes (tests/it_gpu_fake.sh runs this whole script on fakecuda that way).
+# The PyTorch twin (tests/bench/torch_twin.py, the same model, data and optimizer in PyTorch)
+# runs the five configurations of ddptop-train's tokens/s table, eager, when a python3 with
+# torch and CUDA is there, and torch.compile (default mode) on two of them (default model
+# batch BENCH_BATCH tf32, the big model bf16; BENCH_TWIN_COMPILE=all: on all five, 0: none),
+# each line with ddptop-train's ratio to it; without one it says why it was skipped.
+# BENCH_TWIN=0 leaves it out.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -23,12 +29,30 @@ T=$(mktemp -d /tmp/bench_gpu.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
 
+# The twin's python3: the first that imports torch (a GPU machine's image keeps it on PATH).
+TWIN_PY=""
+for p in python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null && "$p" -c 'import torch' 2>/dev/null; then TWIN_PY=$p; break; fi
+done
+# twin_skip_why: empty when the twin can run, else why not
+twin_skip_why() {
+    [ "${BENCH_TWIN:-1}" != 0 ] || { echo "BENCH_TWIN=0"; return; }
+    [ -n "$TWIN_PY" ] || { echo "no python3 with torch"; return; }
+    "$TWIN_PY" -c 'import torch
+if not torch.cuda.is_available():
+    print("torch %s sees no CUDA device (torch.cuda.is_available() is False)" % torch.__version__)' 2>&1 | tail -1
+}
 if [ ! -x "$BIN" ]; then
     echo "no GPU: skipped (no CUDA in this build: $BIN not built; make bench-programs with CUDA)"
+    echo "torch twin: skipped ($(twin_skip_why | grep . || echo "no GPU"))"
     exit 0
 fi
 probe=$("$BIN" probe 2>&1 | head -1)
-case $probe in "no GPU: skipped"*) echo "$probe"; exit 0 ;; esac
+case $probe in "no GPU: skipped"*)
+    echo "$probe"
+    echo "torch twin: skipped ($(twin_skip_why | grep . || echo "no GPU"))"
+    exit 0 ;;
+esac
 [ -x "$TRAIN" ] || { echo "bench/gpu: $TRAIN not built" >&2; exit 1; }
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -38,18 +62,41 @@ echo "== kernels (tf32), then the matrix products in bf16"
 "$BIN" kernels tf32 || exit 1
 "$BIN" kernels bf16 | grep '^gemm' || exit 1
 
-# tokens LABEL ARGS...: mean tokens/s and step time after the first 20 steps of one rank.
+# tokens LABEL ARGS...: mean tokens/s and step time after the first 20 steps of one rank; the
+# figure is kept in TOKENS[LABEL] for the twin's ratios.
+declare -A TOKENS
 tokens() {
     local label=$1; shift
     if ! "$TRAIN" --steps "$STEPS" --log-every 10 "$@" >"$T/t.out" 2>"$T/t.err"; then
         echo "bench/gpu: ddptop-train $* failed:" >&2; cat "$T/t.err" >&2; return 1
     fi
-    $PY - "$T/t.out" "$label" <<'PYEOF'
+    $PY - "$T/t.out" "$label" >"$T/t.row" <<'PYEOF'
 import json, sys
 rows = [o for o in map(json.loads, open(sys.argv[1])) if o["event"] == "step" and o["step"] > 20]
 n = len(rows)
 print("tokens/s %-44s %12.0f tokens/s  %8.3f ms/step" % (sys.argv[2],
       sum(r["tokens_per_s"] for r in rows) / n, sum(r["step_ms"] for r in rows) / n))
+PYEOF
+    cat "$T/t.row"
+    TOKENS[$label]=$(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "tokens/s") v = $i} END {print v}' "$T/t.row")
+}
+# twin LABEL [--compile] ARGS...: the PyTorch twin on the same configuration, with ddptop-train's
+# ratio to it (TOKENS[LABEL] / the twin's tokens/s).
+twin() {
+    local label=$1 kind="torch" warm=20; shift
+    [ "$1" = --compile ] && kind="torch.compile" warm=50
+    [ "$warm" -lt "$STEPS" ] || warm=$((STEPS / 2))
+    if ! "$TWIN_PY" tests/bench/torch_twin.py --device cuda --steps "$STEPS" --warmup "$warm" --label "$label" "$@" \
+            >"$T/twin.out" 2>"$T/twin.err"; then
+        echo "bench/gpu: torch_twin.py $* failed:" >&2; tail -5 "$T/twin.err" >&2; return 1
+    fi
+    $PY - "$T/twin.out" "$kind" "$label" "${TOKENS[$label]:-}" <<'PYEOF'
+import json, sys
+o = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+ours = float(sys.argv[4]) if sys.argv[4] else None
+ratio = ("ddptop-train %.2fx" % (ours / o["tokens_per_s"])) if ours and o["tokens_per_s"] else "no ddptop-train figure"
+print("%-13s %-44s %12.0f tokens/s  %8.3f ms/step  %s" % (sys.argv[2], sys.argv[3], o["tokens_per_s"],
+      o["step_ms"], ratio))
 PYEOF
 }
 BIG=${BENCH_BIG:-"--hidden 4096 --layers 4 --batch-size 4096"}
@@ -61,6 +108,30 @@ tokens "cuda tf32, default model, batch $WIDE" --device cuda --precision tf32 --
 tokens "cuda tf32, $BIG"                   --device cuda --precision tf32 $BIG || exit 1
 tokens "cuda bf16, $BIG"                   --device cuda --precision bf16 $BIG || exit 1
 tokens "cuda fp32, $BIG"                   --device cuda --precision fp32 $BIG || exit 1
+
+why=$(twin_skip_why)
+if [ -n "$why" ]; then
+    echo "== the PyTorch twin: skipped ($why)"
+else
+    echo "== the PyTorch twin (tests/bench/torch_twin.py, $("$TWIN_PY" -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))')): eager, then torch.compile"
+    # the same five configurations: label, then the twin's arguments
+    cfgs=("cuda tf32, default model|--precision tf32"
+          "cuda tf32, default model, batch $WIDE|--precision tf32 --batch-size $WIDE"
+          "cuda tf32, $BIG|--precision tf32 $BIG"
+          "cuda bf16, $BIG|--precision bf16 $BIG"
+          "cuda fp32, $BIG|--precision fp32 $BIG")
+    for c in "${cfgs[@]}"; do
+        twin "${c%%|*}" ${c#*|} || exit 1
+    done
+    for c in "${cfgs[@]}"; do
+        case ${BENCH_TWIN_COMPILE:-two} in
+            0) continue ;;
+            all) ;;
+            *) [ "${c%%|*}" = "cuda tf32, default model, batch $WIDE" ] || [ "${c%%|*}" = "cuda bf16, $BIG" ] || continue ;;
+        esac
+        twin "${c%%|*}" --compile ${c#*|} || exit 1
+    done
+fi
 
 n_gpus=${BENCH_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 if [ -n "${CUDA_VISIBLE_DEVICES+x}" ] && [ -z "${BENCH_GPUS:-}" ]; then
