@@ -25,7 +25,7 @@ endif
 ifeq ($(HAVE_CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
   NVCCFLAGS ?= -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-  CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
+  CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart -lstdc++
   RT_CFLAGS  = -DDDPTOP_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 endif
 
@@ -224,7 +224,7 @@ FAKE_OBJ = $(patsubst tests/fakecuda/%.cc,$(FAKE)/obj/%.o,$(wildcard tests/fakec
            $(patsubst runtime/%.cu,$(FAKE)/obj/%.cu.o,$(wildcard runtime/*.cu)) \
            $(FAKE)/obj/train_cuda.o
 FAKE_PROGS = $(FAKE)/ddptop-train $(FAKE)/bench_gpu $(BUILD)/tests/test_gpu_ops_fake \
-             $(BUILD)/tests/test_gpu_fakecuda
+             $(BUILD)/tests/test_gpu_lt_fake $(BUILD)/tests/test_gpu_fakecuda
 
 $(FAKE)/src/%.cc: runtime/%.cu
 	@mkdir -p $(@D)
@@ -247,6 +247,9 @@ $(FAKE)/obj/train_cuda.o: runtime/train_cuda.c
 $(FAKE)/obj/test_gpu_ops.o: tests/test_gpu_ops.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DDP_CFLAGS) -DDDPTOP_HAVE_CUDA=1 -Itests -c $< -o $@
+$(FAKE)/obj/test_gpu_lt.o: tests/test_gpu_lt.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DDP_CFLAGS) -DDDPTOP_HAVE_CUDA=1 -Itests -c $< -o $@
 # The fake objects come first, so the archive's own train_cuda.o and CUDA objects stay out.
 $(FAKE)/ddptop-train: $(BUILD)/obj/runtime/train_main.o $(FAKE_OBJ) $(LIB_RUNTIME)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
@@ -255,7 +258,10 @@ $(FAKE)/bench_gpu: $(FAKE)/obj/bench_gpu.cu.o $(FAKE_OBJ) $(LIBS_ALL)
 $(BUILD)/tests/test_gpu_ops_fake: $(FAKE)/obj/test_gpu_ops.o $(FAKE_OBJ) $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)
-$(BUILD)/tests/test_gpu_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)/obj/train_cuda.o $(FAKE)/obj/%_cuda.cu.o $(FAKE)/obj/comm_nccl.cu.o,$(FAKE_OBJ))
+$(BUILD)/tests/test_gpu_lt_fake: $(FAKE)/obj/test_gpu_lt.o $(FAKE_OBJ) $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_TUI) $(PKGS_RT)) $(LDLIBS_BASE)
+$(BUILD)/tests/test_gpu_fakecuda: $(FAKE)/obj/selftest.cu.o $(filter-out $(FAKE)/obj/train_cuda.o $(FAKE)/obj/%_cuda.cu.o $(FAKE)/obj/ops_cuda_%.cu.o $(FAKE)/obj/comm_nccl.cu.o,$(FAKE_OBJ))
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(call pkg_libs,$(PKGS_RT)) $(LDLIBS_BASE)
 tests: $(FAKE_PROGS)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "ops_cuda_lt.h"
 
 #define THREADS 256
 #define MAX_BLOCKS 65536   /* grid-stride loops cover the rest */
@@ -96,6 +97,7 @@ void ops_cuda_init(int local_rank, enum ops_precision prec)
 void ops_cuda_done(void)
 {
     if (!g.ready) return;
+    ops_cuda_lt_done();
     cudaCheck(cudaStreamSynchronize(g.stream));
     cublasDestroy(g.blas);
     cudaStreamDestroy(g.stream);
@@ -479,6 +481,7 @@ void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const
 {
     size_t n = (size_t)B * OC;
     check_index32(n, "linear layer");
+    if (ops_cuda_lt_forward(out, NULL, inp, w, bias, B, IC, OC)) return;   /* bias epilogue */
     k_bias_broadcast<<<blocks_for(n), THREADS, 0, g.stream>>>(out, bias, B, OC);
     cudaCheckLaunch();
     gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, IC, (size_t)OC * IC, inp, IC, (size_t)B * IC,
@@ -488,12 +491,15 @@ void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const
 void ops_cuda_linear_backward(float *dinp, float *dw, float *dbias, const float *dout,
                               const float *inp, const float *w, int B, int IC, int OC)
 {
-    gemm(CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, IC, (size_t)B * IC, dout, OC,
-         (size_t)B * OC, 0.0f, dw, IC);
-    dim3 block(32, 8);
-    k_colsum<<<(OC + 31) / 32, block, 0, g.stream>>>(dbias, dout, B, OC);
-    cudaCheckLaunch();
-    if (dinp)
+    /* cuBLASLt where it has an algorithm (the bias gradient in the dW product's epilogue) */
+    if (!ops_cuda_lt_backward_weight(dw, dbias, dout, inp, B, IC, OC)) {
+        gemm(CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, IC, (size_t)B * IC, dout, OC,
+             (size_t)B * OC, 0.0f, dw, IC);
+        dim3 block(32, 8);
+        k_colsum<<<(OC + 31) / 32, block, 0, g.stream>>>(dbias, dout, B, OC);
+        cudaCheckLaunch();
+    }
+    if (dinp && !ops_cuda_lt_backward_input(dinp, NULL, dout, w, B, IC, OC))
         gemm(CUBLAS_OP_N, CUBLAS_OP_N, IC, B, OC, w, IC, (size_t)OC * IC, dout, OC,
              (size_t)B * OC, 0.0f, dinp, IC);
 }

@@ -39,7 +39,7 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-static float tf32_round(float f)
+float fake_tf32_round(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -57,7 +57,7 @@ static float element(const void *p, cudaDataType t, int ld, int r, int c, bool t
     size_t i = (size_t)c * ld + r;
     if (t == CUDA_R_16BF) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
     float f = ((const float *)p)[i];
-    return tf32 ? tf32_round(f) : f;
+    return tf32 ? fake_tf32_round(f) : f;
 }
 
 /* op(X) as a dense rows x cols column-major float matrix. */

@@ -19,6 +19,9 @@ bool fake_dev_span(const void *p, size_t bytes);
 void fake_mem_open(void);
 void fake_mem_close(void);
 
+/* f as the tensor cores see it in TF32: 10-bit mantissa, round to nearest even. */
+float fake_tf32_round(float f);
+
 void fake_set_error(cudaError_t e);
 int fake_current_device(void);
 double fake_now(void);

@@ -1,0 +1,76 @@
+/* A linear layer's three products through cuBLASLt, with the bias, the bias gradient and the
+ * GELU done in the products' epilogues instead of separate passes over memory (issue 31: on an
+ * H200 the bias broadcast, the column sums and GELU forward/backward were 17% of a bf16 step).
+ * Same plain-C interface and the same stream, precision and device pointers as ops_cuda.h;
+ * the implementation is ops_cuda_lt.cu.
+ *
+ * The epilogues, in cuBLASLt's column-major terms (ops_cuda.cu explains the row-major mapping):
+ *   forward   out^T = W inp^T + bias            CUBLASLT_EPILOGUE_BIAS
+ *             pre^T = W inp^T + bias,           CUBLASLT_EPILOGUE_GELU_AUX_BIAS (pre is the
+ *             act^T = GELU(pre^T)               aux output the backward reads)
+ *   dW        dW^T = inp^T dout, dbias = sum_b dout[b]   CUBLASLT_EPILOGUE_BGRADB
+ *   dinp      dinp^T = (W^T dout^T) * GELU'(pre_in^T)    CUBLASLT_EPILOGUE_DGELU (pre_in: the
+ *             pre-activation of the layer before, so dinp is already that layer's dpre)
+ * cuBLASLt's GELU is the tanh form the model uses (ops_gelu_forward); whether its tanh rounds
+ * like tanhf is for a GPU to measure, so FP32 mode keeps the separate GELU passes (the mode
+ * closest to the CPU) and TF32/BF16 fuse them.
+ *
+ * Determinism: one algorithm per case, chosen by the heuristic once and cached with its
+ * descriptors (keyed by shape, precision, epilogue and pointer alignment), so every step runs
+ * the same kernels in the same order; cuBLASLt repeats a fixed algorithm bit for bit on one
+ * GPU model and library version, which exact resume relies on. */
+#ifndef DDPTOP_OPS_CUDA_LT_H
+#define DDPTOP_OPS_CUDA_LT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One product each, queued on ops_cuda_stream(). Each returns 1 when it queued the product
+ * and 0 when it did nothing: the path is off (ops_cuda_lt_enable, DDPTOP_CUBLASLT=0) or
+ * cuBLASLt has no algorithm for this case (an aux leading dimension that is not a multiple of
+ * 8, say); the caller then computes it the plain way. A refusal is cached like a plan.
+ *   forward: out = inp W^T + bias; with pre != NULL, pre = that and out = GELU(pre).
+ *   backward_weight: dw = dout^T inp and dbias[o] = sum over rows of dout[b][o].
+ *   backward_input: dinp = dout W; with pre_in != NULL, times GELU'(pre_in) elementwise. */
+int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w,
+                        const float *bias, int B, int IC, int OC);
+int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
+                                int B, int IC, int OC);
+int ops_cuda_lt_backward_input(float *dinp, const float *pre_in, const float *dout,
+                               const float *w, int B, int IC, int OC);
+
+/* The model's linear -> GELU pair: pre = inp W^T + bias, act = GELU(pre). One product with
+ * the GELU epilogue where it applies (TF32/BF16, cuBLASLt has an algorithm), else
+ * ops_cuda_linear_forward and ops_cuda_gelu_forward. */
+void ops_cuda_linear_gelu_forward(float *act, float *pre, const float *inp, const float *w,
+                                  const float *bias, int B, int IC, int OC);
+/* ops_cuda_linear_backward, but dinp is multiplied by GELU'(pre_in): the gradient of the
+ * pre-activation of the layer before (what ops_cuda_gelu_backward would make of dinp). */
+void ops_cuda_linear_backward_gelu(float *dinp, const float *pre_in, float *dw, float *dbias,
+                                   const float *dout, const float *inp, const float *w, int B,
+                                   int IC, int OC);
+
+/* On by default unless DDPTOP_CUBLASLT=0 (read at the first product); tests and the
+ * benchmark switch it to compare the two paths. */
+void ops_cuda_lt_enable(int on);
+int ops_cuda_lt_enabled(void);
+
+/* Counters since ops_cuda_init, for tests and the benchmark: heuristic queries (one per new
+ * case, never per step), plans cached (refusals included), products queued, products
+ * refused (the caller fell back). */
+struct ops_cuda_lt_stats {
+    long queries, plans, matmuls, refused;
+};
+void ops_cuda_lt_get_stats(struct ops_cuda_lt_stats *s);
+
+/* Frees the handle, the cached plans and the workspace; ops_cuda_done calls it. */
+void ops_cuda_lt_done(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
