@@ -89,6 +89,7 @@ float train_cuda_loss(struct train_cuda *g) { (void)g; NO_CUDA_BUILD(); }
 
 #include "comm_nccl.h"
 #include "ops_cuda.h"
+#include "ops_cuda_lt.h"
 
 int train_cuda_choose(int want, const struct dist_env *env, char *msg, size_t msglen)
 {
@@ -265,9 +266,10 @@ void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8
     ops_cuda_embed_forward(dev(g, m->x0), g->tok, dev(g, m->wte), B, c->context, c->embed);
     const float *in = dev(g, m->x0);
     for (int l = 0; l < L; l++) {
-        ops_cuda_linear_forward(dev(g, m->pre[l]), in, dev(g, m->lin[l].w), dev(g, m->lin[l].b),
-                                B, m->lin[l].ic, H);
-        ops_cuda_gelu_forward(dev(g, m->act[l]), dev(g, m->pre[l]), (size_t)B * H);
+        /* the GELU in the product's epilogue where it applies (ops_cuda_lt.h) */
+        ops_cuda_linear_gelu_forward(dev(g, m->act[l]), dev(g, m->pre[l]), in,
+                                     dev(g, m->lin[l].w), dev(g, m->lin[l].b), B,
+                                     m->lin[l].ic, H);
         in = dev(g, m->act[l]);
     }
     ops_cuda_linear_forward(dev(g, m->logits), in, dev(g, m->lin[L].w), dev(g, m->lin[L].b), B,
@@ -281,25 +283,30 @@ void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *
     struct model *m = g->m;
     const struct model_config *c = &m->cfg;
     int L = c->layers, H = c->hidden, B = g->batch;
-    float *dact = dev(g, m->dbuf_a), *dpre = dev(g, m->dbuf_b);
+    /* model.c's dact and dpre passes in one: each layer's dinp product applies GELU' of the
+     * layer before (ops_cuda_linear_backward_gelu: an epilogue where cuBLASLt has one), so
+     * it yields that layer's dpre; dout and dinp take turns in the two buffers. */
+    float *dout = dev(g, m->dbuf_b), *dinp = dev(g, m->dbuf_a);
     ops_cuda_softmax_xent_backward(dev(g, m->dlogits), dev(g, m->probs), g->tgt, B,
                                    MODEL_VOCAB);
-    ops_cuda_linear_backward(dact, dev(g, m->lin[L].dw), dev(g, m->lin[L].db),
-                             dev(g, m->dlogits), dev(g, m->act[L - 1]), dev(g, m->lin[L].w), B,
-                             H, MODEL_VOCAB);
+    ops_cuda_linear_backward_gelu(dout, dev(g, m->pre[L - 1]), dev(g, m->lin[L].dw),
+                                  dev(g, m->lin[L].db), dev(g, m->dlogits),
+                                  dev(g, m->act[L - 1]), dev(g, m->lin[L].w), B, H, MODEL_VOCAB);
     /* queued, not done: the NCCL backend orders its all-reduce after this point */
     if (ready) ready(ctx, (size_t)(m->lin[L].db + m->lin[L].oc - m->grads));
     for (int l = L - 1; l >= 0; l--) {
         struct model_linear *lin = &m->lin[l];
-        ops_cuda_gelu_backward(dpre, dev(g, m->pre[l]), dact, (size_t)B * H);
-        ops_cuda_linear_backward(dact, dev(g, lin->dw), dev(g, lin->db), dpre,
-                                 l ? dev(g, m->act[l - 1]) : dev(g, m->x0), dev(g, lin->w), B,
-                                 lin->ic, H);
+        ops_cuda_linear_backward_gelu(dinp, l ? dev(g, m->pre[l - 1]) : NULL, dev(g, lin->dw),
+                                      dev(g, lin->db), dout,
+                                      l ? dev(g, m->act[l - 1]) : dev(g, m->x0), dev(g, lin->w),
+                                      B, lin->ic, H);
         if (ready) ready(ctx, (size_t)(lin->db + lin->oc - m->grads));
+        float *t = dout;
+        dout = dinp, dinp = t;
     }
     size_t n_wte = (size_t)c->context * MODEL_VOCAB * c->embed;
     ops_cuda_zero(dev(g, m->dwte), n_wte);
-    ops_cuda_embed_backward(dev(g, m->dwte), dact, g->tok, B, c->context, c->embed);
+    ops_cuda_embed_backward(dev(g, m->dwte), dout, g->tok, B, c->context, c->embed);
     if (ready) ready(ctx, m->n_params);
 }
 
