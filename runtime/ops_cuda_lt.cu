@@ -252,7 +252,10 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
 int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w,
                         const float *bias, int B, int IC, int OC)
 {
-    return lt_matmul(pre ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS,
+    cublasLtEpilogue_t epi = pre    ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                           : bias ? CUBLASLT_EPILOGUE_BIAS
+                                  : CUBLASLT_EPILOGUE_DEFAULT;
+    return lt_matmul(epi,
                      CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, IC, (size_t)OC * IC, inp, IC,
                      (size_t)B * IC, out, bias, pre);
 }
@@ -260,8 +263,9 @@ int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w
 int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
                                 int B, int IC, int OC)
 {
-    return lt_matmul(CUBLASLT_EPILOGUE_BGRADB, CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, IC,
-                     (size_t)B * IC, dout, OC, (size_t)B * OC, dw, dbias, NULL);
+    return lt_matmul(dbias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_N,
+                     CUBLAS_OP_T, IC, OC, B, inp, IC, (size_t)B * IC, dout, OC, (size_t)B * OC,
+                     dw, dbias, NULL);
 }
 
 int ops_cuda_lt_backward_input(float *dinp, const float *pre_in, const float *dout,

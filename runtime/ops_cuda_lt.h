@@ -32,8 +32,10 @@ extern "C" {
  * and 0 when it did nothing: the path is off (ops_cuda_lt_enable, DDPTOP_CUBLASLT=0) or
  * cuBLASLt has no algorithm for this case (an aux leading dimension that is not a multiple of
  * 8, say); the caller then computes it the plain way. A refusal is cached like a plan.
- *   forward: out = inp W^T + bias; with pre != NULL, pre = that and out = GELU(pre).
- *   backward_weight: dw = dout^T inp and dbias[o] = sum over rows of dout[b][o].
+ *   forward: out = inp W^T + bias; with pre != NULL, pre = that and out = GELU(pre); with
+ *     neither bias nor pre, the product alone (no epilogue: the benchmark's reference).
+ *   backward_weight: dw = dout^T inp and dbias[o] = sum over rows of dout[b][o] (dbias NULL:
+ *     dw alone).
  *   backward_input: dinp = dout W; with pre_in != NULL, times GELU'(pre_in) elementwise. */
 int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w,
                         const float *bias, int B, int IC, int OC);

@@ -75,6 +75,8 @@ FAKENCCL_DIR=$T BENCH_GPU_QUICK=1 BENCH_STEPS=30 BENCH_BATCH=256 BENCH_TWIN=0 \
 r3=$?
 missing=""
 for row in "gemm tf32  B=64 .* forward" "gemm tf32  B=64 .* backward" "gemm bf16 " \
+           "lt   tf32  B=64 .* forward  plain .* +bias+gelu .* without Lt" \
+           "lt   bf16  B=64 .* backward plain .* +bgradb+dgelu .* without Lt" \
            "bandwidth adamw" "bandwidth gelu_forward" "bandwidth gelu_backward" \
            "bandwidth embed_forward" "bandwidth softmax_xent_forward" \
            "tokens/s cpu, default model" "tokens/s cuda tf32, default model " \

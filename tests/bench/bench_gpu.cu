@@ -2,7 +2,10 @@
  *
  *   bench_gpu kernels [tf32|bf16|fp32]
  *     The model's matrix products through ops_cuda (bias, bf16 conversion and all) against
- *     cublasGemmEx alone on the same shapes and precision, in TFLOP/s; and the memory-bound
+ *     cublasGemmEx alone on the same shapes and precision, in TFLOP/s; the same products
+ *     through cuBLASLt (ops_cuda_lt.h) without an epilogue, with the bias, with bias + GELU
+ *     (forward) and with the bias gradient + dGELU (backward), and ops_cuda with cuBLASLt off
+ *     (DDPTOP_CUBLASLT=0's path), each with its ratio to cuBLAS alone; and the memory-bound
  *     kernels (AdamW, GELU forward/backward, embedding forward, softmax-xent forward) in TB/s of
  *     the bytes they must move, as a fraction of the HBM peak (H100 SXM 3.35 TB/s, H200
  *     4.8 TB/s; DDPTOP_HBM_PEAK_TBS overrides).
@@ -27,6 +30,7 @@
 #include "comm_nccl.h"
 #include "cuda_check.h"
 #include "ops_cuda.h"
+#include "ops_cuda_lt.h"
 
 extern "C" {
 #include "dist.h"
@@ -62,6 +66,7 @@ static double hbm_peak_tbs(const char *name)
 struct gemm_case {
     int B, IC, OC;
     float *inp, *w, *bias, *out, *dout, *dw, *db, *dinp;
+    float *pre, *pre_in;   /* GELU's aux: this layer's pre-activation, the layer before's */
     __nv_bfloat16 *inp16, *w16, *dout16;
     cublasHandle_t h;
     enum ops_precision prec;
@@ -77,6 +82,40 @@ static void ours_bwd(void *p)
 {
     gemm_case *c = (gemm_case *)p;
     ops_cuda_linear_backward(c->dinp, c->dw, c->db, c->dout, c->inp, c->w, c->B, c->IC, c->OC);
+}
+
+/* cuBLASLt: no epilogue (bias and dbias NULL), the bias, bias + GELU; backward with the
+ * bias gradient (BGRADB) and dGELU. A refused case would leave a product out: say so. */
+static void lt_done(int queued)
+{
+    if (!queued) rt_fatal(__FILE__, __LINE__, "cuBLASLt refused a benchmark product");
+}
+static void lt_fwd_plain(void *p)
+{
+    gemm_case *c = (gemm_case *)p;
+    lt_done(ops_cuda_lt_forward(c->out, NULL, c->inp, c->w, NULL, c->B, c->IC, c->OC));
+}
+static void lt_fwd_bias(void *p)
+{
+    gemm_case *c = (gemm_case *)p;
+    lt_done(ops_cuda_lt_forward(c->out, NULL, c->inp, c->w, c->bias, c->B, c->IC, c->OC));
+}
+static void lt_fwd_gelu(void *p)
+{
+    gemm_case *c = (gemm_case *)p;
+    lt_done(ops_cuda_lt_forward(c->out, c->pre, c->inp, c->w, c->bias, c->B, c->IC, c->OC));
+}
+static void lt_bwd_plain(void *p)
+{
+    gemm_case *c = (gemm_case *)p;
+    lt_done(ops_cuda_lt_backward_weight(c->dw, NULL, c->dout, c->inp, c->B, c->IC, c->OC));
+    lt_done(ops_cuda_lt_backward_input(c->dinp, NULL, c->dout, c->w, c->B, c->IC, c->OC));
+}
+static void lt_bwd_epi(void *p)
+{
+    gemm_case *c = (gemm_case *)p;
+    lt_done(ops_cuda_lt_backward_weight(c->dw, c->db, c->dout, c->inp, c->B, c->IC, c->OC));
+    lt_done(ops_cuda_lt_backward_input(c->dinp, c->pre_in, c->dout, c->w, c->B, c->IC, c->OC));
 }
 
 /* cuBLAS alone: the same products, operands already in the compute format. */
@@ -138,6 +177,8 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
     c.dw = (float *)ops_cuda_alloc((size_t)OC * IC * 4);
     c.db = (float *)ops_cuda_alloc((size_t)OC * 4);
     c.dinp = (float *)ops_cuda_alloc((size_t)B * IC * 4);
+    c.pre = (float *)ops_cuda_alloc((size_t)B * OC * 4);
+    c.pre_in = dev_floats((size_t)B * IC, 2);
     c.inp16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * IC * 2);
     c.w16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)OC * IC * 2);
     c.dout16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * OC * 2);
@@ -151,7 +192,24 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
     printf("gemm %-5s B=%-6d IC=%-5d OC=%-5d backward ours %7.1f TFLOP/s  cuBLAS alone %7.1f "
            "TFLOP/s  ratio %.2f\n", prec == OPS_PREC_BF16 ? "bf16" : prec == OPS_PREC_TF32 ?
            "tf32" : "fp32", B, IC, OC, 2 * flop / ob / 1e9, 2 * flop / rb / 1e9, rb / ob);
-    float *all[] = { c.inp, c.w, c.bias, c.dout, c.out, c.dw, c.db, c.dinp };
+    double lf[3] = { ops_cuda_time_ms(lt_fwd_plain, &c, reps), ops_cuda_time_ms(lt_fwd_bias, &c,
+                     reps), ops_cuda_time_ms(lt_fwd_gelu, &c, reps) };
+    double lb[2] = { ops_cuda_time_ms(lt_bwd_plain, &c, reps),
+                     ops_cuda_time_ms(lt_bwd_epi, &c, reps) };
+    ops_cuda_lt_enable(0);
+    double nf = ops_cuda_time_ms(ours_fwd, &c, reps), nb = ops_cuda_time_ms(ours_bwd, &c, reps);
+    ops_cuda_lt_enable(1);
+    const char *pn = prec == OPS_PREC_BF16 ? "bf16" : prec == OPS_PREC_TF32 ? "tf32" : "fp32";
+    /* TFLOP/s, then the ratio to cuBLAS alone; in bf16 the Lt products include converting
+     * their fp32 operands, as ops_cuda's do */
+    printf("lt   %-5s B=%-6d IC=%-5d OC=%-5d forward  plain %7.1f (%.2f)  +bias %7.1f (%.2f)  "
+           "+bias+gelu %7.1f (%.2f)  without Lt %7.1f (%.2f)\n", pn, B, IC, OC,
+           flop / lf[0] / 1e9, rf / lf[0], flop / lf[1] / 1e9, rf / lf[1], flop / lf[2] / 1e9,
+           rf / lf[2], flop / nf / 1e9, rf / nf);
+    printf("lt   %-5s B=%-6d IC=%-5d OC=%-5d backward plain %7.1f (%.2f)  +bgradb+dgelu %7.1f "
+           "(%.2f)  without Lt %7.1f (%.2f)\n", pn, B, IC, OC, 2 * flop / lb[0] / 1e9,
+           rb / lb[0], 2 * flop / lb[1] / 1e9, rb / lb[1], 2 * flop / nb / 1e9, rb / nb);
+    float *all[] = { c.inp, c.w, c.bias, c.dout, c.out, c.dw, c.db, c.dinp, c.pre, c.pre_in };
     for (float *p : all) ops_cuda_free(p);
     ops_cuda_free(c.inp16), ops_cuda_free(c.w16), ops_cuda_free(c.dout16);
 }

@@ -60,7 +60,7 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --fo
 
 echo "== kernels (tf32), then the matrix products in bf16"
 "$BIN" kernels tf32 || exit 1
-"$BIN" kernels bf16 | grep '^gemm' || exit 1
+"$BIN" kernels bf16 | grep -E '^(gemm|lt) ' || exit 1
 
 # tokens LABEL ARGS...: mean tokens/s and step time after the first 20 steps of one rank; the
 # figure is kept in TOKENS[LABEL] for the twin's ratios.

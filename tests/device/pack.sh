@@ -26,7 +26,8 @@ mkdir -p "$K/build/tests" "$K/build/bench" "$K/build/fakecuda" "$K/build/fakenvm
 # what every check needs
 progs=(ddptop ddptop-agent ddptop-agent-x86_64 ddptop-train fakenvml/libnvidia-ml.so.1)
 # the GPU tests and benchmark (built only with CUDA)
-cuda_progs=(tests/test_gpu_ops tests/test_gpu_ops_fake tests/test_gpu_fakecuda bench/bench_gpu
+cuda_progs=(tests/test_gpu_ops tests/test_gpu_ops_fake tests/test_gpu_lt tests/test_gpu_lt_fake
+            tests/test_gpu_fakecuda bench/bench_gpu
             fakecuda/ddptop-train fakecuda/bench_gpu)
 left_out=()
 for p in "${progs[@]}"; do
