@@ -70,13 +70,14 @@ struct gemm_case {
 static void ours_fwd(void *p)
 {
     gemm_case *c = (gemm_case *)p;
-    ops_cuda_linear_forward(c->out, c->inp, c->w, c->bias, c->B, c->IC, c->OC);
+    ops_cuda_linear_forward(c->out, c->inp, NULL, c->w, NULL, c->bias, c->B, c->IC, c->OC);
 }
 
 static void ours_bwd(void *p)
 {
     gemm_case *c = (gemm_case *)p;
-    ops_cuda_linear_backward(c->dinp, c->dw, c->db, c->dout, c->inp, c->w, c->B, c->IC, c->OC);
+    ops_cuda_linear_backward(c->dinp, c->dw, c->db, c->dout, NULL, c->inp, NULL, c->w, NULL,
+                             c->B, c->IC, c->OC);
 }
 
 /* cuBLAS alone: the same products, operands already in the compute format. */
@@ -168,22 +169,22 @@ struct mem_case {
 static void run_adamw(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_adamw(m->a, m->b, m->c, m->d, m->n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 10);
+    ops_cuda_adamw(m->a, NULL, m->b, m->c, m->d, m->n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 10);
 }
 static void run_gelu_fwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_gelu_forward(m->b, m->a, m->n);
+    ops_cuda_gelu_forward(m->b, NULL, m->a, m->n);
 }
 static void run_gelu_bwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_gelu_backward(m->c, m->a, m->b, m->n);
+    ops_cuda_gelu_backward(m->c, NULL, m->a, m->b, m->n);
 }
 static void run_embed_fwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_embed_forward(m->b, m->tok, m->a, m->B, m->C, m->E);
+    ops_cuda_embed_forward(m->b, NULL, m->tok, m->a, m->B, m->C, m->E);
 }
 static void run_softmax(void *p)
 {
