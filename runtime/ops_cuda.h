@@ -90,6 +90,12 @@ void ops_cuda_softmax_xent_forward(float *probs, float *loss, const float *logit
                                    const uint8_t *targets, int B, int V);
 void ops_cuda_softmax_xent_backward(float *dlogits, ops_bf16 *dlogits16, const float *probs,
                                     const uint8_t *targets, int B, int V);
+/* Forward and backward in one pass over the logits, for a forward always followed by its
+ * backward (the trainer): the mean loss as ops_cuda_softmax_xent_forward, and dlogits (with
+ * its bf16 copy, NULL: none) as ops_cuda_softmax_xent_backward computes them from those
+ * probabilities, bit for bit; the probabilities are not stored. V at most 16384. */
+void ops_cuda_softmax_xent_fused(float *dlogits, ops_bf16 *dlogits16, float *loss,
+                                 const float *logits, const uint8_t *targets, int B, int V);
 /* bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are computed on the host exactly as ops_adamw does.
  * p16 (NULL: none) is the bf16 shadow of the weights, rewritten from each new value. */
 void ops_cuda_adamw(float *p, ops_bf16 *p16, const float *g, float *m, float *v, size_t n,

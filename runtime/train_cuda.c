@@ -300,8 +300,10 @@ void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8
     }
     ops_cuda_linear_forward(dev(g, m->logits), dev(g, in), dev16(g, in), dev(g, m->lin[L].w),
                             dev16(g, m->lin[L].w), dev(g, m->lin[L].b), B, H, MODEL_VOCAB);
-    ops_cuda_softmax_xent_forward(dev(g, m->probs), g->loss_dev, dev(g, m->logits), g->tgt, B,
-                                  MODEL_VOCAB);
+    /* the loss and, in the same pass over the logits, their gradient: every forward of the
+     * trainer is followed by its backward (m->probs stays unused on the device) */
+    ops_cuda_softmax_xent_fused(dev(g, m->dlogits), dev16(g, m->dlogits), g->loss_dev,
+                                dev(g, m->logits), g->tgt, B, MODEL_VOCAB);
 }
 
 void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *ctx)
@@ -311,8 +313,7 @@ void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *
     int L = c->layers, H = c->hidden, B = g->batch;
     float *dact = dev(g, m->dbuf_a), *dpre = dev(g, m->dbuf_b);
     ops_bf16 *dpre16 = dev16(g, m->dbuf_b);
-    ops_cuda_softmax_xent_backward(dev(g, m->dlogits), dev16(g, m->dlogits), dev(g, m->probs),
-                                   g->tgt, B, MODEL_VOCAB);
+    /* dlogits: written by the forward (ops_cuda_softmax_xent_fused) */
     ops_cuda_linear_backward(dact, dev(g, m->lin[L].dw), dev(g, m->lin[L].db),
                              dev(g, m->dlogits), dev16(g, m->dlogits), dev(g, m->act[L - 1]),
                              dev16(g, m->act[L - 1]), dev(g, m->lin[L].w),

@@ -31,7 +31,7 @@ static const char *const test_names[] = {   /* as RUN prints them */
     "test_linear_tf32", "test_linear_bf16", "test_gelu", "test_softmax_xent", "test_adamw",
     "test_repeatable", "test_model_step_matches_cpu", "test_nccl_world_of_one",
     "test_nccl_missing_peer_times_out", "test_grid_stride_beyond_max_blocks",
-    "test_bf16_copies_exact", "test_adamw_bf16_shadow",
+    "test_bf16_copies_exact", "test_adamw_bf16_shadow", "test_softmax_xent_fused",
 };
 #define N_TESTS (sizeof test_names / sizeof test_names[0])
 
@@ -456,6 +456,50 @@ static void test_adamw_bf16_shadow(void)
     free(p), free(p0), free(p1), free(p2);
 }
 
+/* The trainer's fused softmax cross-entropy: the loss and dlogits (and its bf16 copy) in one
+ * pass equal the forward's loss and the backward of the forward's probabilities bit for bit,
+ * on float4-aligned rows (V = 256), on rows that are not (an odd offset; V = 250) and on rows
+ * longer than one float4 group per thread can hold (V = 1500); and match the CPU. */
+static void check_fused(int B, int V, size_t offset)
+{
+    size_t n = (size_t)B * V;
+    float *z = host_rand(n, -8, 8);
+    for (int b = 0; b < B; b++) z[(size_t)b * V + (size_t)(37 * b) % V] = 60.0f;
+    uint8_t *t = host_tokens((size_t)B, V < 256 ? V : 256);
+    float *p = malloc(n * 4), *d = malloc(n * 4);
+    float loss = ops_softmax_xent_forward(p, z, t, B, V);
+    ops_softmax_xent_backward(d, p, t, B, V);
+    float *d_z = ops_cuda_alloc((n + offset) * 4), *d_p = ops_cuda_alloc((n + offset) * 4);
+    float *d_d1 = ops_cuda_alloc(n * 4), *d_d2 = ops_cuda_alloc((n + offset) * 4);
+    float *d_l = ops_cuda_alloc(8);
+    ops_bf16 *d_16 = ops_cuda_alloc((n + offset) * 2);
+    uint8_t *d_t = to_dev(t, (size_t)B);
+    ops_cuda_upload(d_z + offset, z, n * 4);
+    ops_cuda_softmax_xent_forward(d_p + offset, d_l, d_z + offset, d_t, B, V);
+    ops_cuda_softmax_xent_backward(d_d1, NULL, d_p + offset, d_t, B, V);
+    ops_cuda_softmax_xent_fused(d_d2 + offset, d_16 + offset, d_l + 1, d_z + offset, d_t, B, V);
+    float *g_l = from_dev(d_l, 2), *g_d1 = from_dev(d_d1, n), *g_d2 = from_dev(d_d2 + offset, n);
+    CHECK(memcmp(&g_l[0], &g_l[1], 4) == 0);
+    CHECK(memcmp(g_d1, g_d2, n * 4) == 0);
+    CHECK_INT(bad_copy("dlogits16", d_16 + offset, d_d2 + offset, n), 0);
+    CHECK_NEAR(g_l[1], loss, 1e-5 * fabs(loss));
+    double *tol = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * fabs(d[i]) + 1e-30;   /* via p: 2e-6 rel. */
+    for (int b = 0; b < B; b++) tol[(size_t)b * V + t[b]] = 2e-6 / B;    /* p - 1: absolute */
+    CHECK_INT(count_bad("dlogits", g_d2, d, tol, n), 0);
+    ops_cuda_free(d_z), ops_cuda_free(d_p), ops_cuda_free(d_d1), ops_cuda_free(d_d2);
+    ops_cuda_free(d_l), ops_cuda_free(d_16), ops_cuda_free(d_t);
+    free(z), free(t), free(p), free(d), free(g_l), free(g_d1), free(g_d2), free(tol);
+}
+
+static void test_softmax_xent_fused(void)
+{
+    check_fused(131, 256, 0);
+    check_fused(67, 256, 1);
+    check_fused(45, 250, 0);
+    check_fused(9, 1500, 0);
+}
+
 /* The same inputs give the same bits: resume exactness on the GPU depends on it. */
 static void test_repeatable(void)
 {
@@ -631,6 +675,7 @@ int main(void)
     RUN(test_grid_stride_beyond_max_blocks);
     RUN(test_bf16_copies_exact);
     RUN(test_adamw_bf16_shadow);
+    RUN(test_softmax_xent_fused);
     ops_cuda_done();
     return tap_done();
 }
