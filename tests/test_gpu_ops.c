@@ -120,20 +120,35 @@ static void test_embed_forward_exact(void)
     free(wte), free(tok), free(want), free(got);
 }
 
-static void test_embed_backward_exact(void)
+/* The gradient accumulates onto a random start in the CPU's order, so the same bits. */
+static void check_embed_backward(int B, int C, int E, int distinct, int skew)
 {
-    int B = 300, C = 3, E = 40;   /* B > 256 with 20 distinct bytes: many repeats per row */
     size_t n_wte = (size_t)C * 256 * E;
     float *dout = host_rand((size_t)B * C * E, -1, 1), *want = host_rand(n_wte, -1, 1);
-    uint8_t *tok = host_tokens((size_t)B * C, 20);
+    uint8_t *tok = host_tokens((size_t)B * C, distinct);
+    for (size_t i = 0; i < (size_t)B * C; i++)   /* skew: that share of bytes is ' ' */
+        if (rng_below(&seed, 100) < (uint32_t)skew) tok[i] = ' ';
     float *d_dwte = to_dev(want, n_wte * 4), *d_dout = to_dev(dout, (size_t)B * C * E * 4);
     uint8_t *d_tok = to_dev(tok, (size_t)B * C);
-    ops_embed_backward(want, dout, tok, B, C, E);   /* accumulates onto the random start */
+    ops_embed_backward(want, dout, tok, B, C, E);
     ops_cuda_embed_backward(d_dwte, d_dout, d_tok, B, C, E);
     float *got = from_dev(d_dwte, n_wte);
-    CHECK(memcmp(got, want, n_wte * 4) == 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < n_wte; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+    if (bad) printf("#   B=%d C=%d E=%d: %zu table elements differ\n", B, C, E, bad);
+    CHECK(bad == 0);
     ops_cuda_free(d_dwte), ops_cuda_free(d_dout), ops_cuda_free(d_tok);
     free(dout), free(want), free(tok), free(got);
+}
+
+static void test_embed_backward_exact(void)
+{
+    check_embed_backward(300, 3, 40, 20, 0);     /* B > 256, 20 distinct bytes: many repeats;
+                                                    E = 40: a second, partial lane chunk */
+    check_embed_backward(1000, 2, 32, 256, 60);  /* 60% one byte: long chains, every match
+                                                    batch of a ballot full */
+    check_embed_backward(37, 5, 5, 256, 0);      /* E < 32, B not a multiple of the unroll */
+    check_embed_backward(129, 16, 64, 3, 0);     /* two full chunks, 3 bytes */
 }
 
 /* Forward and backward of one linear layer at the given precision; extra is the precision's

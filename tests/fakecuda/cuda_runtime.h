@@ -163,6 +163,27 @@ template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int d, in
 template <typename T> static inline T __shfl_sync(unsigned m, T v, int src, int = 32)
 { return fake_shfl(m, v, src, 3); }
 
+/* Every lane's predicate, lane i in bit i (lanes outside mask read as 0), through the
+ * shuffles' mailbox: like a shuffle, every lane of the warp must reach it. */
+static inline unsigned __ballot_sync(unsigned mask, int pred)
+{
+    unsigned lane, lanes;
+    unsigned char *slots = fake_warp_slots(mask, &lane, &lanes);
+    int mine = pred != 0;
+    memcpy(slots + 8 * lane, &mine, sizeof mine);
+    fake_warp_barrier();
+    unsigned r = 0;
+    for (unsigned i = 0; i < lanes; i++) {
+        int x;
+        memcpy(&x, slots + 8 * i, sizeof x);
+        if (x) r |= 1u << i;
+    }
+    fake_warp_barrier();   /* nobody overwrites a slot before every lane has read */
+    return r & mask;
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+
 /* Round-to-nearest intrinsics: the fake build has -ffp-contract=off, so these are plain. */
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
