@@ -32,6 +32,7 @@ static const char *const test_names[] = {   /* as RUN prints them */
     "test_repeatable", "test_model_step_matches_cpu", "test_nccl_world_of_one",
     "test_nccl_missing_peer_times_out", "test_grid_stride_beyond_max_blocks",
     "test_bf16_copies_exact", "test_adamw_bf16_shadow", "test_softmax_xent_fused",
+    "test_gelu_vector_path_and_bias_grad_parts",
 };
 #define N_TESTS (sizeof test_names / sizeof test_names[0])
 
@@ -515,6 +516,72 @@ static void test_softmax_xent_fused(void)
     check_fused(9, 1500, 0);
 }
 
+/* GELU takes float4s where its pointers allow: the same bits as one element at a time (a
+ * misaligned view forces that path). The bias gradient of a batch longer than one part of
+ * rows (256) sums parts then columns: within the column-sum bound of the CPU and repeatable. */
+static void test_gelu_vector_path_and_bias_grad_parts(void)
+{
+    size_t n = 10003;
+    float *x = host_rand(n, -6, 6), *dy = host_rand(n, -1, 1);
+    float *d_x = to_dev(x, n * 4), *d_dy = to_dev(dy, n * 4);
+    float *d_xo = ops_cuda_alloc((n + 1) * 4), *d_dyo = ops_cuda_alloc((n + 1) * 4);
+    float *d_a = ops_cuda_alloc((n + 1) * 4), *d_b = ops_cuda_alloc((n + 1) * 4);
+    ops_cuda_upload(d_xo + 1, x, n * 4);   /* the same values at an odd offset */
+    ops_cuda_upload(d_dyo + 1, dy, n * 4);
+    ops_bf16 *a16 = ops_cuda_alloc((n + 1) * 2), *b16 = ops_cuda_alloc((n + 1) * 2);
+    for (int bwd = 0; bwd < 2; bwd++) {
+        if (bwd) {
+            ops_cuda_gelu_backward(d_a, a16, d_x, d_dy, n);
+            ops_cuda_gelu_backward(d_b + 1, b16 + 1, d_xo + 1, d_dyo + 1, n);
+        } else {
+            ops_cuda_gelu_forward(d_a, a16, d_x, n);
+            ops_cuda_gelu_forward(d_b + 1, b16 + 1, d_xo + 1, n);
+        }
+        float *ga = from_dev(d_a, n), *gb = from_dev(d_b + 1, n);
+        uint16_t *ha = malloc(n * 2), *hb = malloc(n * 2);
+        ops_cuda_download(ha, a16, n * 2);
+        ops_cuda_download(hb, b16 + 1, n * 2);
+        CHECK(memcmp(ga, gb, n * 4) == 0);
+        CHECK(memcmp(ha, hb, n * 2) == 0);
+        free(ga), free(gb), free(ha), free(hb);
+    }
+    ops_cuda_free(d_x), ops_cuda_free(d_dy), ops_cuda_free(d_a), ops_cuda_free(d_b);
+    ops_cuda_free(d_xo), ops_cuda_free(d_dyo);
+    ops_cuda_free(a16), ops_cuda_free(b16);
+    free(x), free(dy);
+
+    int B = 777, IC = 8, OC = 45;   /* three parts, the last partial */
+    float *inp = host_rand((size_t)B * IC, -1, 1), *w = host_rand((size_t)OC * IC, -1, 1);
+    float *dout = host_rand((size_t)B * OC, -1, 1);
+    float *dw = malloc((size_t)OC * IC * 4), *db = malloc((size_t)OC * 4);
+    ops_linear_backward(NULL, dw, db, dout, inp, w, B, IC, OC);
+    float *d_inp = to_dev(inp, (size_t)B * IC * 4), *d_w = to_dev(w, (size_t)OC * IC * 4);
+    float *d_dout = to_dev(dout, (size_t)B * OC * 4);
+    float *d_dw = ops_cuda_alloc((size_t)OC * IC * 4), *d_db = ops_cuda_alloc((size_t)OC * 4);
+    float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+        ops_cuda_linear_backward(NULL, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC,
+                                 OC);
+        float *g_db = from_dev(d_db, (size_t)OC);
+        if (run == 0) {
+            double tol[45];
+            for (int o = 0; o < OC; o++) {
+                double sa = 0;
+                for (int b = 0; b < B; b++) sa += fabs(dout[(size_t)b * OC + o]);
+                tol[o] = 2.0 * B * ldexp(1.0, -24) * sa;
+            }
+            CHECK_INT(count_bad("dbias", g_db, db, tol, (size_t)OC), 0);
+            first = g_db;
+        } else {
+            CHECK(memcmp(first, g_db, (size_t)OC * 4) == 0);
+            free(g_db);
+        }
+    }
+    ops_cuda_free(d_inp), ops_cuda_free(d_w), ops_cuda_free(d_dout), ops_cuda_free(d_dw);
+    ops_cuda_free(d_db);
+    free(inp), free(w), free(dout), free(dw), free(db), free(first);
+}
+
 /* The same inputs give the same bits: resume exactness on the GPU depends on it. */
 static void test_repeatable(void)
 {
@@ -691,6 +758,7 @@ int main(void)
     RUN(test_bf16_copies_exact);
     RUN(test_adamw_bf16_shadow);
     RUN(test_softmax_xent_fused);
+    RUN(test_gelu_vector_path_and_bias_grad_parts);
     ops_cuda_done();
     return tap_done();
 }
