@@ -22,9 +22,18 @@ extern "C" {
 /* How matrix products are computed; everything else is fp32 in every mode.
  *   FP32: fp32 inputs and products (closest to the CPU, slowest).
  *   TF32: fp32 storage, tensor cores round the inputs to TF32 (10-bit mantissa); the default.
- *   BF16: operands converted to bf16 for each product, fp32 accumulation and fp32 results;
- *         parameters, gradients and AdamW state stay fp32 (the master weights). */
+ *   BF16: bf16 operands (the round-to-nearest-even rounding of the fp32 values), fp32
+ *         accumulation and fp32 results; parameters, gradients and AdamW state stay fp32 (the
+ *         master weights). */
 enum ops_precision { OPS_PREC_FP32, OPS_PREC_TF32, OPS_PREC_BF16 };
+
+/* bf16 copies: an array of bf16 bit patterns, element for element the round-to-nearest-even
+ * rounding of an fp32 tensor. In BF16 mode the kernels that produce a product's operand can
+ * write its copy alongside their fp32 result (an `ops_bf16 *` output; NULL: none), and the
+ * products read the copies they are given (`const ops_bf16 *`; NULL: the operand is converted
+ * for that product, one more pass over it). The results are the same bits either way; the
+ * copies only save the conversions. FP32 and TF32 modes never read them. */
+typedef uint16_t ops_bf16;
 
 /* Visible devices (CUDA_VISIBLE_DEVICES applies). 0 when none, with why filled in, e.g.
  * "cudaGetDeviceCount: no CUDA-capable device is detected". Never exits. */
@@ -60,32 +69,45 @@ void ops_cuda_sync(void);
 /* ---- the kernels: ops.h's contract, on device pointers, queued on the compute stream ---- */
 
 void ops_cuda_zero(float *x, size_t n);
-void ops_cuda_embed_forward(float *out, const uint8_t *tok, const float *wte, int B, int C,
-                            int E);
+void ops_cuda_embed_forward(float *out, ops_bf16 *out16, const uint8_t *tok, const float *wte,
+                            int B, int C, int E);
 /* Accumulates like ops_embed_backward, in the same order per element (deterministic). */
 void ops_cuda_embed_backward(float *dwte, const float *dout, const uint8_t *tok, int B, int C,
                              int E);
-void ops_cuda_linear_forward(float *out, const float *inp, const float *w, const float *bias,
-                             int B, int IC, int OC);
+/* Each float operand of a product comes with its bf16 copy or NULL (see ops_bf16). */
+void ops_cuda_linear_forward(float *out, const float *inp, const ops_bf16 *inp16,
+                             const float *w, const ops_bf16 *w16, const float *bias, int B,
+                             int IC, int OC);
 void ops_cuda_linear_backward(float *dinp, float *dw, float *dbias, const float *dout,
-                              const float *inp, const float *w, int B, int IC, int OC);
-void ops_cuda_gelu_forward(float *out, const float *inp, size_t n);
-void ops_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+                              const ops_bf16 *dout16, const float *inp, const ops_bf16 *inp16,
+                              const float *w, const ops_bf16 *w16, int B, int IC, int OC);
+void ops_cuda_gelu_forward(float *out, ops_bf16 *out16, const float *inp, size_t n);
+void ops_cuda_gelu_backward(float *dinp, ops_bf16 *dinp16, const float *inp, const float *dout,
+                            size_t n);
 /* As ops_softmax_xent_forward, but the mean loss is written to the device float *loss (no
  * copy to the host, no wait): the trainer copies it once per step. */
 void ops_cuda_softmax_xent_forward(float *probs, float *loss, const float *logits,
                                    const uint8_t *targets, int B, int V);
-void ops_cuda_softmax_xent_backward(float *dlogits, const float *probs, const uint8_t *targets,
-                                    int B, int V);
-/* bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are computed on the host exactly as ops_adamw does. */
-void ops_cuda_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
-                    float beta1, float beta2, float eps, float wd, long t);
+void ops_cuda_softmax_xent_backward(float *dlogits, ops_bf16 *dlogits16, const float *probs,
+                                    const uint8_t *targets, int B, int V);
+/* Forward and backward in one pass over the logits, for a forward always followed by its
+ * backward (the trainer): the mean loss as ops_cuda_softmax_xent_forward, and dlogits (with
+ * its bf16 copy, NULL: none) as ops_cuda_softmax_xent_backward computes them from those
+ * probabilities, bit for bit; the probabilities are not stored. V at most 16384. */
+void ops_cuda_softmax_xent_fused(float *dlogits, ops_bf16 *dlogits16, float *loss,
+                                 const float *logits, const uint8_t *targets, int B, int V);
+/* bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are computed on the host exactly as ops_adamw does.
+ * p16 (NULL: none) is the bf16 shadow of the weights, rewritten from each new value. */
+void ops_cuda_adamw(float *p, ops_bf16 *p16, const float *g, float *m, float *v, size_t n,
+                    float lr, float beta1, float beta2, float eps, float wd, long t);
 /* The same update over n parameters made of nseg tensors in one launch: tensor s ends before
  * element seg_end[s] (ascending, the last is n) and has weight decay seg_wd[s]. seg_end and
  * seg_wd are device memory. */
-void ops_cuda_adamw_segments(float *p, const float *g, float *m, float *v, size_t n,
-                             const unsigned *seg_end, const float *seg_wd, int nseg, float lr,
-                             float beta1, float beta2, float eps, long t);
+void ops_cuda_adamw_segments(float *p, ops_bf16 *p16, const float *g, float *m, float *v,
+                             size_t n, const unsigned *seg_end, const float *seg_wd, int nseg,
+                             float lr, float beta1, float beta2, float eps, long t);
+/* dst = the bf16 rounding of src: a shadow's first value (after an upload), or a test's. */
+void ops_cuda_to_bf16(ops_bf16 *dst, const float *src, size_t n);
 
 /* ---- timing, for tests and benchmarks ---- */
 

@@ -7,17 +7,13 @@
 #include "ops_cuda_lt.h"
 
 #include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_check.h"
-#include "ops_cuda.h"
+#include "ops_cuda_impl.h"
 
 #define LT_WORKSPACE (32u << 20)
 #define LT_PLANS 64          /* a model has (layers + 1) x 3 products: far fewer */
-#define LT_THREADS 256
 
 /* What makes two products the same case. All ints, so memcmp compares it (no padding). */
 struct lt_key {
@@ -41,7 +37,7 @@ static struct {
     void *workspace;
     struct lt_plan plans[LT_PLANS];
     int n_plans, next_evict;
-    __nv_bfloat16 *bf_a, *bf_b;   /* BF16 mode: the operands' bf16 copies */
+    ops_bf16 *bf_a, *bf_b;        /* BF16 mode: copies of operands given without one */
     size_t bf_a_cap, bf_b_cap;
     struct ops_cuda_lt_stats st;
 } lt = { 0, -1, NULL, NULL, {}, 0, 0, NULL, NULL, 0, 0, {} };
@@ -71,7 +67,7 @@ static void plan_free(struct lt_plan *p)
 void ops_cuda_lt_done(void)
 {
     if (!lt.ready) return;
-    cudaCheck(cudaStreamSynchronize((cudaStream_t)ops_cuda_stream()));
+    cudaCheck(cudaStreamSynchronize(ops_stream()));
     for (int i = 0; i < lt.n_plans; i++) plan_free(&lt.plans[i]);
     cublasLtDestroy(lt.h);
     cudaFree(lt.workspace);
@@ -98,29 +94,19 @@ static int align_of(const void *p)
     return u ? a : 256;
 }
 
-__global__ static void k_lt_to_bf16(__nv_bfloat16 *out, const float *in, size_t n)
+/* The bf16 copy of an operand given without one, in a scratch buffer that grows (only in the
+ * first steps). The old buffer may still be read by queued work: wait for it before freeing. */
+static const ops_bf16 *to_bf16(ops_bf16 **buf, size_t *cap, const float *x, size_t n)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2bfloat16_rn(in[i]);
-}
-
-/* The bf16 copy of an operand in a scratch buffer that grows (only in the first steps). The
- * old buffer may still be read by queued work: wait for it before freeing. */
-static __nv_bfloat16 *to_bf16(__nv_bfloat16 **buf, size_t *cap, const float *x, size_t n)
-{
-    cudaStream_t s = (cudaStream_t)ops_cuda_stream();
     if (n > *cap) {
         if (*buf) {
-            cudaCheck(cudaStreamSynchronize(s));
+            cudaCheck(cudaStreamSynchronize(ops_stream()));
             cudaCheck(cudaFree(*buf));
         }
-        cudaCheck(cudaMalloc((void **)buf, n * sizeof(__nv_bfloat16)));
+        cudaCheck(cudaMalloc((void **)buf, n * sizeof(ops_bf16)));
         *cap = n;
     }
-    size_t blocks = (n + LT_THREADS - 1) / LT_THREADS;
-    k_lt_to_bf16<<<(unsigned)(blocks > 65536 ? 65536 : blocks), LT_THREADS, 0, s>>>(*buf, x, n);
-    cudaCheckLaunch();
+    ops_cuda_to_bf16(*buf, x, n);
     return *buf;
 }
 
@@ -207,8 +193,9 @@ static struct lt_plan *plan_get(const struct lt_key *k, const void *bias, const 
  * aux: GELU's pre-activation, written (GELU_AUX_BIAS) or read (DGELU), leading dimension m.
  * Returns 0 without doing anything when cuBLASLt has no algorithm for the case. */
 static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperation_t tb, int m,
-                     int n, int k, const float *A, int lda, size_t a_n, const float *Bm,
-                     int ldb, size_t b_n, float *D, const float *bias, const float *aux)
+                     int n, int k, const float *A, const ops_bf16 *A16, int lda, size_t a_n,
+                     const float *Bm, const ops_bf16 *B16, int ldb, size_t b_n, float *D,
+                     const float *bias, const float *aux)
 {
     if (!ops_cuda_lt_enabled()) return 0;
     lt_init();
@@ -220,8 +207,8 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
     key.aux_ld = aux ? m : 0;
     const void *a = A, *b = Bm;
     if (prec == OPS_PREC_BF16) {   /* the operands cuBLASLt reads are the copies */
-        a = to_bf16(&lt.bf_a, &lt.bf_a_cap, A, a_n);
-        b = to_bf16(&lt.bf_b, &lt.bf_b_cap, Bm, b_n);
+        a = A16 ? A16 : to_bf16(&lt.bf_a, &lt.bf_a_cap, A, a_n);
+        b = B16 ? B16 : to_bf16(&lt.bf_b, &lt.bf_b_cap, Bm, b_n);
     }
     key.align[0] = align_of(a);
     key.align[1] = align_of(b);
@@ -238,8 +225,7 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
     if (aux) set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
     const float one = 1.0f, zero = 0.0f;
     cublasCheck(cublasLtMatmul(lt.h, p->desc, &one, a, p->a, b, p->b, &zero, D, p->d, D, p->d,
-                               &p->algo, lt.workspace, LT_WORKSPACE,
-                               (cudaStream_t)ops_cuda_stream()));
+                               &p->algo, lt.workspace, LT_WORKSPACE, ops_stream()));
     lt.st.matmuls++;
     return 1;
 }
@@ -249,53 +235,70 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
  *   dW = dout^T inp ->  dW^T  [IC x OC] = inp^T dout  : (N, T, IC, OC, B, inp, dout);
  *                       BGRADB sums op(B) = dout over k = B: dbias, OC long
  *   dinp = dout W   ->  dinp^T[IC x B]  = W^T dout^T  : (N, N, IC, B, OC, w, dout) */
-int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w,
-                        const float *bias, int B, int IC, int OC)
+int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const ops_bf16 *inp16,
+                        const float *w, const ops_bf16 *w16, const float *bias, int B, int IC,
+                        int OC)
 {
     cublasLtEpilogue_t epi = pre    ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                            : bias ? CUBLASLT_EPILOGUE_BIAS
                                   : CUBLASLT_EPILOGUE_DEFAULT;
-    return lt_matmul(epi,
-                     CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, IC, (size_t)OC * IC, inp, IC,
-                     (size_t)B * IC, out, bias, pre);
+    return lt_matmul(epi, CUBLAS_OP_T, CUBLAS_OP_N, OC, B, IC, w, w16, IC, (size_t)OC * IC, inp,
+                     inp16, IC, (size_t)B * IC, out, bias, pre);
 }
 
-int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
-                                int B, int IC, int OC)
+int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout,
+                                const ops_bf16 *dout16, const float *inp,
+                                const ops_bf16 *inp16, int B, int IC, int OC)
 {
     return lt_matmul(dbias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_N,
-                     CUBLAS_OP_T, IC, OC, B, inp, IC, (size_t)B * IC, dout, OC, (size_t)B * OC,
-                     dw, dbias, NULL);
+                     CUBLAS_OP_T, IC, OC, B, inp, inp16, IC, (size_t)B * IC, dout, dout16, OC,
+                     (size_t)B * OC, dw, dbias, NULL);
 }
 
 int ops_cuda_lt_backward_input(float *dinp, const float *pre_in, const float *dout,
-                               const float *w, int B, int IC, int OC)
+                               const ops_bf16 *dout16, const float *w, const ops_bf16 *w16,
+                               int B, int IC, int OC)
 {
     return lt_matmul(pre_in ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_N,
-                     CUBLAS_OP_N, IC, B, OC, w, IC, (size_t)OC * IC, dout, OC, (size_t)B * OC,
-                     dinp, NULL, pre_in);
+                     CUBLAS_OP_N, IC, B, OC, w, w16, IC, (size_t)OC * IC, dout, dout16, OC,
+                     (size_t)B * OC, dinp, NULL, pre_in);
 }
 
 /* FP32 keeps the separate GELU: see ops_cuda_lt.h. */
 static int gelu_fused(void) { return ops_cuda_precision() != OPS_PREC_FP32; }
 
-void ops_cuda_linear_gelu_forward(float *act, float *pre, const float *inp, const float *w,
+void ops_cuda_linear_gelu_forward(float *act, ops_bf16 *act16, float *pre, const float *inp,
+                                  const ops_bf16 *inp16, const float *w, const ops_bf16 *w16,
                                   const float *bias, int B, int IC, int OC)
 {
-    if (gelu_fused() && ops_cuda_lt_forward(act, pre, inp, w, bias, B, IC, OC)) return;
-    ops_cuda_linear_forward(pre, inp, w, bias, B, IC, OC);
-    ops_cuda_gelu_forward(act, pre, (size_t)B * OC);
-}
-
-void ops_cuda_linear_backward_gelu(float *dinp, const float *pre_in, float *dw, float *dbias,
-                                   const float *dout, const float *inp, const float *w, int B,
-                                   int IC, int OC)
-{
-    if (pre_in && gelu_fused() && ops_cuda_lt_backward_input(dinp, pre_in, dout, w, B, IC, OC)) {
-        ops_cuda_linear_backward(NULL, dw, dbias, dout, inp, w, B, IC, OC);   /* dW, dbias */
+    size_t n = (size_t)B * OC;
+    if (gelu_fused() && ops_cuda_lt_forward(act, pre, inp, inp16, w, w16, bias, B, IC, OC)) {
+        /* the next product's operand; the epilogue writes fp32 only (a bf16 D would make
+         * the aux and bias bf16 too) */
+        if (act16) ops_cuda_to_bf16(act16, act, n);
         return;
     }
-    ops_cuda_linear_backward(dinp, dw, dbias, dout, inp, w, B, IC, OC);
+    ops_cuda_linear_forward(pre, inp, inp16, w, w16, bias, B, IC, OC);
+    ops_cuda_gelu_forward(act, act16, pre, n);
+}
+
+void ops_cuda_linear_backward_gelu(float *dinp, ops_bf16 *dinp16, const float *pre_in,
+                                   float *dw, float *dbias, const float *dout,
+                                   const ops_bf16 *dout16, const float *inp,
+                                   const ops_bf16 *inp16, const float *w, const ops_bf16 *w16,
+                                   int B, int IC, int OC)
+{
+    size_t n = (size_t)B * IC;
+    if (pre_in && gelu_fused() &&
+        ops_cuda_lt_backward_input(dinp, pre_in, dout, dout16, w, w16, B, IC, OC)) {
+        if (dinp16) ops_cuda_to_bf16(dinp16, dinp, n);
+        ops_cuda_linear_backward(NULL, dw, dbias, dout, dout16, inp, inp16, w, w16, B, IC,
+                                 OC);   /* dW, dbias */
+        return;
+    }
+    ops_cuda_linear_backward(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, B, IC, OC);
     if (pre_in)   /* in place: elementwise, each element read before it is written */
-        ops_cuda_gelu_backward(dinp, pre_in, dinp, (size_t)B * IC);
+        ops_cuda_gelu_backward(dinp, dinp16, pre_in, dinp, n);
+    else if (dinp16)
+        ops_cuda_to_bf16(dinp16, dinp, n);
 }

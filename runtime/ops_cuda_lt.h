@@ -24,6 +24,8 @@
 
 #include <stddef.h>
 
+#include "ops_cuda.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,28 +34,38 @@ extern "C" {
  * and 0 when it did nothing: the path is off (ops_cuda_lt_enable, DDPTOP_CUBLASLT=0) or
  * cuBLASLt has no algorithm for this case (an aux leading dimension that is not a multiple of
  * 8, say); the caller then computes it the plain way. A refusal is cached like a plan.
+ * Each float operand comes with its bf16 copy or NULL, as in ops_cuda.h (ops_bf16): BF16
+ * mode reads the copy, or converts the operand for this product when there is none.
  *   forward: out = inp W^T + bias; with pre != NULL, pre = that and out = GELU(pre); with
  *     neither bias nor pre, the product alone (no epilogue: the benchmark's reference).
  *   backward_weight: dw = dout^T inp and dbias[o] = sum over rows of dout[b][o] (dbias NULL:
  *     dw alone).
  *   backward_input: dinp = dout W; with pre_in != NULL, times GELU'(pre_in) elementwise. */
-int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const float *w,
-                        const float *bias, int B, int IC, int OC);
-int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
-                                int B, int IC, int OC);
+int ops_cuda_lt_forward(float *out, float *pre, const float *inp, const ops_bf16 *inp16,
+                        const float *w, const ops_bf16 *w16, const float *bias, int B, int IC,
+                        int OC);
+int ops_cuda_lt_backward_weight(float *dw, float *dbias, const float *dout,
+                                const ops_bf16 *dout16, const float *inp,
+                                const ops_bf16 *inp16, int B, int IC, int OC);
 int ops_cuda_lt_backward_input(float *dinp, const float *pre_in, const float *dout,
-                               const float *w, int B, int IC, int OC);
+                               const ops_bf16 *dout16, const float *w, const ops_bf16 *w16,
+                               int B, int IC, int OC);
 
-/* The model's linear -> GELU pair: pre = inp W^T + bias, act = GELU(pre). One product with
- * the GELU epilogue where it applies (TF32/BF16, cuBLASLt has an algorithm), else
+/* The model's linear -> GELU pair: pre = inp W^T + bias, act = GELU(pre) and act16 its bf16
+ * copy (NULL: none). One product with the GELU epilogue where it applies (TF32/BF16,
+ * cuBLASLt has an algorithm; the copy is then one conversion pass), else
  * ops_cuda_linear_forward and ops_cuda_gelu_forward. */
-void ops_cuda_linear_gelu_forward(float *act, float *pre, const float *inp, const float *w,
+void ops_cuda_linear_gelu_forward(float *act, ops_bf16 *act16, float *pre, const float *inp,
+                                  const ops_bf16 *inp16, const float *w, const ops_bf16 *w16,
                                   const float *bias, int B, int IC, int OC);
-/* ops_cuda_linear_backward, but dinp is multiplied by GELU'(pre_in): the gradient of the
- * pre-activation of the layer before (what ops_cuda_gelu_backward would make of dinp). */
-void ops_cuda_linear_backward_gelu(float *dinp, const float *pre_in, float *dw, float *dbias,
-                                   const float *dout, const float *inp, const float *w, int B,
-                                   int IC, int OC);
+/* ops_cuda_linear_backward, but with pre_in != NULL dinp is multiplied by GELU'(pre_in): the
+ * gradient of the pre-activation of the layer before (what ops_cuda_gelu_backward would make
+ * of dinp), with its bf16 copy in dinp16 (NULL: none). */
+void ops_cuda_linear_backward_gelu(float *dinp, ops_bf16 *dinp16, const float *pre_in,
+                                   float *dw, float *dbias, const float *dout,
+                                   const ops_bf16 *dout16, const float *inp,
+                                   const ops_bf16 *inp16, const float *w, const ops_bf16 *w16,
+                                   int B, int IC, int OC);
 
 /* On by default unless DDPTOP_CUBLASLT=0 (read at the first product); tests and the
  * benchmark switch it to compare the two paths. */

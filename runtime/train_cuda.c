@@ -1,7 +1,9 @@
 /* The GPU side of the trainer (see train_cuda.h): device mirror of struct model, the forward
  * and backward passes of model.c on device pointers, AdamW per tensor as optim.c does it, and
  * the choice of device. forward/backward follow model.c line for line, so the two stay easy
- * to compare; a change to the model is made in both. */
+ * to compare; a change to the model is made in both. In BF16 mode every operand of a product
+ * has a bf16 copy kept by the kernel that writes it (the weights' by AdamW, after an upload by
+ * one conversion), so no product converts anything. */
 #include "train_cuda.h"
 
 #include <stdio.h>
@@ -129,6 +131,10 @@ struct train_cuda {
     float *adam_m, *adam_v;     /* AdamW moments, same layout */
     float *acts;                /* activations and backward scratch, m->acts's layout */
     size_t n_acts;
+    /* BF16 mode only (else NULL): bf16 copies of the parameters (the shadow that AdamW
+     * rewrites) and of the activations, at the same offsets as params and acts, so the
+     * products read bf16 operands without converting them (ops_cuda.h, ops_bf16) */
+    ops_bf16 *params16, *acts16;
     uint8_t *tok, *tgt;         /* device copies of the batch */
     uint8_t *tok_host, *tgt_host;   /* page-locked staging, so the copies are asynchronous */
     float *loss_dev, *loss_host;
@@ -151,6 +157,17 @@ static float *dev(const struct train_cuda *g, const float *host)
     rt_fatal(__FILE__, __LINE__, "internal error: a model pointer outside its allocations");
 }
 
+/* The bf16 copy of a host tensor of m's parameters or activations: NULL outside BF16 mode. */
+static ops_bf16 *dev16(const struct train_cuda *g, const float *host)
+{
+    if (!g->params16) return NULL;
+    const struct model *m = g->m;
+    uintptr_t h = (uintptr_t)host, p = (uintptr_t)m->params, a = (uintptr_t)m->acts;
+    if (h >= p && h < p + m->n_params * sizeof(float)) return g->params16 + (host - m->params);
+    if (h >= a && h < a + g->n_acts * sizeof(float)) return g->acts16 + (host - m->acts);
+    rt_fatal(__FILE__, __LINE__, "internal error: no bf16 copy of this model pointer");
+}
+
 struct train_cuda *train_cuda_new(struct model *m, int local_rank, int precision)
 {
     ops_cuda_init(local_rank, (enum ops_precision)precision);
@@ -170,6 +187,10 @@ struct train_cuda *train_cuda_new(struct model *m, int local_rank, int precision
     g->adam_m = ops_cuda_alloc(nb);
     g->adam_v = ops_cuda_alloc(nb);
     g->acts = ops_cuda_alloc(g->n_acts * sizeof(float));
+    if (precision == OPS_PREC_BF16) {
+        g->params16 = ops_cuda_alloc(m->n_params * sizeof(ops_bf16));
+        g->acts16 = ops_cuda_alloc(g->n_acts * sizeof(ops_bf16));
+    }
     g->tok = ops_cuda_alloc(B * c->context);
     g->tgt = ops_cuda_alloc(B);
     g->tok_host = ops_cuda_alloc_host(B * c->context);
@@ -200,6 +221,8 @@ void train_cuda_free(struct train_cuda *g)
     ops_cuda_free(g->adam_m);
     ops_cuda_free(g->adam_v);
     ops_cuda_free(g->acts);
+    ops_cuda_free(g->params16);
+    ops_cuda_free(g->acts16);
     ops_cuda_free(g->tok);
     ops_cuda_free(g->tgt);
     ops_cuda_free_host(g->tok_host);
@@ -237,6 +260,8 @@ void train_cuda_upload(struct train_cuda *g, const struct optim *o)
     ops_cuda_upload(g->params, g->m->params, nb);
     ops_cuda_upload(g->adam_m, o->m, nb);
     ops_cuda_upload(g->adam_v, o->v, nb);
+    /* the shadow starts from the uploaded weights (init or a snapshot); AdamW keeps it */
+    if (g->params16) ops_cuda_to_bf16(g->params16, g->params, g->m->n_params);
 }
 
 void train_cuda_download(struct train_cuda *g, struct optim *o)
@@ -263,19 +288,23 @@ void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8
     ops_cuda_upload_async(g->tok, g->tok_host, (size_t)B * c->context);
     ops_cuda_upload_async(g->tgt, g->tgt_host, (size_t)B);
     g->batch = B;
-    ops_cuda_embed_forward(dev(g, m->x0), g->tok, dev(g, m->wte), B, c->context, c->embed);
-    const float *in = dev(g, m->x0);
+    ops_cuda_embed_forward(dev(g, m->x0), dev16(g, m->x0), g->tok, dev(g, m->wte), B,
+                           c->context, c->embed);
+    const float *in = m->x0;   /* host addresses: dev() and dev16() map them */
     for (int l = 0; l < L; l++) {
+        const struct model_linear *lin = &m->lin[l];
         /* the GELU in the product's epilogue where it applies (ops_cuda_lt.h) */
-        ops_cuda_linear_gelu_forward(dev(g, m->act[l]), dev(g, m->pre[l]), in,
-                                     dev(g, m->lin[l].w), dev(g, m->lin[l].b), B,
-                                     m->lin[l].ic, H);
-        in = dev(g, m->act[l]);
+        ops_cuda_linear_gelu_forward(dev(g, m->act[l]), dev16(g, m->act[l]), dev(g, m->pre[l]),
+                                     dev(g, in), dev16(g, in), dev(g, lin->w), dev16(g, lin->w),
+                                     dev(g, lin->b), B, lin->ic, H);
+        in = m->act[l];
     }
-    ops_cuda_linear_forward(dev(g, m->logits), in, dev(g, m->lin[L].w), dev(g, m->lin[L].b), B,
-                            H, MODEL_VOCAB);
-    ops_cuda_softmax_xent_forward(dev(g, m->probs), g->loss_dev, dev(g, m->logits), g->tgt, B,
-                                  MODEL_VOCAB);
+    ops_cuda_linear_forward(dev(g, m->logits), dev(g, in), dev16(g, in), dev(g, m->lin[L].w),
+                            dev16(g, m->lin[L].w), dev(g, m->lin[L].b), B, H, MODEL_VOCAB);
+    /* the loss and, in the same pass over the logits, their gradient: every forward of the
+     * trainer is followed by its backward (m->probs stays unused on the device) */
+    ops_cuda_softmax_xent_fused(dev(g, m->dlogits), dev16(g, m->dlogits), g->loss_dev,
+                                dev(g, m->logits), g->tgt, B, MODEL_VOCAB);
 }
 
 void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *ctx)
@@ -285,28 +314,33 @@ void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *
     int L = c->layers, H = c->hidden, B = g->batch;
     /* model.c's dact and dpre passes in one: each layer's dinp product applies GELU' of the
      * layer before (ops_cuda_linear_backward_gelu: an epilogue where cuBLASLt has one), so
-     * it yields that layer's dpre; dout and dinp take turns in the two buffers. */
-    float *dout = dev(g, m->dbuf_b), *dinp = dev(g, m->dbuf_a);
-    ops_cuda_softmax_xent_backward(dev(g, m->dlogits), dev(g, m->probs), g->tgt, B,
-                                   MODEL_VOCAB);
-    ops_cuda_linear_backward_gelu(dout, dev(g, m->pre[L - 1]), dev(g, m->lin[L].dw),
-                                  dev(g, m->lin[L].db), dev(g, m->dlogits),
-                                  dev(g, m->act[L - 1]), dev(g, m->lin[L].w), B, H, MODEL_VOCAB);
+     * it yields that layer's dpre (with its bf16 copy); dout and dinp take turns in the two
+     * buffers (host addresses: dev() and dev16() map them). */
+    float *dout = m->dbuf_b, *dinp = m->dbuf_a;
+    /* dlogits: written by the forward (ops_cuda_softmax_xent_fused) */
+    ops_cuda_linear_backward_gelu(dev(g, dout), dev16(g, dout), dev(g, m->pre[L - 1]),
+                                  dev(g, m->lin[L].dw), dev(g, m->lin[L].db),
+                                  dev(g, m->dlogits), dev16(g, m->dlogits),
+                                  dev(g, m->act[L - 1]), dev16(g, m->act[L - 1]),
+                                  dev(g, m->lin[L].w), dev16(g, m->lin[L].w), B, H, MODEL_VOCAB);
     /* queued, not done: the NCCL backend orders its all-reduce after this point */
     if (ready) ready(ctx, (size_t)(m->lin[L].db + m->lin[L].oc - m->grads));
     for (int l = L - 1; l >= 0; l--) {
         struct model_linear *lin = &m->lin[l];
-        ops_cuda_linear_backward_gelu(dinp, l ? dev(g, m->pre[l - 1]) : NULL, dev(g, lin->dw),
-                                      dev(g, lin->db), dout,
-                                      l ? dev(g, m->act[l - 1]) : dev(g, m->x0), dev(g, lin->w),
-                                      B, lin->ic, H);
+        const float *in = l ? m->act[l - 1] : m->x0;
+        /* layer 0's dinp is the embedding's gradient: no GELU below, no product reads it */
+        ops_cuda_linear_backward_gelu(dev(g, dinp), l ? dev16(g, dinp) : NULL,
+                                      l ? dev(g, m->pre[l - 1]) : NULL, dev(g, lin->dw),
+                                      dev(g, lin->db), dev(g, dout), dev16(g, dout), dev(g, in),
+                                      dev16(g, in), dev(g, lin->w), dev16(g, lin->w), B,
+                                      lin->ic, H);
         if (ready) ready(ctx, (size_t)(lin->db + lin->oc - m->grads));
         float *t = dout;
         dout = dinp, dinp = t;
     }
     size_t n_wte = (size_t)c->context * MODEL_VOCAB * c->embed;
     ops_cuda_zero(dev(g, m->dwte), n_wte);
-    ops_cuda_embed_backward(dev(g, m->dwte), dout, g->tok, B, c->context, c->embed);
+    ops_cuda_embed_backward(dev(g, m->dwte), dev(g, dout), g->tok, B, c->context, c->embed);
     if (ready) ready(ctx, m->n_params);
 }
 
@@ -322,14 +356,15 @@ void train_cuda_optim_step(struct train_cuda *g, struct optim *o)
             ops_cuda_upload(g->seg_wd, wd, (size_t)m->n_tensors * sizeof wd[0]);
             g->seg_wd_for = o->weight_decay;
         }
-        ops_cuda_adamw_segments(g->params, g->grads, g->adam_m, g->adam_v, m->n_params,
+        ops_cuda_adamw_segments(g->params, g->params16, g->grads, g->adam_m, g->adam_v, m->n_params,
                                 g->seg_end, g->seg_wd, m->n_tensors, o->lr, o->beta1, o->beta2,
                                 o->eps, o->t);
         return;
     }
     for (int i = 0; i < m->n_tensors; i++) {
         const struct model_tensor *t = &m->tensors[i];
-        ops_cuda_adamw(g->params + t->off, g->grads + t->off, g->adam_m + t->off,
+        ops_cuda_adamw(g->params + t->off, g->params16 ? g->params16 + t->off : NULL,
+                       g->grads + t->off, g->adam_m + t->off,
                        g->adam_v + t->off, t->n, o->lr, o->beta1, o->beta2, o->eps,
                        t->decay ? o->weight_decay : 0.0f, o->t);
     }

@@ -51,7 +51,9 @@ void train_cuda_upload(struct train_cuda *g, const struct optim *o);
 void train_cuda_download(struct train_cuda *g, struct optim *o);
 
 /* One step, as model_forward / model_backward / optim_step, queued on the GPU. forward copies
- * tokens and targets, so the caller may reuse them once train_cuda_loss returned. */
+ * tokens and targets, so the caller may reuse them once train_cuda_loss returned. forward
+ * computes the gradient of the logits with the loss (one pass over them), so backward needs
+ * the forward just before it, as in the trainer's step. */
 void train_cuda_forward(struct train_cuda *g, const uint8_t *tokens, const uint8_t *targets,
                         int B);
 void train_cuda_backward(struct train_cuda *g, model_grad_ready_fn ready, void *ctx);

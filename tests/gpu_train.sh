@@ -6,9 +6,9 @@
 # Without a GPU the GPU checks are reported as skipped with the reason.
 #
 # Tolerances on the loss (the built-in corpus, default model; loss 5.5 -> about 3 in 20 steps):
-# fp32 1e-3, tf32 2e-2, bf16 5e-2 absolute on every step. These are first estimates, not yet
-# measured on a GPU (docs/gpu.md): the test prints the differences it saw so a session with a
-# GPU can tighten them.
+# fp32 5e-6, tf32 2e-3, bf16 5e-2 absolute on every step: about 5 times the largest difference
+# seen on an H200 (2026-11-28: fp32 1.0e-6, tf32 4.0e-4, bf16 1.1e-2), bf16 kept at the
+# earlier estimate (5x would be looser). The test prints the differences it saw.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh
@@ -73,6 +73,7 @@ fi
 probe_rc=$?
 GPU_TESTS=("20 steps on GPU (fp32) match the CPU" "20 steps on GPU (tf32) match the CPU"
            "20 steps on GPU (bf16) match the CPU" "GPU resume is exact (40 steps = 20 + 20)"
+           "GPU resume is exact in bf16 (the weights' bf16 shadow restored from the snapshot)"
            "a GPU snapshot resumes on the CPU" "a CPU snapshot resumes on the GPU")
 NCCL_TESTS=("two ranks on two GPUs (NCCL) match one rank with twice the batch"
             "NCCL: a lost peer ends the other rank with exit 1 naming rank and file"
@@ -99,8 +100,8 @@ check_precision() {
     if [ "$rc" = 0 ] && [ "$dev" = cuda ] && le "$d" "$tol"; then tap_ok "$name"
     else tap_fail "$name" "rc=$rc device=$dev max diff $d > $tol" "$(tail -3 "$T/gpu20.$prec.err")"; fi
 }
-check_precision fp32 1e-3 "${GPU_TESTS[0]}"
-check_precision tf32 2e-2 "${GPU_TESTS[1]}"
+check_precision fp32 5e-6 "${GPU_TESTS[0]}"
+check_precision tf32 2e-3 "${GPU_TESTS[1]}"
 check_precision bf16 5e-2 "${GPU_TESTS[2]}"
 
 # ---- resume ----------------------------------------------------------------------------------
@@ -113,6 +114,17 @@ if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$(json "$T/g20b.out" start resumed_from)
     tap_ok "${GPU_TESTS[3]}"
 else
     tap_fail "${GPU_TESTS[3]}" "straight $a, resumed $b" "$(tail -3 "$T/g20b.err")"
+fi
+# bf16 products read a bf16 shadow of the weights that AdamW keeps: a resumed run must
+# rebuild it from the snapshot's fp32 weights, or its products differ from the straight run's.
+"$TRAIN" --device cuda --precision bf16 --steps 30 >"$T/h30.out" 2>"$T/h30.err"
+"$TRAIN" --device cuda --precision bf16 --steps 15 --snapshot "$T/h.snap" >"$T/h15a.out" 2>"$T/h15a.err"
+"$TRAIN" --device cuda --precision bf16 --steps 30 --snapshot "$T/h.snap" >"$T/h15b.out" 2>"$T/h15b.err"
+a=$(json "$T/h30.out" done param_checksum); b=$(json "$T/h15b.out" done param_checksum)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$(json "$T/h15b.out" start resumed_from)" = 15 ]; then
+    tap_ok "${GPU_TESTS[4]}"
+else
+    tap_fail "${GPU_TESTS[4]}" "straight $a, resumed $b" "$(tail -3 "$T/h15b.err")"
 fi
 
 # Across devices the runs differ by rounding only: fp32 on the GPU, the loss of step 40 within
@@ -130,8 +142,8 @@ cross() {
        [ "$(json "$T/x2.out" start device)" = "$to" ] && le "$d" 1e-3; then tap_ok "$name"
     else tap_fail "$name" "rc=$rc diff $d" "$(tail -3 "$T/x2.err")"; fi
 }
-cross cuda cpu "${GPU_TESTS[4]}"
-cross cpu cuda "${GPU_TESTS[5]}"
+cross cuda cpu "${GPU_TESTS[5]}"
+cross cpu cuda "${GPU_TESTS[6]}"
 
 # ---- NCCL across two GPUs --------------------------------------------------------------------
 

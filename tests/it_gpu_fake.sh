@@ -79,6 +79,8 @@ for row in "gemm tf32  B=64 .* forward" "gemm tf32  B=64 .* backward" "gemm bf16
            "lt   bf16  B=64 .* backward plain .* +bgradb+dgelu .* without Lt" \
            "bandwidth adamw" "bandwidth gelu_forward" "bandwidth gelu_backward" \
            "bandwidth embed_forward" "bandwidth softmax_xent_forward" \
+           "bandwidth adamw_bf16_shadow" "bandwidth gelu_forward_bf16" \
+           "bandwidth embed_backward" "bandwidth softmax_xent_fused" \
            "tokens/s cpu, default model" "tokens/s cuda tf32, default model " \
            "tokens/s cuda bf16, --hidden 64" "tokens/s cuda fp32, --hidden 64" \
            "step default model bucket 1 MiB --overlap" "step default model bucket 25 MiB --no-overlap" \

@@ -24,7 +24,7 @@
 
 static const char *const test_names[] = {
     "test_lt_fp32", "test_lt_tf32", "test_lt_bf16", "test_lt_refused_falls_back",
-    "test_lt_plans_cached", "test_lt_repeatable",
+    "test_lt_plans_cached", "test_lt_repeatable", "test_lt_bf16_copies",
 };
 #define N_TESTS (sizeof test_names / sizeof test_names[0])
 
@@ -146,7 +146,7 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
     float *d_dx = ops_cuda_alloc(bi * 4);
     double *tol = malloc((bi > oi ? (bi > bo ? bi : bo) : (oi > bo ? oi : bo)) * sizeof(double));
 
-    CHECK(ops_cuda_lt_forward(d_out, NULL, d_inp, d_w, d_bias, B, IC, OC));
+    CHECK(ops_cuda_lt_forward(d_out, NULL, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
     float *g = from_dev(d_out, bo);
     for (int b = 0; b < B; b++)
         for (int o = 0; o < OC; o++) tol[(size_t)b * OC + o] = tol_pre(&l, b, o, extra);
@@ -154,7 +154,7 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
     free(g);
 
     if (gelu) {
-        CHECK(ops_cuda_lt_forward(d_out, d_pre, d_inp, d_w, d_bias, B, IC, OC));
+        CHECK(ops_cuda_lt_forward(d_out, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
         float *g_pre = from_dev(d_pre, bo), *g_act = from_dev(d_out, bo);
         CHECK_INT(count_bad("gelu aux (pre)", g_pre, l.pre, tol, bo), 0);
         for (size_t i = 0; i < bo; i++) tol[i] = 1.2 * tol[i] + 1e-6 * (1 + fabs(l.pre[i]));
@@ -162,7 +162,7 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
         free(g_pre), free(g_act);
     }
 
-    CHECK(ops_cuda_lt_backward_weight(d_dw, d_db, d_dout, d_inp, B, IC, OC));
+    CHECK(ops_cuda_lt_backward_weight(d_dw, d_db, d_dout, NULL, d_inp, NULL, B, IC, OC));
     float *g_dw = from_dev(d_dw, oi), *g_db = from_dev(d_db, OC);
     for (int o = 0; o < OC; o++)
         for (int i = 0; i < IC; i++) {
@@ -180,14 +180,14 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
     CHECK_INT(count_bad("dbias (bgradb)", g_db, l.db, tol, OC), 0);
     free(g_dw), free(g_db);
 
-    CHECK(ops_cuda_lt_backward_input(d_dx, NULL, d_dout, d_w, B, IC, OC));
+    CHECK(ops_cuda_lt_backward_input(d_dx, NULL, d_dout, NULL, d_w, NULL, B, IC, OC));
     float *g_dx = from_dev(d_dx, bi);
     for (int b = 0; b < B; b++)
         for (int i = 0; i < IC; i++) tol[(size_t)b * IC + i] = tol_dx(&l, b, i, extra);
     CHECK_INT(count_bad("dinp", g_dx, l.dx, tol, bi), 0);
     free(g_dx);
     if (IC % 8 == 0) {   /* the aux is the layer before's pre: leading dimension IC */
-        CHECK(ops_cuda_lt_backward_input(d_dx, d_pre_in, d_dout, d_w, B, IC, OC));
+        CHECK(ops_cuda_lt_backward_input(d_dx, d_pre_in, d_dout, NULL, d_w, NULL, B, IC, OC));
         g_dx = from_dev(d_dx, bi);
         for (size_t i = 0; i < bi; i++) {
             double x = fabs(l.pre_in[i]);
@@ -234,13 +234,14 @@ static void test_lt_refused_falls_back(void)
     float *d_db = ops_cuda_alloc(OC * 4);
     struct ops_cuda_lt_stats s0, s1;
     ops_cuda_lt_get_stats(&s0);
-    CHECK(!ops_cuda_lt_forward(d_act, d_pre, d_inp, d_w, d_bias, B, IC, OC));
-    ops_cuda_linear_gelu_forward(d_act, d_pre, d_inp, d_w, d_bias, B, IC, OC);
-    ops_cuda_linear_forward(d_act2, d_inp, d_w, d_bias, B, IC, OC);
-    ops_cuda_gelu_forward(d_act2, d_act2, bo);
-    ops_cuda_linear_backward_gelu(d_dx, d_pre_in, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
-    ops_cuda_linear_backward(d_dx2, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
-    ops_cuda_gelu_backward(d_dx2, d_pre_in, d_dx2, bi);
+    CHECK(!ops_cuda_lt_forward(d_act, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
+    ops_cuda_linear_gelu_forward(d_act, NULL, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
+    ops_cuda_linear_forward(d_act2, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
+    ops_cuda_gelu_forward(d_act2, NULL, d_act2, bo);
+    ops_cuda_linear_backward_gelu(d_dx, NULL, d_pre_in, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w,
+                                  NULL, B, IC, OC);
+    ops_cuda_linear_backward(d_dx2, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC, OC);
+    ops_cuda_gelu_backward(d_dx2, NULL, d_pre_in, d_dx2, bi);
     ops_cuda_lt_get_stats(&s1);
     CHECK(s1.refused >= s0.refused + 2);
     float *a = from_dev(d_act, bo), *a2 = from_dev(d_act2, bo);
@@ -272,21 +273,22 @@ static void test_lt_plans_cached(void)
     struct ops_cuda_lt_stats s0, s1, s2;
     ops_cuda_lt_get_stats(&s0);
     for (int step = 0; step < 5; step++) {
-        ops_cuda_linear_gelu_forward(act, pre, inp, w, bias, B, IC, OC);
-        ops_cuda_linear_backward_gelu(dx, inp, dw, db, dout, inp, w, B, IC, OC);
+        ops_cuda_linear_gelu_forward(act, NULL, pre, inp, NULL, w, NULL, bias, B, IC, OC);
+        ops_cuda_linear_backward_gelu(dx, NULL, inp, dw, db, dout, NULL, inp, NULL, w, NULL, B, IC,
+                                      OC);
     }
     ops_cuda_lt_get_stats(&s1);
     CHECK_INT(s1.queries - s0.queries, 3);   /* GELU forward, dGELU dinp, BGRADB dW */
     CHECK_INT(s1.matmuls - s0.matmuls, 15);
     CHECK_INT(s1.refused - s0.refused, 0);
     for (int step = 0; step < 3; step++)   /* inp one float on: 4-byte aligned */
-        ops_cuda_linear_gelu_forward(act, pre, inp + 1, w, bias, B, IC, OC);
+        ops_cuda_linear_gelu_forward(act, NULL, pre, inp + 1, NULL, w, NULL, bias, B, IC, OC);
     ops_cuda_lt_get_stats(&s2);
     CHECK_INT(s2.queries - s1.queries, 0);   /* BF16: A and B are the aligned copies */
     ops_cuda_set_precision(OPS_PREC_TF32);
     for (int step = 0; step < 3; step++) {
-        ops_cuda_linear_gelu_forward(act, pre, inp, w, bias, B, IC, OC);
-        ops_cuda_linear_gelu_forward(act, pre, inp + 1, w, bias, B, IC, OC);
+        ops_cuda_linear_gelu_forward(act, NULL, pre, inp, NULL, w, NULL, bias, B, IC, OC);
+        ops_cuda_linear_gelu_forward(act, NULL, pre, inp + 1, NULL, w, NULL, bias, B, IC, OC);
     }
     ops_cuda_lt_get_stats(&s1);
     CHECK_INT(s1.queries - s2.queries, 2);
@@ -312,8 +314,9 @@ static void test_lt_repeatable(void)
     float *d_db = ops_cuda_alloc(OC * 4);
     float *first[5] = { 0 };
     for (int run = 0; run < 2; run++) {
-        ops_cuda_linear_gelu_forward(d_act, d_pre, d_inp, d_w, d_bias, B, IC, OC);
-        ops_cuda_linear_backward_gelu(d_dx, d_pre_in, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
+        ops_cuda_linear_gelu_forward(d_act, NULL, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
+        ops_cuda_linear_backward_gelu(d_dx, NULL, d_pre_in, d_dw, d_db, d_dout, NULL, d_inp, NULL,
+                                      d_w, NULL, B, IC, OC);
         float *now[5] = { from_dev(d_act, bo), from_dev(d_pre, bo), from_dev(d_dx, bi),
                           from_dev(d_dw, oi), from_dev(d_db, OC) };
         size_t n[5] = { bo, bo, bi, oi, (size_t)OC };
@@ -327,6 +330,68 @@ static void test_lt_repeatable(void)
         }
     }
     float *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, d_act, d_pre, d_dx, d_dw, d_db };
+    for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
+    layer_free(&l);
+    ops_cuda_set_precision(OPS_PREC_FP32);
+}
+
+/* BF16 with the operands' bf16 copies given (as the trainer has them) against without (each
+ * converted per product): the same bits, and the fused calls write the copies of their
+ * outputs (act16, dinp16) equal to the rounding of the fp32 results. */
+static void test_lt_bf16_copies(void)
+{
+    ops_cuda_set_precision(OPS_PREC_BF16);
+    int B = 24, IC = 72, OC = 40;
+    struct layer l;
+    layer_make(&l, B, IC, OC);
+    size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
+    size_t big = bi > bo ? bi : bo;
+    float *d_inp = to_dev(l.inp, bi), *d_w = to_dev(l.w, oi), *d_bias = to_dev(l.bias, OC);
+    float *d_dout = to_dev(l.dout, bo), *d_pre_in = to_dev(l.pre_in, bi);
+    ops_bf16 *inp16 = ops_cuda_alloc(bi * 2), *w16 = ops_cuda_alloc(oi * 2);
+    ops_bf16 *dout16 = ops_cuda_alloc(bo * 2), *act16 = ops_cuda_alloc(bo * 2);
+    ops_bf16 *dx16 = ops_cuda_alloc(bi * 2), *want16 = ops_cuda_alloc(big * 2);
+    ops_cuda_to_bf16(inp16, d_inp, bi);
+    ops_cuda_to_bf16(w16, d_w, oi);
+    ops_cuda_to_bf16(dout16, d_dout, bo);
+    float *out[2][5];   /* act, pre, dx, dw, db; without copies, then with */
+    size_t n[5] = { bo, bo, bi, oi, (size_t)OC };
+    struct ops_cuda_lt_stats s0, s1;
+    ops_cuda_lt_get_stats(&s0);
+    for (int with = 0; with < 2; with++) {
+        float *act = ops_cuda_alloc(bo * 4), *pre = ops_cuda_alloc(bo * 4);
+        float *dx = ops_cuda_alloc(bi * 4), *dw = ops_cuda_alloc(oi * 4);
+        float *db = ops_cuda_alloc(OC * 4);
+        ops_cuda_linear_gelu_forward(act, with ? act16 : NULL, pre, d_inp, with ? inp16 : NULL,
+                                     d_w, with ? w16 : NULL, d_bias, B, IC, OC);
+        ops_cuda_linear_backward_gelu(dx, with ? dx16 : NULL, d_pre_in, dw, db, d_dout,
+                                      with ? dout16 : NULL, d_inp, with ? inp16 : NULL, d_w,
+                                      with ? w16 : NULL, B, IC, OC);
+        float *dev_out[5] = { act, pre, dx, dw, db };
+        for (int i = 0; i < 5; i++) {
+            out[with][i] = from_dev(dev_out[i], n[i]);
+            ops_cuda_free(dev_out[i]);
+        }
+    }
+    ops_cuda_lt_get_stats(&s1);
+    CHECK_INT(s1.matmuls - s0.matmuls, 6);   /* all through cuBLASLt: nothing fell back */
+    for (int i = 0; i < 5; i++) CHECK(memcmp(out[0][i], out[1][i], n[i] * 4) == 0);
+    uint16_t *got = malloc(big * 2), *want = malloc(big * 2);
+    const float *src[2] = { out[1][0], out[1][2] };
+    const ops_bf16 *copy[2] = { act16, dx16 };
+    for (int k = 0; k < 2; k++) {   /* the copies: the rounding of the fp32 results */
+        size_t m = k ? bi : bo;
+        float *d = to_dev(src[k], m);
+        ops_cuda_to_bf16(want16, d, m);
+        ops_cuda_download(want, want16, m * 2);
+        ops_cuda_download(got, copy[k], m * 2);
+        CHECK(memcmp(got, want, m * 2) == 0);
+        ops_cuda_free(d);
+    }
+    free(got), free(want);
+    for (int i = 0; i < 5; i++) free(out[0][i]), free(out[1][i]);
+    void *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, inp16, w16, dout16, act16, dx16,
+                     want16 };
     for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
     layer_free(&l);
     ops_cuda_set_precision(OPS_PREC_FP32);
@@ -353,6 +418,7 @@ int main(void)
     RUN(test_lt_refused_falls_back);
     RUN(test_lt_plans_cached);
     RUN(test_lt_repeatable);
+    RUN(test_lt_bf16_copies);
     ops_cuda_done();
     return tap_done();
 }

@@ -16,7 +16,9 @@
  *   both sides; the cancellation in 1 - tanh^2 is scaled by x^3).
  *   softmax probabilities 2e-6 relative; the mean loss 1e-5 relative.
  *   AdamW after 3 steps: 2e-6*(1+|p|) on p; m 2e-6 relative + 5e-7 (b1*m + (1-b1)*g may
- *   cancel, leaving the rounding of terms up to 0.27); v 2e-6 relative (no cancellation). */
+ *   cancel, leaving the rounding of terms up to 0.27); v 2e-6 relative (no cancellation).
+ *   bf16 copies (the weights' shadow, activations, output gradients): exactly the rounding
+ *   of the fp32 values they copy; products with copies equal products without, bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,8 @@ static const char *const test_names[] = {   /* as RUN prints them */
     "test_linear_tf32", "test_linear_bf16", "test_gelu", "test_softmax_xent", "test_adamw",
     "test_repeatable", "test_model_step_matches_cpu", "test_nccl_world_of_one",
     "test_nccl_missing_peer_times_out", "test_grid_stride_beyond_max_blocks",
+    "test_bf16_copies_exact", "test_adamw_bf16_shadow", "test_softmax_xent_fused",
+    "test_gelu_vector_path_and_bias_grad_parts",
 };
 #define N_TESTS (sizeof test_names / sizeof test_names[0])
 
@@ -111,27 +115,42 @@ static void test_embed_forward_exact(void)
     ops_embed_forward(want, tok, wte, B, C, E);
     float *d_wte = to_dev(wte, (size_t)C * 256 * E * 4), *d_out = ops_cuda_alloc((size_t)B * C * E * 4);
     uint8_t *d_tok = to_dev(tok, (size_t)B * C);
-    ops_cuda_embed_forward(d_out, d_tok, d_wte, B, C, E);
+    ops_cuda_embed_forward(d_out, NULL, d_tok, d_wte, B, C, E);
     float *got = from_dev(d_out, (size_t)B * C * E);
     CHECK(memcmp(got, want, (size_t)B * C * E * 4) == 0);
     ops_cuda_free(d_wte), ops_cuda_free(d_out), ops_cuda_free(d_tok);
     free(wte), free(tok), free(want), free(got);
 }
 
-static void test_embed_backward_exact(void)
+/* The gradient accumulates onto a random start in the CPU's order, so the same bits. */
+static void check_embed_backward(int B, int C, int E, int distinct, int skew)
 {
-    int B = 300, C = 3, E = 40;   /* B > 256 with 20 distinct bytes: many repeats per row */
     size_t n_wte = (size_t)C * 256 * E;
     float *dout = host_rand((size_t)B * C * E, -1, 1), *want = host_rand(n_wte, -1, 1);
-    uint8_t *tok = host_tokens((size_t)B * C, 20);
+    uint8_t *tok = host_tokens((size_t)B * C, distinct);
+    for (size_t i = 0; i < (size_t)B * C; i++)   /* skew: that share of bytes is ' ' */
+        if (rng_below(&seed, 100) < (uint32_t)skew) tok[i] = ' ';
     float *d_dwte = to_dev(want, n_wte * 4), *d_dout = to_dev(dout, (size_t)B * C * E * 4);
     uint8_t *d_tok = to_dev(tok, (size_t)B * C);
-    ops_embed_backward(want, dout, tok, B, C, E);   /* accumulates onto the random start */
+    ops_embed_backward(want, dout, tok, B, C, E);
     ops_cuda_embed_backward(d_dwte, d_dout, d_tok, B, C, E);
     float *got = from_dev(d_dwte, n_wte);
-    CHECK(memcmp(got, want, n_wte * 4) == 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < n_wte; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+    if (bad) printf("#   B=%d C=%d E=%d: %zu table elements differ\n", B, C, E, bad);
+    CHECK(bad == 0);
     ops_cuda_free(d_dwte), ops_cuda_free(d_dout), ops_cuda_free(d_tok);
     free(dout), free(want), free(tok), free(got);
+}
+
+static void test_embed_backward_exact(void)
+{
+    check_embed_backward(300, 3, 40, 20, 0);     /* B > 256, 20 distinct bytes: many repeats;
+                                                    E = 40: a second, partial lane chunk */
+    check_embed_backward(1000, 2, 32, 256, 60);  /* 60% one byte: long chains, every match
+                                                    batch of a ballot full */
+    check_embed_backward(37, 5, 5, 256, 0);      /* E < 32, B not a multiple of the unroll */
+    check_embed_backward(129, 16, 64, 3, 0);     /* two full chunks, 3 bytes */
 }
 
 /* Forward and backward of one linear layer at the given precision; extra is the precision's
@@ -151,8 +170,9 @@ static void check_linear(enum ops_precision prec, double extra)
     float *d_bias = to_dev(bias, (size_t)OC * 4), *d_dout = to_dev(dout, (size_t)B * OC * 4);
     float *d_out = ops_cuda_alloc((size_t)B * OC * 4), *d_dw = ops_cuda_alloc((size_t)OC * IC * 4);
     float *d_db = ops_cuda_alloc((size_t)OC * 4), *d_dinp = ops_cuda_alloc((size_t)B * IC * 4);
-    ops_cuda_linear_forward(d_out, d_inp, d_w, d_bias, B, IC, OC);
-    ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
+    ops_cuda_linear_forward(d_out, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
+    ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC,
+                             OC);
     float *g_out = from_dev(d_out, (size_t)B * OC), *g_dw = from_dev(d_dw, (size_t)OC * IC);
     float *g_db = from_dev(d_db, (size_t)OC), *g_dinp = from_dev(d_dinp, (size_t)B * IC);
 
@@ -207,8 +227,8 @@ static void test_gelu(void)
     ops_gelu_backward(dx, x, dout, n);
     float *d_x = to_dev(x, n * 4), *d_dout = to_dev(dout, n * 4);
     float *d_y = ops_cuda_alloc(n * 4), *d_dx = ops_cuda_alloc(n * 4);
-    ops_cuda_gelu_forward(d_y, d_x, n);
-    ops_cuda_gelu_backward(d_dx, d_x, d_dout, n);
+    ops_cuda_gelu_forward(d_y, NULL, d_x, n);
+    ops_cuda_gelu_backward(d_dx, NULL, d_x, d_dout, n);
     float *g_y = from_dev(d_y, n), *g_dx = from_dev(d_dx, n);
     double *tol = malloc(n * sizeof(double));
     for (size_t i = 0; i < n; i++) tol[i] = 1e-6 * (1 + fabs(x[i]));
@@ -234,7 +254,7 @@ static void test_grid_stride_beyond_max_blocks(void)
     ops_embed_forward(want, tok, wte, B, C, E);
     float *d_wte = to_dev(wte, n_wte * 4), *d_out = ops_cuda_alloc(n_out * 4);
     uint8_t *d_tok = to_dev(tok, (size_t)B * C);
-    ops_cuda_embed_forward(d_out, d_tok, d_wte, B, C, E);
+    ops_cuda_embed_forward(d_out, NULL, d_tok, d_wte, B, C, E);
     float *got = from_dev(d_out, n_out);
     CHECK(memcmp(got, want, n_out * 4) == 0);
     ops_cuda_free(d_wte), ops_cuda_free(d_out), ops_cuda_free(d_tok);
@@ -247,13 +267,13 @@ static void test_grid_stride_beyond_max_blocks(void)
     ops_softmax_xent_backward(d, p, t, R, V);
     float *d_p = to_dev(p, n * 4), *d_d = ops_cuda_alloc(n * 4);
     uint8_t *d_t = to_dev(t, (size_t)R);
-    ops_cuda_softmax_xent_backward(d_d, d_p, d_t, R, V);
+    ops_cuda_softmax_xent_backward(d_d, NULL, d_p, d_t, R, V);
     float *g_d = from_dev(d_d, n);
     CHECK(memcmp(g_d, d, n * 4) == 0);
     /* GELU forward over the same buffer size, against the CPU within test_gelu's bound */
     float *y = malloc(n * 4);
     ops_gelu_forward(y, p, n);
-    ops_cuda_gelu_forward(d_d, d_p, n);
+    ops_cuda_gelu_forward(d_d, NULL, d_p, n);
     float *g_y = from_dev(d_d, n);
     int bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -287,7 +307,7 @@ static void test_softmax_xent(void)
     /* backward from the CPU's probabilities: the same two roundings, so exact */
     float *d_d = ops_cuda_alloc(n * 4);
     ops_cuda_upload(d_p, p, n * 4);
-    ops_cuda_softmax_xent_backward(d_d, d_p, d_t, B, V);
+    ops_cuda_softmax_xent_backward(d_d, NULL, d_p, d_t, B, V);
     float *g_d = from_dev(d_d, n);
     CHECK(memcmp(g_d, d, n * 4) == 0);
     ops_cuda_free(d_z), ops_cuda_free(d_p), ops_cuda_free(d_loss), ops_cuda_free(d_t);
@@ -306,7 +326,7 @@ static void test_adamw(void)
         for (size_t i = 0; i < n; i += 7) g[i] *= 1e-6f;   /* some tiny gradients too */
         ops_cuda_upload(d_g, g, n * 4);
         ops_adamw(p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, t);
-        ops_cuda_adamw(d_p, d_g, d_m, d_v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, t);
+        ops_cuda_adamw(d_p, NULL, d_g, d_m, d_v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, t);
         free(g);
     }
     float *g_p = from_dev(d_p, n), *g_m = from_dev(d_m, n), *g_v = from_dev(d_v, n);
@@ -320,6 +340,247 @@ static void test_adamw(void)
     CHECK_INT(count_bad("v", g_v, v, tol, n), 0);
     ops_cuda_free(d_p), ops_cuda_free(d_m), ops_cuda_free(d_v), ops_cuda_free(d_g);
     free(p), free(m), free(v), free(g_p), free(g_m), free(g_v), free(tol);
+}
+
+/* The bf16 rounding as the GPU does it (round to nearest, ties to even; NaN stays NaN). */
+static uint16_t host_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Counts elements of the device bf16 copy d16 that are not the rounding of the device fp32
+ * values d: a copy written by a kernel must be exactly what a conversion pass would give. */
+static int bad_copy(const char *what, const ops_bf16 *d16, const float *d, size_t n)
+{
+    uint16_t *got = malloc(n * 2);
+    float *x = from_dev(d, n);
+    ops_cuda_download(got, d16, n * 2);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != host_bf16(x[i]) && bad++ < 3)
+            printf("#   %s[%zu]: copy 0x%04x, rounding of %.9g is 0x%04x\n", what, i, got[i],
+                   x[i], host_bf16(x[i]));
+    free(got), free(x);
+    return bad;
+}
+
+/* Every kernel that writes a bf16 copy next to its fp32 result writes the rounding of that
+ * result, and a BF16 product given the copies computes the same bits as one that converts
+ * its operands itself: the copies save passes and change nothing. */
+static void test_bf16_copies_exact(void)
+{
+    size_t n = 70001;   /* odd: the tail past the last full vector too */
+    float *x = host_rand(n, -6, 6), *dy = host_rand(n, -1, 1);
+    x[0] = 1.0f + 1.0f / 256;   /* a tie: rounds to even */
+    float *d_x = to_dev(x, n * 4), *d_dy = to_dev(dy, n * 4);
+    float *d_y = ops_cuda_alloc(n * 4);
+    ops_bf16 *d_16 = ops_cuda_alloc(n * 2);
+    ops_cuda_to_bf16(d_16, d_x, n);
+    CHECK_INT(bad_copy("to_bf16", d_16, d_x, n), 0);
+    ops_cuda_gelu_forward(d_y, d_16, d_x, n);
+    CHECK_INT(bad_copy("gelu", d_16, d_y, n), 0);
+    ops_cuda_gelu_backward(d_y, d_16, d_x, d_dy, n);
+    CHECK_INT(bad_copy("dgelu", d_16, d_y, n), 0);
+    int B = 29, C = 3, E = 20;
+    uint8_t *tok = host_tokens((size_t)B * C, 256);
+    uint8_t *d_tok = to_dev(tok, (size_t)B * C);
+    ops_cuda_embed_forward(d_y, d_16, d_tok, d_x, B, C, E);   /* the table: x's first C*256*E */
+    CHECK_INT(bad_copy("embed", d_16, d_y, (size_t)B * C * E), 0);
+    int R = 33, V = 256;
+    ops_cuda_softmax_xent_backward(d_y, d_16, d_dy, d_tok, R, V);   /* probs: any values */
+    CHECK_INT(bad_copy("dlogits", d_16, d_y, (size_t)R * V), 0);
+
+    ops_cuda_set_precision(OPS_PREC_BF16);
+    int Bm = 37, IC = 72, OC = 45;
+    float *d_w = d_x, *d_inp = d_x + (size_t)OC * IC, *d_dout = d_dy;   /* slices of x, dy */
+    ops_bf16 *w16 = ops_cuda_alloc((size_t)OC * IC * 2);
+    ops_bf16 *in16 = ops_cuda_alloc((size_t)Bm * IC * 2);
+    ops_bf16 *do16 = ops_cuda_alloc((size_t)Bm * OC * 2);
+    ops_cuda_to_bf16(w16, d_w, (size_t)OC * IC);
+    ops_cuda_to_bf16(in16, d_inp, (size_t)Bm * IC);
+    ops_cuda_to_bf16(do16, d_dout, (size_t)Bm * OC);
+    size_t sz[4] = { (size_t)Bm * OC, (size_t)OC * IC, (size_t)OC, (size_t)Bm * IC };
+    float *res[2][4];
+    for (int with = 0; with < 2; with++) {
+        float *d_o[4];
+        for (int k = 0; k < 4; k++) d_o[k] = ops_cuda_alloc(sz[k] * 4);
+        ops_cuda_linear_forward(d_o[0], d_inp, with ? in16 : NULL, d_w, with ? w16 : NULL,
+                                d_dy, Bm, IC, OC);
+        ops_cuda_linear_backward(d_o[3], d_o[1], d_o[2], d_dout, with ? do16 : NULL, d_inp,
+                                 with ? in16 : NULL, d_w, with ? w16 : NULL, Bm, IC, OC);
+        for (int k = 0; k < 4; k++) {
+            res[with][k] = from_dev(d_o[k], sz[k]);
+            ops_cuda_free(d_o[k]);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        CHECK(memcmp(res[0][k], res[1][k], sz[k] * 4) == 0);
+        free(res[0][k]), free(res[1][k]);
+    }
+    ops_cuda_set_precision(OPS_PREC_FP32);
+    ops_cuda_free(w16), ops_cuda_free(in16), ops_cuda_free(do16);
+    ops_cuda_free(d_x), ops_cuda_free(d_dy), ops_cuda_free(d_y), ops_cuda_free(d_16);
+    ops_cuda_free(d_tok);
+    free(x), free(dy), free(tok);
+}
+
+/* The weights' bf16 shadow stays the rounding of the fp32 master weights through AdamW steps,
+ * in the per-tensor and in the one-launch form, and the master weights are those of AdamW
+ * without a shadow, bit for bit. */
+static void test_adamw_bf16_shadow(void)
+{
+    size_t n = 30011;
+    unsigned ends[3] = { 1000, 17003, (unsigned)n };
+    float wd[3] = { 0.01f, 0.0f, 0.01f };
+    float *p = host_rand(n, -1, 1);
+    float *d_p[3], *d_m[3], *d_v[3];
+    for (int k = 0; k < 3; k++) {   /* without a shadow, per tensor with, one launch with */
+        d_p[k] = to_dev(p, n * 4);
+        d_m[k] = ops_cuda_alloc(n * 4);
+        d_v[k] = ops_cuda_alloc(n * 4);
+    }
+    ops_bf16 *s1 = ops_cuda_alloc(n * 2), *s2 = ops_cuda_alloc(n * 2);
+    ops_cuda_to_bf16(s1, d_p[1], n);
+    ops_cuda_to_bf16(s2, d_p[2], n);
+    unsigned *d_ends = to_dev(ends, sizeof ends);
+    float *d_wd = to_dev(wd, sizeof wd), *d_g = ops_cuda_alloc(n * 4);
+    for (long t = 1; t <= 3; t++) {
+        float *g = host_rand(n, -1, 1);
+        ops_cuda_upload(d_g, g, n * 4);
+        for (int s = 0, lo = 0; s < 3; lo = (int)ends[s], s++) {
+            size_t len = ends[s] - (unsigned)lo;
+            ops_cuda_adamw(d_p[0] + lo, NULL, d_g + lo, d_m[0] + lo, d_v[0] + lo, len, 1e-2f,
+                           0.9f, 0.999f, 1e-8f, wd[s], t);
+            ops_cuda_adamw(d_p[1] + lo, s1 + lo, d_g + lo, d_m[1] + lo, d_v[1] + lo, len, 1e-2f,
+                           0.9f, 0.999f, 1e-8f, wd[s], t);
+        }
+        ops_cuda_adamw_segments(d_p[2], s2, d_g, d_m[2], d_v[2], n, d_ends, d_wd, 3, 1e-2f,
+                                0.9f, 0.999f, 1e-8f, t);
+        free(g);
+    }
+    CHECK_INT(bad_copy("shadow", s1, d_p[1], n), 0);
+    CHECK_INT(bad_copy("shadow (one launch)", s2, d_p[2], n), 0);
+    float *p0 = from_dev(d_p[0], n), *p1 = from_dev(d_p[1], n), *p2 = from_dev(d_p[2], n);
+    CHECK(memcmp(p0, p1, n * 4) == 0);
+    CHECK(memcmp(p0, p2, n * 4) == 0);
+    for (int k = 0; k < 3; k++) ops_cuda_free(d_p[k]), ops_cuda_free(d_m[k]), ops_cuda_free(d_v[k]);
+    ops_cuda_free(s1), ops_cuda_free(s2), ops_cuda_free(d_ends), ops_cuda_free(d_wd);
+    ops_cuda_free(d_g);
+    free(p), free(p0), free(p1), free(p2);
+}
+
+/* The trainer's fused softmax cross-entropy: the loss and dlogits (and its bf16 copy) in one
+ * pass equal the forward's loss and the backward of the forward's probabilities bit for bit,
+ * on float4-aligned rows (V = 256), on rows that are not (an odd offset; V = 250) and on rows
+ * longer than one float4 group per thread can hold (V = 1500); and match the CPU. */
+static void check_fused(int B, int V, size_t offset)
+{
+    size_t n = (size_t)B * V;
+    float *z = host_rand(n, -8, 8);
+    for (int b = 0; b < B; b++) z[(size_t)b * V + (size_t)(37 * b) % V] = 60.0f;
+    uint8_t *t = host_tokens((size_t)B, V < 256 ? V : 256);
+    float *p = malloc(n * 4), *d = malloc(n * 4);
+    float loss = ops_softmax_xent_forward(p, z, t, B, V);
+    ops_softmax_xent_backward(d, p, t, B, V);
+    float *d_z = ops_cuda_alloc((n + offset) * 4), *d_p = ops_cuda_alloc((n + offset) * 4);
+    float *d_d1 = ops_cuda_alloc(n * 4), *d_d2 = ops_cuda_alloc((n + offset) * 4);
+    float *d_l = ops_cuda_alloc(8);
+    ops_bf16 *d_16 = ops_cuda_alloc((n + offset) * 2);
+    uint8_t *d_t = to_dev(t, (size_t)B);
+    ops_cuda_upload(d_z + offset, z, n * 4);
+    ops_cuda_softmax_xent_forward(d_p + offset, d_l, d_z + offset, d_t, B, V);
+    ops_cuda_softmax_xent_backward(d_d1, NULL, d_p + offset, d_t, B, V);
+    ops_cuda_softmax_xent_fused(d_d2 + offset, d_16 + offset, d_l + 1, d_z + offset, d_t, B, V);
+    float *g_l = from_dev(d_l, 2), *g_d1 = from_dev(d_d1, n), *g_d2 = from_dev(d_d2 + offset, n);
+    CHECK(memcmp(&g_l[0], &g_l[1], 4) == 0);
+    CHECK(memcmp(g_d1, g_d2, n * 4) == 0);
+    CHECK_INT(bad_copy("dlogits16", d_16 + offset, d_d2 + offset, n), 0);
+    CHECK_NEAR(g_l[1], loss, 1e-5 * fabs(loss));
+    double *tol = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tol[i] = 2e-6 * fabs(d[i]) + 1e-30;   /* via p: 2e-6 rel. */
+    for (int b = 0; b < B; b++) tol[(size_t)b * V + t[b]] = 2e-6 / B;    /* p - 1: absolute */
+    CHECK_INT(count_bad("dlogits", g_d2, d, tol, n), 0);
+    ops_cuda_free(d_z), ops_cuda_free(d_p), ops_cuda_free(d_d1), ops_cuda_free(d_d2);
+    ops_cuda_free(d_l), ops_cuda_free(d_16), ops_cuda_free(d_t);
+    free(z), free(t), free(p), free(d), free(g_l), free(g_d1), free(g_d2), free(tol);
+}
+
+static void test_softmax_xent_fused(void)
+{
+    check_fused(131, 256, 0);
+    check_fused(67, 256, 1);
+    check_fused(45, 250, 0);
+    check_fused(9, 1500, 0);
+}
+
+/* GELU takes float4s where its pointers allow: the same bits as one element at a time (a
+ * misaligned view forces that path). The bias gradient of a batch longer than one part of
+ * rows (256) sums parts then columns: within the column-sum bound of the CPU and repeatable. */
+static void test_gelu_vector_path_and_bias_grad_parts(void)
+{
+    size_t n = 10003;
+    float *x = host_rand(n, -6, 6), *dy = host_rand(n, -1, 1);
+    float *d_x = to_dev(x, n * 4), *d_dy = to_dev(dy, n * 4);
+    float *d_xo = ops_cuda_alloc((n + 1) * 4), *d_dyo = ops_cuda_alloc((n + 1) * 4);
+    float *d_a = ops_cuda_alloc((n + 1) * 4), *d_b = ops_cuda_alloc((n + 1) * 4);
+    ops_cuda_upload(d_xo + 1, x, n * 4);   /* the same values at an odd offset */
+    ops_cuda_upload(d_dyo + 1, dy, n * 4);
+    ops_bf16 *a16 = ops_cuda_alloc((n + 1) * 2), *b16 = ops_cuda_alloc((n + 1) * 2);
+    for (int bwd = 0; bwd < 2; bwd++) {
+        if (bwd) {
+            ops_cuda_gelu_backward(d_a, a16, d_x, d_dy, n);
+            ops_cuda_gelu_backward(d_b + 1, b16 + 1, d_xo + 1, d_dyo + 1, n);
+        } else {
+            ops_cuda_gelu_forward(d_a, a16, d_x, n);
+            ops_cuda_gelu_forward(d_b + 1, b16 + 1, d_xo + 1, n);
+        }
+        float *ga = from_dev(d_a, n), *gb = from_dev(d_b + 1, n);
+        uint16_t *ha = malloc(n * 2), *hb = malloc(n * 2);
+        ops_cuda_download(ha, a16, n * 2);
+        ops_cuda_download(hb, b16 + 1, n * 2);
+        CHECK(memcmp(ga, gb, n * 4) == 0);
+        CHECK(memcmp(ha, hb, n * 2) == 0);
+        free(ga), free(gb), free(ha), free(hb);
+    }
+    ops_cuda_free(d_x), ops_cuda_free(d_dy), ops_cuda_free(d_a), ops_cuda_free(d_b);
+    ops_cuda_free(d_xo), ops_cuda_free(d_dyo);
+    ops_cuda_free(a16), ops_cuda_free(b16);
+    free(x), free(dy);
+
+    int B = 777, IC = 8, OC = 45;   /* three parts, the last partial */
+    float *inp = host_rand((size_t)B * IC, -1, 1), *w = host_rand((size_t)OC * IC, -1, 1);
+    float *dout = host_rand((size_t)B * OC, -1, 1);
+    float *dw = malloc((size_t)OC * IC * 4), *db = malloc((size_t)OC * 4);
+    ops_linear_backward(NULL, dw, db, dout, inp, w, B, IC, OC);
+    float *d_inp = to_dev(inp, (size_t)B * IC * 4), *d_w = to_dev(w, (size_t)OC * IC * 4);
+    float *d_dout = to_dev(dout, (size_t)B * OC * 4);
+    float *d_dw = ops_cuda_alloc((size_t)OC * IC * 4), *d_db = ops_cuda_alloc((size_t)OC * 4);
+    float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+        ops_cuda_linear_backward(NULL, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC,
+                                 OC);
+        float *g_db = from_dev(d_db, (size_t)OC);
+        if (run == 0) {
+            double tol[45];
+            for (int o = 0; o < OC; o++) {
+                double sa = 0;
+                for (int b = 0; b < B; b++) sa += fabs(dout[(size_t)b * OC + o]);
+                tol[o] = 2.0 * B * ldexp(1.0, -24) * sa;
+            }
+            CHECK_INT(count_bad("dbias", g_db, db, tol, (size_t)OC), 0);
+            first = g_db;
+        } else {
+            CHECK(memcmp(first, g_db, (size_t)OC * 4) == 0);
+            free(g_db);
+        }
+    }
+    ops_cuda_free(d_inp), ops_cuda_free(d_w), ops_cuda_free(d_dout), ops_cuda_free(d_dw);
+    ops_cuda_free(d_db);
+    free(inp), free(w), free(dout), free(dw), free(db), free(first);
 }
 
 /* The same inputs give the same bits: resume exactness on the GPU depends on it. */
@@ -338,7 +599,8 @@ static void test_repeatable(void)
     float *d_dwte = ops_cuda_alloc((size_t)C * 256 * E * 4);
     float *first[4] = { 0 };
     for (int run = 0; run < 2; run++) {
-        ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, B, IC, OC);
+        ops_cuda_linear_backward(d_dinp, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC,
+                             OC);
         ops_cuda_zero(d_dwte, (size_t)C * 256 * E);
         ops_cuda_embed_backward(d_dwte, d_inp, d_tok, B, C, E);   /* B*C*E == B*IC */
         float *now[4] = { from_dev(d_dw, (size_t)OC * IC), from_dev(d_db, (size_t)OC),
@@ -494,6 +756,10 @@ int main(void)
     RUN(test_nccl_world_of_one);
     RUN(test_nccl_missing_peer_times_out);
     RUN(test_grid_stride_beyond_max_blocks);
+    RUN(test_bf16_copies_exact);
+    RUN(test_adamw_bf16_shadow);
+    RUN(test_softmax_xent_fused);
+    RUN(test_gelu_vector_path_and_bias_grad_parts);
     ops_cuda_done();
     return tap_done();
 }

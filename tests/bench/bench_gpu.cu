@@ -1,14 +1,16 @@
 /* GPU micro-benchmarks for tests/bench/gpu.sh (make bench-gpu).
  *
  *   bench_gpu kernels [tf32|bf16|fp32]
- *     The model's matrix products through ops_cuda (bias, bf16 conversion and all) against
- *     cublasGemmEx alone on the same shapes and precision, in TFLOP/s; the same products
- *     through cuBLASLt (ops_cuda_lt.h) without an epilogue, with the bias, with bias + GELU
- *     (forward) and with the bias gradient + dGELU (backward), and ops_cuda with cuBLASLt off
- *     (DDPTOP_CUBLASLT=0's path), each with its ratio to cuBLAS alone; and the memory-bound
- *     kernels (AdamW, GELU forward/backward, embedding forward, softmax-xent forward) in TB/s of
- *     the bytes they must move, as a fraction of the HBM peak (H100 SXM 3.35 TB/s, H200
- *     4.8 TB/s; DDPTOP_HBM_PEAK_TBS overrides).
+ *     The model's matrix products through ops_cuda (bias and bias gradient included; in bf16
+ *     with the operands' bf16 copies, as the trainer has them) against cublasGemmEx alone on
+ *     the same shapes and precision, in TFLOP/s; the same products through cuBLASLt
+ *     (ops_cuda_lt.h) without an epilogue, with the bias, with bias + GELU (forward) and with
+ *     the bias gradient + dGELU (backward), and ops_cuda with cuBLASLt off (DDPTOP_CUBLASLT=0's
+ *     path), each with its ratio to cuBLAS alone; and the memory-bound kernels (AdamW with and
+ *     without the bf16 shadow, GELU forward/backward with and without bf16 copies, embedding
+ *     forward and backward, softmax-xent forward and the trainer's fused forward+backward) in
+ *     TB/s of the bytes they must move, as a fraction of the HBM peak (H100 SXM 3.35 TB/s,
+ *     H200 4.8 TB/s; DDPTOP_HBM_PEAK_TBS overrides).
  *   bench_gpu probe
  *     Says how many GPUs are visible (or "no GPU: skipped").
  *   bench_gpu allreduce MIB BUCKET_MIB
@@ -67,7 +69,7 @@ struct gemm_case {
     int B, IC, OC;
     float *inp, *w, *bias, *out, *dout, *dw, *db, *dinp;
     float *pre, *pre_in;   /* GELU's aux: this layer's pre-activation, the layer before's */
-    __nv_bfloat16 *inp16, *w16, *dout16;
+    ops_bf16 *inp16, *w16, *dout16;
     cublasHandle_t h;
     enum ops_precision prec;
 };
@@ -75,53 +77,57 @@ struct gemm_case {
 static void ours_fwd(void *p)
 {
     gemm_case *c = (gemm_case *)p;
-    ops_cuda_linear_forward(c->out, c->inp, c->w, c->bias, c->B, c->IC, c->OC);
+    bool b16 = c->prec == OPS_PREC_BF16;
+    ops_cuda_linear_forward(c->out, c->inp, b16 ? c->inp16 : NULL, c->w, b16 ? c->w16 : NULL,
+                            c->bias, c->B, c->IC, c->OC);
 }
 
 static void ours_bwd(void *p)
 {
     gemm_case *c = (gemm_case *)p;
-    ops_cuda_linear_backward(c->dinp, c->dw, c->db, c->dout, c->inp, c->w, c->B, c->IC, c->OC);
+    bool b16 = c->prec == OPS_PREC_BF16;
+    ops_cuda_linear_backward(c->dinp, c->dw, c->db, c->dout, b16 ? c->dout16 : NULL, c->inp,
+                             b16 ? c->inp16 : NULL, c->w, b16 ? c->w16 : NULL, c->B, c->IC,
+                             c->OC);
 }
 
 /* cuBLASLt: no epilogue (bias and dbias NULL), the bias, bias + GELU; backward with the
- * bias gradient (BGRADB) and dGELU. A refused case would leave a product out: say so. */
+ * bias gradient (BGRADB) and dGELU; in bf16 with the copies, as ops_cuda's. A refused case
+ * would leave a product out: say so. */
 static void lt_done(int queued)
 {
     if (!queued) rt_fatal(__FILE__, __LINE__, "cuBLASLt refused a benchmark product");
 }
-static void lt_fwd_plain(void *p)
+static void lt_fwd(gemm_case *c, const float *bias, float *pre)
 {
-    gemm_case *c = (gemm_case *)p;
-    lt_done(ops_cuda_lt_forward(c->out, NULL, c->inp, c->w, NULL, c->B, c->IC, c->OC));
+    bool b16 = c->prec == OPS_PREC_BF16;
+    lt_done(ops_cuda_lt_forward(c->out, pre, c->inp, b16 ? c->inp16 : NULL, c->w,
+                                b16 ? c->w16 : NULL, bias, c->B, c->IC, c->OC));
 }
-static void lt_fwd_bias(void *p)
-{
-    gemm_case *c = (gemm_case *)p;
-    lt_done(ops_cuda_lt_forward(c->out, NULL, c->inp, c->w, c->bias, c->B, c->IC, c->OC));
-}
+static void lt_fwd_plain(void *p) { lt_fwd((gemm_case *)p, NULL, NULL); }
+static void lt_fwd_bias(void *p) { lt_fwd((gemm_case *)p, ((gemm_case *)p)->bias, NULL); }
 static void lt_fwd_gelu(void *p)
 {
-    gemm_case *c = (gemm_case *)p;
-    lt_done(ops_cuda_lt_forward(c->out, c->pre, c->inp, c->w, c->bias, c->B, c->IC, c->OC));
+    lt_fwd((gemm_case *)p, ((gemm_case *)p)->bias, ((gemm_case *)p)->pre);
 }
-static void lt_bwd_plain(void *p)
+static void lt_bwd(gemm_case *c, float *db, const float *pre_in)
 {
-    gemm_case *c = (gemm_case *)p;
-    lt_done(ops_cuda_lt_backward_weight(c->dw, NULL, c->dout, c->inp, c->B, c->IC, c->OC));
-    lt_done(ops_cuda_lt_backward_input(c->dinp, NULL, c->dout, c->w, c->B, c->IC, c->OC));
+    bool b16 = c->prec == OPS_PREC_BF16;
+    lt_done(ops_cuda_lt_backward_weight(c->dw, db, c->dout, b16 ? c->dout16 : NULL, c->inp,
+                                        b16 ? c->inp16 : NULL, c->B, c->IC, c->OC));
+    lt_done(ops_cuda_lt_backward_input(c->dinp, pre_in, c->dout, b16 ? c->dout16 : NULL, c->w,
+                                       b16 ? c->w16 : NULL, c->B, c->IC, c->OC));
 }
+static void lt_bwd_plain(void *p) { lt_bwd((gemm_case *)p, NULL, NULL); }
 static void lt_bwd_epi(void *p)
 {
-    gemm_case *c = (gemm_case *)p;
-    lt_done(ops_cuda_lt_backward_weight(c->dw, c->db, c->dout, c->inp, c->B, c->IC, c->OC));
-    lt_done(ops_cuda_lt_backward_input(c->dinp, c->pre_in, c->dout, c->w, c->B, c->IC, c->OC));
+    lt_bwd((gemm_case *)p, ((gemm_case *)p)->db, ((gemm_case *)p)->pre_in);
 }
 
 /* cuBLAS alone: the same products, operands already in the compute format. */
 static void raw_gemm(gemm_case *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                     int k, const float *A, const __nv_bfloat16 *A16, int lda, const float *B,
-                     const __nv_bfloat16 *B16, int ldb, float *C, int ldc)
+                     int k, const float *A, const ops_bf16 *A16, int lda, const float *B,
+                     const ops_bf16 *B16, int ldb, float *C, int ldc)
 {
     const float one = 1.0f, zero = 0.0f;
     if (c->prec == OPS_PREC_BF16)
@@ -179,9 +185,12 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
     c.dinp = (float *)ops_cuda_alloc((size_t)B * IC * 4);
     c.pre = (float *)ops_cuda_alloc((size_t)B * OC * 4);
     c.pre_in = dev_floats((size_t)B * IC, 2);
-    c.inp16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * IC * 2);
-    c.w16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)OC * IC * 2);
-    c.dout16 = (__nv_bfloat16 *)ops_cuda_alloc((size_t)B * OC * 2);
+    c.inp16 = (ops_bf16 *)ops_cuda_alloc((size_t)B * IC * 2);
+    c.w16 = (ops_bf16 *)ops_cuda_alloc((size_t)OC * IC * 2);
+    c.dout16 = (ops_bf16 *)ops_cuda_alloc((size_t)B * OC * 2);
+    ops_cuda_to_bf16(c.inp16, c.inp, (size_t)B * IC);
+    ops_cuda_to_bf16(c.w16, c.w, (size_t)OC * IC);
+    ops_cuda_to_bf16(c.dout16, c.dout, (size_t)B * OC);
     int reps = quick() ? 2 : 20;
     double flop = 2.0 * B * IC * OC;
     double of = ops_cuda_time_ms(ours_fwd, &c, reps), rf = ops_cuda_time_ms(raw_fwd, &c, reps);
@@ -200,8 +209,7 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
     double nf = ops_cuda_time_ms(ours_fwd, &c, reps), nb = ops_cuda_time_ms(ours_bwd, &c, reps);
     ops_cuda_lt_enable(1);
     const char *pn = prec == OPS_PREC_BF16 ? "bf16" : prec == OPS_PREC_TF32 ? "tf32" : "fp32";
-    /* TFLOP/s, then the ratio to cuBLAS alone; in bf16 the Lt products include converting
-     * their fp32 operands, as ops_cuda's do */
+    /* TFLOP/s, then the ratio to cuBLAS alone */
     printf("lt   %-5s B=%-6d IC=%-5d OC=%-5d forward  plain %7.1f (%.2f)  +bias %7.1f (%.2f)  "
            "+bias+gelu %7.1f (%.2f)  without Lt %7.1f (%.2f)\n", pn, B, IC, OC,
            flop / lf[0] / 1e9, rf / lf[0], flop / lf[1] / 1e9, rf / lf[1], flop / lf[2] / 1e9,
@@ -219,6 +227,7 @@ static void bench_gemm(int B, int IC, int OC, enum ops_precision prec, cublasHan
 struct mem_case {
     size_t n;
     float *a, *b, *c, *d;
+    ops_bf16 *h;   /* bf16 copies / shadow */
     uint8_t *tok;
     int B, C, E;
 };
@@ -226,22 +235,47 @@ struct mem_case {
 static void run_adamw(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_adamw(m->a, m->b, m->c, m->d, m->n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 10);
+    ops_cuda_adamw(m->a, NULL, m->b, m->c, m->d, m->n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 10);
+}
+static void run_adamw_shadow(void *p)
+{
+    mem_case *m = (mem_case *)p;
+    ops_cuda_adamw(m->a, m->h, m->b, m->c, m->d, m->n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 10);
+}
+static void run_gelu_fwd_bf16(void *p)
+{
+    mem_case *m = (mem_case *)p;
+    ops_cuda_gelu_forward(m->b, m->h, m->a, m->n);
+}
+static void run_gelu_bwd_bf16(void *p)
+{
+    mem_case *m = (mem_case *)p;
+    ops_cuda_gelu_backward(m->c, m->h, m->a, m->b, m->n);
+}
+static void run_embed_bwd(void *p)
+{
+    mem_case *m = (mem_case *)p;
+    ops_cuda_embed_backward(m->c, m->b, m->tok, m->B, m->C, m->E);
+}
+static void run_xent_fused(void *p)
+{
+    mem_case *m = (mem_case *)p;
+    ops_cuda_softmax_xent_fused(m->b, m->h, m->d, m->a, m->tok, (int)(m->n / 256), 256);
 }
 static void run_gelu_fwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_gelu_forward(m->b, m->a, m->n);
+    ops_cuda_gelu_forward(m->b, NULL, m->a, m->n);
 }
 static void run_gelu_bwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_gelu_backward(m->c, m->a, m->b, m->n);
+    ops_cuda_gelu_backward(m->c, NULL, m->a, m->b, m->n);
 }
 static void run_embed_fwd(void *p)
 {
     mem_case *m = (mem_case *)p;
-    ops_cuda_embed_forward(m->b, m->tok, m->a, m->B, m->C, m->E);
+    ops_cuda_embed_forward(m->b, NULL, m->tok, m->a, m->B, m->C, m->E);
 }
 static void run_softmax(void *p)
 {
@@ -267,11 +301,19 @@ static void bench_memory(double peak)
     m.n = quick() ? (size_t)1 << 20 : (size_t)64 << 20;   /* 256 MiB per array: beyond L2 */
     m.a = dev_floats(m.n, 1), m.b = dev_floats(m.n, 1), m.c = dev_floats(m.n, 1);
     m.d = dev_floats(m.n, 1);
+    m.h = (ops_bf16 *)ops_cuda_alloc(m.n * sizeof(ops_bf16));
     int reps = quick() ? 2 : 20;
     /* AdamW reads p, g, m, v and writes p, m, v: 28 bytes per parameter */
     report_bw("adamw", 28.0 * m.n, ops_cuda_time_ms(run_adamw, &m, reps), peak);
+    /* and the bf16 shadow of the weights: 2 bytes more */
+    report_bw("adamw_bf16_shadow", 30.0 * m.n, ops_cuda_time_ms(run_adamw_shadow, &m, reps),
+              peak);
     report_bw("gelu_forward", 8.0 * m.n, ops_cuda_time_ms(run_gelu_fwd, &m, reps), peak);
+    report_bw("gelu_forward_bf16", 10.0 * m.n, ops_cuda_time_ms(run_gelu_fwd_bf16, &m, reps),
+              peak);
     report_bw("gelu_backward", 12.0 * m.n, ops_cuda_time_ms(run_gelu_bwd, &m, reps), peak);
+    report_bw("gelu_backward_bf16", 14.0 * m.n, ops_cuda_time_ms(run_gelu_bwd_bf16, &m, reps),
+              peak);
     /* the embedding: C=16 tables of 256 x E=32; B rows; reads the table rows (cached) and
      * writes B*C*E floats: counted as the write only */
     m.C = 16, m.E = 32, m.B = (int)(m.n / (16 * 32));
@@ -281,10 +323,17 @@ static void bench_memory(double peak)
     ops_cuda_upload(m.tok, tok, (size_t)m.B * m.C);
     free(tok);
     report_bw("embed_forward", 4.0 * m.n, ops_cuda_time_ms(run_embed_fwd, &m, reps), peak);
-    /* softmax-xent: reads logits, writes probs (and rereads them from L2 to scale) */
+    /* the embedding gradient: reads dout (B*C*E floats) once; the table (C*256*E, 512 KiB)
+     * read and written once more. Bytes as evenly spread as the data makes them. */
+    report_bw("embed_backward", 4.0 * m.n + 8.0 * m.C * 256 * m.E,
+              ops_cuda_time_ms(run_embed_bwd, &m, reps), peak);
+    /* softmax-xent: reads logits, writes probs, one pass each */
     report_bw("softmax_xent_forward", 8.0 * m.n, ops_cuda_time_ms(run_softmax, &m, reps), peak);
+    /* the trainer's: reads the logits, writes dlogits and their bf16 copy */
+    report_bw("softmax_xent_fused", 10.0 * m.n, ops_cuda_time_ms(run_xent_fused, &m, reps),
+              peak);
     ops_cuda_free(m.a), ops_cuda_free(m.b), ops_cuda_free(m.c), ops_cuda_free(m.d);
-    ops_cuda_free(m.tok);
+    ops_cuda_free(m.tok), ops_cuda_free(m.h);
 }
 
 static int kernels(const char *prec_name)

@@ -24,6 +24,17 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float f)
     return r;
 }
 
+/* Two bf16 values in 4 bytes, x in the low half (the lower address), as cuda_bf16.h has it. */
+struct __attribute__((aligned(4))) __nv_bfloat162 { __nv_bfloat16 x, y; };
+
+static inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b)
+{
+    __nv_bfloat162 r;
+    r.x = __float2bfloat16_rn(a);
+    r.y = __float2bfloat16_rn(b);
+    return r;
+}
+
 static inline float __bfloat162float(__nv_bfloat16 b)
 {
     uint32_t u = (uint32_t)b.bits << 16;

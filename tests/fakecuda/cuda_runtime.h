@@ -59,6 +59,15 @@ typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 
 struct uint3 { unsigned x, y, z; };
+/* CUDA's vector types (vector_types.h) with their alignment: a float4 access is one 16-byte
+ * access, and one at an address that is not a multiple of 16 is a fault on a GPU. */
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    return float4{x, y, z, w};
+}
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
@@ -153,6 +162,27 @@ template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int d, in
 { return fake_shfl(m, v, d, 2); }
 template <typename T> static inline T __shfl_sync(unsigned m, T v, int src, int = 32)
 { return fake_shfl(m, v, src, 3); }
+
+/* Every lane's predicate, lane i in bit i (lanes outside mask read as 0), through the
+ * shuffles' mailbox: like a shuffle, every lane of the warp must reach it. */
+static inline unsigned __ballot_sync(unsigned mask, int pred)
+{
+    unsigned lane, lanes;
+    unsigned char *slots = fake_warp_slots(mask, &lane, &lanes);
+    int mine = pred != 0;
+    memcpy(slots + 8 * lane, &mine, sizeof mine);
+    fake_warp_barrier();
+    unsigned r = 0;
+    for (unsigned i = 0; i < lanes; i++) {
+        int x;
+        memcpy(&x, slots + 8 * i, sizeof x);
+        if (x) r |= 1u << i;
+    }
+    fake_warp_barrier();   /* nobody overwrites a slot before every lane has read */
+    return r & mask;
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
 
 /* Round-to-nearest intrinsics: the fake build has -ffp-contract=off, so these are plain. */
 static inline float __fmul_rn(float a, float b) { return a * b; }

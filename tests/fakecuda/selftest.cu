@@ -41,6 +41,13 @@ __global__ static void k_warp_sum(float *out, const float *x)
     if ((threadIdx.x & 31) == 0) out[threadIdx.x / 32] = v;
 }
 
+/* out[w] = the ballot of warp w on "x[t] > 0" */
+__global__ static void k_ballot(unsigned *out, const float *x)
+{
+    unsigned b = __ballot_sync(0xffffffffu, x[threadIdx.x] > 0.0f);
+    if ((threadIdx.x & 31) == 0) out[threadIdx.x / 32] = b;
+}
+
 /* out[t] = t + 1 read from a neighbour's shared slot; correct only with the barrier */
 __global__ static void k_neighbour(int *out, int sync)
 {
@@ -114,6 +121,21 @@ static void test_reductions_are_right(void)
         for (int i = 0; i < 32; i++) s += h[32 * w + i];
         CHECK_NEAR(out[w], s, 1e-6);
     }
+    /* a ballot: lane i's vote is bit i, each warp its own (as __ballot_sync on a GPU) */
+    unsigned *dbal;
+    cudaMalloc((void **)&dbal, 3 * sizeof(unsigned));
+    k_ballot<<<1, 96>>>(dbal, dx);
+    unsigned bal[3];
+    cudaMemcpy(bal, dbal, sizeof bal, cudaMemcpyDeviceToHost);
+    for (int w = 0; w < 3; w++) {
+        unsigned want_b = 0;
+        for (int i = 0; i < 32; i++) want_b |= (unsigned)(h[32 * w + i] > 0) << i;
+        CHECK_INT(bal[w], want_b);
+    }
+    CHECK_INT(__popc(0xf0f0u), 8);
+    CHECK_INT(__ffs(0x28), 4);
+    CHECK_INT(__ffs(0), 0);
+    cudaFree(dbal);
     cudaFree(dx), cudaFree(dout);
 }
 
@@ -241,6 +263,9 @@ static void test_gemm_column_major(void)
 
 static void test_bf16_rounds_to_nearest_even(void)
 {
+    __nv_bfloat162 two = __floats2bfloat162_rn(1.0f + 1.0f / 256, 3.0f);   /* x: the low half */
+    CHECK(__bfloat162float(two.x) == 1.0f && __bfloat162float(two.y) == 3.0f);
+    CHECK(alignof(float4) == 16 && sizeof(float4) == 16 && alignof(__nv_bfloat162) == 4);
     CHECK(__bfloat162float(__float2bfloat16_rn(1.0f + 1.0f / 256)) == 1.0f);
     CHECK(__bfloat162float(__float2bfloat16_rn(1.0f + 3.0f / 256)) == 1.0f + 1.0f / 64);
     CHECK(__bfloat162float(__float2bfloat16_rn(1.0f + 1.0f / 128)) == 1.0f + 1.0f / 128);
