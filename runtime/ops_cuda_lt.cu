@@ -26,6 +26,7 @@ struct lt_key {
 struct lt_plan {
     struct lt_key key;
     int ok;   /* 0: cuBLASLt has no algorithm; remembered so it is asked once */
+    int ran;  /* cublasLtMatmul accepted it once */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
@@ -224,8 +225,17 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
     if (bias) set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     if (aux) set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
     const float one = 1.0f, zero = 0.0f;
-    cublasCheck(cublasLtMatmul(lt.h, p->desc, &one, a, p->a, b, p->b, &zero, D, p->d, D, p->d,
-                               &p->algo, lt.workspace, LT_WORKSPACE, ops_stream()));
+    cublasStatus_t st = cublasLtMatmul(lt.h, p->desc, &one, a, p->a, b, p->b, &zero, D, p->d, D,
+                                       p->d, &p->algo, lt.workspace, LT_WORKSPACE, ops_stream());
+    if (st != CUBLAS_STATUS_SUCCESS && !p->ran) {
+        /* the heuristic offered an algorithm the product then refuses (checked before
+         * anything is launched): a refusal like the heuristic's, not a failed run */
+        p->ok = 0;
+        lt.st.refused++;
+        return 0;
+    }
+    cublasCheck(st);
+    p->ran = 1;
     lt.st.matmuls++;
     return 1;
 }

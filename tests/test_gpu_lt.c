@@ -216,13 +216,11 @@ static void test_lt_fp32(void) { check_precision(OPS_PREC_FP32, 0.0); }
 static void test_lt_tf32(void) { check_precision(OPS_PREC_TF32, ldexp(1.0, -8)); }
 static void test_lt_bf16(void) { check_precision(OPS_PREC_BF16, ldexp(1.0, -6)); }
 
-/* cuBLASLt wants the GELU aux leading dimension a multiple of 8: OC = 129 for the forward's
- * aux, IC = 300 for the dGELU's are refused, so ops_cuda_linear_gelu_forward and
- * ops_cuda_linear_backward_gelu take the separate passes: the same bits as calling those. */
-static void test_lt_refused_falls_back(void)
+/* A layer whose GELU epilogues cuBLASLt refuses: the direct call says so (0), the refusals
+ * are counted, and ops_cuda_linear_gelu_forward and ops_cuda_linear_backward_gelu take the
+ * separate passes: the same bits as calling those. */
+static void check_fallback(int B, int IC, int OC)
 {
-    ops_cuda_set_precision(OPS_PREC_TF32);
-    int B = 21, IC = 300, OC = 129;
     struct layer l;
     layer_make(&l, B, IC, OC);
     size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
@@ -243,7 +241,7 @@ static void test_lt_refused_falls_back(void)
     ops_cuda_linear_backward(d_dx2, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC, OC);
     ops_cuda_gelu_backward(d_dx2, NULL, d_pre_in, d_dx2, bi);
     ops_cuda_lt_get_stats(&s1);
-    CHECK(s1.refused >= s0.refused + 2);
+    CHECK(s1.refused >= s0.refused + 3);   /* the direct call, the fused forward, dGELU */
     float *a = from_dev(d_act, bo), *a2 = from_dev(d_act2, bo);
     float *x = from_dev(d_dx, bi), *x2 = from_dev(d_dx2, bi);
     CHECK(memcmp(a, a2, bo * 4) == 0);
@@ -253,6 +251,22 @@ static void test_lt_refused_falls_back(void)
                       d_dw, d_db };
     for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
     layer_free(&l);
+}
+
+static void test_lt_refused_falls_back(void)
+{
+    ops_cuda_set_precision(OPS_PREC_TF32);
+    /* cuBLASLt wants the GELU aux leading dimension a multiple of 8: OC = 129 for the
+     * forward's aux, IC = 300 for the dGELU's */
+    check_fallback(21, 300, 129);
+    /* On fakecuda also a refusal by cublasLtMatmul itself, after the heuristic offered an
+     * algorithm (a real cuBLASLt may do that for a type combination): shapes the GELU
+     * epilogues accept, their products refused (FAKECUDA_LT_REFUSE: GELU_AUX_BIAS, DGELU). */
+    if (strstr(ops_cuda_device_name(), "fakecuda")) {
+        setenv("FAKECUDA_LT_REFUSE", "164,192", 1);
+        check_fallback(19, 48, 56);
+        unsetenv("FAKECUDA_LT_REFUSE");
+    }
     ops_cuda_set_precision(OPS_PREC_FP32);
 }
 
@@ -419,6 +433,10 @@ int main(void)
     RUN(test_lt_plans_cached);
     RUN(test_lt_repeatable);
     RUN(test_lt_bf16_copies);
+    struct ops_cuda_lt_stats st;
+    ops_cuda_lt_get_stats(&st);
+    printf("# cuBLASLt: %ld plans (%ld heuristic queries), %ld products, %ld refused\n",
+           st.plans, st.queries, st.matmuls, st.refused);
     ops_cuda_done();
     return tap_done();
 }

@@ -356,6 +356,11 @@ static int kernels(const char *prec_name)
     };
     for (const auto &s : shapes)
         if (!quick() || s[0] == 64) bench_gemm(s[0], s[1], s[2], prec, h);
+    struct ops_cuda_lt_stats st;
+    ops_cuda_lt_get_stats(&st);   /* refusals: cases that took the cublasGemmEx path */
+    printf("lt   %-5s plans %ld (heuristic queries %ld), products %ld, refused %ld\n",
+           prec == OPS_PREC_BF16 ? "bf16" : prec == OPS_PREC_TF32 ? "tf32" : "fp32", st.plans,
+           st.queries, st.matmuls, st.refused);
     cublasDestroy(h);
     bench_memory(peak);
     ops_cuda_done();

@@ -4,7 +4,8 @@
  * (BIAS, GELU_AUX_BIAS, DGELU, BGRADB) as cuBLASLt defines it, GELU in the tanh form of the
  * model's CPU code. The heuristic returns one algorithm, which remembers the alignment it was
  * promised and the workspace it needs: cublasLtMatmul refuses a less aligned pointer or a
- * smaller workspace, as a GPU kernel would fault or cuBLASLt would refuse. See
+ * smaller workspace, as a GPU kernel would fault or cuBLASLt would refuse;
+ * FAKECUDA_LT_REFUSE=N,... refuses products with those epilogues after the heuristic. See
  * fake_cublaslt.cc. */
 #ifndef FAKECUDA_CUBLASLT_H
 #define FAKECUDA_CUBLASLT_H

@@ -11,6 +11,7 @@
  * than the heuristic was promised, a workspace smaller than the algorithm needs. */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -271,6 +272,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     problem pr;
     if (!problem_of(&pr, d, a, b, c, dd)) return CUBLAS_STATUS_INVALID_VALUE;
+    /* FAKECUDA_LT_REFUSE=N[,N...] (epilogue numbers): products with those epilogues are
+     * refused after the heuristic offered an algorithm, as a real cuBLASLt may refuse a type
+     * combination */
+    for (const char *r = getenv("FAKECUDA_LT_REFUSE"); r && *r; r += *r == ',') {
+        char *end;
+        unsigned long e = strtoul(r, &end, 10);
+        if (end == r) break;
+        if (e == d->epilogue) return CUBLAS_STATUS_NOT_SUPPORTED;
+        r = end;
+    }
     if (!algo || algo->data[0] != ALGO_MAGIC) {
         fake_say("cublasLtMatmul: no algorithm from cublasLtMatmulAlgoGetHeuristic");
         return CUBLAS_STATUS_INVALID_VALUE;
