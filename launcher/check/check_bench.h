@@ -40,6 +40,7 @@ struct check_bench_host {
     double cpu_mem_gbs;   /* < 0: not measured */
     cJSON *gpus;          /* the agent's array, owned (NULL: none) */
     char *gpu_error;
+    char *nccl;           /* the node's NCCL version (bench_host's "nccl"); NULL: none */
     char *error;          /* the request failed */
 };
 
@@ -87,5 +88,9 @@ const struct check_bench_host *check_bench_hosts(const struct check_bench *b);
 const bool *check_bench_took_part(const struct check_bench *b);
 const struct node_opts *check_bench_opts(const struct check_bench *b);
 size_t check_bench_nodes(const struct check_bench *b);
+struct check_bench_nccl;
+const struct check_bench_nccl *check_bench_nccl_part(const struct check_bench *b);
+/* Node i's bench_dcgmi answer (--bench-dcgmi), or NULL: not asked. */
+const cJSON *check_bench_dcgmi(const struct check_bench *b, size_t i);
 
 #endif
