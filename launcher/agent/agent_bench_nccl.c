@@ -24,7 +24,7 @@
 struct nccl_job {
     cJSON *id;
     struct bench_proc *proc;
-    long ranks, local, iters;
+    long ranks, gpus, iters;
     double bytes;
     double seconds;
     int64_t t0_ns;
@@ -45,7 +45,7 @@ static void answer(struct agent *ag, struct nccl_job *j, double us, const char *
     j->answered = 1;
     cJSON *m = agent_reply_new(WIRE_EV_BENCH_NCCL, j->id);
     cJSON_AddNumberToObject(m, "ranks", (double)j->ranks);
-    cJSON_AddNumberToObject(m, "local", (double)j->local);
+    cJSON_AddNumberToObject(m, "gpus", (double)j->gpus);
     cJSON_AddNumberToObject(m, "bytes", j->bytes);
     cJSON_AddNumberToObject(m, "iters", (double)j->iters);
     /* as nccl-tests' all_reduce_perf: algbw = bytes / time, busbw = algbw x 2(n-1)/n */
@@ -101,19 +101,19 @@ static void on_end(struct agent *ag, void *ctx, int status, const char *out, int
 
 void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
-    long ranks, rank0, local, warmup, iters, seconds;
+    long ranks, rank0, gpus, warmup, iters, seconds;
     double bytes;
     const char *uid = agent_req_str(req, "uid");
     char err[200];
     if (agent_req_int(ag, req, id, "ranks", 1, 1 << 20, -1, &ranks) < 0 ||
         agent_req_int(ag, req, id, "rank0", 0, 1 << 20, -1, &rank0) < 0 ||
-        agent_req_int(ag, req, id, "local", 1, 64, -1, &local) < 0 ||
+        agent_req_int(ag, req, id, "gpus", 1, 64, -1, &gpus) < 0 ||
         agent_req_int(ag, req, id, "warmup", 0, 100, 2, &warmup) < 0 ||
         agent_req_int(ag, req, id, "iters", 1, 10000, 10, &iters) < 0 ||
         agent_req_int(ag, req, id, "seconds", 1, NCCL_SECONDS_MAX, 30, &seconds) < 0)
         return;
-    if (ranks < 0 || rank0 < 0 || local < 0 || rank0 + local > ranks) {
-        agent_send_error(ag, id, "bench_nccl: needs \"ranks\", \"rank0\" and \"local\" with rank0 + local <= ranks");
+    if (ranks < 0 || rank0 < 0 || gpus < 0 || rank0 + gpus > ranks) {
+        agent_send_error(ag, id, "bench_nccl: needs \"ranks\", \"rank0\" and \"gpus\" with rank0 + gpus <= ranks");
         return;
     }
     if (!json_real_in(cJSON_GetObjectItemCaseSensitive(req, "bytes"), 4, (double)(1ull << 36), &bytes)) {
@@ -128,19 +128,19 @@ void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
         agent_send_error(ag, id, "bench_nccl: an NCCL measurement is running on this node already");
         return;
     }
-    char a_ranks[24], a_rank0[24], a_local[24], a_bytes[32], a_warm[24], a_iters[24];
+    char a_ranks[24], a_rank0[24], a_gpus[24], a_bytes[32], a_warm[24], a_iters[24];
     snprintf(a_ranks, sizeof a_ranks, "%ld", ranks);
     snprintf(a_rank0, sizeof a_rank0, "%ld", rank0);
-    snprintf(a_local, sizeof a_local, "%ld", local);
+    snprintf(a_gpus, sizeof a_gpus, "%ld", gpus);
     snprintf(a_bytes, sizeof a_bytes, "%.0f", floor(bytes / 4) * 4);
     snprintf(a_warm, sizeof a_warm, "%ld", warmup);
     snprintf(a_iters, sizeof a_iters, "%ld", iters);
-    char *argv[] = { "/proc/self/exe", "--bench-nccl", a_ranks, a_rank0, a_local, a_bytes, a_warm, a_iters,
+    char *argv[] = { "/proc/self/exe", "--bench-nccl", a_ranks, a_rank0, a_gpus, a_bytes, a_warm, a_iters,
                      (char *)(uid ? uid : "-"), NULL };
     struct nccl_job *j = xcalloc(1, sizeof *j);
     j->id = id ? cJSON_Duplicate(id, 1) : NULL;
     j->ranks = ranks;
-    j->local = local;
+    j->gpus = gpus;
     j->iters = iters;
     j->bytes = floor(bytes / 4) * 4;
     j->seconds = (double)seconds;

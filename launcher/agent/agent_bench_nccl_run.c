@@ -9,7 +9,7 @@
  *
  * It prints lines, nothing else: "id <256 hex>" (the communicator's ncclUniqueId, made here
  * when asked: NCCL's bootstrap root runs in the process that made it), then "ok <us>" (the
- * slowest local rank's microseconds per iteration) or "error <text>". */
+ * slowest of its ranks' microseconds per iteration) or "error <text>". */
 #include "agent_bench.h"
 
 #include <dlfcn.h>
@@ -28,7 +28,7 @@ struct nccl_uid { char internal[BENCH_NCCL_ID_BYTES]; };
 typedef int nccl_res;
 #define NCCL_FLOAT32 7
 #define NCCL_SUM 0
-#define LOCAL_MAX 64
+#define GPUS_MAX 64
 
 struct nccl_api {
     nccl_res (*get_id)(struct nccl_uid *);
@@ -132,20 +132,20 @@ int agent_bench_nccl_main(int argc, char **argv)
 {
     struct nccl_api a = { 0 };
     struct nccl_uid id;
-    void *comm[LOCAL_MAX] = { 0 }, *stream[LOCAL_MAX] = { 0 }, *buf[LOCAL_MAX] = { 0 };
+    void *comm[GPUS_MAX] = { 0 }, *stream[GPUS_MAX] = { 0 }, *buf[GPUS_MAX] = { 0 };
     const char *why;
     int n = 0, e;
     nccl_res r;
     prctl(PR_SET_NAME, "ddptop-nccl");   /* not "exe" (the /proc/self/exe it was started as) in ps */
-    if (argc != 9) return fail("usage: ddptop-agent --bench-nccl RANKS RANK0 LOCAL BYTES WARMUP ITERS ID|-");
+    if (argc != 9) return fail("usage: ddptop-agent --bench-nccl RANKS RANK0 GPUS BYTES WARMUP ITERS ID|-");
     long ranks = arg_num(argv[2], 1, 1 << 20), rank0 = arg_num(argv[3], 0, ranks - 1);
-    long local = arg_num(argv[4], 1, LOCAL_MAX), bytes = arg_num(argv[5], 4, 1L << 36);
+    long ngpu = arg_num(argv[4], 1, GPUS_MAX), bytes = arg_num(argv[5], 4, 1L << 36);
     long warmup = arg_num(argv[6], 0, 100), iters = arg_num(argv[7], 1, 10000);
-    if (ranks < 1 || rank0 < 0 || local < 1 || bytes < 4 || warmup < 0 || iters < 1 || rank0 + local > ranks)
+    if (ranks < 1 || rank0 < 0 || ngpu < 1 || bytes < 4 || warmup < 0 || iters < 1 || rank0 + ngpu > ranks)
         return fail("bad arguments");
     if ((why = api_load(&a))) return fail("%s", why);
     if ((e = a.count(&n)) != 0) return fail("cudaGetDeviceCount: %s", a.cuda_string(e));
-    if (n < local) return fail("%ld GPUs expected, the CUDA runtime sees %d", local, n);
+    if (n < ngpu) return fail("%ld GPUs expected, the CUDA runtime sees %d", ngpu, n);
     if (strcmp(argv[8], "-") == 0) {
         if ((r = a.get_id(&id)) != 0) return nccl_fail(&a, "ncclGetUniqueId", r, NULL);
         char hex[2 * BENCH_NCCL_ID_BYTES + 1];
@@ -156,13 +156,13 @@ int agent_bench_nccl_main(int argc, char **argv)
         return fail("the unique id is not %d hex bytes", BENCH_NCCL_ID_BYTES);
     }
     if ((r = a.group_start()) != 0) return nccl_fail(&a, "ncclGroupStart", r, NULL);
-    for (int d = 0; d < local; d++) {
+    for (int d = 0; d < ngpu; d++) {
         if ((e = a.set_device(d)) != 0) return fail("cudaSetDevice(%d): %s", d, a.cuda_string(e));
         if ((r = a.init_rank(&comm[d], (int)ranks, id, (int)(rank0 + d))) != 0)
             return nccl_fail(&a, "ncclCommInitRank", r, comm[d]);
     }
     if ((r = a.group_end()) != 0) return nccl_fail(&a, "ncclCommInitRank", r, comm[0]);
-    for (int d = 0; d < local; d++) {
+    for (int d = 0; d < ngpu; d++) {
         if ((e = a.set_device(d)) != 0) return fail("cudaSetDevice(%d): %s", d, a.cuda_string(e));
         if ((e = a.dmalloc(&buf[d], (size_t)bytes)) != 0) return fail("cudaMalloc (%ld bytes): %s", bytes, a.cuda_string(e));
         if ((e = a.stream_create(&stream[d])) != 0) return fail("cudaStreamCreate: %s", a.cuda_string(e));
@@ -171,11 +171,11 @@ int agent_bench_nccl_main(int argc, char **argv)
     for (long it = 0; it < warmup + iters; it++) {
         if (it == warmup) t0 = mono_ns();
         if ((r = a.group_start()) != 0) return nccl_fail(&a, "ncclGroupStart", r, NULL);
-        for (int d = 0; d < local; d++)
+        for (int d = 0; d < ngpu; d++)
             if ((r = a.all_reduce(buf[d], buf[d], (size_t)bytes / 4, NCCL_FLOAT32, NCCL_SUM, comm[d], stream[d])) != 0)
                 return nccl_fail(&a, "ncclAllReduce", r, comm[d]);
         if ((r = a.group_end()) != 0) return nccl_fail(&a, "ncclAllReduce", r, comm[0]);
-        for (int d = 0; d < local; d++)
+        for (int d = 0; d < ngpu; d++)
             if ((e = a.stream_sync(stream[d])) != 0) return fail("cudaStreamSynchronize: %s", a.cuda_string(e));
     }
     double us = (double)(mono_ns() - t0) / 1e3 / (double)iters;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "check_bench_nccl.h"
 #include "check_eval.h"
 #include "util/util.h"
 #include "wire/json_num.h"
@@ -360,7 +359,7 @@ static void advance(struct check_bench *b, int64_t now)
         b->phase = PH_NCCL;
         check_bench_nccl_begin(b->nccl, b->alive, b->host, b->x, b->nx, now);
     }
-    if (b->phase == PH_NCCL && b->nccl->phase == NC_DONE) b->phase = PH_DCGMI;
+    if (b->phase == PH_NCCL && check_bench_nccl_done(b->nccl)) b->phase = PH_DCGMI;
     if (b->phase == PH_DCGMI && dcgmi_over(b)) {
         b->phase = PH_DONE;
         b->deadline = 0;
@@ -530,7 +529,7 @@ void check_bench_step(struct check_bench *b, int64_t now)
 int64_t check_bench_deadline_ms(const struct check_bench *b)
 {
     if (b->phase == PH_DONE) return 0;
-    if (b->phase == PH_NCCL) return b->nccl->deadline;
+    if (b->phase == PH_NCCL) return check_bench_nccl_deadline(b->nccl);
     if (b->phase == PH_DCGMI) return b->dcgmi_deadline;
     return b->deadline;
 }
@@ -542,7 +541,7 @@ bool check_bench_done(const struct check_bench *b)
 
 const char *check_bench_phase(const struct check_bench *b)
 {
-    if (b->phase == PH_NCCL) return b->nccl->phase_text;
+    if (b->phase == PH_NCCL) return check_bench_nccl_phase(b->nccl);
     if (b->phase == PH_DCGMI) return "bench: dcgmi diag -r 1";
     return b->phase_text;
 }

@@ -12,7 +12,6 @@
  *   the parity check's finding). */
 #include "check_bench.h"
 #include "check_bench_int.h"
-#include "check_bench_nccl.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -43,4 +43,16 @@ struct check_bench_attr {
  * the node's median over its pairs (every node that takes part gets its figure). */
 void check_bench_attribute(const struct check_bench_attr *a, double *fig, bool *flag);
 
+/* The verdicts' NCCL part for node i (check_bench_nccl_eval.c): its findings said into v, its
+ * figures in f ("nccl"); the words a passing node adds; the report's "nccl" document. */
+struct check_bench_nccl_eval;
+struct check_bench_nccl_eval *check_bench_nccl_eval_new(const struct check_bench_nccl *nc, const bool *took,
+                                                        double ratio);
+void check_bench_nccl_eval_node(const struct check_bench_nccl_eval *ev, size_t i, const char *const *names,
+                                struct check_bench_verdict *v, cJSON *f);
+/* The words a passing node adds ("NCCL all-reduce 4 nodes x 2 GPUs: busbw 9.41 GB/s, ..."). */
+void check_bench_nccl_eval_pass(const struct check_bench_nccl_eval *ev, size_t i, struct strbuf *sb);
+cJSON *check_bench_nccl_eval_doc(const struct check_bench_nccl_eval *ev, const char *const *names);
+void check_bench_nccl_eval_free(struct check_bench_nccl_eval *ev);
+
 #endif

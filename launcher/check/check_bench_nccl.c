@@ -130,7 +130,7 @@ static void ask(struct check_bench_nccl *nc, struct nccl_comm *c, size_t j)
     cJSON *m = nc->io.request(nc->io.ctx, i, WIRE_OP_BENCH_NCCL, CHECK_BENCH_NCCL_TAG + (int)(c - nc->c));
     cJSON_AddNumberToObject(m, "ranks", c->ranks);
     cJSON_AddNumberToObject(m, "rank0", c->rank0[j]);
-    cJSON_AddNumberToObject(m, "local", nc->gpus[i]);
+    cJSON_AddNumberToObject(m, "gpus", nc->gpus[i]);
     cJSON_AddNumberToObject(m, "bytes", nc->bytes);
     cJSON_AddNumberToObject(m, "warmup", NCCL_WARMUP);
     cJSON_AddNumberToObject(m, "iters", NCCL_ITERS);
@@ -342,6 +342,21 @@ void check_bench_nccl_node_lost(struct check_bench_nccl *nc, size_t i, const cha
             }
     }
     if (nc->phase != NC_IDLE && nc->phase != NC_DONE) advance(nc, now);
+}
+
+bool check_bench_nccl_done(const struct check_bench_nccl *nc)
+{
+    return nc->phase == NC_DONE;
+}
+
+int64_t check_bench_nccl_deadline(const struct check_bench_nccl *nc)
+{
+    return nc->phase == NC_DONE ? 0 : nc->deadline;
+}
+
+const char *check_bench_nccl_phase(const struct check_bench_nccl *nc)
+{
+    return nc->phase_text;
 }
 
 void check_bench_nccl_step(struct check_bench_nccl *nc, int64_t now)

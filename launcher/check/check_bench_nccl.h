@@ -14,9 +14,10 @@
 
 #include "check_bench.h"
 
+/* The communicators and their state, for check_bench_nccl.c and check_bench_nccl_eval.c; the
+ * rest of the bench reaches them through check_bench.h's check_bench_nccl_* calls. */
+
 /* Tags: a communicator's requests carry CHECK_BENCH_NCCL_TAG + its index (0: the world). */
-#define CHECK_BENCH_NCCL_TAG (CHECK_BENCH_TAG + (1 << 22))
-#define CHECK_BENCH_NCCL_STOP_TAG (CHECK_BENCH_TAG + 3)
 
 /* One communicator: the world (round -1) or a pair, its members in rank order. */
 struct nccl_comm {
@@ -53,29 +54,5 @@ struct check_bench_nccl {
     int64_t deadline;
     char phase_text[64];
 };
-
-struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench_io *io, const char *const *addr,
-                                              int mib, int64_t stage_ms);
-void check_bench_nccl_free(struct check_bench_nccl *nc);
-/* Starts with the nodes alive whose bench_host found GPUs and NCCL (x, nx: the transfers' plan,
- * living as long as nc). false: nothing to measure (nc->skipped may say why). */
-bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, const struct check_bench_host *host,
-                            const struct check_bench_xfer *x, size_t nx, int64_t now);
-void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struct wire_msg *m, int64_t now);
-void check_bench_nccl_node_lost(struct check_bench_nccl *nc, size_t i, const char *why, int64_t now);
-void check_bench_nccl_step(struct check_bench_nccl *nc, int64_t now);
-
-/* The verdicts' NCCL part for node i (check_bench_nccl_eval.c): its findings said into v, its
- * figures in f ("nccl"), and the report's "nccl" document (once, i == SIZE_MAX). */
-struct check_bench_verdict;
-struct check_bench_nccl_eval;
-struct check_bench_nccl_eval *check_bench_nccl_eval_new(const struct check_bench_nccl *nc, const bool *took,
-                                                        double ratio);
-void check_bench_nccl_eval_node(const struct check_bench_nccl_eval *ev, size_t i, const char *const *names,
-                                struct check_bench_verdict *v, cJSON *f);
-/* The words a passing node adds ("NCCL all-reduce 4 nodes x 2 GPUs: busbw 9.41 GB/s, ..."). */
-void check_bench_nccl_eval_pass(const struct check_bench_nccl_eval *ev, size_t i, struct strbuf *sb);
-cJSON *check_bench_nccl_eval_doc(const struct check_bench_nccl_eval *ev, const char *const *names);
-void check_bench_nccl_eval_free(struct check_bench_nccl_eval *ev);
 
 #endif
