@@ -156,6 +156,7 @@ else tap_fail "a failed init ends the world at once" "${ELAPSED_MS} ms"; fi
 # ---- no NCCL anywhere: one line says why ----
 for i in 0 1 2 3; do node_start $i DDPTOP_FAKE_NCCL_ABSENT=1 || tap_fail "n$i's sshd again"; done
 run_check "$D/none.json" "$D/hosts.txt" --json --bench "${ARGS[@]}"
+NONE_MS=$ELAPSED_MS
 jassert "no NCCL on any node: the NCCL part is skipped, saying why" "$D/none.json" \
     "d['bench']['nccl']['skipped'] == 'no node has NCCL (libnccl.so.2 not found)' and d['bench']['nccl']['world'] is None" \
     "all('NCCL not measured: no node has NCCL (libnccl.so.2 not found)' in ck(k, 'bench')['detail'] for k in range(4))" \
@@ -165,6 +166,8 @@ jassert "no NCCL on any node: the NCCL part is skipped, saying why" "$D/none.jso
 for i in 0 2 3; do node_start $i || tap_fail "n$i's sshd again"; done
 node_start 1 FAKE_DCGMI_FAIL=Diagnostic_Memory || tap_fail "n1's sshd again"
 run_check "$D/dcgm.json" "$D/hosts.txt" --json --bench --bench-dcgmi "${ARGS[@]}"
+# what the NCCL part adds here (the same bench without NCCL before; dcgmi runs beside the rest)
+echo "# cost: check --bench without NCCL ${NONE_MS} ms, with NCCL (1 MiB) and --bench-dcgmi ${ELAPSED_MS} ms, 4 nodes, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 jassert "--bench-dcgmi: n1's failing dcgmi test is named, the others pass" "$D/dcgm.json" \
     "st(1, 'bench') == 'fail' and 'dcgmi diag -r 1 failed: Diagnostic_Memory on GPU 1: GPU 1 is not healthy' in ck(1, 'bench')['detail']" \
     "ck(1, 'bench')['dcgmi']['status'] == 'fail' and ck(1, 'bench')['dcgmi']['failed'][0].startswith('Diagnostic_Memory on GPU 1')" \

@@ -326,6 +326,27 @@ static bool listens_over(const struct check_bench *b)
     return true;
 }
 
+static int cmp_gbps(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The transfers' median Gb/s (0: none went through). */
+static double tcp_median(const struct check_bench *b)
+{
+    double *v = xcalloc(b->nx ? b->nx : 1, sizeof *v), med = 0;
+    size_t m = 0;
+    for (size_t k = 0; k < b->nx; k++)
+        if (!b->x[k].error && b->x[k].gbps > 0) v[m++] = b->x[k].gbps;
+    if (m) {
+        qsort(v, m, sizeof *v, cmp_gbps);
+        med = v[m / 2];
+    }
+    free(v);
+    return med;
+}
+
 static bool dcgmi_over(const struct check_bench *b)
 {
     for (size_t i = 0; i < b->n; i++)
@@ -357,7 +378,7 @@ static void advance(struct check_bench *b, int64_t now)
             if (b->host[j].same_as < 0 && b->host[j].asked) host_share(b, j);
         /* NCCL last: it needs each node's GPUs counted, and nothing else running beside it */
         b->phase = PH_NCCL;
-        check_bench_nccl_begin(b->nccl, b->alive, b->host, b->x, b->nx, now);
+        check_bench_nccl_begin(b->nccl, b->alive, b->host, b->x, b->nx, tcp_median(b), now);
     }
     if (b->phase == PH_NCCL && check_bench_nccl_done(b->nccl)) b->phase = PH_DCGMI;
     if (b->phase == PH_DCGMI && dcgmi_over(b)) {

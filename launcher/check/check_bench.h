@@ -60,9 +60,10 @@ struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench
                                               int mib, int64_t stage_ms);
 void check_bench_nccl_free(struct check_bench_nccl *nc);
 /* Starts with the nodes alive whose bench_host found GPUs and NCCL (x, nx: the transfers' plan,
- * living as long as nc). false: nothing to measure (nc->skipped may say why). */
+ * living as long as nc; tcp_gbps their median, <= 0: none). false: nothing to measure (its
+ * skipped text may say why). */
 bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, const struct check_bench_host *host,
-                            const struct check_bench_xfer *x, size_t nx, int64_t now);
+                            const struct check_bench_xfer *x, size_t nx, double tcp_gbps, int64_t now);
 void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struct wire_msg *m, int64_t now);
 void check_bench_nccl_node_lost(struct check_bench_nccl *nc, size_t i, const char *why, int64_t now);
 void check_bench_nccl_step(struct check_bench_nccl *nc, int64_t now);

@@ -20,9 +20,11 @@
  * node pair of a slow link at 256 MiB takes seconds an iteration. */
 #define NCCL_WARMUP 2
 #define NCCL_ITERS 10
-/* The agents' deadlines (init and iterations, in their process) and ours beyond them. */
+/* The agents' deadlines (init and iterations, in their process) and ours beyond them. At least
+ * these; more where the network is slow: see nccl_seconds. */
 #define WORLD_SECONDS 30
 #define PAIR_SECONDS 20
+#define NCCL_SECONDS_MAX 300
 #define SLACK_MS 10000
 
 struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench_io *io, const char *const *addr,
@@ -124,6 +126,17 @@ static void comm_close(struct nccl_comm *c)
     }
 }
 
+/* The agents' deadline for a communicator: its floor, or 3x what its iterations would take at the
+ * TCP transfers' median (each rank sends 2(n-1)/n of the bytes an iteration; NCCL is rarely
+ * slower than TCP between the same nodes), so that 256 MiB on a 1 Gb/s network is measured, not
+ * cut off; at most NCCL_SECONDS_MAX. */
+static int nccl_seconds(const struct check_bench_nccl *nc, int floor_s)
+{
+    if (nc->tcp_gbps <= 0) return floor_s;
+    double s = 3.0 * (NCCL_WARMUP + NCCL_ITERS) * 2.0 * nc->bytes * 8 / (nc->tcp_gbps * 1e9) + 10;
+    return s < floor_s ? floor_s : s > NCCL_SECONDS_MAX ? NCCL_SECONDS_MAX : (int)s;
+}
+
 static void ask(struct check_bench_nccl *nc, struct nccl_comm *c, size_t j)
 {
     size_t i = c->node[j];
@@ -134,7 +147,7 @@ static void ask(struct check_bench_nccl *nc, struct nccl_comm *c, size_t j)
     cJSON_AddNumberToObject(m, "bytes", nc->bytes);
     cJSON_AddNumberToObject(m, "warmup", NCCL_WARMUP);
     cJSON_AddNumberToObject(m, "iters", NCCL_ITERS);
-    cJSON_AddNumberToObject(m, "seconds", c->round < 0 ? WORLD_SECONDS : PAIR_SECONDS);
+    cJSON_AddNumberToObject(m, "seconds", nccl_seconds(nc, c->round < 0 ? WORLD_SECONDS : PAIR_SECONDS));
     if (c->uid) cJSON_AddStringToObject(m, "uid", c->uid);
     nc->io.send(nc->io.ctx, i, m);
 }
@@ -202,7 +215,7 @@ static void round_begin(struct check_bench_nccl *nc, int64_t now)
             char text[64];
             snprintf(text, sizeof text, "bench: NCCL all-reduce of node pairs, round %d of %d", nc->round + 1,
                      nc->rounds);
-            set_phase(nc, now, text, PAIR_SECONDS);
+            set_phase(nc, now, text, nccl_seconds(nc, PAIR_SECONDS));
             return;
         }
     }
@@ -236,13 +249,14 @@ static void advance(struct check_bench_nccl *nc, int64_t now)
 }
 
 bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, const struct check_bench_host *host,
-                            const struct check_bench_xfer *x, size_t nx, int64_t now)
+                            const struct check_bench_xfer *x, size_t nx, double tcp_gbps, int64_t now)
 {
     bool any_gpu = false, any_nccl = false;
     size_t *world = xcalloc(nc->n ? nc->n : 1, sizeof *world), nw = 0;
     int ranks = 0;
     nc->x = x;
     nc->nx = nx;
+    nc->tcp_gbps = tcp_gbps;
     for (size_t i = 0; i < nc->n; i++) {
         int g = host[i].gpus ? cJSON_GetArraySize(host[i].gpus) : 0;
         nc->gpus[i] = g > 64 ? 64 : g;
@@ -275,7 +289,7 @@ bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, cons
     free(world);
     char text[64];
     snprintf(text, sizeof text, "bench: NCCL all-reduce of the world (%zu nodes, %d ranks)", w->nn, w->ranks);
-    set_phase(nc, now, text, WORLD_SECONDS);
+    set_phase(nc, now, text, nccl_seconds(nc, WORLD_SECONDS));
     nc->phase = NC_WORLD;
     comm_start(nc, w);
     advance(nc, now);

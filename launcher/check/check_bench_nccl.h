@@ -42,6 +42,7 @@ struct check_bench_nccl {
     int64_t stage_ms;
     const struct check_bench_xfer *x;  /* the transfers' plan: the pairs and their rounds */
     size_t nx;
+    double tcp_gbps;           /* the transfers' median: how long an all-reduce may take */
     bool *in;                  /* node i takes part */
     bool *gone;                /* stopped answering, or failed for itself in the world */
     int *gpus;
