@@ -12,6 +12,7 @@
 #     not left to wait for it; a node without GPUs among GPU nodes is left out, said so;
 #   - an agent stopped (SIGSTOP) during the NCCL phase is named within the deadline, no hang;
 #   - no NCCL anywhere: one line says the NCCL part was not measured;
+#   - --env's NCCL_* variables reach the agents' NCCL (an interface no node has: its error);
 #   - --bench-dcgmi: the node whose dcgmi fails is named with the failing test.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -174,6 +175,15 @@ jassert "--bench-dcgmi: n1's failing dcgmi test is named, the others pass" "$D/d
     "all(ck(k, 'bench')['dcgmi']['status'] == 'pass' and 'dcgmi' not in ck(k, 'bench')['detail'] for k in (0, 2, 3))"
 jassert "without --bench-dcgmi nothing of dcgmi is said" "$D/none.json" \
     "all(ck(k, 'bench')['dcgmi'] is None for k in range(4))"
+
+# ---- --env's NCCL variables reach NCCL: an interface that no node has ----
+run_check "$D/env.json" "$D/hosts.txt" --json --bench --env NCCL_SOCKET_IFNAME=nosuch0 "${ARGS[@]}"
+jassert "--env NCCL_SOCKET_IFNAME reaches the agents' NCCL: the first node says NCCL's bootstrap error" "$D/env.json" \
+    "'NCCL all-reduce of the world failed here: ncclGetUniqueId: unhandled system error' in ck(0, 'bench')['detail']" \
+    "'no socket interface found' in ck(0, 'bench')['nccl']['world_error']" \
+    "ck(1, 'bench')['nccl']['world_error'].startswith('not started: the first node could not start NCCL')"
+if [ "$ELAPSED_MS" -lt 40000 ]; then tap_ok "NCCL failing at once everywhere ends at once (${ELAPSED_MS} ms in all)"
+else tap_fail "NCCL failing at once everywhere ends at once" "${ELAPSED_MS} ms"; fi
 
 # ---- an agent stopped during the NCCL phase: named within the deadline, no hang ----
 t0=$(date +%s)

@@ -168,7 +168,7 @@ void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
     j->path = path;
     j->t0_ns = mono_ns();
     char *argv[] = { path, "diag", "-r", "1", "-j", NULL };
-    if (!agent_bench_proc_start(ag, argv, mono_ms() + seconds * 1000, DCGMI_OUT_CAP, NULL, dcgmi_end, j, err,
+    if (!agent_bench_proc_start(ag, argv, NULL, mono_ms() + seconds * 1000, DCGMI_OUT_CAP, NULL, dcgmi_end, j, err,
                                 sizeof err)) {
         cJSON *m = agent_reply_new(WIRE_EV_BENCH_DCGMI, id);
         cJSON_AddStringToObject(m, "status", "error");

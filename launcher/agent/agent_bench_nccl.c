@@ -3,10 +3,11 @@
  * this op starts and watches from the loop (agent_bench_proc.c): its unique id is passed on as a
  * partial answer ("more": true) for the controller to hand to the other nodes, its figure
  * becomes the answer, and at the deadline, or on bench_nccl_stop (a peer failed: nobody will
- * join), it is killed. One at a time on a node: two would share its GPUs and links. */
+ * join), it is killed. One unanswered at a time on a node: two would share its GPUs and links. */
 #include "agent_bench.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,11 @@
 #define NCCL_SECONDS_MAX 600
 /* What the process may print: an id line and a figure or an error. */
 #define NCCL_OUT_CAP 4096
+/* The request's "env": NCCL's own variables only, as the training would have them (--env). */
+#define NCCL_ENV_MAX 32
+#define NCCL_ENV_VALUE_MAX 256
+
+extern char **environ;
 
 struct nccl_job {
     cJSON *id;
@@ -43,6 +49,9 @@ static void answer(struct agent *ag, struct nccl_job *j, double us, const char *
 {
     if (j->answered) return;
     j->answered = 1;
+    /* the next request may come as soon as this answer is read: the process may still be
+     * exiting, which its watch sees to; only an unanswered one counts as running */
+    if (running == j) running = NULL;
     cJSON *m = agent_reply_new(WIRE_EV_BENCH_NCCL, j->id);
     cJSON_AddNumberToObject(m, "ranks", (double)j->ranks);
     cJSON_AddNumberToObject(m, "gpus", (double)j->gpus);
@@ -99,6 +108,46 @@ static void on_end(struct agent *ag, void *ctx, int status, const char *out, int
     free(j);
 }
 
+/* The agent's environment with the request's NCCL_* variables over it; NULL after sending an
+ * error (a key that is not NCCL_[A-Z0-9_]+, a value with control bytes or too long). */
+static char **env_build(struct agent *ag, const cJSON *req, const cJSON *id, int *ok)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "env"), *e;
+    size_t n = 0, k = 0;
+    *ok = 1;
+    if (!env) return NULL;
+    if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) > NCCL_ENV_MAX) goto bad;
+    cJSON_ArrayForEach(e, env) {
+        const char *key = e->string, *v = cJSON_GetStringValue(e);
+        if (!key || strncmp(key, "NCCL_", 5) != 0 || strspn(key + 5, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(key + 5) ||
+            !key[5] || !v || strlen(v) > NCCL_ENV_VALUE_MAX)
+            goto bad;
+        for (const char *q = v; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f) goto bad;
+    }
+    while (environ[n]) n++;
+    char **out = xcalloc(n + (size_t)cJSON_GetArraySize(env) + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        size_t kl = strcspn(environ[i], "=");
+        bool over = false;
+        cJSON_ArrayForEach(e, env) over = over || (strlen(e->string) == kl && strncmp(environ[i], e->string, kl) == 0);
+        if (!over) out[k++] = xstrdup(environ[i]);
+    }
+    cJSON_ArrayForEach(e, env) out[k++] = xasprintf("%s=%s", e->string, e->valuestring);
+    return out;
+bad:
+    *ok = 0;
+    agent_send_error(ag, id, "bench_nccl: \"env\" must be an object of at most %d NCCL_* variables with "
+                             "printable values of at most %d bytes", NCCL_ENV_MAX, NCCL_ENV_VALUE_MAX);
+    return NULL;
+}
+
+static void env_free(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++) free(env[i]);
+    free(env);
+}
+
 void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     long ranks, rank0, gpus, warmup, iters, seconds;
@@ -128,6 +177,9 @@ void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
         agent_send_error(ag, id, "bench_nccl: an NCCL measurement is running on this node already");
         return;
     }
+    int env_ok;
+    char **envp = env_build(ag, req, id, &env_ok);
+    if (!env_ok) return;
     char a_ranks[24], a_rank0[24], a_gpus[24], a_bytes[32], a_warm[24], a_iters[24];
     snprintf(a_ranks, sizeof a_ranks, "%ld", ranks);
     snprintf(a_rank0, sizeof a_rank0, "%ld", rank0);
@@ -146,8 +198,9 @@ void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
     j->seconds = (double)seconds;
     j->t0_ns = mono_ns();
     running = j;
-    j->proc = agent_bench_proc_start(ag, argv, mono_ms() + seconds * 1000, NCCL_OUT_CAP, on_line, on_end, j, err,
-                                     sizeof err);
+    j->proc = agent_bench_proc_start(ag, argv, envp, mono_ms() + seconds * 1000, NCCL_OUT_CAP, on_line, on_end, j,
+                                     err, sizeof err);
+    env_free(envp);
     if (!j->proc) {
         answer(ag, j, -1, err);
         running = NULL;

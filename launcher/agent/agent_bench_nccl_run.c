@@ -13,11 +13,13 @@
 #include "agent_bench.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "util/util.h"
 
@@ -89,6 +91,9 @@ static const char *api_load(struct nccl_api *a)
     return NULL;
 }
 
+/* Our lines go here; stdout itself is /dev/null, since NCCL prints its NCCL_DEBUG lines there. */
+static FILE *res;
+
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
@@ -99,8 +104,8 @@ static int fail(const char *fmt, ...)
     va_end(ap);
     for (char *q = text; *q; q++)
         if (*q < 0x20 || *q > 0x7e) *q = '?';
-    printf("error %s\n", text);
-    fflush(stdout);
+    fprintf(res, "error %s\n", text);
+    fflush(res);
     return 1;
 }
 
@@ -137,6 +142,10 @@ int agent_bench_nccl_main(int argc, char **argv)
     int n = 0, e;
     nccl_res r;
     prctl(PR_SET_NAME, "ddptop-nccl");   /* not "exe" (the /proc/self/exe it was started as) in ps */
+    int keep = dup(1), devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    res = keep >= 0 ? fdopen(keep, "w") : NULL;
+    if (!res) return 1;
+    if (devnull >= 0) dup2(devnull, 1);
     if (argc != 9) return fail("usage: ddptop-agent --bench-nccl RANKS RANK0 GPUS BYTES WARMUP ITERS ID|-");
     long ranks = arg_num(argv[2], 1, 1 << 20), rank0 = arg_num(argv[3], 0, ranks - 1);
     long ngpu = arg_num(argv[4], 1, GPUS_MAX), bytes = arg_num(argv[5], 4, 1L << 36);
@@ -150,8 +159,8 @@ int agent_bench_nccl_main(int argc, char **argv)
         if ((r = a.get_id(&id)) != 0) return nccl_fail(&a, "ncclGetUniqueId", r, NULL);
         char hex[2 * BENCH_NCCL_ID_BYTES + 1];
         util_hex(id.internal, sizeof id.internal, hex);
-        printf("id %s\n", hex);
-        fflush(stdout);
+        fprintf(res, "id %s\n", hex);
+        fflush(res);
     } else if (hex_to_id(argv[8], &id) < 0) {
         return fail("the unique id is not %d hex bytes", BENCH_NCCL_ID_BYTES);
     }
@@ -179,8 +188,8 @@ int agent_bench_nccl_main(int argc, char **argv)
             if ((e = a.stream_sync(stream[d])) != 0) return fail("cudaStreamSynchronize: %s", a.cuda_string(e));
     }
     double us = (double)(mono_ns() - t0) / 1e3 / (double)iters;
-    printf("ok %.3f\n", us);
-    fflush(stdout);
+    fprintf(res, "ok %.3f\n", us);
+    fflush(res);
     /* the communicators go with the process: ncclCommDestroy can wait on peers (2.18 on) */
     return 0;
 }

@@ -109,7 +109,8 @@ static void proc_ready(struct agent *ag, struct agent_watch *w, short revents)
     }
 }
 
-struct bench_proc *agent_bench_proc_start(struct agent *ag, char *const argv[], int64_t deadline_ms, size_t cap,
+struct bench_proc *agent_bench_proc_start(struct agent *ag, char *const argv[], char *const envp[],
+                                          int64_t deadline_ms, size_t cap,
                                           bench_proc_line_fn on_line, bench_proc_end_fn on_end, void *ctx,
                                           char *err, size_t errlen)
 {
@@ -139,7 +140,8 @@ struct bench_proc *agent_bench_proc_start(struct agent *ag, char *const argv[], 
         }
         dup2(pfd[1], 1);
         util_close_range(3, ~0U);   /* the controller's link and the ranks' pipes stay ours */
-        execv(argv[0], argv);
+        if (envp) execve(argv[0], argv, envp);
+        else execv(argv[0], argv);
         _exit(127);
     }
     setpgid(pid, pid);

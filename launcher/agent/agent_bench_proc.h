@@ -21,8 +21,10 @@ typedef void (*bench_proc_line_fn)(struct agent *ag, void *ctx, const char *line
  * it printed (at most cap bytes; over: more came). The caller frees ctx here. */
 typedef void (*bench_proc_end_fn)(struct agent *ag, void *ctx, int status, const char *out, int over);
 
-/* argv[0] is a path (never searched). NULL with err set when it cannot be started. */
-struct bench_proc *agent_bench_proc_start(struct agent *ag, char *const argv[], int64_t deadline_ms, size_t cap,
+/* argv[0] is a path (never searched); envp its environment (NULL: the agent's). NULL with err
+ * set when it cannot be started. */
+struct bench_proc *agent_bench_proc_start(struct agent *ag, char *const argv[], char *const envp[],
+                                          int64_t deadline_ms, size_t cap,
                                           bench_proc_line_fn on_line, bench_proc_end_fn on_end, void *ctx,
                                           char *err, size_t errlen);
 /* Ends it now (on_end with BENCH_PROC_KILLED); nothing when it has ended. */

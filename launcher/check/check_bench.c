@@ -137,8 +137,7 @@ struct check_bench *check_bench_new(const struct node_opts *o, size_t n, const b
     b->host = xcalloc(n ? n : 1, sizeof *b->host);
     b->dcgmi = xcalloc(n ? n : 1, sizeof *b->dcgmi);
     b->dcgmi_asked = xcalloc(n ? n : 1, sizeof *b->dcgmi_asked);
-    b->nccl = check_bench_nccl_new(n, io, addresses, o->bench_nccl_mib > 0 ? o->bench_nccl_mib : 256,
-                                   (int64_t)o->ssh.timeout_s * 1000);
+    b->nccl = check_bench_nccl_new(n, io, addresses, o, (int64_t)o->ssh.timeout_s * 1000);
     for (size_t i = 0; i < n; i++) {
         unsigned char rnd[16];
         char hex[33];

@@ -56,8 +56,10 @@ struct check_bench_host {
 #define CHECK_BENCH_NCCL_STOP_TAG (CHECK_BENCH_TAG + 3)
 struct check_bench_io;
 struct check_bench_nccl;
+/* o: --bench-nccl-mib, and --env's NCCL_* variables (the training's NCCL settings) for the
+ * agents' NCCL processes. */
 struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench_io *io, const char *const *addr,
-                                              int mib, int64_t stage_ms);
+                                              const struct node_opts *o, int64_t stage_ms);
 void check_bench_nccl_free(struct check_bench_nccl *nc);
 /* Starts with the nodes alive whose bench_host found GPUs and NCCL (x, nx: the transfers' plan,
  * living as long as nc; tcp_gbps their median, <= 0: none). false: nothing to measure (its

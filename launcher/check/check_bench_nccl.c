@@ -28,13 +28,14 @@
 #define SLACK_MS 10000
 
 struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench_io *io, const char *const *addr,
-                                              int mib, int64_t stage_ms)
+                                              const struct node_opts *o, int64_t stage_ms)
 {
     struct check_bench_nccl *nc = xcalloc(1, sizeof *nc);
     nc->n = n;
     nc->io = *io;
     nc->addr = addr;
-    nc->bytes = (double)mib * 1048576.0;
+    nc->o = o;
+    nc->bytes = (double)(o->bench_nccl_mib > 0 ? o->bench_nccl_mib : 256) * 1048576.0;
     nc->stage_ms = stage_ms;
     nc->in = xcalloc(n ? n : 1, sizeof *nc->in);
     nc->gone = xcalloc(n ? n : 1, sizeof *nc->gone);
@@ -149,6 +150,14 @@ static void ask(struct check_bench_nccl *nc, struct nccl_comm *c, size_t j)
     cJSON_AddNumberToObject(m, "iters", NCCL_ITERS);
     cJSON_AddNumberToObject(m, "seconds", nccl_seconds(nc, c->round < 0 ? WORLD_SECONDS : PAIR_SECONDS));
     if (c->uid) cJSON_AddStringToObject(m, "uid", c->uid);
+    /* NCCL's variables of --env (NCCL_SOCKET_IFNAME, NCCL_IB_HCA ...): measured as it will run */
+    cJSON *env = NULL;
+    for (size_t k = 0; k < nc->o->n_env; k++) {
+        if (strncmp(nc->o->env[k].key, "NCCL_", 5) != 0) continue;
+        if (!env) env = cJSON_AddObjectToObject(m, "env");
+        if (!cJSON_GetObjectItemCaseSensitive(env, nc->o->env[k].key))
+            cJSON_AddStringToObject(env, nc->o->env[k].key, nc->o->env[k].value);
+    }
     nc->io.send(nc->io.ctx, i, m);
 }
 

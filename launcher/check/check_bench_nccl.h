@@ -38,6 +38,7 @@ struct check_bench_nccl {
     size_t n;
     struct check_bench_io io;
     const char *const *addr;
+    const struct node_opts *o;
     double bytes;
     int64_t stage_ms;
     const struct check_bench_xfer *x;  /* the transfers' plan: the pairs and their rounds */

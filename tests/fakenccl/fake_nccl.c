@@ -83,6 +83,7 @@ static int local_addr(struct in_addr *out)
         return 0;
     }
     freeifaddrs(ifs);
+    if (name[0]) return -1;                  /* as NCCL: "no socket interface found" */
     out->s_addr = htonl(INADDR_LOOPBACK);   /* a lone machine */
     return 0;
 }
@@ -152,8 +153,9 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
     pthread_t th;
     memset(id, 0, sizeof *id);
     memcpy(b.magic, MAGIC, 8);
+    errno = 0;
     int fd = listen_on(&b.root);
-    if (fd < 0) return fail(ncclSystemError, "bootstrap root: listen");
+    if (fd < 0) return fail(ncclSystemError, "Bootstrap : no socket interface found, or listen failed");
     if (pthread_create(&th, NULL, root_main, (void *)(intptr_t)fd) != 0) {
         close(fd);
         return fail(ncclSystemError, "bootstrap root: thread");
