@@ -10,6 +10,7 @@
 #     with a figure near its link's 50 Mbit/s, the others pass;
 #   - a node whose NCCL init fails is named with NCCL's error, the others are stopped at once,
 #     not left to wait for it; a node without GPUs among GPU nodes is left out, said so;
+#     `ddptop run --bench --nnodes 3:4` leaves the failing node out and runs on the others;
 #   - an agent stopped (SIGSTOP) during the NCCL phase is named within the deadline, no hang;
 #   - no NCCL anywhere: one line says the NCCL part was not measured;
 #   - --env's NCCL_* variables reach the agents' NCCL (an interface no node has: its error);
@@ -153,6 +154,19 @@ jassert "NCCL init failing on n3 is named with NCCL's error; n0 without GPUs is 
 # the failed init stops the others at once: far below the agents' 30 s deadline
 if [ "$ELAPSED_MS" -lt 40000 ]; then tap_ok "a failed init ends the world at once (${ELAPSED_MS} ms in all)"
 else tap_fail "a failed init ends the world at once" "${ELAPSED_MS} ms"; fi
+
+# ddptop run --bench with a spare: n3, whose NCCL fails, is left out (the event says why) and the
+# job runs on the other three
+NO_COLOR=1 CUDA_VISIBLE_DEVICES= timeout -k 5 180 "$DDPTOP" run "$D/hosts.txt" --bench --nnodes 3:4 --headless \
+    --nproc-per-node 1 --log-dir "$D/runs" --run-id rn "${ARGS[@]}" -- /bin/sh -c 'echo "ran on node $NODE_RANK of $NNODES"' \
+    >"$D/run.out" 2>&1 </dev/null
+RC=$?
+if [ "$RC" -eq 0 ] && [ "$(grep -c 'ran on node [0-2] of 3' "$D/run.out")" -eq 3 ] &&
+    grep -q "excluded.*${A[3]//./\\.}.*its measurement failed (--bench): NCCL all-reduce of the world failed here: ncclCommInitRank" "$D/runs/rn/events.jsonl"; then
+    tap_ok "run --bench --nnodes 3:4: n3, whose NCCL init fails, is excluded (the event says why); the other three run"
+else
+    tap_fail "run --bench --nnodes 3:4 leaves n3 out" "rc $RC" "$(tail -20 "$D/run.out")" "$(grep -i exclu "$D/runs/rn/events.jsonl" 2>/dev/null | head -3)"
+fi
 
 # ---- no NCCL anywhere: one line says why ----
 for i in 0 1 2 3; do node_start $i DDPTOP_FAKE_NCCL_ABSENT=1 || tap_fail "n$i's sshd again"; done
