@@ -4,8 +4,10 @@
  * the host figures last, a lost node and a silent one end what they had in flight), and the
  * verdicts: the slow node named with its figure and the median (not its neighbours), a slow link
  * between good nodes, a long round trip, a slow GPU against its model's median, CPU memory, and
- * the words of nodes that pass being the same shape (they fold). The real agents' side:
- * tests/it_check_bench.sh. */
+ * the words of nodes that pass being the same shape (they fold); NCCL's world and pairs (the
+ * slow node bisected out of its pairs, a slow pair between good nodes, a slow world with fast
+ * pairs, a failed init that stops the others and leaves the node out of the pairs). The real
+ * agents' side: tests/it_check_bench.sh, tests/it_check_nccl.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,8 +294,12 @@ static void test_silent_node(void)
 
 /* A pair's busbw in the scenario: n3 is slow (6 MB/s, a 50 Mbit/s link), the link n0 <-> n1
  * is slow for NCCL too, the rest about 180 GB/s; the world says 150. */
+static bool nccl_pairs_fast;   /* every pair at about 180 GB/s */
+static double nccl_world = 150;
+
 static double nccl_busbw(size_t a, size_t b)
 {
+    if (nccl_pairs_fast) return 180 + (double)(a + b);
     if (a == 3 || b == 3) return 0.006;
     if ((a == 0 && b == 1) || (a == 1 && b == 0)) return 20;
     return 180 + (double)(a + b);
@@ -337,7 +343,7 @@ static bool nccl_answers(struct check_bench *b, size_t fail_node)
         if ((int)nm * 2 != ranks) continue;   /* not all asked yet */
         for (size_t m = 0; m < nm; m++) {
             struct sent *s = &log_[members[m]];
-            double bus = nm > 2 ? 150 : nccl_busbw(log_[members[0]].node, log_[members[1]].node);
+            double bus = nm > 2 ? nccl_world : nccl_busbw(log_[members[0]].node, log_[members[1]].node);
             snprintf(s->op, sizeof s->op, "done");
             if (s->node == fail_node)
                 snprintf(json, sizeof json, "{\"error\":\"ncclCommInitRank: unhandled system error\"}");
@@ -416,6 +422,21 @@ static void test_nccl_bisect(void)
     check_report_done(&r);
     check_bench_free(b);
     log_clear();
+    /* every pair fast, the world slow: nobody to name, so every node says it */
+    nccl_pairs_fast = true;
+    nccl_world = 50;
+    b = check_bench_new(&o, N, alive, addrs, 99, &io);
+    nccl_run(b, N, &r);
+    if (!strstr(bench_of(&r, 4)->detail, "NCCL all-reduce of the world: busbw 50.0 GB/s, below 0.5 x the pairs' median 18"))
+        printf("# n4: %s\n", bench_of(&r, 4)->detail);
+    CHECK(strstr(bench_of(&r, 4)->detail, "NCCL all-reduce of the world: busbw 50.0 GB/s, below 0.5 x the pairs' median 18") != NULL);
+    CHECK_INT(bench_of(&r, 4)->status, CHECK_WARN);
+    CHECK(strstr(bench_of(&r, 3)->detail, "NCCL all-reduce with its peers") == NULL);
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    nccl_pairs_fast = false;
+    nccl_world = 150;
     host_nccl = "null";
     node_opts_done(&o);
 }
