@@ -289,6 +289,14 @@ $(FAKE_CUBLAS): tests/fakecudart/fake_cublas.c tests/fakecudart/fake_cudart.h $(
 	$(CC) $(FAKE_CUDART_FLAGS) -Wl,-soname,libcublas.so.12 -Wl,-rpath,'$$ORIGIN' -o $@ $< $(FAKE_CUDART)
 tests: $(FAKE_CUDART) $(FAKE_CUBLAS)
 
+# fakenccl (tests/fakenccl, a TEST DOUBLE of NCCL): bench_nccl's all-reduce finds libnccl.so.2
+# through LD_LIBRARY_PATH beside the fake CUDA runtime; its bytes go over real TCP.
+FAKE_NCCL = $(BUILD)/fakenccl/libnccl.so.2
+$(FAKE_NCCL): tests/fakenccl/fake_nccl.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CUDART_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread
+tests: $(FAKE_NCCL)
+
 # Fuzzing (tests/fuzz/fuzz_*.c, docs/testing.md "Fuzzing"): one libFuzzer harness per parser of
 # what comes from another process or a file, built with clang under ASan and UBSan into
 # build/fuzz/, apart from the gcc build. The project's sources are compiled again there with

@@ -13,6 +13,10 @@
 # GPUs: bench_host on the test double of the CUDA runtime and cuBLAS (tests/fakecudart, through
 # LD_LIBRARY_PATH) and without any, in a mount namespace where this machine's own CUDA
 # libraries, if it has any, are hidden: the figures, a failing, a slow, an old and a hung GPU.
+# NCCL: bench_nccl on the NCCL test double (tests/fakenccl) with those GPUs: a node's own world
+# of two ranks (the id as a partial answer, then the figures), bad requests refused (an "env"
+# that is not NCCL's own), a peer that never joins (killed at the deadline, reaped), a stop;
+# bench_dcgmi where DCGM is not installed.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib/tap.sh
@@ -421,6 +425,64 @@ try:
 except subprocess.TimeoutExpired:
     rc = "still running"
 check("the agent still exits at stdin's end, its thread hung in a GPU call", rc == 0 and time.monotonic() - t0 < 3, rc)
+ag.stop()
+
+# ---- bench_nccl: one agent's own world, bad requests, a peer that never joins, a stop ----
+NCCL_LIBS = FAKE + ":" + os.path.join(os.path.dirname(FAKE), "fakenccl")
+ag = Agent(bare, dict(os.environ, LD_LIBRARY_PATH=NCCL_LIBS))
+i = ag.send({"op": "bench_nccl", "ranks": 2, "rank0": 0, "gpus": 2, "bytes": 1048576, "seconds": 20})
+first = ag.wait_id(i, 20)
+final = ag.wait_id(i, 20)
+print(f"# bench_nccl, 2 fake GPUs: {json.dumps(final)}")
+check("bench_nccl, 2 GPUs of one node: the unique id as a partial answer, then the figures",
+      first.get("ev") == "bench_nccl_id" and first.get("more") is True and len(first.get("uid", "")) == 256 and
+      final.get("ev") == "bench_nccl" and final.get("error", 0) is None and final.get("busbw_gbs", 0) > 0 and
+      final.get("ranks") == 2 and final.get("gpus") == 2 and final.get("bytes") == 1048576 and
+      abs(final["busbw_gbs"] - final["algbw_gbs"]) <= 0.002, (first, final))
+for bad, word in [({"ranks": 2, "rank0": 1, "gpus": 2, "bytes": 4096}, "rank0"),
+                  ({"ranks": 2, "rank0": 0, "gpus": 2, "bytes": 4096, "uid": "zz"}, "uid"),
+                  ({"ranks": 2, "rank0": 0, "gpus": 2, "bytes": 1}, "bytes"),
+                  ({"ranks": 2, "rank0": 0, "gpus": 2, "bytes": 4096, "env": {"LD_PRELOAD": "/tmp/x.so"}}, "env"),
+                  ({"ranks": 2, "rank0": 0, "gpus": 2, "bytes": 4096, "env": {"NCCL_DEBUG": "INFO\nX=1"}}, "env")]:
+    r = ag.request(dict(bad, op="bench_nccl"))
+    check(f"bench_nccl refuses a bad {word}: an error naming it", r.get("ev") == "error" and word in r.get("error", ""), (bad, r))
+
+def nccl_children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+            if st.split(") ")[1].split()[1] == str(pid) and "(ddptop-nccl)" in st:
+                out.append(d)
+        except (OSError, IndexError):
+            pass
+    return out
+
+t0 = time.monotonic()
+i = ag.send({"op": "bench_nccl", "ranks": 4, "rank0": 0, "gpus": 2, "bytes": 4096, "seconds": 2})
+ag.wait_id(i, 10)
+ok_clock, ctook = quick_clock(ag)
+waiting = nccl_children(ag.p.pid)
+r = ag.wait_id(i, 10)
+took = time.monotonic() - t0
+check("a peer that never joins: timed out at the deadline, the NCCL process killed and reaped",
+      (r.get("error") or "").startswith("timed out after 2 s") and 1.5 < took < 5 and len(waiting) == 1 and
+      not nccl_children(ag.p.pid), (r, took, waiting))
+check("the loop answers while NCCL waits for its peers", ok_clock and ctook < 0.5, ctook)
+i = ag.send({"op": "bench_nccl", "ranks": 4, "rank0": 0, "gpus": 2, "bytes": 4096, "seconds": 60})
+ag.wait_id(i, 10)
+busy = ag.request({"op": "bench_nccl", "ranks": 2, "rank0": 0, "gpus": 2, "bytes": 4096})
+t0 = time.monotonic()
+s = ag.request({"op": "bench_nccl_stop", "reason": "NCCL failed on 10.0.0.9"})
+r = ag.wait_id(i, 5)
+check("a second bench_nccl while one waits: refused", busy.get("ev") == "error" and "already" in busy.get("error", ""), busy)
+check("bench_nccl_stop: the measurement ends at once, saying why",
+      s.get("stopped") is True and (r.get("error") or "").startswith("stopped: NCCL failed on 10.0.0.9") and
+      time.monotonic() - t0 < 2 and not nccl_children(ag.p.pid), (s, r))
+r = ag.request({"op": "bench_dcgmi"})
+check("bench_dcgmi where DCGM is not installed: said so, nothing else",
+      r.get("ev") == "bench_dcgmi" and r.get("status") == "not installed" and r.get("failed") == [], r)
 ag.stop()
 
 tap.done()

@@ -47,6 +47,9 @@ for v in 13 12 11; do
     ln -s "$B/fakecudart/libcublas.so.12" "$D/fakecuda/libcublas.so.$v"
 done
 ln -s "$B/fakecudart/libcudart.so.12" "$D/fakecuda/libcudart.so"
+# and the NCCL test double (tests/fakenccl): this machine's real NCCL would fail on the fake GPUs;
+# the NCCL part itself is tests/it_check_nccl.sh's
+ln -s "$B/fakenccl/libnccl.so.2" "$D/fakecuda/libnccl.so.2"
 # The four nodes are four machines to the bench (their GPUs and memory measured each), not the
 # one kernel they share: each sshd runs in ip netns exec's own mount namespace, where a
 # file of its own is bind-mounted over the kernel's boot id (a TEST DOUBLE of a machine's
@@ -69,7 +72,8 @@ for i in 0 1 2 3; do
 done
 SSHD_BIN=/usr/sbin/sshd
 printf 'root@%s\n' "${A[@]}" >"$D/hosts.txt"
-ARGS=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --agent-dir "$D/agent" --timeout 5)
+ARGS=(--known-hosts "$D/known_hosts" -i "$D/id_ed25519" -F "$D/ssh_config" --agent-dir "$D/agent" --timeout 5
+      --bench-nccl-mib 1)
 
 # n2's link at 50 Mbit/s both ways: its own egress and its bridge port's (towards it)
 shape() {

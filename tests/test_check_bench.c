@@ -4,8 +4,10 @@
  * the host figures last, a lost node and a silent one end what they had in flight), and the
  * verdicts: the slow node named with its figure and the median (not its neighbours), a slow link
  * between good nodes, a long round trip, a slow GPU against its model's median, CPU memory, and
- * the words of nodes that pass being the same shape (they fold). The real agents' side:
- * tests/it_check_bench.sh. */
+ * the words of nodes that pass being the same shape (they fold); NCCL's world and pairs (the
+ * slow node bisected out of its pairs, a slow pair between good nodes, a slow world with fast
+ * pairs, a failed init that stops the others and leaves the node out of the pairs). The real
+ * agents' side: tests/it_check_bench.sh, tests/it_check_nccl.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,8 @@ static void run_scenario(struct check_bench *b, bool lose_n4)
     }
 }
 
+static const char *host_nccl = "null";   /* bench_host's "nccl": null, or a version in quotes */
+
 static void host_answers(struct check_bench *b)
 {
     char json[1024];
@@ -170,8 +174,8 @@ static void host_answers(struct check_bench *b)
                  "{\"ev\":\"bench_host\",\"cpu_mem_gbs\":%g,\"gpus\":["
                  "{\"index\":0,\"name\":\"Fake H100\",\"tf32_tflops\":300,\"bf16_tflops\":700,\"d2d_gbs\":2500,\"h2d_gbs\":50,\"error\":null},"
                  "{\"index\":1,\"name\":\"Fake H100\",\"tf32_tflops\":%g,\"bf16_tflops\":%g,\"d2d_gbs\":2500,\"h2d_gbs\":50,\"error\":null}],"
-                 "\"gpu_error\":null}",
-                 i == 0 ? 2.0 : 12.0, i == 2 ? 90.0 : 300.0, i == 2 ? 210.0 : 700.0);
+                 "\"gpu_error\":null,\"nccl\":%s}",
+                 i == 0 ? 2.0 : 12.0, i == 2 ? 90.0 : 300.0, i == 2 ? 210.0 : 700.0, host_nccl);
         answer(b, i, log_[k].tag, "bench_host", json);
     }
 }
@@ -286,10 +290,162 @@ static void test_silent_node(void)
     node_opts_done(&o);
 }
 
+/* ---- the NCCL part ---- */
+
+/* A pair's busbw in the scenario: n3 is slow (6 MB/s, a 50 Mbit/s link), the link n0 <-> n1
+ * is slow for NCCL too, the rest about 180 GB/s; the world says 150. */
+static bool nccl_pairs_fast;   /* every pair at about 180 GB/s */
+static double nccl_world = 150;
+
+static double nccl_busbw(size_t a, size_t b)
+{
+    if (nccl_pairs_fast) return 180 + (double)(a + b);
+    if (a == 3 || b == 3) return 0.006;
+    if ((a == 0 && b == 1) || (a == 1 && b == 0)) return 20;
+    return 180 + (double)(a + b);
+}
+
+/* Answers the bench_nccl requests as the agents would: the first member's id (a partial
+ * answer), then, once every member of a communicator was asked, their figures; fail_node's
+ * init fails, and a stopped member says so. Returns whether anything was answered. */
+static bool nccl_answers(struct check_bench *b, size_t fail_node)
+{
+    static const char uid[] = "\"uid\":\"ab00000000000000000000000000000000000000000000000000000000000000"
+                              "0000000000000000000000000000000000000000000000000000000000000000"
+                              "0000000000000000000000000000000000000000000000000000000000000000"
+                              "00000000000000000000000000000000000000000000000000000000000000cd\"";
+    char json[600];
+    bool any = false;
+    for (size_t k = 0; k < n_log; k++) {
+        if (strcmp(log_[k].op, "bench_nccl_stop") == 0) {
+            snprintf(log_[k].op, sizeof log_[k].op, "done");
+            for (size_t q = 0; q < n_log; q++)
+                if (strcmp(log_[q].op, "bench_nccl") == 0 && log_[q].node == log_[k].node) {
+                    snprintf(log_[q].op, sizeof log_[q].op, "done");
+                    answer(b, log_[q].node, log_[q].tag, "bench_nccl", "{\"error\":\"stopped: NCCL failed on 10.0.0.4\"}");
+                }
+            any = true;
+        }
+    }
+    for (size_t k = 0; k < n_log; k++) {
+        if (strcmp(log_[k].op, "bench_nccl") != 0 || cJSON_GetObjectItemCaseSensitive(log_[k].msg, "uid")) continue;
+        snprintf(log_[k].op, sizeof log_[k].op, "bench_nccl*");   /* its id said */
+        snprintf(json, sizeof json, "{\"more\":true,%s}", uid);
+        answer(b, log_[k].node, log_[k].tag, "bench_nccl_id", json);
+        any = true;
+    }
+    for (size_t k = 0; k < n_log; k++) {
+        if (strncmp(log_[k].op, "bench_nccl", 10) != 0 || strcmp(log_[k].op, "bench_nccl_stop") == 0) continue;
+        int ranks = cJSON_GetObjectItemCaseSensitive(log_[k].msg, "ranks")->valueint;
+        size_t members[N], nm = 0;
+        for (size_t q = 0; q < n_log; q++)
+            if (log_[q].tag == log_[k].tag && strncmp(log_[q].op, "bench_nccl", 10) == 0 && nm < N) members[nm++] = q;
+        if ((int)nm * 2 != ranks) continue;   /* not all asked yet */
+        for (size_t m = 0; m < nm; m++) {
+            struct sent *s = &log_[members[m]];
+            double bus = nm > 2 ? nccl_world : nccl_busbw(log_[members[0]].node, log_[members[1]].node);
+            snprintf(s->op, sizeof s->op, "done");
+            if (s->node == fail_node)
+                snprintf(json, sizeof json, "{\"error\":\"ncclCommInitRank: unhandled system error\"}");
+            else
+                snprintf(json, sizeof json, "{\"busbw_gbs\":%g,\"algbw_gbs\":%g,\"error\":null}", bus,
+                         bus * ranks / (2.0 * (ranks - 1)));
+            answer(b, s->node, s->tag, "bench_nccl", json);
+        }
+        any = true;
+    }
+    return any;
+}
+
+static void nccl_run(struct check_bench *b, size_t fail_node, struct check_report *r)
+{
+    check_bench_start(b, 0);
+    run_scenario(b, false);
+    host_answers(b);
+    for (int guard = 0; guard < 100 && !check_bench_done(b); guard++)
+        if (!nccl_answers(b, fail_node)) check_bench_step(b, check_bench_deadline_ms(b));
+    CHECK(check_bench_done(b));
+    check_report_init(r, N);
+    for (size_t i = 0; i < N; i++) check_row_set_host(&r->rows[i], names[i], addrs[i], 22);
+    check_bench_evaluate(b, r, names);
+}
+
+/* The world and the pairs: n3 named as the common factor of its slow pairs (not its peers),
+ * the slow pair n0-n1 said on both, the world's figure in the words of those that pass. */
+static void test_nccl_bisect(void)
+{
+    struct node_opts o;
+    struct check_bench_io io = {.request = fake_request, .send = fake_send};
+    bool alive[N] = {true, true, true, true, true, true};
+    struct check_report r;
+    node_opts_init(&o);
+    o.bench = true;
+    host_nccl = "\"2.21.5\"";
+    struct check_bench *b = check_bench_new(&o, N, alive, addrs, 99, &io);
+    nccl_run(b, N, &r);
+    CHECK(strstr(bench_of(&r, 3)->detail, "NCCL all-reduce with its peers: busbw 0.006 GB/s, median 1") != NULL);
+    for (size_t i = 0; i < N; i++)
+        if (i != 3) CHECK(strstr(bench_of(&r, i)->detail, "NCCL all-reduce with its peers") == NULL);
+    /* (n0's and n1's first three findings are their TCP link's and n0's memory: the NCCL pair's
+     * is counted in "and 1 more", and in --json) */
+    CHECK(strstr(bench_of(&r, 0)->detail, "and 1 more (--json)") != NULL);
+    if (bench_of(&r, 4)->status != CHECK_PASS) printf("# n4: %s\n", bench_of(&r, 4)->detail);
+    CHECK(strstr(bench_of(&r, 4)->detail, "NCCL all-reduce 6 nodes x 2 GPUs: busbw 150 GB/s, with its peers 18") != NULL);
+    cJSON *nc = cJSON_GetObjectItemCaseSensitive(r.bench_doc, "nccl");
+    cJSON *w = cJSON_GetObjectItemCaseSensitive(nc, "world");
+    CHECK(cJSON_GetObjectItemCaseSensitive(w, "ranks")->valueint == 12);
+    CHECK(fabs(cJSON_GetObjectItemCaseSensitive(w, "busbw_gbs")->valuedouble - 150) < 1e-9);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(nc, "pairs")) >= N);
+    cJSON *pr;
+    cJSON_ArrayForEach(pr, cJSON_GetObjectItemCaseSensitive(nc, "pairs")) {
+        const char *a = cJSON_GetObjectItemCaseSensitive(pr, "a")->valuestring, *bb = cJSON_GetObjectItemCaseSensitive(pr, "b")->valuestring;
+        bool slow = strcmp(a, "n3") == 0 || strcmp(bb, "n3") == 0 || (strcmp(a, "n0") == 0 && strcmp(bb, "n1") == 0);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pr, "slow")) == slow);
+    }
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    /* n3's NCCL init fails: it is named with the error, the others stopped and not blamed, and
+     * it is left out of the pairs */
+    b = check_bench_new(&o, N, alive, addrs, 99, &io);
+    nccl_run(b, 3, &r);
+    if (!strstr(bench_of(&r, 3)->detail, "NCCL all-reduce of the world failed here: ncclCommInitRank: unhandled system error"))
+        printf("# n3: %s\n", bench_of(&r, 3)->detail);
+    CHECK(strstr(bench_of(&r, 3)->detail, "NCCL all-reduce of the world failed here: ncclCommInitRank") != NULL);
+    CHECK_INT(bench_of(&r, 3)->status, CHECK_FAIL);
+    CHECK(strstr(bench_of(&r, 4)->detail, "NCCL") == NULL || strstr(bench_of(&r, 4)->detail, "failed") == NULL);
+    cJSON *pairs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.bench_doc, "nccl"), "pairs"), *p;
+    cJSON_ArrayForEach(p, pairs) {
+        CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(p, "a")->valuestring, "n3") != 0);
+        CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(p, "b")->valuestring, "n3") != 0);
+    }
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    /* every pair fast, the world slow: nobody to name, so every node says it */
+    nccl_pairs_fast = true;
+    nccl_world = 50;
+    b = check_bench_new(&o, N, alive, addrs, 99, &io);
+    nccl_run(b, N, &r);
+    if (!strstr(bench_of(&r, 4)->detail, "NCCL all-reduce of the world: busbw 50.0 GB/s, below 0.5 x the pairs' median 18"))
+        printf("# n4: %s\n", bench_of(&r, 4)->detail);
+    CHECK(strstr(bench_of(&r, 4)->detail, "NCCL all-reduce of the world: busbw 50.0 GB/s, below 0.5 x the pairs' median 18") != NULL);
+    CHECK_INT(bench_of(&r, 4)->status, CHECK_WARN);
+    CHECK(strstr(bench_of(&r, 3)->detail, "NCCL all-reduce with its peers") == NULL);
+    check_report_done(&r);
+    check_bench_free(b);
+    log_clear();
+    nccl_pairs_fast = false;
+    nccl_world = 150;
+    host_nccl = "null";
+    node_opts_done(&o);
+}
+
 int main(void)
 {
     RUN(test_plan_shape);
     RUN(test_run_and_verdicts);
     RUN(test_silent_node);
+    RUN(test_nccl_bisect);
     return tap_done();
 }

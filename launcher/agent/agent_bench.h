@@ -24,6 +24,16 @@ void agent_bench_listen_op(struct agent *ag, const cJSON *req, const cJSON *id);
 void agent_bench_unlisten_op(struct agent *ag, const cJSON *req, const cJSON *id);
 void agent_bench_send_op(struct agent *ag, const cJSON *req, const cJSON *id);
 void agent_bench_host_op(struct agent *ag, const cJSON *req, const cJSON *id);
+/* NCCL's all-reduce across nodes (agent_bench_nccl.c, its process agent_bench_nccl_run.c) and
+ * `dcgmi diag -r 1` (agent_bench_dcgmi.c). */
+void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_bench_nccl_stop_op(struct agent *ag, const cJSON *req, const cJSON *id);
+void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id);
+/* `ddptop-agent --bench-nccl ...`: the NCCL measurement's own process; its exit status. */
+int agent_bench_nccl_main(int argc, char **argv);
+
+/* ncclUniqueId's size (NCCL_UNIQUE_ID_BYTES), carried as twice as many hex digits. */
+#define BENCH_NCCL_ID_BYTES 128
 
 /* nonce is BENCH_NONCE_MIN to BENCH_NONCE_MAX hex digits. */
 int agent_bench_nonce_ok(const char *nonce);

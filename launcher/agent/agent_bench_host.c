@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "agent_bench_gpu.h"
+#include "agent_exec.h"
+#include "agent_gpu.h"
 #include "util/util.h"
 #include "wire/json_num.h"
 #include "wire/protocol.h"
@@ -33,13 +35,13 @@
  * GPU call that overruns its share. */
 #define HOST_SLACK_MS 8000
 
-enum host_kind { HOST_CPU, HOST_GPU, HOST_GPU_ERROR, HOST_DONE };
+enum host_kind { HOST_CPU, HOST_GPU, HOST_GPU_ERROR, HOST_NCCL, HOST_DONE };
 
 struct host_msg {
     int kind;
     double value;             /* HOST_CPU: GB/s, < 0 unknown */
     struct bench_gpu gpu;     /* HOST_GPU */
-    char text[240];           /* HOST_GPU_ERROR */
+    char text[240];           /* HOST_GPU_ERROR; HOST_NCCL: NCCL's version */
 };
 _Static_assert(sizeof(struct host_msg) <= PIPE_BUF, "a record is one atomic pipe write");
 
@@ -124,6 +126,15 @@ static void *host_main(void *arg)
     agent_bench_gpu_run(j->gpu_seconds, fill, fill ? HOST_CPU_BYTES : 0, post_gpu, &j->fd, m.text,
                         sizeof m.text);
     if (m.text[0]) post(j->fd, &m);
+    /* which NCCL the node has, as the facts find it: the controller asks bench_nccl of the nodes
+     * with GPUs and NCCL only */
+    char *nccl = agent_gpu_nccl_version(getenv("CUDA_HOME"), NULL);
+    if (nccl) {
+        m = (struct host_msg){ .kind = HOST_NCCL };
+        snprintf(m.text, sizeof m.text, "%s", nccl);
+        post(j->fd, &m);
+        free(nccl);
+    }
     m = (struct host_msg){ .kind = HOST_DONE };
     post(j->fd, &m);
     free(fill);
@@ -173,6 +184,10 @@ static void take(struct host_wait *hw, const struct host_msg *m)
         add_text(o, "cc", cc);
         add_text(o, "error", error);
         cJSON_AddItemToArray(hw->gpus, o);
+    } else if (m->kind == HOST_NCCL) {
+        char text[sizeof m->text];
+        snprintf(text, sizeof text, "%s", m->text);
+        cJSON_ReplaceItemInObjectCaseSensitive(hw->msg, "nccl", cJSON_CreateString(agent_exec_clean(text)));
     } else if (m->kind == HOST_GPU_ERROR) {
         char text[sizeof m->text];
         snprintf(text, sizeof text, "%s", m->text);
@@ -266,6 +281,7 @@ void agent_bench_host_op(struct agent *ag, const cJSON *req, const cJSON *id)
     cJSON_AddNullToObject(hw->msg, "cpu_mem_gbs");
     hw->gpus = cJSON_AddArrayToObject(hw->msg, "gpus");
     cJSON_AddNullToObject(hw->msg, "gpu_error");
+    cJSON_AddNullToObject(hw->msg, "nccl");
     struct agent_watch *w = agent_watch_add(ag, fds[0], POLLIN, host_ready, hw, host_wait_free);
     w->deadline_ms = mono_ms() + (int64_t)(seconds * 1000) + HOST_SLACK_MS;
 }

@@ -61,6 +61,9 @@ static const struct agent_op agent_ops[] = {
     { WIRE_OP_BENCH_UNLISTEN, agent_bench_unlisten_op },
     { WIRE_OP_BENCH_SEND, agent_bench_send_op },
     { WIRE_OP_BENCH_HOST, agent_bench_host_op },
+    { WIRE_OP_BENCH_NCCL, agent_bench_nccl_op },
+    { WIRE_OP_BENCH_NCCL_STOP, agent_bench_nccl_stop_op },
+    { WIRE_OP_BENCH_DCGMI, agent_bench_dcgmi_op },
     { NULL, NULL },
 };
 
@@ -72,6 +75,8 @@ int main(int argc, char **argv)
         printf("ddptop-agent %s\n", DDPTOP_VERSION);
         return 0;
     }
+    /* bench_nccl's own process (agent_bench_nccl_run.c), started by the agent, not by hand */
+    if (argc > 1 && strcmp(argv[1], "--bench-nccl") == 0) return agent_bench_nccl_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--relay") == 0 && !relay) relay = 1;
         else if (strcmp(argv[i], "--attach") == 0 && !attach) attach = 1;

@@ -13,7 +13,8 @@
 #include "wire/json_num.h"
 #include "wire/protocol.h"
 
-enum { TAG_LISTEN = CHECK_BENCH_TAG, TAG_HOST, TAG_UNLISTEN, TAG_XFER = CHECK_BENCH_TAG + 16 };
+enum { TAG_LISTEN = CHECK_BENCH_TAG, TAG_HOST, TAG_UNLISTEN, TAG_DCGMI = CHECK_BENCH_TAG + 4,
+       TAG_XFER = CHECK_BENCH_TAG + 16 };
 
 /* Seconds the agent may take beyond a transfer's own: connecting (3 s) and the receiver's
  * count (5 s), as the protocol bounds them. */
@@ -21,8 +22,10 @@ enum { TAG_LISTEN = CHECK_BENCH_TAG, TAG_HOST, TAG_UNLISTEN, TAG_XFER = CHECK_BE
 /* The host figures' bound (the GPUs: docs/check.md), and what the agent may take beyond it. */
 #define HOST_GPU_SECONDS 20
 #define HOST_SLACK_MS 10000
+/* `dcgmi diag -r 1` (--bench-dcgmi): about a minute, bounded by the agent at this. */
+#define DCGMI_SECONDS 90
 
-enum phase { PH_IDLE, PH_LISTEN, PH_ROUNDS, PH_HOST, PH_DONE };
+enum phase { PH_IDLE, PH_LISTEN, PH_ROUNDS, PH_HOST, PH_NCCL, PH_DCGMI, PH_DONE };
 
 struct check_bench {
     const struct node_opts *o;
@@ -39,6 +42,10 @@ struct check_bench {
     size_t nx;
     int rounds, round;
     struct check_bench_host *host;
+    struct check_bench_nccl *nccl;
+    cJSON **dcgmi;             /* node i's bench_dcgmi answer (--bench-dcgmi); NULL: none yet */
+    bool *dcgmi_asked;
+    int64_t dcgmi_deadline;
     enum phase phase;
     int64_t deadline;
     uint64_t seed;
@@ -128,6 +135,9 @@ struct check_bench *check_bench_new(const struct node_opts *o, size_t n, const b
     b->port = xcalloc(n ? n : 1, sizeof *b->port);
     b->listen_err = xcalloc(n ? n : 1, sizeof *b->listen_err);
     b->host = xcalloc(n ? n : 1, sizeof *b->host);
+    b->dcgmi = xcalloc(n ? n : 1, sizeof *b->dcgmi);
+    b->dcgmi_asked = xcalloc(n ? n : 1, sizeof *b->dcgmi_asked);
+    b->nccl = check_bench_nccl_new(n, io, addresses, o, (int64_t)o->ssh.timeout_s * 1000);
     for (size_t i = 0; i < n; i++) {
         unsigned char rnd[16];
         char hex[33];
@@ -166,7 +176,9 @@ void check_bench_free(struct check_bench *b)
         free(b->machine[i]);
         free(b->listen_err[i]);
         cJSON_Delete(b->host[i].gpus);
+        cJSON_Delete(b->dcgmi[i]);
         free(b->host[i].gpu_error);
+        free(b->host[i].nccl);
         free(b->host[i].error);
     }
     for (size_t k = 0; k < b->nx; k++) free(b->x[k].error);
@@ -176,6 +188,9 @@ void check_bench_free(struct check_bench *b)
     free(b->port);
     free(b->listen_err);
     free(b->host);
+    free(b->dcgmi);
+    free(b->dcgmi_asked);
+    check_bench_nccl_free(b->nccl);
     free(b->alive);
     free(b->took);
     free(b);
@@ -290,6 +305,7 @@ static void host_share(struct check_bench *b, size_t j)
         h->cpu_mem_gbs = src->cpu_mem_gbs;
         h->gpus = src->gpus ? cJSON_Duplicate(src->gpus, 1) : NULL;
         h->gpu_error = src->gpu_error ? xstrdup(src->gpu_error) : NULL;
+        h->nccl = src->nccl ? xstrdup(src->nccl) : NULL;
         h->error = src->error ? xstrdup(src->error) : NULL;
         h->asked = h->done = true;
     }
@@ -309,6 +325,43 @@ static bool listens_over(const struct check_bench *b)
     return true;
 }
 
+static int cmp_gbps(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The transfers' median Gb/s (0: none went through). */
+static double tcp_median(const struct check_bench *b)
+{
+    double *v = xcalloc(b->nx ? b->nx : 1, sizeof *v), med = 0;
+    size_t m = 0;
+    for (size_t k = 0; k < b->nx; k++)
+        if (!b->x[k].error && b->x[k].gbps > 0) v[m++] = b->x[k].gbps;
+    if (m) {
+        qsort(v, m, sizeof *v, cmp_gbps);
+        med = v[m / 2];
+    }
+    free(v);
+    return med;
+}
+
+static bool dcgmi_over(const struct check_bench *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->dcgmi_asked[i] && !b->dcgmi[i]) return false;
+    return true;
+}
+
+/* A node's bench_dcgmi ended without an answer of its own. */
+static void dcgmi_fail(struct check_bench *b, size_t i, const char *why)
+{
+    if (!b->dcgmi_asked[i] || b->dcgmi[i]) return;
+    b->dcgmi[i] = cJSON_CreateObject();
+    cJSON_AddStringToObject(b->dcgmi[i], "status", "error");
+    cJSON_AddStringToObject(b->dcgmi[i], "error", why);
+}
+
 static void advance(struct check_bench *b, int64_t now)
 {
     if (b->phase == PH_LISTEN && listens_over(b)) {
@@ -322,8 +375,15 @@ static void advance(struct check_bench *b, int64_t now)
     if (b->phase == PH_HOST && hosts_over(b)) {
         for (size_t j = 0; j < b->n; j++)
             if (b->host[j].same_as < 0 && b->host[j].asked) host_share(b, j);
+        /* NCCL last: it needs each node's GPUs counted, and nothing else running beside it */
+        b->phase = PH_NCCL;
+        check_bench_nccl_begin(b->nccl, b->alive, b->host, b->x, b->nx, tcp_median(b), now);
+    }
+    if (b->phase == PH_NCCL && check_bench_nccl_done(b->nccl)) b->phase = PH_DCGMI;
+    if (b->phase == PH_DCGMI && dcgmi_over(b)) {
         b->phase = PH_DONE;
         b->deadline = 0;
+        snprintf(b->phase_text, sizeof b->phase_text, "bench: done");
     }
 }
 
@@ -335,6 +395,16 @@ void check_bench_start(struct check_bench *b, int64_t now)
         cJSON_AddStringToObject(m, "nonce", b->nonce[i]);
         b->io.send(b->io.ctx, i, m);
     }
+    /* dcgmi diag -r 1 checks the node's software and GPUs' state, not their speed: it runs
+     * beside the measurements, all nodes at once */
+    for (size_t i = 0; i < b->n && b->o->bench_dcgmi; i++) {
+        if (!b->alive[i]) continue;
+        cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_DCGMI, TAG_DCGMI);
+        cJSON_AddNumberToObject(m, "seconds", DCGMI_SECONDS);
+        b->io.send(b->io.ctx, i, m);
+        b->dcgmi_asked[i] = true;
+    }
+    b->dcgmi_deadline = now + DCGMI_SECONDS * 1000 + HOST_SLACK_MS + stage_ms(b);
     b->phase = PH_LISTEN;
     b->deadline = now + stage_ms(b);
     snprintf(b->phase_text, sizeof b->phase_text, "bench: listeners");
@@ -378,6 +448,7 @@ static void on_host(struct check_bench *b, size_t i, const cJSON *m)
     /* at most CHECK_GPUS_MAX GPUs are looked at: the list is remote and bounded like the facts' */
     if (cJSON_IsArray(g) && cJSON_GetArraySize(g) <= CHECK_GPUS_MAX) h->gpus = cJSON_Duplicate(g, 1);
     h->gpu_error = agent_text(cJSON_GetObjectItemCaseSensitive(m, "gpu_error"));
+    h->nccl = agent_text(cJSON_GetObjectItemCaseSensitive(m, "nccl"));
     h->error = agent_text(cJSON_GetObjectItemCaseSensitive(m, "error"));
 }
 
@@ -385,7 +456,20 @@ void check_bench_message(struct check_bench *b, size_t i, const struct wire_msg 
 {
     if (i >= b->n) return;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(m->json, "error");
-    if (m->tag >= TAG_XFER) {
+    if (m->tag >= CHECK_BENCH_NCCL_TAG) {
+        check_bench_nccl_message(b->nccl, i, m, mono_ms());
+    } else if (m->tag == CHECK_BENCH_NCCL_STOP_TAG) {
+        /* the stopped measurement answers for itself */
+    } else if (m->tag == TAG_DCGMI) {
+        if (!b->dcgmi_asked[i] || b->dcgmi[i]) return;
+        if (strcmp(m->ev, WIRE_EV_BENCH_DCGMI) == 0) {
+            b->dcgmi[i] = cJSON_Duplicate(m->json, 1);
+        } else {
+            char *why = agent_text(err);
+            dcgmi_fail(b, i, why ? why : "refused");
+            free(why);
+        }
+    } else if (m->tag >= TAG_XFER) {
         on_sent(b, i, (size_t)(m->tag - TAG_XFER), m->json);
     } else if (m->tag == TAG_LISTEN && b->phase == PH_LISTEN && b->port[i] == 0) {
         int port;
@@ -418,11 +502,24 @@ void check_bench_node_lost(struct check_bench *b, size_t i, const char *why)
         b->host[i].done = true;
         b->host[i].error = xstrdup(why);
     }
+    dcgmi_fail(b, i, why);
+    check_bench_nccl_node_lost(b->nccl, i, why, mono_ms());
     advance(b, mono_ms());
 }
 
 void check_bench_step(struct check_bench *b, int64_t now)
 {
+    if (now >= b->dcgmi_deadline)
+        for (size_t i = 0; i < b->n; i++) dcgmi_fail(b, i, "no answer to bench_dcgmi in time");
+    if (b->phase == PH_NCCL) {
+        check_bench_nccl_step(b->nccl, now);
+        advance(b, now);
+        return;
+    }
+    if (b->phase == PH_DCGMI) {
+        advance(b, now);
+        return;
+    }
     if (!b->deadline || now < b->deadline) return;
     if (b->phase == PH_LISTEN) {
         for (size_t i = 0; i < b->n; i++)
@@ -451,7 +548,10 @@ void check_bench_step(struct check_bench *b, int64_t now)
 
 int64_t check_bench_deadline_ms(const struct check_bench *b)
 {
-    return b->phase == PH_DONE ? 0 : b->deadline;
+    if (b->phase == PH_DONE) return 0;
+    if (b->phase == PH_NCCL) return check_bench_nccl_deadline(b->nccl);
+    if (b->phase == PH_DCGMI) return b->dcgmi_deadline;
+    return b->deadline;
 }
 
 bool check_bench_done(const struct check_bench *b)
@@ -461,7 +561,19 @@ bool check_bench_done(const struct check_bench *b)
 
 const char *check_bench_phase(const struct check_bench *b)
 {
+    if (b->phase == PH_NCCL) return check_bench_nccl_phase(b->nccl);
+    if (b->phase == PH_DCGMI) return "bench: dcgmi diag -r 1";
     return b->phase_text;
+}
+
+const struct check_bench_nccl *check_bench_nccl_part(const struct check_bench *b)
+{
+    return b->nccl;
+}
+
+const cJSON *check_bench_dcgmi(const struct check_bench *b, size_t i)
+{
+    return i < b->n ? b->dcgmi[i] : NULL;
 }
 
 const struct check_bench_xfer *check_bench_xfers(const struct check_bench *b, size_t *n, int *rounds)

@@ -40,8 +40,40 @@ struct check_bench_host {
     double cpu_mem_gbs;   /* < 0: not measured */
     cJSON *gpus;          /* the agent's array, owned (NULL: none) */
     char *gpu_error;
+    char *nccl;           /* the node's NCCL version (bench_host's "nccl"); NULL: none */
     char *error;          /* the request failed */
 };
+
+/* ---- the NCCL part (check_bench_nccl.c; docs/check.md): NCCL's all-reduce across the nodes
+ * that have GPUs and NCCL, one rank per GPU, bus bandwidth as nccl-tests' all_reduce_perf
+ * reports it (busbw = bytes / time x 2(n-1)/n): first the whole world, then the node pairs of
+ * the transfers' plan, so that a slow world is bisected to the node or link that is the common
+ * factor of its slow pairs (check_bench_nccl_eval.c). After each node's GPUs were measured
+ * (their count and NCCL's presence come from bench_host); the agents' side is bench_nccl and
+ * bench_nccl_stop (docs/protocol.md). A communicator's requests carry CHECK_BENCH_NCCL_TAG +
+ * its index (0: the world). */
+#define CHECK_BENCH_NCCL_TAG (CHECK_BENCH_TAG + (1 << 22))
+#define CHECK_BENCH_NCCL_STOP_TAG (CHECK_BENCH_TAG + 3)
+struct check_bench_io;
+struct check_bench_nccl;
+/* o: --bench-nccl-mib, and --env's NCCL_* variables (the training's NCCL settings) for the
+ * agents' NCCL processes. */
+struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench_io *io, const char *const *addr,
+                                              const struct node_opts *o, int64_t stage_ms);
+void check_bench_nccl_free(struct check_bench_nccl *nc);
+/* Starts with the nodes alive whose bench_host found GPUs and NCCL (x, nx: the transfers' plan,
+ * living as long as nc; tcp_gbps their median, <= 0: none). false: nothing to measure (its
+ * skipped text may say why). */
+bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, const struct check_bench_host *host,
+                            const struct check_bench_xfer *x, size_t nx, double tcp_gbps, int64_t now);
+void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struct wire_msg *m, int64_t now);
+void check_bench_nccl_node_lost(struct check_bench_nccl *nc, size_t i, const char *why, int64_t now);
+void check_bench_nccl_step(struct check_bench_nccl *nc, int64_t now);
+
+/* NC_DONE reached; the deadline of what runs (0: none); a line of what it does. */
+bool check_bench_nccl_done(const struct check_bench_nccl *nc);
+int64_t check_bench_nccl_deadline(const struct check_bench_nccl *nc);
+const char *check_bench_nccl_phase(const struct check_bench_nccl *nc);
 
 /* The transfers for na nodes (0..na-1) and their rounds: no node twice in a round, and
  * the same (na, seed) gives the same plan. *out malloc'd; returns the count, *rounds set. */
@@ -87,5 +119,8 @@ const struct check_bench_host *check_bench_hosts(const struct check_bench *b);
 const bool *check_bench_took_part(const struct check_bench *b);
 const struct node_opts *check_bench_opts(const struct check_bench *b);
 size_t check_bench_nodes(const struct check_bench *b);
+const struct check_bench_nccl *check_bench_nccl_part(const struct check_bench *b);
+/* Node i's bench_dcgmi answer (--bench-dcgmi), or NULL: not asked. */
+const cJSON *check_bench_dcgmi(const struct check_bench *b, size_t i);
 
 #endif

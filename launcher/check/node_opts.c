@@ -21,6 +21,7 @@ void node_opts_init(struct node_opts *o)
     o->mesh_seed = -1;
     o->bench_seconds = 1.0;
     o->bench_min_ratio = 0.5;
+    o->bench_nccl_mib = 256;
 }
 
 void node_opts_done(struct node_opts *o)
@@ -113,6 +114,17 @@ int node_opts_bench_option(struct node_opts *o, int argc, char **argv, int *i, c
         if (parse_real("--bench-min-ratio", rc < 0 ? NULL : val, 0.01, 0.99, &o->bench_min_ratio, err, errlen) < 0)
             return -1;
         o->bench = true;
+        return 1;
+    }
+    if ((rc = cli_opt_value(argc, argv, i, "--bench-nccl-mib", NULL, &val)) != 0) {
+        double mib;
+        if (parse_real("--bench-nccl-mib", rc < 0 ? NULL : val, 1, 16384, &mib, err, errlen) < 0) return -1;
+        o->bench_nccl_mib = (int)mib;
+        o->bench = true;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--bench-dcgmi") == 0) {
+        o->bench_dcgmi = o->bench = true;
         return 1;
     }
     return 0;

@@ -26,6 +26,8 @@ struct node_opts {
     bool bench;              /* --bench: the measured preflight (check_bench.h) */
     double bench_seconds;    /* --bench-seconds: each transfer's length (default 1) */
     double bench_min_ratio;  /* --bench-min-ratio: below this x the median is slow (0.5) */
+    int bench_nccl_mib;      /* --bench-nccl-mib: each NCCL all-reduce's size (256 MiB) */
+    bool bench_dcgmi;        /* --bench-dcgmi: `dcgmi diag -r 1` where DCGM is installed */
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
     struct transport_opts transport; /* --transport, the kinds' own options, the kind chosen
@@ -52,8 +54,8 @@ int node_opts_add_env(struct node_opts *o, const char *kv, char *err, size_t err
 /* --mesh and --mesh-seed, shared by check and run: 1 when argv[*i] was one of them (and its
  * value taken), 0 when not, -1 with a message on a bad value. */
 int node_opts_mesh_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
-/* --bench, --bench-seconds S, --bench-min-ratio R (docs/check.md, "Measured preflight"): the
- * same contract. */
+/* --bench, --bench-seconds S, --bench-min-ratio R, --bench-nccl-mib M, --bench-dcgmi
+ * (docs/check.md, "Measured preflight"): the same contract. */
 int node_opts_bench_option(struct node_opts *o, int argc, char **argv, int *i, char *err, size_t errlen);
 
 #endif

@@ -209,9 +209,12 @@ bool ctl_spare_after_check(struct controller *c, const struct check_report *r, b
         enum check_kind kind;
         const struct check_result *res = check_row_refusal(&r->rows[i], &kind);
         if (!res) continue;
-        if (kind == CHECK_BENCH) /* the figure and the median are in the detail */
+        if (kind == CHECK_BENCH && res->detail && strstr(res->detail, "median"))
+            /* the figure and the median are in the detail */
             why[i] = xasprintf("preflight: measured slow (--bench-min-ratio %g): %s", c->o.nodes.bench_min_ratio,
-                               res->detail ? res->detail : "");
+                               res->detail);
+        else if (kind == CHECK_BENCH)   /* not slow: its measurement failed (NCCL's init, dcgmi) */
+            why[i] = xasprintf("preflight: its measurement failed (--bench): %s", res->detail ? res->detail : "");
         else
             why[i] = xasprintf("preflight: %s failed%s%s", check_kind_name(kind), res->detail ? ": " : "",
                                res->detail ? res->detail : "");

@@ -86,7 +86,9 @@ bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg
     /* an id that is not one of ours (2.5, 1e300) answers nothing: cJSON's valueint would
      * round or saturate it onto one */
     if (!json_int_in_i(id, 1, INT_MAX, &out->id)) out->id = 0;
-    out->tag = out->id ? wire_client_tag(cl, out->id, true) : WIRE_TAG_NONE;
+    /* a partial answer ("more": true, bench_nccl's unique id) leaves its request in flight */
+    out->tag = out->id ? wire_client_tag(cl, out->id, !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "more")))
+                       : WIRE_TAG_NONE;
     return true;
 }
 

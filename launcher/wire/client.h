@@ -57,7 +57,8 @@ char *wire_line(cJSON *msg);
 
 /* Parses one line. Returns false (and nothing to free) when it is not a protocol message: not
  * JSON, or no "ev". An answer ("id" of a request in flight) takes the request's tag and ends
- * it, except that "error" answers of any request end it too. */
+ * it, except that "error" answers of any request end it too; a partial answer ("more": true,
+ * bench_nccl's unique id) takes the tag and leaves the request in flight. */
 bool wire_client_parse(struct wire_client *cl, const char *line, struct wire_msg *out);
 
 /* The tag of request id in flight, or WIRE_TAG_NONE; with take, the request ends. For a

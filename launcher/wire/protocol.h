@@ -31,6 +31,9 @@
 #define WIRE_OP_BENCH_UNLISTEN "bench_unlisten"
 #define WIRE_OP_BENCH_SEND     "bench_send"
 #define WIRE_OP_BENCH_HOST     "bench_host"
+#define WIRE_OP_BENCH_NCCL     "bench_nccl"
+#define WIRE_OP_BENCH_NCCL_STOP "bench_nccl_stop"
+#define WIRE_OP_BENCH_DCGMI    "bench_dcgmi"
 
 #define WIRE_EV_HELLO     "hello"
 #define WIRE_EV_OUT       "out"
@@ -59,6 +62,10 @@
 #define WIRE_EV_BENCH_UNLISTEN  "bench_unlisten"
 #define WIRE_EV_BENCH_SENT      "bench_sent"
 #define WIRE_EV_BENCH_HOST      "bench_host"
+#define WIRE_EV_BENCH_NCCL      "bench_nccl"
+#define WIRE_EV_BENCH_NCCL_ID   "bench_nccl_id"   /* a partial answer ("more": true) */
+#define WIRE_EV_BENCH_NCCL_STOP "bench_nccl_stop"
+#define WIRE_EV_BENCH_DCGMI     "bench_dcgmi"
 
 /* The agent's remote file name: one per version and machine architecture, so nodes sharing a
  * home directory reuse the same copy and versions never overwrite each other. */

@@ -44,6 +44,8 @@ void cmd_check_usage(FILE *f)
           "                       node's CPU memory and GPUs, the slow ones named (docs/check.md)\n"
           "  --bench-seconds S    each transfer's length (default 1; about 5 rounds of them)\n"
           "  --bench-min-ratio R  below R x the median is slow (default 0.5)\n"
+          "  --bench-nccl-mib M   each NCCL all-reduce's size where nodes have GPUs and NCCL (256)\n"
+          "  --bench-dcgmi        also `dcgmi diag -r 1` where DCGM is installed (about a minute)\n"
           "  --env K=V            environment the ranks would get (repeatable; hostfile keys win)\n"
           "  -v, --verbose        progress on stderr (twice: libssh messages too)\n"
           "  -h, --help           this text\n",

@@ -108,7 +108,7 @@ void cmd_run_usage(FILE *f)
           "  --mesh-seed N        the sampled mesh's seed (from ddptop check --json: the same pairs)\n"
           "  --bench              the preflight measures too (ddptop check --bench): a node named\n"
           "                       slow fails it, and with spares (--nnodes) one takes its place\n"
-          "  --bench-seconds S, --bench-min-ratio R  as ddptop check's\n"
+          "  --bench-seconds S, --bench-min-ratio R, --bench-nccl-mib M, --bench-dcgmi  as ddptop check's\n"
           "  -v, --verbose        more messages on stderr\n"
           "  -h, --help           this text\n",
           f);
