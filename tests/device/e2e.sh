@@ -9,7 +9,10 @@
 #       NCCL_ASYNC_ERROR_HANDLING is deprecated (ddptop sets it only for a torch before 2.2);
 #   (d) a PyTorch CUDA OOM (far more than the GPU has): the root cause's class is cuda_oom;
 #   (e) the dashboard in tmux (the machine's, else the kit's) with ddptop-train on the GPU:
-#       the ranks table's GPU columns, rank 0's GPU busy.
+#       the ranks table's GPU columns, rank 0's GPU busy;
+#   (f) the measured preflight's NCCL process (`ddptop-agent --bench-nccl`, what `check --bench`
+#       runs on each node) against the machine's NCCL and CUDA runtime, every GPU one rank: its
+#       written-out prototypes hold, it makes an id and times a 256 MiB all-reduce.
 # What each part saw in detail (outputs, the runs' log directories, the screen) goes to
 # $OUT/e2e.tgz.
 # Each part prints one line "e2e (x) WHAT: PASS|FAIL (what it saw)", or "no GPU: skipped
@@ -51,7 +54,7 @@ NGPU=${DDPTOP_GPUS:-0}
 if [ -n "${DDPTOP_NO_GPU:-}" ]; then
     for p in "(a) the agent against NVML" "(b) ddptop run of ddptop-train on the GPU" \
              "(c) a PyTorch DDP job on NCCL" "(d) a PyTorch CUDA OOM's root cause" \
-             "(e) the dashboard's GPU columns"; do
+             "(e) the dashboard's GPU columns" "(f) the agent's NCCL all-reduce (check --bench)"; do
         echo "e2e $p: no GPU: skipped ($DDPTOP_NO_GPU)"
     done
     # what can be seen without one: the agent says why it has no GPU to watch
@@ -199,5 +202,19 @@ else
     wait_screen e2e 'y/n|stop' 5 && T send-keys -t e2e y
     wait_screen e2e 'DDPTOP-EXIT=' 30 >/dev/null
     result e "the dashboard's GPU columns ($(tmux -V), 200x50)" $r "header '${head:-none}'; rank 0: '${row:-no row}'; screen in e2e.tgz keep/dashboard.txt"
+fi
+
+# ---- (f) the measured preflight's NCCL all-reduce, through the machine's NCCL ----
+g=$NGPU; [ "$g" -ge 1 ] 2>/dev/null || g=1; [ "$g" -gt 8 ] && g=8
+timeout 120 "$B/ddptop-agent" --bench-nccl "$g" 0 "$g" 268435456 2 10 - >"$W/f.txt" 2>&1
+frc=$?
+cp "$W/f.txt" "$KEEP/nccl-bench.txt"
+us=$(awk '$1 == "ok" {print $2}' "$W/f.txt")
+if [ $frc -eq 0 ] && grep -qE '^id [0-9a-f]{256}$' "$W/f.txt" && [ -n "$us" ]; then
+    # as nccl-tests reports it: algbw = bytes / time, busbw = algbw x 2(n-1)/n
+    fig=$(awk -v us="$us" -v n="$g" 'BEGIN { a = 268435456 / (us * 1e3); printf "%d GPU(s): %.0f us, algbw %.1f GB/s, busbw %.1f GB/s", n, us, a, a * 2 * (n - 1) / n }')
+    result f "the agent's NCCL all-reduce (check --bench)" ok "$fig"
+else
+    result f "the agent's NCCL all-reduce (check --bench)" FAIL "exit $frc: $(tr '\n' ' ' <"$W/f.txt" | head -c 300)"
 fi
 exit $rc
