@@ -15,8 +15,12 @@
 # libraries, if it has any, are hidden: the figures, a failing, a slow, an old and a hung GPU.
 # NCCL: bench_nccl on the NCCL test double (tests/fakenccl) with those GPUs: a node's own world
 # of two ranks (the id as a partial answer, then the figures), bad requests refused (an "env"
-# that is not NCCL's own), a peer that never joins (killed at the deadline, reaped), a stop;
-# bench_dcgmi where DCGM is not installed.
+# that is not NCCL's own), a peer that never joins (killed at the deadline, reaped soon after the
+# answer), a stop;
+# bench_dcgmi where DCGM is not installed, and on test doubles of dcgmi: one that exits 3 s after
+# closing its output (its own status, not killed; the loop answers meanwhile), one that ignores
+# SIGTERM and hangs (killed at the deadline, said so), and ones in a directory others can write,
+# directly or through a link (refused, never run).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib/tap.sh
@@ -459,6 +463,16 @@ def nccl_children(pid):
             pass
     return out
 
+def nccl_gone_soon(pid, within=1.0):
+    """The killed NCCL process is reaped by the agent's timer soon after the answer (never
+    waited for: the answer does not wait for the driver to let it go)."""
+    end = time.monotonic() + within
+    while nccl_children(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not nccl_children(pid)
+
+check("after its figure the NCCL process exits and is reaped, soon",
+      nccl_gone_soon(ag.p.pid, 5))
 t0 = time.monotonic()
 i = ag.send({"op": "bench_nccl", "ranks": 4, "rank0": 0, "gpus": 2, "bytes": 4096, "seconds": 2})
 ag.wait_id(i, 10)
@@ -468,7 +482,7 @@ r = ag.wait_id(i, 10)
 took = time.monotonic() - t0
 check("a peer that never joins: timed out at the deadline, the NCCL process killed and reaped",
       (r.get("error") or "").startswith("timed out after 2 s") and 1.5 < took < 5 and len(waiting) == 1 and
-      not nccl_children(ag.p.pid), (r, took, waiting))
+      nccl_gone_soon(ag.p.pid), (r, took, waiting))
 check("the loop answers while NCCL waits for its peers", ok_clock and ctook < 0.5, ctook)
 i = ag.send({"op": "bench_nccl", "ranks": 4, "rank0": 0, "gpus": 2, "bytes": 4096, "seconds": 60})
 ag.wait_id(i, 10)
@@ -479,11 +493,86 @@ r = ag.wait_id(i, 5)
 check("a second bench_nccl while one waits: refused", busy.get("ev") == "error" and "already" in busy.get("error", ""), busy)
 check("bench_nccl_stop: the measurement ends at once, saying why",
       s.get("stopped") is True and (r.get("error") or "").startswith("stopped: NCCL failed on 10.0.0.9") and
-      time.monotonic() - t0 < 2 and not nccl_children(ag.p.pid), (s, r))
+      time.monotonic() - t0 < 2 and nccl_gone_soon(ag.p.pid), (s, r))
 r = ag.request({"op": "bench_dcgmi"})
 check("bench_dcgmi where DCGM is not installed: said so, nothing else",
       r.get("ev") == "bench_dcgmi" and r.get("status") == "not installed" and r.get("failed") == [], r)
 ag.stop()
+
+# ---- bench_dcgmi on test doubles of dcgmi (shell scripts) found on the agent's PATH ----
+DCGM_PASS = json.dumps({"DCGM GPU Diagnostic": {"test_categories": [
+    {"category": "Deployment", "tests": [{"name": "Denylist", "results": [{"status": "Pass"}]}]}]}})
+def dcgmi_double(d, body, mode=0o755):
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, mode)
+    path = os.path.join(d, "dcgmi")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body)
+    os.chmod(path, 0o755)
+    return d
+
+def dcgmi_agent(d):
+    return Agent(env=dict(os.environ, PATH=d + ":" + os.environ["PATH"]))
+
+# closes its output, then exits normally 3 s later (a CUDA program's teardown): not killed
+late = dcgmi_double(os.path.join(TMP, "dcgmi-late"),
+                    f"echo '{DCGM_PASS}'\nexec 1>&-\nsleep 3\nexit 0\n")
+ag = dcgmi_agent(late)
+t0 = time.monotonic()
+i = ag.send({"op": "bench_dcgmi", "seconds": 20})
+time.sleep(1.0)
+ok_clock, ctook = quick_clock(ag)
+r = ag.wait_id(i, 20)
+took = time.monotonic() - t0
+print(f"# dcgmi that exits 3 s after its output ended: {json.dumps(r)} after {took:.1f} s")
+check("dcgmi exiting after its output ended: its own exit status 0 and its verdict, not killed (137)",
+      r.get("status") == "pass" and r.get("exit") == 0 and r.get("error", 0) is None and 2.5 < took < 6, r, took)
+check("the loop answers while a program's exit is awaited", ok_clock and ctook < 0.5, ctook)
+ag.stop()
+
+# ignores SIGTERM and never ends: killed at the deadline, said so, its group gone
+pidfile = os.path.join(TMP, "dcgmi-hang.pid")
+hang = dcgmi_double(os.path.join(TMP, "dcgmi-hang"),
+                    f"trap '' TERM\necho $$ >{pidfile}\nsleep 100 &\necho $! >>{pidfile}\nwait\n")
+ag = dcgmi_agent(hang)
+t0 = time.monotonic()
+i = ag.send({"op": "bench_dcgmi", "seconds": 5})
+time.sleep(1.5)
+ok_clock, ctook = quick_clock(ag)
+r = ag.wait_id(i, 20)
+took = time.monotonic() - t0
+time.sleep(0.5)
+try:
+    pids = [int(x) for x in open(pidfile).read().split()]
+except (OSError, ValueError):
+    pids = []
+alive = [p for p in pids if os.path.exists(f"/proc/{p}") and
+         open(f"/proc/{p}/stat").read().split(") ")[1].split()[0] != "Z"]
+check("dcgmi that hangs, ignoring SIGTERM: killed at its deadline, the answer says it did not finish",
+      r.get("status") == "error" and "did not finish in time" in (r.get("error") or "") and
+      4.5 < took < 8 and len(pids) == 2 and not alive, (r, took, pids, alive))
+check("the loop answers while it hangs", ok_clock and ctook < 0.5, ctook)
+r = ag.request({"op": "clock"})
+check("the agent answers after the kill", r.get("ev") == "clock", r)
+ag.stop()
+
+# a dcgmi in a directory others can write, and one reached by a link from a safe directory
+# into such a place: refused, never run (the double leaves a mark when it runs)
+for name, how in [("open", "in a 0777 directory on PATH"), ("link", "a link from a safe directory into a 0777 one")]:
+    mark = os.path.join(TMP, f"ran-{name}")
+    d = dcgmi_double(os.path.join(TMP, f"dcgmi-{name}-target"), f"touch {mark}\necho '{DCGM_PASS}'\n", 0o777)
+    if name == "link":
+        safe = os.path.join(TMP, "dcgmi-link")
+        os.makedirs(safe, mode=0o755, exist_ok=True)
+        os.symlink(os.path.join(d, "dcgmi"), os.path.join(safe, "dcgmi"))
+        d = safe
+    ag = dcgmi_agent(d)
+    r = ag.request({"op": "bench_dcgmi", "seconds": 10})
+    time.sleep(0.3)
+    check(f"dcgmi {how}: refused, said so, never run",
+          r.get("status") == "error" and r.get("error") == "dcgmi in a directory others can write: not run" and
+          not os.path.exists(mark), r)
+    ag.stop()
 
 tap.done()
 PY

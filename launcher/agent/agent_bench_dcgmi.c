@@ -3,10 +3,13 @@
  * answer ("not installed"), not a failure. Run beside the loop (agent_bench_proc.c), bounded in
  * time (the request's seconds) and output (1 MiB); the JSON is read here, so only the verdict
  * and the failing tests' names cross the link. Nothing is run from a place another user can
- * write: the program and its directory must belong to root or to us and be writable by nobody
- * else. */
+ * write: the program (its real path, links followed), its directory and every one above it must
+ * belong to root or to us and be writable by nobody else (an ancestor may be a sticky /tmp); it
+ * is opened and checked again through that fd, and the fd is what is run (fexecve), so a path
+ * swapped after the check runs nothing. */
 #include "agent_bench.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,28 +32,75 @@ struct dcgmi_job {
     int64_t t0_ns;
 };
 
-static int safe_owner(const struct stat *st)
+/* Owned by root or by us, and writable by nobody else; an ancestor directory may be writable
+ * by others when it is sticky (/tmp): nobody else can then move what it holds. */
+static int safe_stat(const struct stat *st, int sticky_ok)
 {
-    return (st->st_uid == 0 || st->st_uid == getuid()) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+    if (st->st_uid != 0 && st->st_uid != getuid()) return 0;
+    if (!(st->st_mode & (S_IWGRP | S_IWOTH))) return 1;
+    return sticky_ok && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
 }
 
-/* The first dcgmi in dirs; *unsafe set (and NULL returned) when the first one found is in a place
- * others can write. */
-static char *dcgmi_find(const char *dirs, int *unsafe)
+/* dir (resolved) and every directory above it up to / are safe. */
+static int safe_dirs(const char *dir)
 {
-    struct stat st, dst;
+    struct stat st;
+    char *d = xstrdup(dir);
+    int ok = 1;
+    for (int first = 1; ok; first = 0) {
+        ok = stat(d[0] ? d : "/", &st) == 0 && S_ISDIR(st.st_mode) && safe_stat(&st, !first);
+        char *slash = strrchr(d, '/');
+        if (!slash || !d[0]) break;
+        *slash = '\0';
+    }
+    free(d);
+    return ok;
+}
+
+/* The dcgmi at cand (a path on the search list), if it is safe to run: its real path, and the
+ * file open (O_NOFOLLOW on that path, checked again through the fd, so what is run is what was
+ * checked) in *fd. NULL with *why set when it is not. */
+static char *dcgmi_open(const char *dir, const char *cand, int *fd, const char **why)
+{
+    struct stat st;
+    char *real = realpath(cand, NULL), *rdir = realpath(dir, NULL);
+    char *real_dir = real ? xstrdup(real) : NULL;
+    *fd = -1;
+    *why = "dcgmi in a directory others can write: not run";
+    if (!real || !rdir) goto fail;
+    *strrchr(real_dir, '/') = '\0';
+    if (!safe_dirs(rdir) || !safe_dirs(real_dir)) goto fail;
+    *fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    *why = "dcgmi cannot be opened: not run";
+    if (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111)) goto fail;
+    *why = "dcgmi is writable by others or not ours or root's: not run";
+    if (!safe_stat(&st, 0)) goto fail;
+    free(rdir);
+    free(real_dir);
+    return real;
+fail:
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    free(real);
+    free(rdir);
+    free(real_dir);
+    return NULL;
+}
+
+/* The first dcgmi in dirs, opened (*fd); NULL when there is none, or (*why set) when the first
+ * one found is not safe to run. */
+static char *dcgmi_find(const char *dirs, int *fd, const char **why)
+{
     for (const char *d = dirs; d && *d;) {
         const char *end = strchr(d, ':');
         size_t dl = end ? (size_t)(end - d) : strlen(d);
         if (dl && d[0] == '/') {
             char *dir = xasprintf("%.*s", (int)dl, d), *p = xasprintf("%s/dcgmi", dir);
-            if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
-                int ok = safe_owner(&st) && stat(dir, &dst) == 0 && safe_owner(&dst);
+            if (access(p, X_OK) == 0) {
+                char *real = dcgmi_open(dir, p, fd, why);
                 free(dir);
-                if (ok) return p;
-                *unsafe = 1;
                 free(p);
-                return NULL;
+                return real;
             }
             free(dir);
             free(p);
@@ -149,16 +199,17 @@ static void dcgmi_end(struct agent *ag, void *ctx, int status, const char *out, 
 void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
 {
     long seconds;
-    int unsafe = 0;
+    int fd = -1;
+    const char *unsafe = NULL;
     char err[200];
     if (agent_req_int(ag, req, id, "seconds", 5, 600, 90, &seconds) < 0) return;
-    char *path = dcgmi_find(dcgmi_dirs, &unsafe);
-    if (!path && !unsafe) path = dcgmi_find(getenv("PATH"), &unsafe);
+    char *path = dcgmi_find(dcgmi_dirs, &fd, &unsafe);
+    if (!path && !unsafe) path = dcgmi_find(getenv("PATH"), &fd, &unsafe);
     if (!path) {
         cJSON *m = agent_reply_new(WIRE_EV_BENCH_DCGMI, id);
         cJSON_AddStringToObject(m, "status", unsafe ? "error" : "not installed");
         cJSON_AddItemToObject(m, "failed", cJSON_CreateArray());
-        if (unsafe) cJSON_AddStringToObject(m, "error", "dcgmi found where other users can write: not run");
+        if (unsafe) cJSON_AddStringToObject(m, "error", unsafe);
         else cJSON_AddNullToObject(m, "error");
         agent_send(ag, m);
         return;
@@ -168,8 +219,11 @@ void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
     j->path = path;
     j->t0_ns = mono_ns();
     char *argv[] = { path, "diag", "-r", "1", "-j", NULL };
-    if (!agent_bench_proc_start(ag, argv, NULL, mono_ms() + seconds * 1000, DCGMI_OUT_CAP, NULL, dcgmi_end, j, err,
-                                sizeof err)) {
+    /* run through the fd that was checked: a path could be swapped between the check and the exec */
+    struct bench_proc *p = agent_bench_proc_start(ag, argv, NULL, fd, mono_ms() + seconds * 1000, DCGMI_OUT_CAP,
+                                                  NULL, dcgmi_end, j, err, sizeof err);
+    close(fd);
+    if (!p) {
         cJSON *m = agent_reply_new(WIRE_EV_BENCH_DCGMI, id);
         cJSON_AddStringToObject(m, "status", "error");
         cJSON_AddItemToObject(m, "failed", cJSON_CreateArray());

@@ -16,14 +16,12 @@
 #include "agent_exec.h"
 #include "util/util.h"
 #include "wire/json_num.h"
+#include "wire/nccl_env.h"
 #include "wire/protocol.h"
 
 #define NCCL_SECONDS_MAX 600
 /* What the process may print: an id line and a figure or an error. */
 #define NCCL_OUT_CAP 4096
-/* The request's "env": NCCL's own variables only, as the training would have them (--env). */
-#define NCCL_ENV_MAX 32
-#define NCCL_ENV_VALUE_MAX 256
 
 extern char **environ;
 
@@ -116,14 +114,12 @@ static char **env_build(struct agent *ag, const cJSON *req, const cJSON *id, int
     size_t n = 0, k = 0;
     *ok = 1;
     if (!env) return NULL;
-    if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) > NCCL_ENV_MAX) goto bad;
+    /* the request's "env": NCCL's own variables only, as the training would have them (--env;
+     * the controller checked them with the same rule when it read its options) */
+    if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) > WIRE_NCCL_ENV_MAX) goto bad;
     cJSON_ArrayForEach(e, env) {
-        const char *key = e->string, *v = cJSON_GetStringValue(e);
-        if (!key || strncmp(key, "NCCL_", 5) != 0 || strspn(key + 5, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(key + 5) ||
-            !key[5] || !v || strlen(v) > NCCL_ENV_VALUE_MAX)
-            goto bad;
-        for (const char *q = v; *q; q++)
-            if ((unsigned char)*q < 0x20 || *q == 0x7f) goto bad;
+        const char *v = cJSON_GetStringValue(e);
+        if (!e->string || !v || wire_nccl_env_bad(e->string, v)) goto bad;
     }
     while (environ[n]) n++;
     char **out = xcalloc(n + (size_t)cJSON_GetArraySize(env) + 1, sizeof *out);
@@ -138,7 +134,7 @@ static char **env_build(struct agent *ag, const cJSON *req, const cJSON *id, int
 bad:
     *ok = 0;
     agent_send_error(ag, id, "bench_nccl: \"env\" must be an object of at most %d NCCL_* variables with "
-                             "printable values of at most %d bytes", NCCL_ENV_MAX, NCCL_ENV_VALUE_MAX);
+                             "printable values of at most %d bytes", WIRE_NCCL_ENV_MAX, WIRE_NCCL_ENV_VALUE_MAX);
     return NULL;
 }
 
@@ -198,7 +194,7 @@ void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
     j->seconds = (double)seconds;
     j->t0_ns = mono_ns();
     running = j;
-    j->proc = agent_bench_proc_start(ag, argv, envp, mono_ms() + seconds * 1000, NCCL_OUT_CAP, on_line, on_end, j,
+    j->proc = agent_bench_proc_start(ag, argv, envp, -1, mono_ms() + seconds * 1000, NCCL_OUT_CAP, on_line, on_end, j,
                                      err, sizeof err);
     env_free(envp);
     if (!j->proc) {

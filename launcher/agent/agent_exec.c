@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_child.h"
+
 #define EXEC_OUT_CAP 65536
 
 char *agent_exec_resolve(const char *name, const char *path_env)
@@ -65,7 +67,7 @@ static void child_exec(char *const argv[], int out_fd, int merge_stderr)
     /* Own process group, so a timeout kills the probe's children too. */
     setpgid(0, 0);
     /* The agent ignores SIGPIPE; an ignored signal stays ignored across exec. */
-    signal(SIGPIPE, SIG_DFL);
+    agent_child_signals();
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) dup2(devnull, 0); /* never the controller's stdin */
     dup2(out_fd, 1);

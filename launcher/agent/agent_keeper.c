@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_child.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -71,13 +72,9 @@ static void rank_exec(const struct keeper_spec *spec, pid_t agent, int out_w, in
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0);
     dup2(out_w, 1);
     dup2(err_w, 2);
-    /* The agent ignores SIGPIPE, the keeper SIGUSR1/2; an ignored signal stays ignored across exec. */
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGUSR1, SIG_DFL);
-    signal(SIGUSR2, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* The agent ignores SIGPIPE, the keeper SIGUSR1/2 and blocks what it waits for; an ignored
+     * or blocked signal stays so across exec. */
+    agent_child_signals();
     if (spec->workdir && spec->workdir[0] && chdir(spec->workdir) < 0) {
         rep[0] = KEEPER_STAGE_CHDIR;
         rep[1] = errno;

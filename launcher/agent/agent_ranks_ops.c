@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent_child.h"
 #include "agent_outbox.h"
 #include "agent_ranks_int.h"
 #include "agent_stacks.h"
@@ -127,10 +128,6 @@ static void stacks_job_free(void *ctx)
  * the agent, holds none of the agent's fds but the pipe, then collects and writes the dump. */
 static void stacks_child(pid_t agent, pid_t rank_pid, int fd)
 {
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != agent) _exit(0);
@@ -146,9 +143,7 @@ static void stacks_child(pid_t agent, pid_t rank_pid, int fd)
         dup2(nul, 1);
         if (nul > 3) close(nul);
     }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    agent_child_signals();
     struct strbuf text;
     strbuf_init(&text);
     const char *tool = stacks_collect(rank_pid, NULL, &text);
@@ -255,12 +250,8 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
         return;
     }
     /* The agent's signal handlers must never run in the child (they write the agent's pipe). */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGINT);
-    sigprocmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    agent_child_block(&old);
     pid_t agent = getpid();
     pid_t child = fork();
     if (child == 0) {
@@ -268,7 +259,7 @@ void agent_ranks_stacks_op(struct agent *ag, const cJSON *req, const cJSON *id)
         stacks_child(agent, r->k.rank_pid, fds[1]);
     }
     int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    agent_child_unblock(&old);
     close(fds[1]);
     if (child < 0) {
         close(fds[0]);
