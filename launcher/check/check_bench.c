@@ -2,6 +2,7 @@
  * transfers round by round, then each node's host figures. Every request has a deadline; a
  * node that misses one, or goes, leaves errors in what it had in flight, and the rest go on. */
 #include "check_bench.h"
+#include "check_bench_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,6 @@ enum { TAG_LISTEN = CHECK_BENCH_TAG, TAG_HOST, TAG_UNLISTEN, TAG_DCGMI = CHECK_B
 /* The host figures' bound (the GPUs: docs/check.md), and what the agent may take beyond it. */
 #define HOST_GPU_SECONDS 20
 #define HOST_SLACK_MS 10000
-/* `dcgmi diag -r 1` (--bench-dcgmi): about a minute, bounded by the agent at this. */
-#define DCGMI_SECONDS 90
 
 enum phase { PH_IDLE, PH_LISTEN, PH_ROUNDS, PH_HOST, PH_NCCL, PH_DCGMI, PH_DONE };
 
@@ -43,9 +42,7 @@ struct check_bench {
     int rounds, round;
     struct check_bench_host *host;
     struct check_bench_nccl *nccl;
-    cJSON **dcgmi;             /* node i's bench_dcgmi answer (--bench-dcgmi); NULL: none yet */
-    bool *dcgmi_asked;
-    int64_t dcgmi_deadline;
+    struct check_bench_dcgmi *dcgmi;   /* --bench-dcgmi's answers */
     enum phase phase;
     int64_t deadline;
     uint64_t seed;
@@ -135,8 +132,7 @@ struct check_bench *check_bench_new(const struct node_opts *o, size_t n, const b
     b->port = xcalloc(n ? n : 1, sizeof *b->port);
     b->listen_err = xcalloc(n ? n : 1, sizeof *b->listen_err);
     b->host = xcalloc(n ? n : 1, sizeof *b->host);
-    b->dcgmi = xcalloc(n ? n : 1, sizeof *b->dcgmi);
-    b->dcgmi_asked = xcalloc(n ? n : 1, sizeof *b->dcgmi_asked);
+    b->dcgmi = check_bench_dcgmi_new(n);
     b->nccl = check_bench_nccl_new(n, io, addresses, o, (int64_t)o->ssh.timeout_s * 1000);
     for (size_t i = 0; i < n; i++) {
         unsigned char rnd[16];
@@ -176,7 +172,6 @@ void check_bench_free(struct check_bench *b)
         free(b->machine[i]);
         free(b->listen_err[i]);
         cJSON_Delete(b->host[i].gpus);
-        cJSON_Delete(b->dcgmi[i]);
         free(b->host[i].gpu_error);
         free(b->host[i].nccl);
         free(b->host[i].error);
@@ -188,8 +183,7 @@ void check_bench_free(struct check_bench *b)
     free(b->port);
     free(b->listen_err);
     free(b->host);
-    free(b->dcgmi);
-    free(b->dcgmi_asked);
+    check_bench_dcgmi_free(b->dcgmi);
     check_bench_nccl_free(b->nccl);
     free(b->alive);
     free(b->took);
@@ -325,41 +319,16 @@ static bool listens_over(const struct check_bench *b)
     return true;
 }
 
-static int cmp_gbps(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The transfers' median Gb/s (0: none went through). */
+/* The transfers' median Gb/s (0: none went through), as the verdicts take it. */
 static double tcp_median(const struct check_bench *b)
 {
     double *v = xcalloc(b->nx ? b->nx : 1, sizeof *v), med = 0;
     size_t m = 0;
     for (size_t k = 0; k < b->nx; k++)
         if (!b->x[k].error && b->x[k].gbps > 0) v[m++] = b->x[k].gbps;
-    if (m) {
-        qsort(v, m, sizeof *v, cmp_gbps);
-        med = v[m / 2];
-    }
+    if (m) med = check_bench_median(v, m);
     free(v);
     return med;
-}
-
-static bool dcgmi_over(const struct check_bench *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (b->dcgmi_asked[i] && !b->dcgmi[i]) return false;
-    return true;
-}
-
-/* A node's bench_dcgmi ended without an answer of its own. */
-static void dcgmi_fail(struct check_bench *b, size_t i, const char *why)
-{
-    if (!b->dcgmi_asked[i] || b->dcgmi[i]) return;
-    b->dcgmi[i] = cJSON_CreateObject();
-    cJSON_AddStringToObject(b->dcgmi[i], "status", "error");
-    cJSON_AddStringToObject(b->dcgmi[i], "error", why);
 }
 
 static void advance(struct check_bench *b, int64_t now)
@@ -380,7 +349,7 @@ static void advance(struct check_bench *b, int64_t now)
         check_bench_nccl_begin(b->nccl, b->alive, b->host, b->x, b->nx, tcp_median(b), now);
     }
     if (b->phase == PH_NCCL && check_bench_nccl_done(b->nccl)) b->phase = PH_DCGMI;
-    if (b->phase == PH_DCGMI && dcgmi_over(b)) {
+    if (b->phase == PH_DCGMI && check_bench_dcgmi_over(b->dcgmi)) {
         b->phase = PH_DONE;
         b->deadline = 0;
         snprintf(b->phase_text, sizeof b->phase_text, "bench: done");
@@ -395,32 +364,13 @@ void check_bench_start(struct check_bench *b, int64_t now)
         cJSON_AddStringToObject(m, "nonce", b->nonce[i]);
         b->io.send(b->io.ctx, i, m);
     }
-    /* dcgmi diag -r 1 checks the node's software and GPUs' state, not their speed: it runs
-     * beside the measurements, all nodes at once */
-    for (size_t i = 0; i < b->n && b->o->bench_dcgmi; i++) {
-        if (!b->alive[i]) continue;
-        cJSON *m = b->io.request(b->io.ctx, i, WIRE_OP_BENCH_DCGMI, TAG_DCGMI);
-        cJSON_AddNumberToObject(m, "seconds", DCGMI_SECONDS);
-        b->io.send(b->io.ctx, i, m);
-        b->dcgmi_asked[i] = true;
-    }
-    b->dcgmi_deadline = now + DCGMI_SECONDS * 1000 + HOST_SLACK_MS + stage_ms(b);
+    /* dcgmi diag -r 1 runs beside the measurements, all nodes at once */
+    if (b->o->bench_dcgmi)
+        check_bench_dcgmi_start(b->dcgmi, &b->io, TAG_DCGMI, b->alive, now + HOST_SLACK_MS + stage_ms(b));
     b->phase = PH_LISTEN;
     b->deadline = now + stage_ms(b);
     snprintf(b->phase_text, sizeof b->phase_text, "bench: listeners");
     advance(b, now); /* no node: straight to the end */
-}
-
-/* Text from the agent for a message: printable ASCII, at most 200 bytes. */
-static char *agent_text(const cJSON *v)
-{
-    const char *s = cJSON_GetStringValue(v);
-    char *out;
-    if (!s) return NULL;
-    out = xstrndup(s, strnlen(s, 200));
-    for (char *q = out; *q; q++)
-        if (*q < 0x20 || *q > 0x7e) *q = '?';
-    return out;
 }
 
 static void on_sent(struct check_bench *b, size_t i, size_t k, const cJSON *m)
@@ -434,7 +384,7 @@ static void on_sent(struct check_bench *b, size_t i, size_t k, const cJSON *m)
     if (!json_real_in(cJSON_GetObjectItemCaseSensitive(m, "seconds"), 0, 600, &x->seconds)) x->seconds = -1;
     if (!json_real_in(cJSON_GetObjectItemCaseSensitive(m, "rtt_us"), 0, 6e8, &x->rtt_us)) x->rtt_us = -1;
     if (!json_real_in(cJSON_GetObjectItemCaseSensitive(m, "bytes"), 0, 1e15, &x->bytes)) x->bytes = -1;
-    x->error = agent_text(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    x->error = check_bench_agent_text(cJSON_GetObjectItemCaseSensitive(m, "error"));
     if (!x->error && x->gbps < 0) x->error = xstrdup("no figure in the answer");
 }
 
@@ -447,9 +397,9 @@ static void on_host(struct check_bench *b, size_t i, const cJSON *m)
     if (!json_real_in(cJSON_GetObjectItemCaseSensitive(m, "cpu_mem_gbs"), 0, 1e6, &h->cpu_mem_gbs)) h->cpu_mem_gbs = -1;
     /* at most CHECK_GPUS_MAX GPUs are looked at: the list is remote and bounded like the facts' */
     if (cJSON_IsArray(g) && cJSON_GetArraySize(g) <= CHECK_GPUS_MAX) h->gpus = cJSON_Duplicate(g, 1);
-    h->gpu_error = agent_text(cJSON_GetObjectItemCaseSensitive(m, "gpu_error"));
-    h->nccl = agent_text(cJSON_GetObjectItemCaseSensitive(m, "nccl"));
-    h->error = agent_text(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    h->gpu_error = check_bench_agent_text(cJSON_GetObjectItemCaseSensitive(m, "gpu_error"));
+    h->nccl = check_bench_agent_text(cJSON_GetObjectItemCaseSensitive(m, "nccl"));
+    h->error = check_bench_agent_text(cJSON_GetObjectItemCaseSensitive(m, "error"));
 }
 
 void check_bench_message(struct check_bench *b, size_t i, const struct wire_msg *m)
@@ -461,14 +411,7 @@ void check_bench_message(struct check_bench *b, size_t i, const struct wire_msg 
     } else if (m->tag == CHECK_BENCH_NCCL_STOP_TAG) {
         /* the stopped measurement answers for itself */
     } else if (m->tag == TAG_DCGMI) {
-        if (!b->dcgmi_asked[i] || b->dcgmi[i]) return;
-        if (strcmp(m->ev, WIRE_EV_BENCH_DCGMI) == 0) {
-            b->dcgmi[i] = cJSON_Duplicate(m->json, 1);
-        } else {
-            char *why = agent_text(err);
-            dcgmi_fail(b, i, why ? why : "refused");
-            free(why);
-        }
+        check_bench_dcgmi_message(b->dcgmi, i, m);
     } else if (m->tag >= TAG_XFER) {
         on_sent(b, i, (size_t)(m->tag - TAG_XFER), m->json);
     } else if (m->tag == TAG_LISTEN && b->phase == PH_LISTEN && b->port[i] == 0) {
@@ -477,12 +420,12 @@ void check_bench_message(struct check_bench *b, size_t i, const struct wire_msg 
             b->port[i] = port;
         } else {
             b->port[i] = -1;
-            b->listen_err[i] = err ? agent_text(err) : xstrdup("no port in the answer");
+            b->listen_err[i] = err ? check_bench_agent_text(err) : xstrdup("no port in the answer");
         }
     } else if (m->tag == TAG_HOST) {
         if (strcmp(m->ev, WIRE_EV_ERROR) == 0 && !b->host[i].done) {
             b->host[i].done = true;
-            b->host[i].error = agent_text(err);
+            b->host[i].error = check_bench_agent_text(err);
             if (!b->host[i].error) b->host[i].error = xstrdup("refused");
         } else {
             on_host(b, i, m->json);
@@ -502,15 +445,14 @@ void check_bench_node_lost(struct check_bench *b, size_t i, const char *why)
         b->host[i].done = true;
         b->host[i].error = xstrdup(why);
     }
-    dcgmi_fail(b, i, why);
+    check_bench_dcgmi_fail(b->dcgmi, i, why);
     check_bench_nccl_node_lost(b->nccl, i, why, mono_ms());
     advance(b, mono_ms());
 }
 
 void check_bench_step(struct check_bench *b, int64_t now)
 {
-    if (now >= b->dcgmi_deadline)
-        for (size_t i = 0; i < b->n; i++) dcgmi_fail(b, i, "no answer to bench_dcgmi in time");
+    check_bench_dcgmi_step(b->dcgmi, now);
     if (b->phase == PH_NCCL) {
         check_bench_nccl_step(b->nccl, now);
         advance(b, now);
@@ -550,7 +492,7 @@ int64_t check_bench_deadline_ms(const struct check_bench *b)
 {
     if (b->phase == PH_DONE) return 0;
     if (b->phase == PH_NCCL) return check_bench_nccl_deadline(b->nccl);
-    if (b->phase == PH_DCGMI) return b->dcgmi_deadline;
+    if (b->phase == PH_DCGMI) return check_bench_dcgmi_deadline(b->dcgmi);
     return b->deadline;
 }
 
@@ -573,7 +515,7 @@ const struct check_bench_nccl *check_bench_nccl_part(const struct check_bench *b
 
 const cJSON *check_bench_dcgmi(const struct check_bench *b, size_t i)
 {
-    return i < b->n ? b->dcgmi[i] : NULL;
+    return check_bench_dcgmi_answer(b->dcgmi, i);
 }
 
 const struct check_bench_xfer *check_bench_xfers(const struct check_bench *b, size_t *n, int *rounds)

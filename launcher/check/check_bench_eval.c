@@ -40,6 +40,16 @@ double check_bench_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+char *check_bench_agent_text(const cJSON *v)
+{
+    const char *s = cJSON_GetStringValue(v);
+    if (!s) return NULL;
+    char *out = xstrndup(s, strnlen(s, 200));
+    for (char *q = out; *q; q++)
+        if (*q < 0x20 || *q > 0x7e) *q = '?';
+    return out;
+}
+
 void check_bench_fmt(char *buf, size_t n, double v)
 {
     snprintf(buf, n, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : v >= 1 ? "%.2f" : "%.3f", v);

@@ -7,6 +7,7 @@
  * that fails for itself has the others stopped (bench_nccl_stop) rather than left to wait for it
  * until their deadline; a node that does not answer in time is gone for the rest. */
 #include "check_bench_nccl.h"
+#include "check_bench_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "util/util.h"
 #include "wire/json_num.h"
+#include "wire/nccl_env.h"
 #include "wire/protocol.h"
 
 /* nccl-tests' all_reduce_perf runs 5 warm-up and 20 timed iterations; fewer here, since a
@@ -153,7 +155,7 @@ static void ask(struct check_bench_nccl *nc, struct nccl_comm *c, size_t j)
     /* NCCL's variables of --env (NCCL_SOCKET_IFNAME, NCCL_IB_HCA ...): measured as it will run */
     cJSON *env = NULL;
     for (size_t k = 0; k < nc->o->n_env; k++) {
-        if (strncmp(nc->o->env[k].key, "NCCL_", 5) != 0) continue;
+        if (!wire_nccl_env_is_nccl(nc->o->env[k].key)) continue;
         if (!env) env = cJSON_AddObjectToObject(m, "env");
         if (!cJSON_GetObjectItemCaseSensitive(env, nc->o->env[k].key))
             cJSON_AddStringToObject(env, nc->o->env[k].key, nc->o->env[k].value);
@@ -305,17 +307,6 @@ bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, cons
     return true;
 }
 
-/* Text from the agent: printable ASCII, at most 200 bytes. */
-static char *agent_text(const cJSON *v)
-{
-    const char *s = cJSON_GetStringValue(v);
-    if (!s) return NULL;
-    char *out = xstrndup(s, strnlen(s, 200));
-    for (char *q = out; *q; q++)
-        if (*q < 0x20 || *q > 0x7e) *q = '?';
-    return out;
-}
-
 /* Its own failure, or what a peer's did to it: a timeout, a stop, the peer's connection lost. */
 static bool own_failure(const char *e)
 {
@@ -338,7 +329,7 @@ void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struc
         for (size_t q = 1; q < c->nn; q++) ask(nc, c, q);
         return;
     }
-    char *err = agent_text(cJSON_GetObjectItemCaseSensitive(m->json, "error"));
+    char *err = check_bench_agent_text(cJSON_GetObjectItemCaseSensitive(m->json, "error"));
     double bus = -1, alg = -1;
     if (!err && (!json_real_in(cJSON_GetObjectItemCaseSensitive(m->json, "busbw_gbs"), 0, 1e6, &bus) ||
                  !json_real_in(cJSON_GetObjectItemCaseSensitive(m->json, "algbw_gbs"), 0, 1e6, &alg)))

@@ -9,6 +9,7 @@
 #include "check_mesh.h"
 #include "util/cli.h"
 #include "util/util.h"
+#include "wire/nccl_env.h"
 
 void node_opts_init(struct node_opts *o)
 {
@@ -48,6 +49,18 @@ int node_opts_hosts(struct node_opts *o, struct hosts_source *src, struct hostli
     return 0;
 }
 
+/* The NCCL variables of --env so far other than key, each counted once (as they are sent). */
+static size_t nccl_keys(const struct node_opts *o, const char *key)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < o->n_env; k++) {
+        bool seen = !wire_nccl_env_is_nccl(o->env[k].key) || strcmp(o->env[k].key, key) == 0;
+        for (size_t j = 0; j < k && !seen; j++) seen = strcmp(o->env[j].key, o->env[k].key) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
 int node_opts_add_env(struct node_opts *o, const char *kv, char *err, size_t errlen)
 {
     const char *eq = strchr(kv, '=');
@@ -58,8 +71,19 @@ int node_opts_add_env(struct node_opts *o, const char *kv, char *err, size_t err
         bool ok = ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (k && ch >= '0' && ch <= '9');
         if (!ok) return cli_fail(err, errlen, "--env %s: '%.*s' is not a variable name", kv, (int)kl, kv);
     }
+    /* an NCCL variable goes to the agents' NCCL measurement too (check --bench, run --bench):
+     * one the agent would refuse is this typo, said now, not a node's NCCL failure later */
+    char *key = xstrndup(kv, kl);
+    const char *bad = wire_nccl_env_is_nccl(key) ? wire_nccl_env_bad(key, eq + 1) : NULL;
+    if (!bad && wire_nccl_env_is_nccl(key) && nccl_keys(o, key) >= WIRE_NCCL_ENV_MAX)
+        bad = "there are at most " WIRE_NCCL_ENV_MAX_TEXT " NCCL variables";
+    if (bad) {
+        cli_fail(err, errlen, "--env %s: %s", key, bad);
+        free(key);
+        return -1;
+    }
     o->env = xrealloc(o->env, (o->n_env + 1) * sizeof *o->env);
-    o->env[o->n_env].key = xstrndup(kv, kl);
+    o->env[o->n_env].key = key;
     o->env[o->n_env].value = xstrdup(eq + 1);
     o->n_env++;
     return 0;
