@@ -168,6 +168,8 @@ struct spawn_req {
     char **argv;
     char *workdir;
     int attempt;
+    char *torch;              /* the node's torch version (env_old_torch), asked once a request */
+    int torch_asked;
     struct spawn_req *next_q; /* the next request not answered yet (agent_ranks.c's queue) */
 };
 /* The request's argv, workdir, attempt and ranks (each with its env), or NULL after sending

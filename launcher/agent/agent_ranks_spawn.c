@@ -206,9 +206,11 @@ int spawn_fork(struct spawn_req *q, int i, struct rank_handle *h)
     cJSON *with_defaults = envdefault_apply(env, cJSON_GetObjectItemCaseSensitive(q->ro[i], "env_default"));
     /* NCCL_ASYNC_ERROR_HANDLING only for a torch that reads it (older than 2.2) */
     const cJSON *old_torch = cJSON_GetObjectItemCaseSensitive(q->ro[i], "env_old_torch");
-    char *torch = cJSON_IsObject(old_torch) && old_torch->child ? torchenv_node_torch() : NULL;
-    cJSON *with_old = torchenv_apply(with_defaults ? with_defaults : env, old_torch, torch);
-    free(torch);
+    if (cJSON_IsObject(old_torch) && old_torch->child && !q->torch_asked) {
+        q->torch = torchenv_node_torch();   /* files read, maybe python run: once, not per rank */
+        q->torch_asked = 1;
+    }
+    cJSON *with_old = torchenv_apply(with_defaults ? with_defaults : env, old_torch, q->torch);
     char **envp = build_env(with_old ? with_old : with_defaults ? with_defaults : env, set, n_set, &owned);
     cJSON_Delete(with_old);
     cJSON_Delete(with_defaults);
@@ -276,6 +278,7 @@ void spawn_req_free(struct spawn_req *q)
     for (char **a = q->argv; a && *a; a++) free(*a);
     free(q->argv);
     free(q->workdir);
+    free(q->torch);
     free(q->ro);
     cJSON_Delete(q->ranks);
     cJSON_Delete(q->id);
