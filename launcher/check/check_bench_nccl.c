@@ -37,7 +37,7 @@ struct check_bench_nccl *check_bench_nccl_new(size_t n, const struct check_bench
     nc->io = *io;
     nc->addr = addr;
     nc->o = o;
-    nc->bytes = (double)(o->bench_nccl_mib > 0 ? o->bench_nccl_mib : 256) * 1048576.0;
+    nc->bytes = (double)o->bench_nccl_mib * 1048576.0;
     nc->stage_ms = stage_ms;
     nc->in = xcalloc(n ? n : 1, sizeof *nc->in);
     nc->gone = xcalloc(n ? n : 1, sizeof *nc->gone);
@@ -273,6 +273,12 @@ bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, cons
         nc->gpus[i] = g > 64 ? 64 : g;
         any_gpu = any_gpu || (alive[i] && g > 0);
         any_nccl = any_nccl || (alive[i] && g > 0 && host[i].nccl);
+    }
+    if (nc->o->bench_nccl_mib <= 0) {   /* turned off: no node is left out of anything */
+        if (any_gpu) nc->skipped = xstrdup("off (--bench-nccl-mib 0)");
+        free(world);
+        nc->phase = NC_DONE;
+        return false;
     }
     for (size_t i = 0; i < nc->n; i++) {
         /* a node that is another's machine has that one's GPUs: in the all-reduce once */

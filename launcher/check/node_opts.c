@@ -142,7 +142,8 @@ int node_opts_bench_option(struct node_opts *o, int argc, char **argv, int *i, c
     }
     if ((rc = cli_opt_value(argc, argv, i, "--bench-nccl-mib", NULL, &val)) != 0) {
         double mib;
-        if (parse_real("--bench-nccl-mib", rc < 0 ? NULL : val, 1, 16384, &mib, err, errlen) < 0) return -1;
+        /* 0: the NCCL part off (the TCP, GPU and memory parts still run) */
+        if (parse_real("--bench-nccl-mib", rc < 0 ? NULL : val, 0, 16384, &mib, err, errlen) < 0) return -1;
         o->bench_nccl_mib = (int)mib;
         o->bench = true;
         return 1;

@@ -26,7 +26,7 @@ struct node_opts {
     bool bench;              /* --bench: the measured preflight (check_bench.h) */
     double bench_seconds;    /* --bench-seconds: each transfer's length (default 1) */
     double bench_min_ratio;  /* --bench-min-ratio: below this x the median is slow (0.5) */
-    int bench_nccl_mib;      /* --bench-nccl-mib: each NCCL all-reduce's size (256 MiB) */
+    int bench_nccl_mib;      /* --bench-nccl-mib: each NCCL all-reduce's size (256 MiB); 0: no NCCL part */
     bool bench_dcgmi;        /* --bench-dcgmi: `dcgmi diag -r 1` where DCGM is installed */
     struct host_env *env;    /* --env K=V, in order */
     size_t n_env;
