@@ -48,41 +48,13 @@ int main(void)
 
 static uint64_t seed = 0x6c7474657374ULL;
 
-static float *host_rand(size_t n, float lo, float hi)
-{
-    float *x = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rng_uniform(&seed);
-    return x;
-}
+#include "test_gpu_util.h"
 
 static float *to_dev(const float *h, size_t n)
 {
     float *d = ops_cuda_alloc(n * sizeof(float));
     ops_cuda_upload(d, h, n * sizeof(float));
     return d;
-}
-
-static float *from_dev(const float *d, size_t n)
-{
-    float *h = malloc(n * sizeof(float));
-    ops_cuda_download(h, d, n * sizeof(float));
-    return h;
-}
-
-static int count_bad(const char *what, const float *got, const float *want, const double *tol,
-                     size_t n)
-{
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]);
-        if (!(d <= tol[i])) {
-            if (bad < 3)
-                printf("#   %s[%zu]: gpu %.9g cpu %.9g diff %.3g > tol %.3g\n", what, i, got[i],
-                       want[i], d, tol[i]);
-            bad++;
-        }
-    }
-    return bad;
 }
 
 /* One layer's inputs and the CPU's answers: pre = inp W^T + b, act = GELU(pre),

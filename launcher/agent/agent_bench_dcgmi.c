@@ -163,6 +163,22 @@ static const char *verdict(const char *out, cJSON *failed)
     return cJSON_GetArraySize(failed) ? "fail" : "pass";
 }
 
+/* The answer's verdict fields, the same in every answer: failed is taken (NULL: none). */
+static void verdict_add(cJSON *m, const char *status, cJSON *failed, const char *error)
+{
+    cJSON_AddStringToObject(m, "status", status);
+    cJSON_AddItemToObject(m, "failed", failed ? failed : cJSON_CreateArray());
+    if (error) cJSON_AddStringToObject(m, "error", error);
+    else cJSON_AddNullToObject(m, "error");
+}
+
+static void job_free(struct dcgmi_job *j)
+{
+    cJSON_Delete(j->id);
+    free(j->path);
+    free(j);
+}
+
 static void dcgmi_end(struct agent *ag, void *ctx, int status, const char *out, int over)
 {
     struct dcgmi_job *j = ctx;
@@ -173,9 +189,7 @@ static void dcgmi_end(struct agent *ag, void *ctx, int status, const char *out, 
     cJSON_AddNumberToObject(m, "seconds", (double)((mono_ns() - j->t0_ns) / 1000000) / 1e3);
     cJSON_AddNumberToObject(m, "exit", status);
     if (v) {
-        cJSON_AddStringToObject(m, "status", v);
-        cJSON_AddItemToObject(m, "failed", failed);
-        cJSON_AddNullToObject(m, "error");
+        verdict_add(m, v, failed, NULL);
     } else {
         cJSON_Delete(failed);
         if (status == BENCH_PROC_TIMED_OUT) snprintf(why, sizeof why, "dcgmi diag -r 1 did not finish in time");
@@ -186,14 +200,10 @@ static void dcgmi_end(struct agent *ag, void *ctx, int status, const char *out, 
             snprintf(why, sizeof why, "dcgmi diag -r 1 -j gave no DCGM result (exit %d): %s", status,
                      agent_exec_clean(first));
         }
-        cJSON_AddStringToObject(m, "status", "error");
-        cJSON_AddItemToObject(m, "failed", cJSON_CreateArray());
-        cJSON_AddStringToObject(m, "error", why);
+        verdict_add(m, "error", NULL, why);
     }
     agent_send(ag, m);
-    cJSON_Delete(j->id);
-    free(j->path);
-    free(j);
+    job_free(j);
 }
 
 void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
@@ -207,10 +217,7 @@ void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
     if (!path && !unsafe) path = dcgmi_find(getenv("PATH"), &fd, &unsafe);
     if (!path) {
         cJSON *m = agent_reply_new(WIRE_EV_BENCH_DCGMI, id);
-        cJSON_AddStringToObject(m, "status", unsafe ? "error" : "not installed");
-        cJSON_AddItemToObject(m, "failed", cJSON_CreateArray());
-        if (unsafe) cJSON_AddStringToObject(m, "error", unsafe);
-        else cJSON_AddNullToObject(m, "error");
+        verdict_add(m, unsafe ? "error" : "not installed", NULL, unsafe);
         agent_send(ag, m);
         return;
     }
@@ -225,12 +232,8 @@ void agent_bench_dcgmi_op(struct agent *ag, const cJSON *req, const cJSON *id)
     close(fd);
     if (!p) {
         cJSON *m = agent_reply_new(WIRE_EV_BENCH_DCGMI, id);
-        cJSON_AddStringToObject(m, "status", "error");
-        cJSON_AddItemToObject(m, "failed", cJSON_CreateArray());
-        cJSON_AddStringToObject(m, "error", err);
+        verdict_add(m, "error", NULL, err);
         agent_send(ag, m);
-        cJSON_Delete(j->id);
-        free(j->path);
-        free(j);
+        job_free(j);
     }
 }
