@@ -87,6 +87,27 @@ static void layer_free(struct layer *l)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
+/* The layer's inputs on the device, and room there for its outputs. */
+struct dev_layer {
+    float *inp, *w, *bias, *dout, *pre_in;
+    float *out, *pre, *dx, *dw, *db;
+};
+
+static void dev_layer_make(struct dev_layer *d, const struct layer *l)
+{
+    size_t bi = (size_t)l->B * l->IC, bo = (size_t)l->B * l->OC, oi = (size_t)l->OC * l->IC;
+    d->inp = to_dev(l->inp, bi), d->w = to_dev(l->w, oi), d->bias = to_dev(l->bias, l->OC);
+    d->dout = to_dev(l->dout, bo), d->pre_in = to_dev(l->pre_in, bi);
+    d->out = ops_cuda_alloc(bo * 4), d->pre = ops_cuda_alloc(bo * 4);
+    d->dx = ops_cuda_alloc(bi * 4), d->dw = ops_cuda_alloc(oi * 4), d->db = ops_cuda_alloc(l->OC * 4);
+}
+
+static void dev_layer_free(struct dev_layer *d)
+{
+    float *all[] = { d->inp, d->w, d->bias, d->dout, d->pre_in, d->out, d->pre, d->dx, d->dw, d->db };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ops_cuda_free(all[i]);
+}
+
 /* The tolerances of the banner for each output. */
 static double tol_pre(const struct layer *l, int b, int o, double extra)
 {
@@ -111,31 +132,28 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
     struct layer l;
     layer_make(&l, B, IC, OC);
     size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
-    float *d_inp = to_dev(l.inp, bi), *d_w = to_dev(l.w, oi), *d_bias = to_dev(l.bias, OC);
-    float *d_dout = to_dev(l.dout, bo), *d_pre_in = to_dev(l.pre_in, bi);
-    float *d_out = ops_cuda_alloc(bo * 4), *d_pre = ops_cuda_alloc(bo * 4);
-    float *d_dw = ops_cuda_alloc(oi * 4), *d_db = ops_cuda_alloc(OC * 4);
-    float *d_dx = ops_cuda_alloc(bi * 4);
+    struct dev_layer d;
+    dev_layer_make(&d, &l);
     double *tol = malloc((bi > oi ? (bi > bo ? bi : bo) : (oi > bo ? oi : bo)) * sizeof(double));
 
-    CHECK(ops_cuda_lt_forward(d_out, NULL, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
-    float *g = from_dev(d_out, bo);
+    CHECK(ops_cuda_lt_forward(d.out, NULL, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC));
+    float *g = from_dev(d.out, bo);
     for (int b = 0; b < B; b++)
         for (int o = 0; o < OC; o++) tol[(size_t)b * OC + o] = tol_pre(&l, b, o, extra);
     CHECK_INT(count_bad("bias epilogue", g, l.pre, tol, bo), 0);
     free(g);
 
     if (gelu) {
-        CHECK(ops_cuda_lt_forward(d_out, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
-        float *g_pre = from_dev(d_pre, bo), *g_act = from_dev(d_out, bo);
+        CHECK(ops_cuda_lt_forward(d.out, d.pre, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC));
+        float *g_pre = from_dev(d.pre, bo), *g_act = from_dev(d.out, bo);
         CHECK_INT(count_bad("gelu aux (pre)", g_pre, l.pre, tol, bo), 0);
         for (size_t i = 0; i < bo; i++) tol[i] = 1.2 * tol[i] + 1e-6 * (1 + fabs(l.pre[i]));
         CHECK_INT(count_bad("gelu epilogue", g_act, l.act, tol, bo), 0);
         free(g_pre), free(g_act);
     }
 
-    CHECK(ops_cuda_lt_backward_weight(d_dw, d_db, d_dout, NULL, d_inp, NULL, B, IC, OC));
-    float *g_dw = from_dev(d_dw, oi), *g_db = from_dev(d_db, OC);
+    CHECK(ops_cuda_lt_backward_weight(d.dw, d.db, d.dout, NULL, d.inp, NULL, B, IC, OC));
+    float *g_dw = from_dev(d.dw, oi), *g_db = from_dev(d.db, OC);
     for (int o = 0; o < OC; o++)
         for (int i = 0; i < IC; i++) {
             double s = 0;
@@ -152,15 +170,15 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
     CHECK_INT(count_bad("dbias (bgradb)", g_db, l.db, tol, OC), 0);
     free(g_dw), free(g_db);
 
-    CHECK(ops_cuda_lt_backward_input(d_dx, NULL, d_dout, NULL, d_w, NULL, B, IC, OC));
-    float *g_dx = from_dev(d_dx, bi);
+    CHECK(ops_cuda_lt_backward_input(d.dx, NULL, d.dout, NULL, d.w, NULL, B, IC, OC));
+    float *g_dx = from_dev(d.dx, bi);
     for (int b = 0; b < B; b++)
         for (int i = 0; i < IC; i++) tol[(size_t)b * IC + i] = tol_dx(&l, b, i, extra);
     CHECK_INT(count_bad("dinp", g_dx, l.dx, tol, bi), 0);
     free(g_dx);
     if (IC % 8 == 0) {   /* the aux is the layer before's pre: leading dimension IC */
-        CHECK(ops_cuda_lt_backward_input(d_dx, d_pre_in, d_dout, NULL, d_w, NULL, B, IC, OC));
-        g_dx = from_dev(d_dx, bi);
+        CHECK(ops_cuda_lt_backward_input(d.dx, d.pre_in, d.dout, NULL, d.w, NULL, B, IC, OC));
+        g_dx = from_dev(d.dx, bi);
         for (size_t i = 0; i < bi; i++) {
             double x = fabs(l.pre_in[i]);
             tol[i] = 1.2 * tol[i] + 2e-6 * (1 + x * x * x) * fabs(l.dx[i]);
@@ -169,8 +187,7 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
         free(g_dx);
     }
 
-    float *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, d_out, d_pre, d_dw, d_db, d_dx };
-    for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
+    dev_layer_free(&d);
     free(tol);
     layer_free(&l);
 }
@@ -195,33 +212,29 @@ static void check_fallback(int B, int IC, int OC)
 {
     struct layer l;
     layer_make(&l, B, IC, OC);
-    size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
-    float *d_inp = to_dev(l.inp, bi), *d_w = to_dev(l.w, oi), *d_bias = to_dev(l.bias, OC);
-    float *d_dout = to_dev(l.dout, bo), *d_pre_in = to_dev(l.pre_in, bi);
-    float *d_act = ops_cuda_alloc(bo * 4), *d_pre = ops_cuda_alloc(bo * 4);
-    float *d_act2 = ops_cuda_alloc(bo * 4), *d_dx = ops_cuda_alloc(bi * 4);
-    float *d_dx2 = ops_cuda_alloc(bi * 4), *d_dw = ops_cuda_alloc(oi * 4);
-    float *d_db = ops_cuda_alloc(OC * 4);
+    size_t bi = (size_t)B * IC, bo = (size_t)B * OC;
+    struct dev_layer d;
+    dev_layer_make(&d, &l);
+    float *d_act2 = ops_cuda_alloc(bo * 4), *d_dx2 = ops_cuda_alloc(bi * 4);
     struct ops_cuda_lt_stats s0, s1;
     ops_cuda_lt_get_stats(&s0);
-    CHECK(!ops_cuda_lt_forward(d_act, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC));
-    ops_cuda_linear_gelu_forward(d_act, NULL, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
-    ops_cuda_linear_forward(d_act2, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
+    CHECK(!ops_cuda_lt_forward(d.out, d.pre, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC));
+    ops_cuda_linear_gelu_forward(d.out, NULL, d.pre, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC);
+    ops_cuda_linear_forward(d_act2, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC);
     ops_cuda_gelu_forward(d_act2, NULL, d_act2, bo);
-    ops_cuda_linear_backward_gelu(d_dx, NULL, d_pre_in, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w,
+    ops_cuda_linear_backward_gelu(d.dx, NULL, d.pre_in, d.dw, d.db, d.dout, NULL, d.inp, NULL, d.w,
                                   NULL, B, IC, OC);
-    ops_cuda_linear_backward(d_dx2, d_dw, d_db, d_dout, NULL, d_inp, NULL, d_w, NULL, B, IC, OC);
-    ops_cuda_gelu_backward(d_dx2, NULL, d_pre_in, d_dx2, bi);
+    ops_cuda_linear_backward(d_dx2, d.dw, d.db, d.dout, NULL, d.inp, NULL, d.w, NULL, B, IC, OC);
+    ops_cuda_gelu_backward(d_dx2, NULL, d.pre_in, d_dx2, bi);
     ops_cuda_lt_get_stats(&s1);
     CHECK(s1.refused >= s0.refused + 3);   /* the direct call, the fused forward, dGELU */
-    float *a = from_dev(d_act, bo), *a2 = from_dev(d_act2, bo);
-    float *x = from_dev(d_dx, bi), *x2 = from_dev(d_dx2, bi);
+    float *a = from_dev(d.out, bo), *a2 = from_dev(d_act2, bo);
+    float *x = from_dev(d.dx, bi), *x2 = from_dev(d_dx2, bi);
     CHECK(memcmp(a, a2, bo * 4) == 0);
     CHECK(memcmp(x, x2, bi * 4) == 0);
     free(a), free(a2), free(x), free(x2);
-    float *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, d_act, d_pre, d_act2, d_dx, d_dx2,
-                      d_dw, d_db };
-    for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
+    ops_cuda_free(d_act2), ops_cuda_free(d_dx2);
+    dev_layer_free(&d);
     layer_free(&l);
 }
 
@@ -293,18 +306,15 @@ static void test_lt_repeatable(void)
     struct layer l;
     layer_make(&l, B, IC, OC);
     size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
-    float *d_inp = to_dev(l.inp, bi), *d_w = to_dev(l.w, oi), *d_bias = to_dev(l.bias, OC);
-    float *d_dout = to_dev(l.dout, bo), *d_pre_in = to_dev(l.pre_in, bi);
-    float *d_act = ops_cuda_alloc(bo * 4), *d_pre = ops_cuda_alloc(bo * 4);
-    float *d_dx = ops_cuda_alloc(bi * 4), *d_dw = ops_cuda_alloc(oi * 4);
-    float *d_db = ops_cuda_alloc(OC * 4);
+    struct dev_layer d;
+    dev_layer_make(&d, &l);
     float *first[5] = { 0 };
     for (int run = 0; run < 2; run++) {
-        ops_cuda_linear_gelu_forward(d_act, NULL, d_pre, d_inp, NULL, d_w, NULL, d_bias, B, IC, OC);
-        ops_cuda_linear_backward_gelu(d_dx, NULL, d_pre_in, d_dw, d_db, d_dout, NULL, d_inp, NULL,
-                                      d_w, NULL, B, IC, OC);
-        float *now[5] = { from_dev(d_act, bo), from_dev(d_pre, bo), from_dev(d_dx, bi),
-                          from_dev(d_dw, oi), from_dev(d_db, OC) };
+        ops_cuda_linear_gelu_forward(d.out, NULL, d.pre, d.inp, NULL, d.w, NULL, d.bias, B, IC, OC);
+        ops_cuda_linear_backward_gelu(d.dx, NULL, d.pre_in, d.dw, d.db, d.dout, NULL, d.inp, NULL,
+                                      d.w, NULL, B, IC, OC);
+        float *now[5] = { from_dev(d.out, bo), from_dev(d.pre, bo), from_dev(d.dx, bi),
+                          from_dev(d.dw, oi), from_dev(d.db, OC) };
         size_t n[5] = { bo, bo, bi, oi, (size_t)OC };
         for (int i = 0; i < 5; i++) {
             if (run) {
@@ -315,8 +325,7 @@ static void test_lt_repeatable(void)
             }
         }
     }
-    float *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, d_act, d_pre, d_dx, d_dw, d_db };
-    for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
+    dev_layer_free(&d);
     layer_free(&l);
     ops_cuda_set_precision(OPS_PREC_FP32);
 }
@@ -332,14 +341,14 @@ static void test_lt_bf16_copies(void)
     layer_make(&l, B, IC, OC);
     size_t bi = (size_t)B * IC, bo = (size_t)B * OC, oi = (size_t)OC * IC;
     size_t big = bi > bo ? bi : bo;
-    float *d_inp = to_dev(l.inp, bi), *d_w = to_dev(l.w, oi), *d_bias = to_dev(l.bias, OC);
-    float *d_dout = to_dev(l.dout, bo), *d_pre_in = to_dev(l.pre_in, bi);
+    struct dev_layer d;
+    dev_layer_make(&d, &l);
     ops_bf16 *inp16 = ops_cuda_alloc(bi * 2), *w16 = ops_cuda_alloc(oi * 2);
     ops_bf16 *dout16 = ops_cuda_alloc(bo * 2), *act16 = ops_cuda_alloc(bo * 2);
     ops_bf16 *dx16 = ops_cuda_alloc(bi * 2), *want16 = ops_cuda_alloc(big * 2);
-    ops_cuda_to_bf16(inp16, d_inp, bi);
-    ops_cuda_to_bf16(w16, d_w, oi);
-    ops_cuda_to_bf16(dout16, d_dout, bo);
+    ops_cuda_to_bf16(inp16, d.inp, bi);
+    ops_cuda_to_bf16(w16, d.w, oi);
+    ops_cuda_to_bf16(dout16, d.dout, bo);
     float *out[2][5];   /* act, pre, dx, dw, db; without copies, then with */
     size_t n[5] = { bo, bo, bi, oi, (size_t)OC };
     struct ops_cuda_lt_stats s0, s1;
@@ -348,10 +357,10 @@ static void test_lt_bf16_copies(void)
         float *act = ops_cuda_alloc(bo * 4), *pre = ops_cuda_alloc(bo * 4);
         float *dx = ops_cuda_alloc(bi * 4), *dw = ops_cuda_alloc(oi * 4);
         float *db = ops_cuda_alloc(OC * 4);
-        ops_cuda_linear_gelu_forward(act, with ? act16 : NULL, pre, d_inp, with ? inp16 : NULL,
-                                     d_w, with ? w16 : NULL, d_bias, B, IC, OC);
-        ops_cuda_linear_backward_gelu(dx, with ? dx16 : NULL, d_pre_in, dw, db, d_dout,
-                                      with ? dout16 : NULL, d_inp, with ? inp16 : NULL, d_w,
+        ops_cuda_linear_gelu_forward(act, with ? act16 : NULL, pre, d.inp, with ? inp16 : NULL,
+                                     d.w, with ? w16 : NULL, d.bias, B, IC, OC);
+        ops_cuda_linear_backward_gelu(dx, with ? dx16 : NULL, d.pre_in, dw, db, d.dout,
+                                      with ? dout16 : NULL, d.inp, with ? inp16 : NULL, d.w,
                                       with ? w16 : NULL, B, IC, OC);
         float *dev_out[5] = { act, pre, dx, dw, db };
         for (int i = 0; i < 5; i++) {
@@ -367,17 +376,17 @@ static void test_lt_bf16_copies(void)
     const ops_bf16 *copy[2] = { act16, dx16 };
     for (int k = 0; k < 2; k++) {   /* the copies: the rounding of the fp32 results */
         size_t m = k ? bi : bo;
-        float *d = to_dev(src[k], m);
-        ops_cuda_to_bf16(want16, d, m);
+        float *f = to_dev(src[k], m);
+        ops_cuda_to_bf16(want16, f, m);
         ops_cuda_download(want, want16, m * 2);
         ops_cuda_download(got, copy[k], m * 2);
         CHECK(memcmp(got, want, m * 2) == 0);
-        ops_cuda_free(d);
+        ops_cuda_free(f);
     }
     free(got), free(want);
     for (int i = 0; i < 5; i++) free(out[0][i]), free(out[1][i]);
-    void *dall[] = { d_inp, d_w, d_bias, d_dout, d_pre_in, inp16, w16, dout16, act16, dx16,
-                     want16 };
+    dev_layer_free(&d);
+    void *dall[] = { inp16, w16, dout16, act16, dx16, want16 };
     for (size_t i = 0; i < sizeof dall / sizeof dall[0]; i++) ops_cuda_free(dall[i]);
     layer_free(&l);
     ops_cuda_set_precision(OPS_PREC_FP32);
