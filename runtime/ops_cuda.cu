@@ -424,30 +424,32 @@ void ops_cuda_linear_backward(float *dinp, float *dw, float *dbias, const float 
                               const ops_bf16 *dout16, const float *inp, const ops_bf16 *inp16,
                               const float *w, const ops_bf16 *w16, int B, int IC, int OC)
 {
-    /* cuBLASLt where it has an algorithm: the bias gradient in the dW product's epilogue */
-    if (ops_cuda_lt_backward_weight(dw, dbias, dout, dout16, inp, inp16, B, IC, OC)) {
-        if (dinp && !ops_cuda_lt_backward_input(dinp, NULL, dout, dout16, w, w16, B, IC, OC))
-            gemm(CUBLAS_OP_N, CUBLAS_OP_N, IC, B, OC, w, w16, IC, (size_t)OC * IC, dout,
-                 dout16, OC, (size_t)B * OC, 0.0f, dinp, IC);
-        return;
+    /* cuBLASLt where it has an algorithm, with the bias gradient in the dW product's epilogue
+     * where that pays (ops_cuda_lt_fuse); else the column sums below */
+    int bgradb = dbias && ops_cuda_lt_fuse(IC, OC, B);
+    if (!ops_cuda_lt_backward_weight(dw, bgradb ? dbias : NULL, dout, dout16, inp, inp16, B, IC,
+                                     OC)) {
+        bgradb = 0;
+        gemm(CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, inp16, IC, (size_t)B * IC, dout, dout16,
+             OC, (size_t)B * OC, 0.0f, dw, IC);
     }
-    gemm(CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, B, inp, inp16, IC, (size_t)B * IC, dout, dout16, OC,
-         (size_t)B * OC, 0.0f, dw, IC);
-    int parts = (B + COLSUM_ROWS - 1) / COLSUM_ROWS;
-    float *part = dbias;
-    if (parts > 1) {
-        g.colsum = (float *)grow(g.colsum, &g.colsum_cap, (size_t)parts * OC, sizeof(float));
-        part = g.colsum;
-    }
-    dim3 block(32, 8), grid((OC + 31) / 32, parts);
-    k_colsum_parts<<<grid, block, 0, g.stream>>>(part, dout, B, OC);
-    cudaCheckLaunch();
-    if (parts > 1) {
-        k_colsum_finish<<<blocks_for((size_t)OC), THREADS, 0, g.stream>>>(dbias, part, parts,
-                                                                          OC);
+    if (dbias && !bgradb) {
+        int parts = (B + COLSUM_ROWS - 1) / COLSUM_ROWS;
+        float *part = dbias;
+        if (parts > 1) {
+            g.colsum = (float *)grow(g.colsum, &g.colsum_cap, (size_t)parts * OC, sizeof(float));
+            part = g.colsum;
+        }
+        dim3 block(32, 8), grid((OC + 31) / 32, parts);
+        k_colsum_parts<<<grid, block, 0, g.stream>>>(part, dout, B, OC);
         cudaCheckLaunch();
+        if (parts > 1) {
+            k_colsum_finish<<<blocks_for((size_t)OC), THREADS, 0, g.stream>>>(dbias, part,
+                                                                              parts, OC);
+            cudaCheckLaunch();
+        }
     }
-    if (dinp)
+    if (dinp && !ops_cuda_lt_backward_input(dinp, NULL, dout, dout16, w, w16, B, IC, OC))
         gemm(CUBLAS_OP_N, CUBLAS_OP_N, IC, B, OC, w, w16, IC, (size_t)OC * IC, dout, dout16, OC,
              (size_t)B * OC, 0.0f, dinp, IC);
 }

@@ -34,6 +34,7 @@ struct lt_plan {
 
 static struct {
     int ready, enabled;   /* enabled: -1 until DDPTOP_CUBLASLT is read */
+    int fuse_all;         /* DDPTOP_CUBLASLT=fuse: -1 until read */
     cublasLtHandle_t h;
     void *workspace;
     struct lt_plan plans[LT_PLANS];
@@ -41,7 +42,7 @@ static struct {
     ops_bf16 *bf_a, *bf_b;        /* BF16 mode: copies of operands given without one */
     size_t bf_a_cap, bf_b_cap;
     struct ops_cuda_lt_stats st;
-} lt = { 0, -1, NULL, NULL, {}, 0, 0, NULL, NULL, 0, 0, {} };
+} lt = { 0, -1, -1, NULL, NULL, {}, 0, 0, NULL, NULL, 0, 0, {} };
 
 void ops_cuda_lt_enable(int on) { lt.enabled = on != 0; }
 
@@ -52,6 +53,15 @@ int ops_cuda_lt_enabled(void)
         lt.enabled = !(e && !strcmp(e, "0"));
     }
     return lt.enabled;
+}
+
+int ops_cuda_lt_fuse(int m, int n, int k)
+{
+    if (lt.fuse_all < 0) {
+        const char *e = getenv("DDPTOP_CUBLASLT");
+        lt.fuse_all = e && !strcmp(e, "fuse");
+    }
+    return lt.fuse_all || (long long)m * n * k <= LT_FUSE_MAX_MNK;
 }
 
 void ops_cuda_lt_get_stats(struct ops_cuda_lt_stats *s) { *s = lt.st; }
@@ -237,6 +247,9 @@ static int lt_matmul(cublasLtEpilogue_t epi, cublasOperation_t ta, cublasOperati
     cublasCheck(st);
     p->ran = 1;
     lt.st.matmuls++;
+    if (epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || epi == CUBLASLT_EPILOGUE_DGELU ||
+        epi == CUBLASLT_EPILOGUE_BGRADB)
+        lt.st.fused++;
     return 1;
 }
 
@@ -282,7 +295,8 @@ void ops_cuda_linear_gelu_forward(float *act, ops_bf16 *act16, float *pre, const
                                   const float *bias, int B, int IC, int OC)
 {
     size_t n = (size_t)B * OC;
-    if (gelu_fused() && ops_cuda_lt_forward(act, pre, inp, inp16, w, w16, bias, B, IC, OC)) {
+    if (gelu_fused() && ops_cuda_lt_fuse(OC, B, IC) &&
+        ops_cuda_lt_forward(act, pre, inp, inp16, w, w16, bias, B, IC, OC)) {
         /* the next product's operand; the epilogue writes fp32 only (a bf16 D would make
          * the aux and bias bf16 too) */
         if (act16) ops_cuda_to_bf16(act16, act, n);
@@ -299,7 +313,7 @@ void ops_cuda_linear_backward_gelu(float *dinp, ops_bf16 *dinp16, const float *p
                                    int B, int IC, int OC)
 {
     size_t n = (size_t)B * IC;
-    if (pre_in && gelu_fused() &&
+    if (pre_in && gelu_fused() && ops_cuda_lt_fuse(IC, B, OC) &&
         ops_cuda_lt_backward_input(dinp, pre_in, dout, dout16, w, w16, B, IC, OC)) {
         if (dinp16) ops_cuda_to_bf16(dinp16, dinp, n);
         ops_cuda_linear_backward(NULL, dw, dbias, dout, dout16, inp, inp16, w, w16, B, IC,

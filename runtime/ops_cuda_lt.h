@@ -51,6 +51,19 @@ int ops_cuda_lt_backward_input(float *dinp, const float *pre_in, const float *do
                                const ops_bf16 *dout16, const float *w, const ops_bf16 *w16,
                                int B, int IC, int OC);
 
+/* Whether the heavy epilogues (GELU_AUX_BIAS, DGELU, BGRADB) pay for a product of m x n x k.
+ * Measured on an H200 (2026-11-28, docs/performance.md "H200, issue 31's work measured"): they
+ * win where launches dominate (64 x 512 x 512: up to 1.7x the separate passes; the default
+ * model at batch 1024, 2^28, about 7% faster fused) and lose from about 8192 x 512 x 256 up
+ * (BGRADB down to 0.23x of the plain product, the GELU aux 0.55-0.81x, where our GELU pass runs
+ * at 86-90% of HBM's bandwidth): the 4096-wide bf16 model is 22% faster without them, and
+ * batch 2048 at width 512 (2^29) is a tie. So they run up to LT_FUSE_MAX_MNK = 2^28, and above
+ * it the plain product (with the bias epilogue still) and the separate passes.
+ * DDPTOP_CUBLASLT=fuse fuses at every size (the benchmark's A/B). The choice depends on the
+ * shape alone: every run and rank takes the same. */
+#define LT_FUSE_MAX_MNK (1LL << 28)
+int ops_cuda_lt_fuse(int m, int n, int k);
+
 /* The model's linear -> GELU pair: pre = inp W^T + bias, act = GELU(pre) and act16 its bf16
  * copy (NULL: none). One product with the GELU epilogue where it applies (TF32/BF16,
  * cuBLASLt has an algorithm; the copy is then one conversion pass), else
@@ -77,6 +90,7 @@ int ops_cuda_lt_enabled(void);
  * refused (the caller fell back). */
 struct ops_cuda_lt_stats {
     long queries, plans, matmuls, refused;
+    long fused;   /* of matmuls, those with a heavy epilogue (GELU_AUX_BIAS, DGELU, BGRADB) */
 };
 void ops_cuda_lt_get_stats(struct ops_cuda_lt_stats *s);
 

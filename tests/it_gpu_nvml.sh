@@ -17,6 +17,22 @@ trap 'pkill -9 -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
 FAKE=$B/fakenvml
 [ -e "$FAKE/libnvidia-ml.so.1" ] || { tap_fail "test double built" "missing $FAKE/libnvidia-ml.so.1 (make tests)"; tap_done; exit 1; }
 
+# The fake goes first on LD_LIBRARY_PATH, before what the caller set there (the device kit
+# finds its own libraries, cJSON among them, through it).
+FAKE_LD=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The checks "without NVML" must not find this machine's own NVML (a GPU machine has one): they
+# run in a mount namespace of their own with /dev/null bound over every libnvidia-ml.so.1 the
+# loader would find (its cache and LD_LIBRARY_PATH), so dlopen fails there as on a CPU node.
+NVML_REAL=$( { ldconfig -p 2>/dev/null | awk '/libnvidia-ml\.so\.1 /{print $NF}'
+    IFS=:; for d in ${LD_LIBRARY_PATH:-}; do [ -e "$d/libnvidia-ml.so.1" ] && echo "$d/libnvidia-ml.so.1"; done
+} | sort -u | tr '\n' ' ')
+export NVML_REAL
+without_nvml() {
+    if [ -z "${NVML_REAL// /}" ]; then "$@"; return; fi
+    unshare --mount -- sh -c 'for f in $NVML_REAL; do mount --bind /dev/null "$f" || exit 97; done; exec "$@"' sh "$@"
+}
+[ -n "${NVML_REAL// /}" ] && echo "# this machine has NVML ($NVML_REAL): hidden from the checks without NVML"
+
 # --- the agent alone ---
 cat >"$T/state" <<'S'
 gpu 0 name=Fake_H100 util=37 mem_used=1000 mem_total=80000 power=250 limit=700 temp=55 sm=1980 throttle=0 ecc=0
@@ -27,7 +43,7 @@ import json, os, select, subprocess, sys, time
 agent, state, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 env = dict(os.environ)
 if mode != "none":
-    env["LD_LIBRARY_PATH"] = os.environ["FAKE"]
+    env["LD_LIBRARY_PATH"] = os.environ["FAKE"] + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["FAKE_NVML_STATE"] = state
 p = subprocess.Popen([agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 def send(m):
@@ -90,8 +106,8 @@ chk rate "one sample per interval (200 ms over 2.5 s)"
 chk change "a GPU that starts throttling shows it in the next samples"
 chk xid "an XID arrives once, with its GPU"
 chk stop "interval 0 stops the sampler"
-FAKE=$FAKE /usr/bin/python3 "$T/drive.py" "$B/ddptop-agent" "$T/state" none >"$T/none.jsonl" 2>&1
-if grep -q '"ok": false' "$T/none.jsonl" && grep -q 'no NVML on this node: libnvidia-ml.so.1' "$T/none.jsonl" &&
+FAKE=$FAKE without_nvml /usr/bin/python3 "$T/drive.py" "$B/ddptop-agent" "$T/state" none >"$T/none.jsonl" 2>&1
+if grep -q '"ok": false' "$T/none.jsonl" && grep -q 'no NVML on this node: [^"]*libnvidia-ml\.so\.1' "$T/none.jsonl" &&
    ! grep -q '"ev": "gpu",' "$T/none.jsonl"; then tap_ok "a node without NVML: ok false, 'no NVML on this node', no samples"
 else tap_fail "a node without NVML: ok false, 'no NVML on this node', no samples" "$(cat "$T/none.jsonl")"; fi
 echo "init_error 18" >"$T/broken"
@@ -102,8 +118,8 @@ else tap_fail "a broken NVML: the error says what and what to check" "$(cat "$T/
 
 # --- facts (ddptop check's view): NVML's health of each GPU, the driver and MIG mode to compare ---
 printf 'gpu 0 name=Fake_H100 ecc=2 mem_total=81559 cc=9.0\ngpu 1 name=Fake_H100 persistence=0 mig=1 retired_pending=1 throttle=8 mem_total=40960 cc=8.0\n' >"$T/health"
-echo '{"op":"facts","id":1}' | FAKE_NVML_STATE=$T/health LD_LIBRARY_PATH=$FAKE "$B/ddptop-agent" >"$T/facts.jsonl" 2>&1
-echo '{"op":"facts","id":1}' | "$B/ddptop-agent" >"$T/facts-none.jsonl" 2>&1
+echo '{"op":"facts","id":1}' | FAKE_NVML_STATE=$T/health LD_LIBRARY_PATH=$FAKE_LD "$B/ddptop-agent" >"$T/facts.jsonl" 2>&1
+echo '{"op":"facts","id":1}' | without_nvml "$B/ddptop-agent" >"$T/facts-none.jsonl" 2>&1
 res=$(/usr/bin/python3 - "$T/facts.jsonl" "$T/facts-none.jsonl" <<'PY'
 import json, sys
 def facts(p):
@@ -138,7 +154,7 @@ S
 # throttles, shows an ECC error and an XID; rank 0 never prints a step: --hang-timeout 2 stalls it.
 RANK_SH='echo "pid $LOCAL_RANK $$" >>"$STATE"; sleep 2;
 if [ "$LOCAL_RANK" = 1 ]; then echo "gpu 1 name=Fake_H100 util=97 mem_used=1000 mem_total=80000 power=690 limit=700 temp=91 sm=1200 throttle=64 ecc=1" >>"$STATE"; echo "xid 1 48" >>"$STATE"; fi; sleep 3'
-STATE=$T/state2 FAKE_NVML_STATE=$T/state2 LD_LIBRARY_PATH=$FAKE timeout 60 "$B/ddptop" run --headless --no-check \
+STATE=$T/state2 FAKE_NVML_STATE=$T/state2 LD_LIBRARY_PATH=$FAKE_LD timeout 60 "$B/ddptop" run --headless --no-check \
     --nproc-per-node 2 --gpu-interval 200 --hang-timeout 2 --log-dir "$T/logs" -- sh -c "$RANK_SH" \
     >"$T/run.out" 2>&1
 rc=$?
@@ -177,7 +193,7 @@ PY
 if [ "$res" = ok ]; then tap_ok "gpu.jsonl keeps a node's first sample, one 1 s into the ranks' run, the last at the end (then one every 10 s): host, time, attempt, each GPU's values and rank"
 else tap_fail "gpu.jsonl keeps a node's first sample, one 1 s into the ranks' run, the last at the end" "$res"; fi
 # Without NVML (a CPU node): not one GPU line.
-timeout 60 "$B/ddptop" run --headless --no-check --nproc-per-node 1 --log-dir "$T/logs" -- sh -c 'sleep 1' >"$T/cpu.out" 2>&1
+without_nvml timeout 60 "$B/ddptop" run --headless --no-check --nproc-per-node 1 --log-dir "$T/logs" -- sh -c 'sleep 1' >"$T/cpu.out" 2>&1
 rc=$?
 if [ "$rc" = 0 ] && ! grep -qi 'gpu\|nvml' "$T/cpu.out"; then tap_ok "a node without NVML: the run says nothing about GPUs"
 else tap_fail "a node without NVML: the run says nothing about GPUs" "rc=$rc" "$(cat "$T/cpu.out")"; fi

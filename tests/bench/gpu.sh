@@ -8,7 +8,7 @@
 # "no GPU: skipped (...)" and succeeds.
 # Env: BENCH_STEPS (200) steps per training run, BENCH_GPUS (all visible) ranks for the
 # multi-GPU parts, DDPTOP_HBM_PEAK_TBS to override the HBM peak; BENCH_TRAIN and BENCH_GPU_BIN
-# other builds of the two programs, BENCH_BIG the large model's options, BENCH_BATCH the large batch (4096), BENCH_GPU_QUICK=1 small
+# other builds of the two programs, BENCH_KERNELS=0 leaves the kernels' table out, BENCH_BIG the large model's options, BENCH_BATCH the large batch (4096), BENCH_GPU_QUICK=1 small
 # sizes (tests/it_gpu_fake.sh runs this whole script on fakecuda that way).
 # The PyTorch twin (tests/bench/torch_twin.py, the same model, data and optimizer in PyTorch)
 # runs the five configurations of ddptop-train's tokens/s table, eager, when a python3 with
@@ -58,9 +58,11 @@ esac
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
-echo "== kernels (tf32), then the matrix products in bf16"
-"$BIN" kernels tf32 || exit 1
-"$BIN" kernels bf16 | grep -E '^(gemm|lt) ' || exit 1
+if [ "${BENCH_KERNELS:-1}" != 0 ]; then
+    echo "== kernels (tf32), then the matrix products in bf16"
+    "$BIN" kernels tf32 || exit 1
+    "$BIN" kernels bf16 | grep -E '^(gemm|lt) ' || exit 1
+fi
 
 # tokens LABEL ARGS...: mean tokens/s and step time after the first 20 steps of one rank; the
 # figure is kept in TOKENS[LABEL] for the twin's ratios.
@@ -108,6 +110,9 @@ tokens "cuda tf32, default model, batch $WIDE" --device cuda --precision tf32 --
 tokens "cuda tf32, $BIG"                   --device cuda --precision tf32 $BIG || exit 1
 tokens "cuda bf16, $BIG"                   --device cuda --precision bf16 $BIG || exit 1
 tokens "cuda fp32, $BIG"                   --device cuda --precision fp32 $BIG || exit 1
+# the A/B of ops_cuda_lt_fuse: every heavy cuBLASLt epilogue at every size, as before the rule
+DDPTOP_CUBLASLT=fuse tokens "cuda tf32, $BIG, every epilogue fused" --device cuda --precision tf32 $BIG || exit 1
+DDPTOP_CUBLASLT=fuse tokens "cuda bf16, $BIG, every epilogue fused" --device cuda --precision bf16 $BIG || exit 1
 
 why=$(twin_skip_why)
 if [ -n "$why" ]; then

@@ -8,7 +8,7 @@
 # CUDA OOM's root cause, the dashboard's GPU columns). Each part prints PASS, FAIL or
 # "no GPU: skipped (why)", also into $OUT/summary.txt; logs go to $OUT (the device tool brings
 # back 8 files: machine.txt, summary.txt, test-gpu.log, test-logs.tgz, bench-gpu.log with
-# bench_agree's, e2e.log, e2e.tgz) and the end of each to stdout. TESTS=0, BENCH=0, E2E=0 skip a part; BENCH_STEPS (100 here) the benchmark's
+# bench_agree's, e2e.log, e2e.tgz) and the end of each to stdout. TESTS=0, BENCH=0, E2E=0 skip a part; DEVICE_TESTS the tests' names (default '*gpu_*'); BENCH_STEPS (100 here) the benchmark's
 # steps. Without a GPU (here, tests/it_device_kit.sh's dry run) every GPU part says so and the
 # run succeeds when the kit's own checks pass; DEVICE_DRYRUN=1 makes a machine with a GPU do
 # the same. GPUKIT: the kit (default .gpukit).
@@ -111,7 +111,7 @@ if [ "${TESTS:-1}" != 0 ]; then
         say "tests: no GPU: skipped ($DDPTOP_NO_GPU)"
     else
         t0=$SECONDS
-        DDPTOP_TEST_TIMEOUT=300 bash tests/run.sh '*gpu_*' >"$OUT/test-gpu.log" 2>&1 && r=PASS || { r=FAIL; rc=1; }
+        DDPTOP_TEST_TIMEOUT=300 bash tests/run.sh ${DEVICE_TESTS:-'*gpu_*'} >"$OUT/test-gpu.log" 2>&1 && r=PASS || { r=FAIL; rc=1; }
         tar czf "$OUT/test-logs.tgz" -C "$B" test-logs 2>/dev/null   # one file, not many
         tail -25 "$OUT/test-gpu.log"
         say "tests: $r ($(tail -1 "$OUT/test-gpu.log"); $((SECONDS - t0)) s)"
