@@ -82,6 +82,13 @@ key_ms() {
 
 key_ms v 'Nodes 16 \(1024 ranks\)'
 ms=$MS
+# tmux can show the pane's new header before the rows under it (a capture in the middle of
+# the redraw): the rows are waited for too, up to 5 s more (a view that never draws them fails)
+end=$((SECONDS + 5))
+until [ "$(grep -Ec '^127\.0\.0\.[0-9]+ ' <<<"$SCREEN")" -ge 16 ] || [ $SECONDS -ge $end ]; do
+    sleep 0.1
+    SCREEN=$(T capture-pane -p -t nodes)
+done
 rows=$(grep -Ec '^127\.0\.0\.[0-9]+ ' <<<"$SCREEN")
 distinct=$(grep -Eo '^127\.0\.0\.[0-9]+ ' <<<"$SCREEN" | sort -u | wc -l)
 if [ "$ms" -ge 0 ] && [ "$rows" = 16 ] && [ "$distinct" = 16 ] &&
