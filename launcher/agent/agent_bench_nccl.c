@@ -43,7 +43,9 @@ static cJSON *round3(double v)
     return v < 0 || !isfinite(v) ? cJSON_CreateNull() : cJSON_CreateNumber(round(v * 1000) / 1000);
 }
 
-static void answer(struct agent *ag, struct nccl_job *j, double us, const char *error)
+/* cause, with an error: "own" (this node's NCCL, CUDA or process failed), "peer" (NCCL said
+ * another rank or the network failed), "timeout", "stopped" (bench_nccl_stop). */
+static void answer(struct agent *ag, struct nccl_job *j, double us, const char *error, const char *cause)
 {
     if (j->answered) return;
     j->answered = 1;
@@ -62,8 +64,12 @@ static void answer(struct agent *ag, struct nccl_job *j, double us, const char *
     cJSON_AddItemToObject(m, "algbw_gbs", round3(error ? -1 : alg));
     cJSON_AddItemToObject(m, "busbw_gbs", round3(error ? -1 : bus));
     cJSON_AddNumberToObject(m, "seconds", round((double)(mono_ns() - j->t0_ns) / 1e6) / 1e3);
-    if (error) cJSON_AddStringToObject(m, "error", error);
-    else cJSON_AddNullToObject(m, "error");
+    if (error) {
+        cJSON_AddStringToObject(m, "error", error);
+        cJSON_AddStringToObject(m, "cause", cause);
+    } else {
+        cJSON_AddNullToObject(m, "error");
+    }
     agent_send(ag, m);
 }
 
@@ -79,10 +85,13 @@ static void on_line(struct agent *ag, void *ctx, const char *line)
         agent_send(ag, m);
     } else if (strncmp(line, "ok ", 3) == 0) {
         double us = strtod(line + 3, NULL);
-        answer(ag, j, us > 0 && isfinite(us) ? us : -1, us > 0 && isfinite(us) ? NULL : "no time measured");
+        answer(ag, j, us > 0 && isfinite(us) ? us : -1, us > 0 && isfinite(us) ? NULL : "no time measured", "own");
     } else if (strncmp(line, "error ", 6) == 0) {
-        snprintf(text, sizeof text, "%s", line + 6);
-        answer(ag, j, -1, agent_exec_clean(text));
+        const char *cause = strncmp(line + 6, "peer ", 5) == 0 ? "peer" : "own";
+        const char *t = line + 6;
+        if (strncmp(t, "peer ", 5) == 0 || strncmp(t, "own ", 4) == 0) t += strcspn(t, " ") + 1;
+        snprintf(text, sizeof text, "%s", t);
+        answer(ag, j, -1, agent_exec_clean(text), cause);
     }
 }
 
@@ -92,14 +101,18 @@ static void on_end(struct agent *ag, void *ctx, int status, const char *out, int
     char why[200];
     (void)out;
     (void)over;
-    if (status == BENCH_PROC_TIMED_OUT)
+    const char *cause = "own";
+    if (status == BENCH_PROC_TIMED_OUT) {
         snprintf(why, sizeof why, "timed out after %g s: NCCL's init or all-reduce did not finish (a peer "
                                   "that never joined, a stalled node or link)", j->seconds);
-    else if (status == BENCH_PROC_KILLED)
+        cause = "timeout";
+    } else if (status == BENCH_PROC_KILLED) {
         snprintf(why, sizeof why, "stopped: %s", j->stop_reason ? j->stop_reason : "bench_nccl_stop");
-    else
+        cause = "stopped";
+    } else {
         snprintf(why, sizeof why, "the NCCL process ended without a figure (exit status %d)", status);
-    answer(ag, j, -1, why);
+    }
+    answer(ag, j, -1, why, cause);
     if (running == j) running = NULL;
     cJSON_Delete(j->id);
     free(j->stop_reason);
@@ -198,7 +211,7 @@ void agent_bench_nccl_op(struct agent *ag, const cJSON *req, const cJSON *id)
                                      err, sizeof err);
     env_free(envp);
     if (!j->proc) {
-        answer(ag, j, -1, err);
+        answer(ag, j, -1, err, "own");
         running = NULL;
         cJSON_Delete(j->id);
         free(j);

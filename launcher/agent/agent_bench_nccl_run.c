@@ -94,25 +94,41 @@ static const char *api_load(struct nccl_api *a)
 /* Our lines go here; stdout itself is /dev/null, since NCCL prints its NCCL_DEBUG lines there. */
 static FILE *res;
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
+/* "error CAUSE TEXT": CAUSE is "own" (this node's NCCL, CUDA or set-up failed) or "peer"
+ * (NCCL's ncclRemoteError: another rank went away or the network between them failed), so
+ * the controller tells whom to blame from a code, not from NCCL's wording. */
+static int vfail(const char *cause, const char *fmt, va_list ap)
 {
     char text[400];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
     for (char *q = text; *q; q++)
         if (*q < 0x20 || *q > 0x7e) *q = '?';
-    fprintf(res, "error %s\n", text);
+    fprintf(res, "error %s %s\n", cause, text);
     fflush(res);
     return 1;
 }
 
+static int fail_as(const char *cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_as(const char *cause, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(cause, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+#define fail(...) fail_as("own", __VA_ARGS__)
+
+#define NCCL_REMOTE_ERROR 6   /* ncclRemoteError, nccl.h's value since 2.8 */
+
 static int nccl_fail(struct nccl_api *a, const char *call, nccl_res r, void *comm)
 {
     const char *detail = a->last_error ? a->last_error(comm) : NULL;
-    return fail("%s: %s%s%.200s", call, a->error_string(r), detail && *detail ? ": " : "", detail ? detail : "");
+    char text[400];
+    snprintf(text, sizeof text, "%s: %s%s%.200s", call, a->error_string(r), detail && *detail ? ": " : "",
+             detail ? detail : "");
+    return fail_as(r == NCCL_REMOTE_ERROR ? "peer" : "own", "%s", text);
 }
 
 static int hex_to_id(const char *hex, struct nccl_uid *id)

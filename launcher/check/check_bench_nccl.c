@@ -313,11 +313,13 @@ bool check_bench_nccl_begin(struct check_bench_nccl *nc, const bool *alive, cons
     return true;
 }
 
-/* Its own failure, or what a peer's did to it: a timeout, a stop, the peer's connection lost. */
-static bool own_failure(const char *e)
+/* Its own failure, or what a peer's did to it (a timeout, a stop, NCCL's remote error): the
+ * agent's "cause" says which (docs/protocol.md). An error without one is the answer's own
+ * (the controller's "no figure in the answer", say). */
+static bool own_failure(const cJSON *answer)
 {
-    return strncmp(e, "timed out", 9) != 0 && strncmp(e, "stopped", 7) != 0 && !strstr(e, "remote process exited") &&
-           !strstr(e, "a peer");
+    const char *cause = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "cause"));
+    return !cause || strcmp(cause, "own") == 0;
 }
 
 void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struct wire_msg *m, int64_t now)
@@ -342,7 +344,7 @@ void check_bench_nccl_message(struct check_bench_nccl *nc, size_t i, const struc
         err = xstrdup("no figure in the answer");
     c->busbw[j] = bus;
     c->algbw[j] = alg;
-    member_end(c, j, err, err && own_failure(err));
+    member_end(c, j, err, err && own_failure(m->json));
     if (err && c->own[j]) comm_stop_others(nc, c, j);
     free(err);
     advance(nc, now);
