@@ -2,7 +2,8 @@
  * pieces a second come in and nobody reads the logs, a rank's lines are joined into fewer
  * writes, but what a user relies on stays: every line reaches its file within the promised
  * bound (LOGW_HOLD_MS, then the next sync) without anyone asking; a reader of the logs on this
- * machine (`ddptop logs -f`, tail -f) gets the lines as before, not seconds late; logw_drain
+ * machine (`ddptop logs -f`, tail -f) gets the lines as before, not seconds late; so does a
+ * rank's first line (the rank has started); logw_drain
  * (the end, a takeover) writes all of it; and the durable marks, which the agents' copies
  * hang on, never count a held byte. */
 #include <fcntl.h>
@@ -174,6 +175,27 @@ static void test_hold_reader(void)
     bed_close(&b);
 }
 
+/* While holding, a rank's first line of the attempt is written when the writer is next idle:
+ * its file says at once that it has started. */
+static void test_first_line_at_once(void)
+{
+    struct bed b;
+    if (!bed_open(&b, "first")) { CHECK(0); return; }
+    trickle(&b, 1, 2000);
+    uint64_t w0 = logw_rank_writes(b.w);
+    trickle(&b, 1, 1000);
+    uint64_t lines = 15 * 100; /* about: ranks 1.. at a line every 10 ms, for a second */
+    CHECK(logw_rank_writes(b.w) - w0 < lines / 2); /* holding by now */
+    put_line(&b, 0);
+    int64_t took = trickle_until(&b, 0, LINE_LEN, 3 * HOLD_MS);
+    printf("# rank 0's first line on disk after %lld ms\n", (long long)took);
+    char *p0 = rank_path(&b, 0);
+    CHECK_INT(file_size(p0), LINE_LEN);
+    CHECK(took < HOLD_MS - 1000);
+    free(p0);
+    bed_close(&b);
+}
+
 /* A few ranks printing: nothing is held (a reader of another machine sees lines as before). */
 static void test_no_hold_when_few(void)
 {
@@ -202,6 +224,7 @@ int main(void)
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     RUN(test_hold_bounded);
     RUN(test_hold_reader);
+    RUN(test_first_line_at_once);
     RUN(test_no_hold_when_few);
     tmptree_remove(tmpdir);
     return tap_done();

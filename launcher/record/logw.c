@@ -183,6 +183,10 @@ static void rank_put(struct logw *w, const struct chunk *c)
         }
     } else {
         if (!r->len) r->held_ms = w->now;
+        if (!r->bytes && !r->eager) {
+            r->eager = true;
+            w->eager[w->n_eager++] = (size_t)c->rank;
+        }
         memcpy(r->buf + r->len, c->data, c->len);
         r->len += c->len;
     }
@@ -344,6 +348,23 @@ static bool process(struct logw *w, struct chunk *c)
     return true;
 }
 
+/* Nothing more queued: what the ranks' buffers hold goes to the files now (without a sync),
+ * so that a controller killed while its writer is idle loses nothing that reached it; the
+ * buffers only join the pieces of one busy spell into large writes. While holding, only the
+ * ranks' first bytes (the syncs write the rest once old enough). */
+static void idle_flush(struct logw *w)
+{
+    if (!w->hold)
+        for (size_t i = 0; i < w->n; i++)
+            if (w->r[i].len) rank_flush(w, i);
+    for (size_t k = 0; k < w->n_eager; k++) {
+        size_t i = w->eager[k];
+        w->r[i].eager = false;
+        if (w->r[i].len) rank_flush(w, i);
+    }
+    w->n_eager = 0;
+}
+
 static void *thread_main(void *arg)
 {
     struct logw *w = arg;
@@ -367,16 +388,10 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             logw_chunk_put(w, c);
         }
-        /* Nothing more queued: what the ranks' buffers hold goes to the files now (without a
-         * sync), so that a controller killed while its writer is idle loses nothing that
-         * reached it; the buffers only join the pieces of one busy spell into large writes.
-         * Not while holding: the syncs write what is old enough. */
         pthread_mutex_lock(&w->mu);
         bool idle = !w->head;
         pthread_mutex_unlock(&w->mu);
-        if (idle && running && !w->hold)
-            for (size_t i = 0; i < w->n; i++)
-                if (w->r[i].len) rank_flush(w, i);
+        if (idle && running) idle_flush(w);
     }
     pthread_mutex_lock(&w->mu);
     w->done = true;
@@ -442,6 +457,7 @@ struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t err
     w->r = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->r);
     for (size_t i = 0; i < n_ranks; i++)
         w->r[i] = (struct wrank){.fd = -1, .attempt = -1, .w_attempt = -1, .buf_attempt = -1};
+    w->eager = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->eager);
     w->dur_seq = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_seq);
     w->dur_base = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_base);
     strbuf_init(&w->errors);
@@ -507,6 +523,7 @@ void logw_free(struct logw *w)
     pthread_mutex_destroy(&w->pool_mu);
     pthread_cond_destroy(&w->cv);
     strbuf_done(&w->errors);
+    free(w->eager);
     free(w->dur_seq);
     free(w->dur_base);
     free(w->r);

@@ -62,6 +62,7 @@ struct wrank {
     bool unsynced;            /* written since its last fdatasync */
     dev_t dev;                /* the file system it is on (one syncfs covers its ranks) */
     int64_t held_ms;          /* when the buffer's first byte came (the pass's clock) */
+    bool eager;               /* in logw.eager */
 };
 
 struct logw {
@@ -95,6 +96,9 @@ struct logw {
     int64_t read_until_ms;    /* someone read the logs: no hold until then */
     int64_t win_start_ms;
     uint64_t win_pieces, win_bytes;
+    /* ranks whose first bytes of the attempt wait: the next idle pass writes them, hold or
+     * not (a rank has started: its file says so at once) */
+    size_t *eager, n_eager;
     atomic_uint_fast64_t rank_writes; /* write(2)s into rank logs (logw_rank_writes) */
     mode_t file_mode;         /* of every file it makes (--log-mode; 0600) */
     uint64_t ev_size;         /* events.jsonl's size: whole lines only */
