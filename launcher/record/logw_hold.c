@@ -15,7 +15,9 @@
  *   A reader on another machine (NFS) is not seen: it sees lines up to the hold late.
  * Without inotify (no watch left) nothing is held. What is held is never lost by holding it:
  * the durable marks move only with bytes written and synced, so its agent keeps it (for a
- * takeover, `ddptop attach`) until then; logw_drain, a new attempt and the end write it all. */
+ * takeover, `ddptop attach`) until then; logw_drain, a new attempt and the end write it all.
+ * A rank's first bytes of an attempt are never held (logw.c, idle_flush): its file says at
+ * once that it started. */
 #include "logw_int.h"
 
 #include <errno.h>
@@ -23,7 +25,8 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-/* A piece of a busy spell: the window over which the rates are measured. */
+/* The rates are measured over windows of at least this long (the pass that ends one may come
+ * late; the rates are per second of the window). */
 #define HOLD_WINDOW_MS 1000
 
 void logw_hold_init(struct logw *w)
