@@ -2,9 +2,13 @@
  * thread only when the list was empty; the thread takes the whole list at once, buffers each
  * rank's bytes (64 KiB: a rank printing 25 MB/s reaches the disk in large writes) and writes
  * them with write(2) when a buffer fills and whenever the queue is empty: nothing that reached
- * an idle writer waits in memory (a SIGKILL of the controller loses none of it). logw_sync empties the buffers, syncs the logs written since the last
- * one (fdatasync) and replaces the index (synced too); only then do the durable marks move, so
- * an acknowledgement never runs ahead of the disk, even for a crash of this machine. */
+ * an idle writer waits in memory (a SIGKILL of the controller loses none of it). The exception
+ * is the hold (logw_hold.c): while thousands of ranks each print a line now and then and nobody
+ * reads their logs here, a rank's lines are joined for LOGW_HOLD_MS into one write (its agent
+ * keeps them until then). logw_sync empties the buffers (those held: once old enough), syncs the
+ * logs written since the last one (fdatasync) and replaces the index (synced too); only then do
+ * the durable marks move, so an acknowledgement never runs ahead of the disk, even for a crash
+ * of this machine. */
 #include "logw.h"
 
 #include <errno.h>
@@ -76,6 +80,7 @@ static void rank_flush(struct logw *w, size_t i)
 {
     struct wrank *r = &w->r[i];
     if (r->len && r->fd >= 0) {
+        atomic_fetch_add_explicit(&w->rank_writes, 1, memory_order_relaxed);
         if (util_write_all(r->fd, r->buf, r->len) == 0) {
             r->bytes += r->len;
             r->unsynced = true;
@@ -169,6 +174,7 @@ static void rank_put(struct logw *w, const struct chunk *c)
      * as it is: the buffer would take a copy of it for one write all the same */
     bool direct = c->len > RANK_BUF || (r->len == 0 && c->len >= RANK_BUF / 2);
     if (direct) {
+        if (r->fd >= 0) atomic_fetch_add_explicit(&w->rank_writes, 1, memory_order_relaxed);
         if (r->fd >= 0 && util_write_all(r->fd, c->data, c->len) == 0) {
             r->bytes += c->len;
             r->unsynced = true;
@@ -176,6 +182,11 @@ static void rank_put(struct logw *w, const struct chunk *c)
             rank_lost(w, (size_t)c->rank, c->data, c->len);
         }
     } else {
+        if (!r->len) r->held_ms = w->now;
+        if (!r->bytes && !r->eager) {
+            r->eager = true;
+            w->eager[w->n_eager++] = (size_t)c->rank;
+        }
         memcpy(r->buf + r->len, c->data, c->len);
         r->len += c->len;
     }
@@ -198,25 +209,34 @@ static void raise_fd_limit(size_t want)
 
 static void attempt_begin(struct logw *w, int attempt)
 {
+    bool made = false;
     char *dir = xasprintf("%s/attempt-%d", w->dir, attempt);
     mode_t dmode = (mode_t)log_mode_dir(w->file_mode);
     struct stat st;
-    if (mkdir(dir, dmode) == 0 || (errno == EEXIST && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)))
+    if (mkdir(dir, dmode) == 0 || (errno == EEXIST && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))) {
         chmod(dir, dmode); /* exactly: the umask would take the group's bits of --log-mode 0640 */
-    else
+        made = true;
+    } else {
         logw_report(w, REP_DIR, "cannot create %s: %s (logs on disk are incomplete; choose another --log-dir)", dir,
                strerror(errno));
-    free(dir);
+    }
     w->attempt = attempt;
     raise_fd_limit(w->n + 256);
     for (size_t i = 0; i < w->n; i++) rank_open(w, i, attempt);
+    if (made) logw_hold_watch(w, dir);
+    free(dir);
 }
 
 /* ---- index -------------------------------------------------------------------------------- */
 
-static void index_write(struct logw *w)
+/* A CH_SYNC's attempt field: every buffer is written, held or not (logw_drain). */
+#define SYNC_ALL 1
+
+/* all: every buffer is written (the end, logw_drain); else those the hold lets go. */
+static void index_write(struct logw *w, bool all)
 {
-    for (size_t i = 0; i < w->n; i++) rank_flush(w, i);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->r[i].len && (all || logw_hold_due(w, &w->r[i], w->now))) rank_flush(w, i);
     if (!w->dirty) {
         char *path = xasprintf("%s/%s", w->dir, LOG_INDEX_FILE);
         if (utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) w->dirty = true;
@@ -307,22 +327,42 @@ static bool process(struct logw *w, struct chunk *c)
 {
     switch (c->kind) {
     case CH_REPLACE: replace_file(w, c); break;
-    case CH_RANK: rank_put(w, c); break;
+    case CH_RANK:
+        logw_hold_piece(w, c->len);
+        rank_put(w, c);
+        break;
     case CH_EVENTS: record_events(w, c->data, c->len); break;
     case CH_GPU: gpu_put(w, c); break;
     case CH_ATTEMPT: attempt_begin(w, c->attempt); break;
     case CH_SYNC:
         record_retry(w);
-        index_write(w);
+        index_write(w, c->attempt == SYNC_ALL);
         break;
     case CH_ENDING: record_ending(w); break;
     case CH_MODE: set_mode(w, (unsigned)c->attempt); break;
     case CH_STOP:
-        index_write(w);
+        index_write(w, true);
         record_close(w);
         return false;
     }
     return true;
+}
+
+/* Nothing more queued: what the ranks' buffers hold goes to the files now (without a sync),
+ * so that a controller killed while its writer is idle loses nothing that reached it; the
+ * buffers only join the pieces of one busy spell into large writes. While holding, only the
+ * ranks' first bytes (the syncs write the rest once old enough). */
+static void idle_flush(struct logw *w)
+{
+    if (!w->hold)
+        for (size_t i = 0; i < w->n; i++)
+            if (w->r[i].len) rank_flush(w, i);
+    for (size_t k = 0; k < w->n_eager; k++) {
+        size_t i = w->eager[k];
+        w->r[i].eager = false;
+        if (w->r[i].len) rank_flush(w, i);
+    }
+    w->n_eager = 0;
 }
 
 static void *thread_main(void *arg)
@@ -335,6 +375,8 @@ static void *thread_main(void *arg)
         struct chunk *list = w->head;
         w->head = w->tail = NULL;
         pthread_mutex_unlock(&w->mu);
+        w->now = mono_ms();
+        logw_hold_tick(w, w->now);
         while (list) {
             struct chunk *c = list;
             list = c->next;
@@ -346,15 +388,10 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             logw_chunk_put(w, c);
         }
-        /* Nothing more queued: what the ranks' buffers hold goes to the files now (without a
-         * sync), so that a controller killed while its writer is idle loses nothing that
-         * reached it; the buffers only join the pieces of one busy spell into large writes. */
         pthread_mutex_lock(&w->mu);
         bool idle = !w->head;
         pthread_mutex_unlock(&w->mu);
-        if (idle && running)
-            for (size_t i = 0; i < w->n; i++)
-                if (w->r[i].len) rank_flush(w, i);
+        if (idle && running) idle_flush(w);
     }
     pthread_mutex_lock(&w->mu);
     w->done = true;
@@ -420,10 +457,12 @@ struct logw *logw_new(const char *run_dir, size_t n_ranks, char *err, size_t err
     w->r = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->r);
     for (size_t i = 0; i < n_ranks; i++)
         w->r[i] = (struct wrank){.fd = -1, .attempt = -1, .w_attempt = -1, .buf_attempt = -1};
+    w->eager = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->eager);
     w->dur_seq = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_seq);
     w->dur_base = xcalloc(n_ranks ? n_ranks : 1, sizeof *w->dur_base);
     strbuf_init(&w->errors);
     record_reserve_open(w);
+    logw_hold_init(w);
     pthread_mutex_init(&w->mu, NULL);
     pthread_mutex_init(&w->pool_mu, NULL);
     /* timed waits on the monotonic clock: a wall clock set back must not stretch them */
@@ -477,12 +516,14 @@ void logw_free(struct logw *w)
     if (w->ev_fd >= 0) close(w->ev_fd);
     if (w->gpu_fd >= 0) close(w->gpu_fd);
     if (w->reserve_fd >= 0) close(w->reserve_fd);
+    logw_hold_done(w);
     strbuf_done(&w->ev_held);
     pthread_mutex_destroy(&w->mu);
     logw_pool_free(w);
     pthread_mutex_destroy(&w->pool_mu);
     pthread_cond_destroy(&w->cv);
     strbuf_done(&w->errors);
+    free(w->eager);
     free(w->dur_seq);
     free(w->dur_base);
     free(w->r);
@@ -493,7 +534,7 @@ void logw_free(struct logw *w)
 bool logw_drain(struct logw *w, int timeout_ms)
 {
     if (!w) return true;
-    logw_sync(w);
+    push(w, CH_SYNC, -1, SYNC_ALL, 0, 0, NULL, 0, false); /* what the hold keeps too */
     int64_t until = mono_ms() + timeout_ms;
     pthread_mutex_lock(&w->mu);
     while (w->progress < w->pushed && !w->done && mono_ms() < until) {
@@ -587,6 +628,11 @@ void logw_durable(const struct logw *w, int rank, uint64_t *seq, uint64_t *base)
     *seq = w->dur_seq[rank];
     *base = w->dur_base[rank];
     pthread_mutex_unlock((pthread_mutex_t *)&w->mu);
+}
+
+uint64_t logw_rank_writes(const struct logw *w)
+{
+    return w ? (uint64_t)atomic_load_explicit(&w->rank_writes, memory_order_relaxed) : 0;
 }
 
 uint64_t logw_durable_gen(const struct logw *w)

@@ -56,7 +56,9 @@ void logw_rank(struct logw *w, int rank, int attempt, uint64_t seq, uint64_t bas
 void logw_events(struct logw *w, const char *line, size_t len);
 void logw_gpu(struct logw *w, const char *line, size_t len);
 /* Buffered bytes go to disk and the index is replaced (asynchronously); when nothing changed
- * its time is touched (`ddptop ls` tells from it when the controller was last alive). */
+ * its time is touched (`ddptop ls` tells from it when the controller was last alive). Bytes the
+ * hold keeps (logw_hold.c: thousands of ranks trickling, nobody reading) go once they are
+ * LOGW_HOLD_MS old; the index counts only what went. */
 void logw_sync(struct logw *w);
 /* The loop's pass is over: rank bytes queued since are handed to the thread now. A caller that
  * calls this after each pass (the controller) lets logw_rank leave the thread asleep until
@@ -65,12 +67,16 @@ void logw_kick(struct logw *w);
 /* The chunk pool between the loop and the thread (logw_pool.c): bytes held for reuse (at most
  * 2 MiB) and how many chunks were reused. For tests and the profile. */
 void logw_pool_stats(struct logw *w, size_t *held_bytes, uint64_t *reused);
+/* write(2)s into the rank logs so far (the hold joins a rank's lines into fewer: logw_int.h).
+ * For tests and the profile. */
+uint64_t logw_rank_writes(const struct logw *w);
 /* run_dir/name becomes data (a private file, 0600, replaced by rename: readers see the old or
  * the new one whole). */
 void logw_replace(struct logw *w, const char *name, const char *data, size_t len);
 
-/* Waits (at most timeout_ms) until everything queued so far was written and the index
- * replaced: for tests, and for a controller handing the run over. true when it was. */
+/* Waits (at most timeout_ms) until everything queued so far was written (held bytes too) and
+ * the index replaced: for tests, the run's end, and a controller handing the run over. true
+ * when it was. */
 bool logw_drain(struct logw *w, int timeout_ms);
 /* Bytes queued and not yet written. */
 size_t logw_backlog(const struct logw *w);

@@ -6,6 +6,7 @@
 #define DDPTOP_LOGW_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,14 @@
 /* With a kicking loop (logw_kick), rank bytes queued past this wake the thread at once. */
 #define LOGW_WAKE_BYTES (1024 * 1024)
 #define FREE_STALL_S 30
+/* The hold (logw_hold.c): a rank's buffer of small pieces is written once it is this old, at
+ * the next sync (a second apart while the hold is on), unless it fills first. */
+#define LOGW_HOLD_MS 4000
+/* ... taken while the ranks send this many pieces a second or more, and fewer bytes than this. */
+#define LOGW_HOLD_MIN_PIECES 1024
+#define LOGW_HOLD_MAX_BYTES (2u << 20)
+/* ... and nobody read the attempt's logs for this long. */
+#define LOGW_HOLD_READ_MS 10000
 /* Held on the log directory's filesystem from the start, spent when a write fails for want
  * of room: half at once, for the note that the record is incomplete, the rest for the run's
  * last events (its end) and index. */
@@ -52,6 +61,8 @@ struct wrank {
     uint64_t w_seq, w_base, w_bytes;
     bool unsynced;            /* written since its last fdatasync */
     dev_t dev;                /* the file system it is on (one syncfs covers its ranks) */
+    int64_t held_ms;          /* when the buffer's first byte came (the pass's clock) */
+    bool eager;               /* in logw.eager */
 };
 
 struct logw {
@@ -78,6 +89,17 @@ struct logw {
     int attempt;
     struct wrank *r;
     bool dirty;
+    int64_t now;              /* mono_ms() at the start of the pass */
+    /* the hold (logw_hold.c) */
+    int ino_fd, ino_wd;       /* inotify on attempt-N/ (-1: none, nothing is held) */
+    bool hold, busy;          /* holding now; the last window was a trickle of many pieces */
+    int64_t read_until_ms;    /* someone read the logs: no hold until then */
+    int64_t win_start_ms;
+    uint64_t win_pieces, win_bytes;
+    /* ranks whose first bytes of the attempt wait: the next idle pass writes them, hold or
+     * not (a rank has started: its file says so at once) */
+    size_t *eager, n_eager;
+    atomic_uint_fast64_t rank_writes; /* write(2)s into rank logs (logw_rank_writes) */
     mode_t file_mode;         /* of every file it makes (--log-mode; 0600) */
     uint64_t ev_size;         /* events.jsonl's size: whole lines only */
     struct strbuf ev_held;    /* lines that found no room yet, oldest first */
@@ -103,6 +125,16 @@ void logw_report(struct logw *w, unsigned kind, const char *fmt, ...) __attribut
 int logw_open_append(const struct logw *w, const char *path);
 /* DIR/attempt-N/rank-R.log (malloc'd). */
 char *logw_rank_path(const struct logw *w, int attempt, size_t rank);
+
+/* logw_hold.c: the inotify watch is made in logw_new's thread (init) and by the thread (watch,
+ * tick); piece counts a rank piece; tick (once a pass) decides w->hold; due says whether a
+ * rank's buffer goes to its file at this sync. */
+void logw_hold_init(struct logw *w);
+void logw_hold_done(struct logw *w);
+void logw_hold_watch(struct logw *w, const char *attempt_dir);
+void logw_hold_piece(struct logw *w, size_t len);
+void logw_hold_tick(struct logw *w, int64_t now);
+bool logw_hold_due(const struct logw *w, const struct wrank *r, int64_t now);
 
 /* logw_record.c */
 /* Something given to the writer did not reach the disk (err: the write's errno): the run is
