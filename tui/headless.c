@@ -60,7 +60,9 @@ struct headless {
     const struct job *where_job;
     /* mono_ms() of the block the last line came in: the lines of one block share its wall
      * clock reading (job_rank_output), so one clock reading serves them all (a clock_gettime
-     * per line was 5% of the controller in a flood) */
+     * per line was 5% of the controller in a flood). Forgotten whenever another hook reads the
+     * clock (hook_now), so that no line is stamped earlier than something before it. */
+    bool block_clock;
     int64_t block_wall_ns, block_mono_ms;
 };
 
@@ -123,6 +125,13 @@ static void flush_out(struct headless *h, bool wait)
         strbuf_consume(&h->q, h->q_off);
         h->q_off = 0;
     }
+}
+
+/* The clock for what is not a rank's line (events, ticks): see block_clock. */
+static int64_t hook_now(struct headless *h)
+{
+    h->block_clock = false;
+    return mono_ms();
 }
 
 /* Queues one finished line (h->line); drops it when the queue is over its bound. */
@@ -295,7 +304,7 @@ static void hold_end(struct headless *h, int rank)
 {
     if (!h->capture) return;
     h->capture = false;
-    int64_t now = mono_ms();
+    int64_t now = hook_now(h);
     log_fold_add(h->fold, now, rank, STREAM_EVENT, 0, LOG_FOLD_ALONE, h->held.buf ? h->held.buf : "",
                  h->held.len);
     fold_take(h, h->job, now, false);
@@ -311,7 +320,8 @@ static void on_line(void *ctx, const struct job *j, int rank, const struct log_l
         return;
     }
     if (h->fold && j->n_ranks > 1) {
-        if (l->wall_ns != h->block_wall_ns) {
+        if (!h->block_clock || l->wall_ns != h->block_wall_ns) {
+            h->block_clock = true;
             h->block_wall_ns = l->wall_ns;
             h->block_mono_ms = mono_ms();
         }
@@ -357,7 +367,7 @@ static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
     struct headless *h = ctx;
     if (ev->kind == EV_END) return; /* headless_finish says how it ended, with more */
     h->job = j;
-    fold_take(h, j, mono_ms(), false);
+    fold_take(h, j, hook_now(h), false);
     hold_begin(h);
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set && j->cause.attempt == ev->attempt) print_root_cause(h, j);
     else say(h, "%s", ev->text);
@@ -368,7 +378,7 @@ static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
 static int on_tick(void *ctx, const struct job *j)
 {
     struct headless *h = ctx;
-    int64_t now = mono_ms(), wait = -1;
+    int64_t now = hook_now(h), wait = -1;
     h->job = j;
     if (h->fold) {
         fold_take(h, j, now, false);
