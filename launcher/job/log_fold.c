@@ -110,8 +110,9 @@ static uint64_t word_at(const char *s)
     return w;
 }
 
-static uint64_t text_hash(const char *s, size_t n)
+static uint64_t text_hash(const char *s, size_t len)
 {
+    size_t n = len;
     uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, w;
     if (n >= 32) {
         uint64_t a = h, b = h ^ 0x6a09e667f3bcc908ull, c = h ^ 0xbb67ae8584caa73bull,
@@ -127,8 +128,14 @@ static uint64_t text_hash(const char *s, size_t n)
         h = mix(mix(mix(mix(h, a), b), c), d);   /* the lanes folded in as four words */
     }
     for (; n >= 8; s += 8, n -= 8) h = mix(h, word_at(s));
-    w = 0;
-    memcpy(&w, s, n);
+    if (n && len >= 8) {
+        /* the last 8 bytes, overlapping what went before: a copy of 1 to 7 bytes into w and a
+         * load of all 8 stalls on the store (no forwarding from a narrower one) */
+        w = word_at(s + n - 8) >> (8 * (8 - n));
+    } else {
+        w = 0;
+        memcpy(&w, s, n);
+    }
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
