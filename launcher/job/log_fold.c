@@ -191,6 +191,15 @@ void log_fold_pop(struct log_fold *f)
     f->head++;
 }
 
+/* Whether open group g takes a line of this text (find_open's test, the hash left out). */
+static bool group_takes(const struct log_fold *f, const struct group *g, int64_t now_ms, int stream, int attempt,
+                        unsigned flags, const char *text, size_t len)
+{
+    return now_ms - g->pub.t0_ms < f->window_ms && !g->pub.solo && g->pub.len == len && g->pub.stream == stream &&
+           g->pub.attempt == attempt && !((g->pub.flags ^ flags) & LOG_LINE_TRUNCATED) &&
+           memcmp(g->pub.text, text, len) == 0;
+}
+
 /* The oldest group of the same text that rank may join at now_ms, or NULL. */
 static struct group *find_open(struct log_fold *f, uint64_t h, int64_t now_ms, int rank, int stream,
                                int attempt, unsigned flags, const char *text, size_t len)
@@ -204,21 +213,36 @@ static struct group *find_open(struct log_fold *f, uint64_t h, int64_t now_ms, i
                       : f->oldest[b];
     for (; id; id = slot(f, id)->newer) {
         struct group *g = slot(f, id);
-        if (id <= after || now_ms - g->pub.t0_ms >= f->window_ms) continue;
-        if (g->hash == h && !g->pub.solo && g->pub.len == len && g->pub.stream == stream &&
-            g->pub.attempt == attempt && !((g->pub.flags ^ flags) & LOG_LINE_TRUNCATED) &&
-            memcmp(g->pub.text, text, len) == 0)
-            return g;
+        if (id > after && g->hash == h && group_takes(f, g, now_ms, stream, attempt, flags, text, len)) return g;
     }
     return NULL;
+}
+
+/* The group right after the rank's last one, when it takes this line: then it is the oldest
+ * group the line may join (none began between them), found without hashing the line. In a
+ * flood of one line from every rank that is every rank's line but the one that opens the
+ * group. */
+static struct group *next_after_last(struct log_fold *f, int64_t now_ms, int rank, int stream, int attempt,
+                                     unsigned flags, const char *text, size_t len)
+{
+    uint64_t after = rank_last(f, rank);
+    if (!after || after < f->head || after + 1 >= f->next) return NULL;
+    struct group *g = slot(f, after + 1);
+    return group_takes(f, g, now_ms, stream, attempt, flags, text, len) ? g : NULL;
 }
 
 struct log_fold_group *log_fold_add(struct log_fold *f, int64_t now_ms, int rank, int stream,
                                     int attempt, unsigned flags, const char *text, size_t len)
 {
     bool solo = (flags & (LOG_LINE_PARTIAL | LOG_LINE_SPLIT | LOG_FOLD_ALONE)) || rank < 0;
+    struct group *g = solo ? NULL : next_after_last(f, now_ms, rank, stream, attempt, flags, text, len);
+    if (g) {
+        ranks_push(g, rank);
+        rank_set_last(f, rank, g->pub.id);
+        return &g->pub;
+    }
     uint64_t h = text_hash(text, len);
-    struct group *g = solo ? NULL : find_open(f, h, now_ms, rank, stream, attempt, flags, text, len);
+    g = solo ? NULL : find_open(f, h, now_ms, rank, stream, attempt, flags, text, len);
     if (g) {
         ranks_push(g, rank);
         rank_set_last(f, rank, g->pub.id);
