@@ -249,10 +249,53 @@ static void test_folded(void)
     job_free(j);
 }
 
+/* A folded line's prefix is kept for the next group of the same ranks (issue 32 part 3): it
+ * must follow every change of the ranks, their order, and the stream. */
+static void test_folded_prefix_follows(void)
+{
+    char path[] = "/tmp/test_headless_fold2.XXXXXX";
+    int fd = mkstemp(path);
+    struct job *j = new_job();
+    struct headless *h = fd >= 0 ? headless_new(fd) : NULL;
+    struct frontend fe;
+    size_t got_len;
+    if (!j || !h) {
+        CHECK(0);
+        return;
+    }
+    unlink(path);
+    headless_set_fold(h, true);
+    headless_frontend(h, &fe);
+    static const struct { int rank, stream; const char *text; } in[] = {
+        {0, LOG_STDOUT, "a"}, {1, LOG_STDOUT, "a"}, {0, LOG_STDOUT, "b"}, {1, LOG_STDOUT, "b"},
+        {2, LOG_STDOUT, "c"}, {0, LOG_STDOUT, "c"}, {1, LOG_STDOUT, "d"}, {0, LOG_STDOUT, "d"},
+        {0, LOG_STDERR, "e"}, {1, LOG_STDERR, "e"}, {0, LOG_STDOUT, "f"}, {1, LOG_STDOUT, "f"},
+        {3, LOG_STDOUT, "f"}, {2, LOG_STDOUT, "f"},
+    };
+    for (size_t k = 0; k < sizeof in / sizeof in[0]; k++) line(&fe, j, in[k].rank, in[k].stream, in[k].text);
+    headless_finish(h, j, 0);
+    headless_free(h);
+    lseek(fd, 0, SEEK_SET);
+    char *got = slurp_fd(fd, &got_len);
+    close(fd);
+    const char *want =
+        "[r0-1 gpu1] a\n"
+        "[r0-1 gpu1] b\n"
+        "[r0,2 gpu1,n^[[31mode2] c\n"
+        "[r0-1 gpu1] d\n"
+        "[r0-1 gpu1 err] e\n"
+        "[r0-3 gpu1,n^[[31mode2] f\n";
+    CHECK(strncmp(got, want, strlen(want)) == 0);
+    if (strncmp(got, want, strlen(want)) != 0) printf("# got:\n%s", got);
+    free(got);
+    job_free(j);
+}
+
 int main(void)
 {
     RUN(test_lines_as_before);
     RUN(test_folded);
+    RUN(test_folded_prefix_follows);
     RUN(test_dropped_counted);
     return tap_done();
 }

@@ -328,9 +328,55 @@ static void test_flood_bounded(void)
     CHECK(open <= LOG_FOLD_MAX_GROUPS * 2);  /* the ring, a power of two above the bound */
 }
 
+/* Each line joins the group the definition names (log_fold.h): the oldest open group of its
+ * text begun after its rank's last line, within the window; else a new one. Checked against a
+ * plain scan of the open groups, for random lines of 6 ranks from 3 texts at random times,
+ * partly in lockstep (every rank the same line, as in a flood: the path that skips the hash,
+ * issue 32 part 3), with groups taken as the printer takes them. */
+static void test_joins_as_defined(void)
+{
+    enum { R = 6, N = 100000, CAP = 64, W = 50 };
+    static const char *const tx[] = { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab" };
+    static int g_text[N + 1];
+    static int64_t g_t0[N + 1];
+    uint64_t last[R] = {0}, head = 1, next = 1;
+    size_t bad = 0;
+    int64_t now = 0;
+    unsigned s = 11;
+    struct log_fold *f = log_fold_new(W, CAP, 1u << 20);
+    log_fold_set_world(f, R + 1);   /* no group closes for being full: only the window and the bound */
+    for (int i = 0; i < N; i++) {
+        s = s * 1103515245u + 12345u;
+        if ((s >> 16) % 5 == 0) now += (s >> 8) % 30;
+        bool lockstep = (s >> 20) % 2;
+        int r = lockstep ? i % R : (int)((s >> 4) % R);
+        int t = lockstep ? (i / R) % 3 : (int)((s >> 12) % 3);
+        uint64_t want = next;
+        for (uint64_t id = last[r] + 1 > head ? last[r] + 1 : head; id < next; id++)
+            if (g_text[id] == t && now - g_t0[id] < W) {
+                want = id;
+                break;
+            }
+        const struct log_fold_group *g = add(f, now, r, tx[t]);
+        if (!g || g->id != want) bad++;
+        if (want == next) {
+            g_text[next] = t;
+            g_t0[next++] = now;
+        }
+        last[r] = want;
+        while (log_fold_due(f, now, false)) {
+            log_fold_pop(f);
+            head++;
+        }
+    }
+    CHECK_INT(bad, 0);
+    log_fold_free(f);
+}
+
 int main(void)
 {
     RUN(test_64_ranks_one_line);
+    RUN(test_joins_as_defined);
     RUN(test_window);
     RUN(test_order);
     RUN(test_random_order_and_delay);

@@ -48,9 +48,22 @@ struct headless {
     const struct job *job;  /* the model the last hook saw (the fold's names for on_check) */
     bool capture;           /* emit holds lines in `held` instead of queueing them */
     struct strbuf held;     /* an event's lines, formatted while lines were held in the fold */
-    struct strbuf where;    /* scratch: a folded line's prefix */
+    /* "[r0-7 n[01-08]] " of the last folded group, kept with what it was made of (the ranks in
+     * the order the group got them, its stream, the job and attempt): in a flood of one line
+     * from every rank each group of 8 lines had its prefix made anew (a sort, the host list's
+     * sort and compression, printf), a quarter of the controller's CPU (issue 32 part 3) */
+    struct strbuf where;
     int *ranks;             /* scratch: a group's ranks, sorted for the prefix */
-    size_t ranks_cap;
+    int *where_key;         /* the ranks the prefix in `where` was made for, as the group had them */
+    size_t ranks_cap, where_n;
+    int where_stream, where_attempt;
+    const struct job *where_job;
+    /* mono_ms() of the block the last line came in: the lines of one block share its wall
+     * clock reading (job_rank_output), so one clock reading serves them all (a clock_gettime
+     * per line was 5% of the controller in a flood). Forgotten whenever another hook reads the
+     * clock (hook_now), so that no line is stamped earlier than something before it. */
+    bool block_clock;
+    int64_t block_wall_ns, block_mono_ms;
 };
 
 /* A folded group's pieces of text: a rank line's stream, or an event's lines (the fold's
@@ -112,6 +125,13 @@ static void flush_out(struct headless *h, bool wait)
         strbuf_consume(&h->q, h->q_off);
         h->q_off = 0;
     }
+}
+
+/* The clock for what is not a rank's line (events, ticks): see block_clock. */
+static int64_t hook_now(struct headless *h)
+{
+    h->block_clock = false;
+    return mono_ms();
 }
 
 /* Queues one finished line (h->line); drops it when the queue is over its bound. */
@@ -217,6 +237,30 @@ static void put_line(struct headless *h, const char *pre, size_t pre_len, const 
     }
 }
 
+/* h->where for group g's ranks and stream, and what it was made of (see struct headless). */
+static void where_make(struct headless *h, const struct job *j, const struct log_fold_group *g)
+{
+    if (g->n > h->ranks_cap) {
+        h->ranks_cap = g->n;
+        h->ranks = xrealloc(h->ranks, h->ranks_cap * sizeof *h->ranks);
+        h->where_key = xrealloc(h->where_key, h->ranks_cap * sizeof *h->where_key);
+    }
+    memcpy(h->ranks, g->ranks, g->n * sizeof *h->ranks);
+    memcpy(h->where_key, g->ranks, g->n * sizeof *h->where_key);
+    h->where_n = g->n;
+    h->where_stream = g->stream;
+    h->where_job = j;
+    h->where_attempt = j->attempt;
+    struct strbuf where;
+    strbuf_init(&where);
+    log_fold_where(&where, j, h->ranks, g->n);
+    strbuf_reset(&h->where);
+    strbuf_adds(&h->where, "[");
+    sanitize_append(&h->where, where.buf, where.len, 0);
+    strbuf_adds(&h->where, g->stream == LOG_STDERR ? " err] " : g->stream == LOG_SYSTEM ? " ddptop] " : "] ");
+    strbuf_done(&where);
+}
+
 /* A closed group: one rank's line as ever, several ranks' as one line, or a held event. */
 static void tell_group(struct headless *h, const struct job *j, const struct log_fold_group *g)
 {
@@ -231,19 +275,9 @@ static void tell_group(struct headless *h, const struct job *j, const struct log
         put_line(h, h->prefix.buf, h->prefix.len, g->text, g->len, g->flags);
         return;
     }
-    if (g->n > h->ranks_cap) {
-        h->ranks_cap = g->n;
-        h->ranks = xrealloc(h->ranks, h->ranks_cap * sizeof *h->ranks);
-    }
-    memcpy(h->ranks, g->ranks, g->n * sizeof *h->ranks);
-    struct strbuf where;
-    strbuf_init(&where);
-    log_fold_where(&where, j, h->ranks, g->n);
-    strbuf_reset(&h->where);
-    strbuf_adds(&h->where, "[");
-    sanitize_append(&h->where, where.buf, where.len, 0);
-    strbuf_adds(&h->where, g->stream == LOG_STDERR ? " err] " : g->stream == LOG_SYSTEM ? " ddptop] " : "] ");
-    strbuf_done(&where);
+    if (g->n != h->where_n || g->stream != h->where_stream || j != h->where_job ||
+        j->attempt != h->where_attempt || memcmp(g->ranks, h->where_key, g->n * sizeof *g->ranks) != 0)
+        where_make(h, j, g);
     put_line(h, h->where.buf, h->where.len, g->text, g->len, g->flags);
 }
 
@@ -270,7 +304,7 @@ static void hold_end(struct headless *h, int rank)
 {
     if (!h->capture) return;
     h->capture = false;
-    int64_t now = mono_ms();
+    int64_t now = hook_now(h);
     log_fold_add(h->fold, now, rank, STREAM_EVENT, 0, LOG_FOLD_ALONE, h->held.buf ? h->held.buf : "",
                  h->held.len);
     fold_take(h, h->job, now, false);
@@ -286,7 +320,12 @@ static void on_line(void *ctx, const struct job *j, int rank, const struct log_l
         return;
     }
     if (h->fold && j->n_ranks > 1) {
-        int64_t now = mono_ms();
+        if (!h->block_clock || l->wall_ns != h->block_wall_ns) {
+            h->block_clock = true;
+            h->block_wall_ns = l->wall_ns;
+            h->block_mono_ms = mono_ms();
+        }
+        int64_t now = h->block_mono_ms;
         h->job = j;
         log_fold_set_world(h->fold, j->n_ranks);
         log_fold_add(h->fold, now, rank, l->stream, l->attempt, l->flags, l->text, l->len);
@@ -328,7 +367,7 @@ static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
     struct headless *h = ctx;
     if (ev->kind == EV_END) return; /* headless_finish says how it ended, with more */
     h->job = j;
-    fold_take(h, j, mono_ms(), false);
+    fold_take(h, j, hook_now(h), false);
     hold_begin(h);
     if (ev->kind == EV_ROOT_CAUSE && j->cause.set && j->cause.attempt == ev->attempt) print_root_cause(h, j);
     else say(h, "%s", ev->text);
@@ -339,7 +378,7 @@ static void on_event(void *ctx, const struct job *j, const struct job_event *ev)
 static int on_tick(void *ctx, const struct job *j)
 {
     struct headless *h = ctx;
-    int64_t now = mono_ms(), wait = -1;
+    int64_t now = hook_now(h), wait = -1;
     h->job = j;
     if (h->fold) {
         fold_take(h, j, now, false);
@@ -472,6 +511,7 @@ void headless_free(struct headless *h)
     strbuf_done(&h->held);
     strbuf_done(&h->where);
     free(h->ranks);
+    free(h->where_key);
     strbuf_done(&h->q);
     strbuf_done(&h->line);
     strbuf_done(&h->prefix);

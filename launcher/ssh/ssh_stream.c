@@ -13,14 +13,23 @@
 #include "hosts/hostfile.h"
 #include "wire/protocol.h"
 
+/* At most this much is read in one pump: the controller takes about as much of a node's lines
+ * in a pass (CTL_READ_BYTES_MAX), so reading on to the backlog's bound (4 MiB) only parked the
+ * rest: each node's buffer grew to 8 MiB of pages faulted in afresh, and every byte went cold
+ * in it before it was parsed and copied on (issue 32 part 3). The rest is read in the next
+ * pass, which comes at once (ssh_conn_pending); a line longer than this grows by this much a
+ * pass. */
+#define READ_PER_PUMP (256 * 1024)
+
 /* The agent's stdout, as far as the backlog allows. libssh reads its socket 4 KiB per call and
  * a packet is up to 32 KiB: a call that read bytes without finishing a packet returns nothing,
  * and the next one at once takes the rest (a pass of the loop later, the socket would be polled
  * again for bytes already there). Stops when a call read nothing: the socket is empty. */
 static void read_stdout(struct ssh_conn *c)
 {
+    size_t got = 0;
     for (;;) {
-        if (line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX) {
+        if (line_reader_pending(&c->in) >= PROTOCOL_BACKLOG_MAX || got >= READ_PER_PUMP) {
             c->more_in = true; /* libssh may hold more: ssh_conn_pending */
             return;
         }
@@ -40,6 +49,7 @@ static void read_stdout(struct ssh_conn *c)
         }
         line_reader_wrote(&c->in, (size_t)n);
         c->bytes_in += (uint64_t)n;
+        got += (size_t)n;
     }
 }
 

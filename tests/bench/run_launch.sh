@@ -254,31 +254,39 @@ tput_ddptop() {
     rm -rf "${D:?}/logs/$rid"
     echo "$t $got $cpu"
 }
+# Both print "MS CPU": CPU is the 8 ssh clients' user+sys seconds, the figure to set against
+# the controller's (the sshd side is alike for all the contenders).
 tput_ssh() {
-    local t0 t i pids=()
+    local t0 t TIMEFORMAT='%U %S'
     t0=$(now_ms)
-    for ((i = 1; i <= 8; i++)); do
-        ssh -F "$D/pdsh_config" "$(printf 'n%02d' "$i")" "$PRINT" >/dev/null &
-        pids+=($!)
-    done
-    for i in "${pids[@]}"; do wait "$i" || return 1; done
+    { time (
+        pids=()
+        for ((i = 1; i <= 8; i++)); do
+            ssh -F "$D/pdsh_config" "$(printf 'n%02d' "$i")" "$PRINT" >/dev/null &
+            pids+=($!)
+        done
+        for i in "${pids[@]}"; do wait "$i" || exit 1; done
+    ); } 2>"$D/ssh.cpu" || return 1
     t=$(($(now_ms) - t0))
-    echo "$t"
+    echo "$t $(awk '{ printf "%.2f", $1 + $2 }' "$D/ssh.cpu")"
 }
 # The fairer second baseline: ddptop writes every byte to disk, so 8 x `ssh host CMD > file`,
 # the files in the same directory as ddptop's log dir (the same disk), removed after each round.
 tput_ssh_file() {
-    local t0 t i pids=()
+    local t0 t TIMEFORMAT='%U %S'
     mkdir -p "$D/logs/sshfile" || return 1
     t0=$(now_ms)
-    for ((i = 1; i <= 8; i++)); do
-        ssh -F "$D/pdsh_config" "$(printf 'n%02d' "$i")" "$PRINT" >"$D/logs/sshfile/rank-$i.log" &
-        pids+=($!)
-    done
-    for i in "${pids[@]}"; do wait "$i" || return 1; done
+    { time (
+        pids=()
+        for ((i = 1; i <= 8; i++)); do
+            ssh -F "$D/pdsh_config" "$(printf 'n%02d' "$i")" "$PRINT" >"$D/logs/sshfile/rank-$i.log" &
+            pids+=($!)
+        done
+        for i in "${pids[@]}"; do wait "$i" || exit 1; done
+    ); } 2>"$D/ssh.cpu" || return 1
     t=$(($(now_ms) - t0))
     rm -rf "${D:?}/logs/sshfile"
-    echo "$t"
+    echo "$t $(awk '{ printf "%.2f", $1 + $2 }' "$D/ssh.cpu")"
 }
 # BENCH_BASE=BUILD_DIR: another build's ddptop (an older commit's) as one more contender in the
 # same rounds, for a before/after measured in the same time window.
@@ -387,7 +395,7 @@ if [ -n "$T_DDP" ]; then
     ROWS+=("log throughput, MB/s / ssh > file|$(mbs "$T_BYTES" "$t_ddp")|$(mbs "$T_BYTES" "$t_sshf")|$(ratio "$t_sshf" "$t_ddp")|>= 1.0x")
     ROWS+=("  wall time / ssh > /dev/null, ssh > file|$(sec "$t_ddp")|$(sec "$t_ssh"), $(sec "$t_sshf")|$(ratio "$t_ddp" "$t_ssh")|")
     ROWS+=("  thousand lines/s|$(kls "$T_BYTES" "$t_ddp")|$(kls "$T_BYTES" "$t_ssh")||")
-    ROWS+=("  the controller's CPU (user+sys), that round|$(echo "$T_DDP" | cut -d' ' -f3) s||||")
+    ROWS+=("  the controller's CPU (user+sys), that round / the 8 ssh > file clients'|$(echo "$T_DDP" | cut -d' ' -f3) s|$(echo "$T_SSHF" | cut -d' ' -f2) s|||")
     ROWS+=("  an agent's peak memory in the flood (VmRSS)|$((HOLD_KB / 1024)) MiB||||")
     if [ -n "$T_BASE" ]; then
         t_base=${T_BASE%% *}
