@@ -460,6 +460,10 @@ static void step_connecting(struct ssh_conn *c, short revents)
     }
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
     if (err == 0) {
+        /* a bridge's login gets its whole time, however long its fresh SYNs went on: a link
+         * back late in a try left its login too little, and the try that failed for it cost a
+         * login, then seconds of backoff (issue 32) */
+        if (c->attach) c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 1000;
         ssh_options_set(c->session, SSH_OPTIONS_FD, &c->fd);
         c->fd_given = true;
         c->state = SSH_CONN_HANDSHAKE;
