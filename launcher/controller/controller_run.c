@@ -457,7 +457,7 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
      * its revents would read only what libssh already buffered, and the SSH window would let
      * a node send just a trickle per spell. */
     if (!quiet) {
-        bool streaming = false, logging_in = false;
+        bool streaming = false;
         uint64_t got = 0;
         int64_t pass_ms = mono_ms();
         size_t k;
@@ -472,7 +472,6 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
                 break;
             }
             if (!nd->t || nd->queued) continue;
-            if (nd->away && !logging_in && transport_reached(nd->t)) logging_in = true;
             before = transport_bytes_in(nd->t);
             transport_pump(nd->t, c->rev[i]);
             got += transport_bytes_in(nd->t) - before;
@@ -485,9 +484,8 @@ static void loop_once(struct controller *c, int64_t *quiet_until_ms)
          * unless a node is streaming: its SSH window would then cap it at a window a spell.
          * Not while the preflight or the launch go on: those are request/answer round trips, and
          * a spell after each answer cost the preflight 20 ms a round trip (issue 22); nor
-         * while the nodes send little (nodes_busy), nor while a bridge logs in (a dozen round
-         * trips that would each wait out a spell while the other nodes stream; issue 32) */
-        bool handshaking = c->job->state == JOB_CHECKING || c->job->state == JOB_LAUNCHING || logging_in;
+         * while the nodes send little (nodes_busy) */
+        bool handshaking = c->job->state == JOB_CHECKING || c->job->state == JOB_LAUNCHING;
         bool busy = nodes_busy(c, got);
         *quiet_until_ms = c->job->generation != gen && !streaming && !handshaking && busy ? mono_ms() + COALESCE_MS : 0;
     }

@@ -6,7 +6,6 @@
  * in ssh_stream.c. */
 #include "ssh_conn_int.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdbool.h>
@@ -29,15 +28,6 @@
  * --fanout bridges at once) find a link back within 250 ms: with one a second the reconnect
  * alone took a second of the replay's time after a partition (issue 32). */
 #define RESYN_MS 250
-/* A bridge's connect that the kernel ends with "no route to host" a second or more into the
- * try: its neighbour entry failed (three ARP requests a second apart went unanswered, and a
- * SYN waits for the answer). A fresh SYN then makes the kernel ask again at once: the try goes
- * on, where ending it left 1.25-1.75 s between two ARP requests (the failure seen at a link
- * check, the next try at the one after), and a link that came back in that gap unused until
- * the next try (issue 32). Not sooner than UNREACH_AGAIN_MS after the last such SYN: a router
- * that answers every SYN with an ICMP at once gets one a second, as before. An answer in the
- * try's first second ends the try, as before. */
-#define UNREACH_AGAIN_MS 1000
 
 struct ssh_conn *ssh_conn_new(const struct host *h, const struct ssh_conn_opts *o)
 {
@@ -224,8 +214,7 @@ static int session_setup(struct ssh_conn *c)
 
 void ssh_conn_start(struct ssh_conn *c)
 {
-    c->started_ms = mono_ms();
-    c->deadline_ms = c->started_ms + (int64_t)c->o->timeout_s * 1000;
+    c->deadline_ms = mono_ms() + (int64_t)c->o->timeout_s * 1000;
     if (session_setup(c) < 0) return;
     if (c->proxy) {
         c->state = SSH_CONN_HANDSHAKE;
@@ -239,7 +228,6 @@ bool ssh_conn_pollfd(struct ssh_conn *c, struct pollfd *p)
     p->revents = 0;
     switch (c->state) {
     case SSH_CONN_CONNECTING:
-        if (c->fd < 0) return false; /* a bridge waiting for its next SYN (next_syn_ms) */
         p->fd = c->fd;
         p->events = POLLOUT;
         return true;
@@ -272,13 +260,6 @@ bool ssh_conn_pending(const struct ssh_conn *c)
            line_reader_pending(&c->in) < PROTOCOL_BACKLOG_MAX;
 }
 
-/* When a bridge's next fresh SYN is due: RESYN_MS after the last one, or, with no socket
- * (after "no route to host", unreach_again), UNREACH_AGAIN_MS after the last such SYN. */
-static int64_t next_syn_ms(const struct ssh_conn *c)
-{
-    return c->fd < 0 ? c->unreach_ms + UNREACH_AGAIN_MS : c->syn_ms + RESYN_MS;
-}
-
 int64_t ssh_conn_deadline_ms(const struct ssh_conn *c)
 {
     if (c->state == SSH_CONN_READY || c->state == SSH_CONN_NEW ||
@@ -289,7 +270,8 @@ int64_t ssh_conn_deadline_ms(const struct ssh_conn *c)
         int64_t soon = mono_ms() + 10;
         return soon < c->deadline_ms ? soon : c->deadline_ms;
     }
-    if (c->state == SSH_CONN_CONNECTING && c->attach && next_syn_ms(c) < c->deadline_ms) return next_syn_ms(c);
+    if (c->state == SSH_CONN_CONNECTING && c->attach && c->syn_ms + RESYN_MS < c->deadline_ms)
+        return c->syn_ms + RESYN_MS;
     return c->deadline_ms;
 }
 
@@ -303,8 +285,7 @@ static void fail_timeout(struct ssh_conn *c)
         break;
     case SSH_CONN_CONNECTING:
         ssh_conn_fail(c, "check that the node is up and that no firewall drops port traffic",
-                      "TCP connect to %s port %d timed out after %d s%s%s%s", c->address, c->port, t,
-                      c->unreach_ms ? " (" : "", c->unreach_ms ? c->connect_err : "", c->unreach_ms ? ")" : "");
+                      "TCP connect to %s port %d timed out after %d s", c->address, c->port, t);
         break;
     case SSH_CONN_HANDSHAKE:
         ssh_conn_fail(c, "check that sshd answers on that port (ssh -v to see where it stops)",
@@ -419,43 +400,18 @@ static int verify_host_key(struct ssh_conn *c)
 static void resyn(struct ssh_conn *c)
 {
     struct addrinfo *ai = c->ai_cur;
-    if (c->fd >= 0) close(c->fd);
+    close(c->fd);
     c->fd = -1;
     c->ai_next = ai; /* ssh_conn_connect_next takes it again, then the rest */
     ssh_conn_connect_next(c);
-}
-
-int64_t ssh_conn_unreach_next(int err, int64_t now, int64_t started_ms, int64_t last_ms)
-{
-    if (err != EHOSTUNREACH && err != ENETUNREACH && err != EHOSTDOWN) return -1;
-    if (now - started_ms < UNREACH_AGAIN_MS) return -1; /* answered at once */
-    return last_ms && now - last_ms < UNREACH_AGAIN_MS ? last_ms + UNREACH_AGAIN_MS : now;
-}
-
-/* A bridge's connect ended by err (its socket closed): true when the try goes on, with a fresh
- * SYN now or at next_syn_ms; false when it ends as any other. */
-static bool unreach_again(struct ssh_conn *c, int err)
-{
-    int64_t now = mono_ms();
-    int64_t at = c->attach && c->ai_cur ? ssh_conn_unreach_next(err, now, c->started_ms, c->unreach_ms) : -1;
-    if (at < 0) return false;
-    c->connect_err[0] = (char)tolower((unsigned char)c->connect_err[0]); /* for fail_timeout */
-    if (at <= now) {
-        c->unreach_ms = now;
-        resyn(c);
-    }
-    return true;
 }
 
 static void step_connecting(struct ssh_conn *c, short revents)
 {
     int err = 0;
     socklen_t len = sizeof err;
-    if (c->fd < 0 || !(revents & (POLLOUT | POLLERR | POLLHUP))) {
-        int64_t now = mono_ms();
-        if (!c->attach || !c->ai_cur || now < next_syn_ms(c)) return;
-        if (c->fd < 0) c->unreach_ms = now; /* the SYN after a "no route": one a second */
-        resyn(c);
+    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) {
+        if (c->attach && c->ai_cur && mono_ms() - c->syn_ms >= RESYN_MS) resyn(c);
         return;
     }
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
@@ -472,7 +428,6 @@ static void step_connecting(struct ssh_conn *c, short revents)
     close(c->fd);
     c->fd = -1;
     snprintf(c->connect_err, sizeof c->connect_err, "%s", strerror(err));
-    if (unreach_again(c, err)) return;
     ssh_conn_connect_next(c);
 }
 

@@ -42,8 +42,6 @@ struct ssh_conn {
     struct addrinfo *ai_head, *ai_next;
     struct addrinfo *ai_cur;   /* the address being connected to */
     int64_t syn_ms;            /* when its connect began */
-    int64_t started_ms;        /* when ssh_conn_start ran */
-    int64_t unreach_ms;        /* a bridge's last fresh SYN after "no route to host" (ssh_conn.c) */
     int fd;
     bool fd_given;             /* handed to libssh, which closes it */
     struct ssh_counter_struct lib_io; /* what libssh read and wrote of its socket (ssh_set_counters) */
@@ -109,10 +107,5 @@ void ssh_conn_upload_poll(struct ssh_conn *c, short revents);
  * c->upload_hint). */
 char *ssh_conn_upload_exec(struct ssh_conn *c, const char *local, const char *name, unsigned mode,
                            const char *want_sha256);
-
-/* When a bridge whose connect ended with err goes on with a fresh SYN: now, or later (at the
- * time returned), or -1 when the try ends as before (ssh_conn.c, UNREACH_AGAIN_MS). started_ms:
- * when the try began; last_ms: the last such SYN (0: none). */
-int64_t ssh_conn_unreach_next(int err, int64_t now, int64_t started_ms, int64_t last_ms);
 
 #endif
