@@ -126,6 +126,13 @@ static double tol_dx(const struct layer *l, int b, int i, double extra)
     return (2.0 * l->OC * ldexp(1, -24) + extra) * s;
 }
 
+static double tol_db(const struct layer *l, int o, double extra)
+{
+    double s = 0;
+    for (int b = 0; b < l->B; b++) s += fabs(l->dout[(size_t)b * l->OC + o]);
+    return (2.0 * l->B * ldexp(1, -24) + extra) * s;
+}
+
 /* Forward (bias; bias + GELU), dW + dbias, dinp plain and with dGELU, against the CPU.
  * gelu: whether the GELU epilogues apply (aux leading dimension a multiple of 8). */
 static void check_layer(int B, int IC, int OC, double extra, int gelu)
@@ -163,11 +170,7 @@ static void check_layer(int B, int IC, int OC, double extra, int gelu)
             tol[(size_t)o * IC + i] = (2.0 * B * ldexp(1, -24) + extra) * s;
         }
     CHECK_INT(count_bad("dw", g_dw, l.dw, tol, oi), 0);
-    for (int o = 0; o < OC; o++) {
-        double s = 0;
-        for (int b = 0; b < B; b++) s += fabs(l.dout[(size_t)b * OC + o]);
-        tol[o] = (2.0 * B * ldexp(1, -24) + extra) * s;
-    }
+    for (int o = 0; o < OC; o++) tol[o] = tol_db(&l, o, extra);
     CHECK_INT(count_bad("dbias (bgradb)", g_db, l.db, tol, OC), 0);
     free(g_dw), free(g_db);
 
@@ -432,11 +435,7 @@ static void check_fuse(int B, int IC, int OC, int want_fused)
             tol[i] = 1.2 * tol_pre(&l, b, o, extra) + 1e-6 * (1 + fabs(l.pre[i]));
         }
     CHECK_INT(count_bad("act", act, l.act, tol, bo), 0);
-    for (int o = 0; o < OC; o++) {
-        double s = 0;
-        for (int b = 0; b < B; b++) s += fabs(l.dout[(size_t)b * OC + o]);
-        tol[o] = (2.0 * B * ldexp(1, -24) + extra) * s;
-    }
+    for (int o = 0; o < OC; o++) tol[o] = tol_db(&l, o, extra);
     CHECK_INT(count_bad("dbias", db, l.db, tol, OC), 0);
     for (int b = 0; b < B; b++)
         for (int i = 0; i < IC; i++) {

@@ -62,6 +62,18 @@ static char *slurp_fd(int fd, size_t *len)
     return sb.buf;
 }
 
+/* Reads the headless output back from fd (closing it) and checks that it begins with want. */
+static void expect_output(int fd, const char *want)
+{
+    size_t got_len;
+    lseek(fd, 0, SEEK_SET);
+    char *got = slurp_fd(fd, &got_len);
+    close(fd);
+    CHECK(strncmp(got, want, strlen(want)) == 0);
+    if (strncmp(got, want, strlen(want)) != 0) printf("# got:\n%s", got);
+    free(got);
+}
+
 static unsigned seed = 4242;
 static unsigned rnd(void)
 {
@@ -211,7 +223,6 @@ static void test_folded(void)
     struct job *j = new_job();
     struct headless *h = fd >= 0 ? headless_new(fd) : NULL;
     struct frontend fe;
-    size_t got_len;
     if (!j || !h) {
         CHECK(0);
         return;
@@ -233,9 +244,6 @@ static void test_folded(void)
     line(&fe, j, 1, LOG_STDOUT, "step 1");   /* after its exit: a line of its own */
     headless_finish(h, j, 0);
     headless_free(h);
-    lseek(fd, 0, SEEK_SET);
-    char *got = slurp_fd(fd, &got_len);
-    close(fd);
     const char *want =
         "[r0-2 gpu1,n^[[31mode2 err] UserWarning: ^[]0;x^Gdeprecated\n"
         "[r3 n^[[31mode2] hello from 3\n"
@@ -243,9 +251,7 @@ static void test_folded(void)
         "[r0-2 gpu1,n^[[31mode2] step 1\n"
         "[ddptop] rank 1 exited\n"
         "[r1 gpu1] step 1\n";
-    CHECK(strncmp(got, want, strlen(want)) == 0);
-    if (strncmp(got, want, strlen(want)) != 0) printf("# got:\n%s", got);
-    free(got);
+    expect_output(fd, want);
     job_free(j);
 }
 
@@ -258,7 +264,6 @@ static void test_folded_prefix_follows(void)
     struct job *j = new_job();
     struct headless *h = fd >= 0 ? headless_new(fd) : NULL;
     struct frontend fe;
-    size_t got_len;
     if (!j || !h) {
         CHECK(0);
         return;
@@ -275,9 +280,6 @@ static void test_folded_prefix_follows(void)
     for (size_t k = 0; k < sizeof in / sizeof in[0]; k++) line(&fe, j, in[k].rank, in[k].stream, in[k].text);
     headless_finish(h, j, 0);
     headless_free(h);
-    lseek(fd, 0, SEEK_SET);
-    char *got = slurp_fd(fd, &got_len);
-    close(fd);
     const char *want =
         "[r0-1 gpu1] a\n"
         "[r0-1 gpu1] b\n"
@@ -285,9 +287,7 @@ static void test_folded_prefix_follows(void)
         "[r0-1 gpu1] d\n"
         "[r0-1 gpu1 err] e\n"
         "[r0-3 gpu1,n^[[31mode2] f\n";
-    CHECK(strncmp(got, want, strlen(want)) == 0);
-    if (strncmp(got, want, strlen(want)) != 0) printf("# got:\n%s", got);
-    free(got);
+    expect_output(fd, want);
     job_free(j);
 }
 
