@@ -104,6 +104,17 @@ static void test_chart_aggregate(void)
     CHECK_INT(c.n, 3);
     CHECK_INT(c.n == 3 ? c.pts[2].n : 0, 1);
     CHECK_INT(c.pts[1].n, 3);
+    /* then the last rank alone, twice between two updates: both points, once each, and the
+     * ranks that added nothing (told by their series' stamps) add nothing */
+    job_metric_add(j, 2, 30, 4.0, NAN, NAN);
+    job_metric_add(j, 2, 40, 3.0, NAN, NAN);
+    chart_cache_update(&c, j);
+    chart_cache_update(&c, j);
+    CHECK_INT(c.n, 4);
+    CHECK_INT(c.n == 4 ? c.pts[2].n : 0, 2);
+    CHECK_NEAR(c.n == 4 ? c.pts[2].sum : 0, 6.0, 1e-9);
+    CHECK_INT(c.n == 4 ? c.pts[3].n : 0, 1);
+    CHECK_INT(c.pts[1].n, 3);
     /* a restart resumed from the snapshot at step 10: its step 20 replaces the old 20 and 30 */
     j->attempt = 1;
     for (int r = 0; r < 3; r++) job_metric_add(j, r, 20, 2.5, NAN, NAN);

@@ -133,6 +133,7 @@ struct chart_cache {
     int attempt;              /* the attempt the points came from */
     bool trim_pending;        /* a new attempt began: its first points replace later steps */
     void *seen;               /* per rank: the newest point already counted (pane_chart.c) */
+    size_t *changed;          /* scratch of one update: the ranks whose series moved */
     size_t n_ranks;
     double *x, *mean, *lo, *hi;    /* scratch for chart_compute */
     uint8_t *line, *band;

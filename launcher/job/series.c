@@ -15,8 +15,14 @@ static void series_realloc(struct metric_series *s, size_t new_cap)
     s->head = 0;
 }
 
+/* Stamps count every push of every series (the loop's thread alone pushes): one value never
+ * names two series' states, so a series swapped for another (job_take_history) is never taken
+ * for one unchanged. */
+static uint64_t stamps;
+
 void series_push(struct metric_series *s, const struct metric_point *p)
 {
+    s->stamp = ++stamps;
     if (s->count == s->cap && s->cap < s->max) {
         size_t cap = s->cap ? s->cap * 2 : 64;
         series_realloc(s, cap > s->max ? s->max : cap);

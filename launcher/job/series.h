@@ -4,6 +4,7 @@
 #define DDPTOP_SERIES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What a loss that is not a number was. The model keeps such a loss as +INFINITY (NAN stays
  * "the line had no loss", and every reader that wants a number already skips what is not
@@ -28,6 +29,9 @@ struct metric_series {
     struct metric_point *pts;
     size_t cap, head, count;
     size_t max;               /* cap grows on demand up to this */
+    uint64_t stamp;           /* its newest push's, unique among all series (0: none yet): a
+                               * reader that kept it knows, without a look at the points, that
+                               * nothing was added since */
 };
 
 void series_push(struct metric_series *s, const struct metric_point *p);

@@ -21,6 +21,8 @@
 # Env: BENCH_PARTITION_S (default 60), BENCH_REPEAT (default 3, the ssh baselines' rounds),
 # BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up),
 # BENCH_RECONNECT_PERF=FILE (`perf record` of the controller from link-up until all caught up),
+# BENCH_RECONNECT_PERF_ALL=FILE (`perf record -a -g` of the whole machine over the same window:
+#   the agents, bridges, sshd and ranks beside the controller),
 # BENCH_RECONNECT_KEEP=FILE (the run's events.jsonl kept there),
 # DDPTOP_BUILD=DIR (another build, e.g. the one before a change, to compare in the same hour).
 set -u
@@ -129,16 +131,32 @@ if [ -n "${BENCH_RECONNECT_PERF:-}" ]; then   # the controller's profile over th
     perf record -q --call-graph dwarf,16384 -p "$RJ_PID" -o "$BENCH_RECONNECT_PERF" >/dev/null 2>&1 &
     PERF_PID=$!
     sleep 0.5
+elif [ -n "${BENCH_RECONNECT_PERF_ALL:-}" ]; then   # the whole machine over the catch-up
+    perf record -q -a -g -o "$BENCH_RECONNECT_PERF_ALL" >/dev/null 2>&1 &
+    PERF_PID=$!
+    sleep 0.5
 fi
 links up || fail "could not bring the links up"
 T_UP=$(now_ns)
 echo "links up; waiting until all $NODES nodes caught up (at most $CATCHUP_LIMIT_S s) ..."
-n_caught() { local c; c=$(grep -c 'caught up' "$EV" 2>/dev/null); echo "${c:-0}"; }
-deadline=$((T_UP + CATCHUP_LIMIT_S * 1000000000))
-while [ "$(n_caught)" -lt "$NODES" ] && [ "$(now_ns)" -lt "$deadline" ] && kill -0 "$RJ_PID" 2>/dev/null; do
-    rj_sample
-    sleep 0.1
+# The wait takes bash's builtins only: a grep, a date and a sleep every tenth of a second (and
+# the sample's awk and cat) took 7% of the two cores while the nodes replayed (a whole-machine
+# profile, 2026-11-28), which the plain ssh baseline below does not pay. The events are read
+# on from where the last tick stopped; the sample (VmHWM is the kernel's own peak) every 0.5 s.
+exec {EVFD}<"$EV" || fail "cannot read $EV"
+exec {ZFD}<> <(:)   # a pipe nobody writes: read -t on it sleeps without a process
+caught=0 part="" tick=0
+deadline_us=$((T_UP / 1000 + CATCHUP_LIMIT_S * 1000000))
+while [ "$caught" -lt "$NODES" ] && [ "${EPOCHREALTIME/./}" -lt "$deadline_us" ] && kill -0 "$RJ_PID" 2>/dev/null; do
+    while IFS= read -r -u "$EVFD" l; do
+        l=$part$l part=""
+        [[ $l == *"caught up"* ]] && caught=$((caught + 1))
+    done
+    part=$part$l   # a line not written whole yet
+    ((tick++ % 5 == 0)) && rj_sample
+    read -r -t 0.1 -u "$ZFD" _
 done
+exec {EVFD}<&- {ZFD}<&-
 T_CAUGHT=$(now_ns)
 [ -n "${BENCH_RECONNECT_KEEP:-}" ] && cp "$EV" "$BENCH_RECONNECT_KEEP"
 echo "link-up at $(date -u -d @$((T_UP / 1000000000)) +%H:%M:%S).$(printf %09d $((T_UP % 1000000000)) | cut -c1-3) UTC"
