@@ -19,6 +19,8 @@
 # not root, whose ~/.bashrc (pyenv's lock) serializes concurrent logins. Needs root (namespaces,
 # useradd). Takes about 80 s. Prints a few lines to paste into docs/performance.md.
 # Env: BENCH_PARTITION_S (default 60), BENCH_REPEAT (default 3, the ssh baselines' rounds),
+# BENCH_RECONNECT_NODES (default 16: the figures of docs/performance.md; 1 shows one node's
+# replay path alone),
 # BENCH_CATCHUP_LIMIT_S (default 90: how long after link-up to wait for every node's catch-up),
 # BENCH_RECONNECT_PERF=FILE (`perf record` of the controller from link-up until all caught up),
 # BENCH_RECONNECT_PERF_ALL=FILE (`perf record -a -g` of the whole machine over the same window:
@@ -33,7 +35,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/run_job.sh
 ulimit -c 0
 
-NODES=16
+NODES=${BENCH_RECONNECT_NODES:-16}
 PART_S=${BENCH_PARTITION_S:-60}
 REPEAT=${BENCH_REPEAT:-3}
 CATCHUP_LIMIT_S=${BENCH_CATCHUP_LIMIT_S:-90}
@@ -298,7 +300,7 @@ for ((i = 0; i < NODES; i++)); do
 done
 chmod 644 "$D/base"/n*.dat
 mkdir -p "$D/base/out"
-ssh_all() { # ssh_all null|disk: prints the ms of 16 parallel ssh cat, fails if one failed
+ssh_all() { # ssh_all null|disk: prints the ms of NODES parallel ssh cat, fails if one failed
     local t0 i rc=0 dest
     BASE_PIDS=()
     t0=$(now_ns)
@@ -352,7 +354,7 @@ echo "plain ssh, $NODES parallel \`ssh USER@NODE cat FILE > /dev/null\` ($(awk -
 echo "plain ssh, the same \`> file\` (to disk): $SSH_DISK_RATE MB/s ($(awk -v ms="$SSH_DISK_MS" 'BEGIN { printf "%.2f", ms / 1000 }') s)"
 echo "ratio: $(ratio "$RATE" "$SSH_NULL_RATE") (replay rate / plain ssh > /dev/null)"
 echo "ratio: $(ratio "$RATE" "$SSH_DISK_RATE") (replay rate / plain ssh > file)"
-echo "controller CPU from link-up until all caught up: $CPU_CATCHUP s in $WALL_CATCHUP s ($(awk -v c="$CPU_CATCHUP" -v w="$WALL_CATCHUP" 'BEGIN { printf "%.0f", 100 * c / w }')% of one core; the ranks go on printing 16,000 lines/s meanwhile; headless output, $(awk -v b="$OUT_BYTES" 'BEGIN { printf "%.0f", b / 1e6 }') MB, to a file too)"
+echo "controller CPU from link-up until all caught up: $CPU_CATCHUP s in $WALL_CATCHUP s ($(awk -v c="$CPU_CATCHUP" -v w="$WALL_CATCHUP" 'BEGIN { printf "%.0f", 100 * c / w }')% of one core; the ranks go on printing $((NODES * 1000)) lines/s meanwhile; headless output, $(awk -v b="$OUT_BYTES" 'BEGIN { printf "%.0f", b / 1e6 }') MB, to a file too)"
 echo "controller peak RSS (VmHWM): $(mib "$HWM_KB") MiB over the run incl. the replay ($(mib "$HWM_BEFORE_UP") MiB before link-up; RSS $(mib "${RSS_BEFORE:-0}") MiB before the partition)"
 if [ -z "$LOG_BAD" ]; then
     echo "logs: every rank's steps 1..N once each, in order ($LOG_LINES_MIN..$LOG_LINES_MAX lines per rank, $(awk -v b="$LOG_BYTES" 'BEGIN { printf "%.1f", b / 1e6 }') MB in all)"
