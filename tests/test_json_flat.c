@@ -1,7 +1,8 @@
 /* Unit tests for launcher/json_flat.c: the agents' "out" messages and the runtime's metrics
  * lines read the same as through cJSON (strings with every escape, \u pairs, numbers in every
  * JSON form, null/true/false, what follows the object), and what it must leave to cJSON
- * (nesting, lone surrogates, \u0000, broken objects) is refused rather than misread. */
+ * (nesting, lone surrogates, \u0000, broken objects) is refused rather than misread; the scan
+ * that decodes in the same pass (json_flat_scan_decoded) reads the same. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,30 @@
 #include "util/util.h"
 #include "wire/json_flat.h"
 #include "tap.h"
+
+/* json_flat_scan_decoded on s: every string value as cJSON reads it, decoded inside the n
+ * bytes it is given (a guard of 32 bytes after them must stay as it was). */
+static void same_decoded_as_cjson(const char *s)
+{
+    size_t n = strlen(s);
+    char *buf = xmalloc(n + 32);
+    struct json_flat o;
+    cJSON *c = cJSON_Parse(s);
+    memset(buf + n, 0x5a, 32);
+    CHECK(json_flat_scan_decoded(s, n, &o, buf));
+    for (int k = 0; c && k < o.n; k++) {
+        const struct json_flat_field *f = &o.f[k];
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)f->key_len, f->key);
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
+        if (f->type != JF_STRING) continue;
+        CHECK(!f->str_escaped && cJSON_IsString(it));
+        CHECK(it && f->str_len == strlen(it->valuestring) && memcmp(f->str, it->valuestring, f->str_len) == 0);
+    }
+    for (size_t g = 0; g < 32; g++) CHECK((unsigned char)buf[n + g] == 0x5a);
+    cJSON_Delete(c);
+    free(buf);
+}
 
 /* Every member of a flat object agrees with cJSON's reading. */
 static void same_as_cjson(const char *s)
@@ -48,6 +73,7 @@ static void same_as_cjson(const char *s)
         }
     }
     cJSON_Delete(c);
+    same_decoded_as_cjson(s);
 }
 
 static void test_agrees_with_cjson(void)
@@ -102,10 +128,23 @@ static void test_random_escapes_agree(void)
             bool same = n == (size_t)-1 || (c && t && f && cJSON_IsString(ct) && strcmp(buf, ct->valuestring) == 0 &&
                         t->str_escaped == (memchr(t->str, '\\', t->str_len) != NULL) &&
                         f->str_len == 1 && f->str[0] == 'p');
+            /* the one pass takes exactly what the two take, and reads the same */
+            struct json_flat od;
+            char *dbuf = xmalloc(sb.len + 1);
+            bool dec = json_flat_scan_decoded(sb.buf, sb.len, &od, dbuf);
+            const struct json_flat_field *dt = dec ? json_flat_get(&od, "t") : NULL;
+            same = same && dec == (n != (size_t)-1) &&
+                   (!dec || (dt && dt->str_len == n && memcmp(dt->str, buf, n) == 0 && !dt->str_escaped));
+            free(dbuf);
             if (!same && !bad++) printf("#   differs from cJSON: %s\n", sb.buf);
             n == (size_t)-1 ? refused++ : taken++;
             free(buf);
         } else {
+            struct json_flat od;
+            char *dbuf = xmalloc(sb.len + 1);
+            if (json_flat_scan_decoded(sb.buf, sb.len, &od, dbuf) && !bad++)
+                printf("#   the one pass takes what the scan refuses: %s\n", sb.buf);
+            free(dbuf);
             refused++;
         }
         cJSON_Delete(c);
@@ -113,6 +152,23 @@ static void test_random_escapes_agree(void)
     }
     CHECK_INT(bad, 0);
     CHECK(taken > 10000 && refused > 1000);
+}
+
+/* An escape at every offset of strings of 0 to 40 bytes, before, between and after other
+ * strings (the eight-byte words: a quote or backslash in each lane, a string ending in each
+ * lane, the word stores past a decoded text), read by both scans as cJSON reads them. */
+static void test_escape_at_every_offset(void)
+{
+    static const char *const esc[] = { "\\n", "\\\"", "\\\\", "\\u00e9", "\\ud83d\\ude00", "" };
+    char t[48], msg[256];
+    for (int k = 0; k < 40; k++) t[k] = (char)('a' + k % 26);
+    for (int len = 0; len <= 40; len++)
+        for (int at = 0; at <= len; at++)
+            for (size_t e = 0; e < sizeof esc / sizeof *esc; e++) {
+                snprintf(msg, sizeof msg, "{\"ev\":\"out\",\"t\":\"%.*s%s%.*s\",\"u\":\"x\\\\%s\",\"f\":\"p\"}", at,
+                         t, esc[e], len - at, t + at, esc[e]);
+                same_as_cjson(msg);
+            }
 }
 
 static void test_refuses(void)
@@ -242,6 +298,7 @@ int main(void)
     RUN(test_scan_at);
     RUN(test_agrees_with_cjson);
     RUN(test_random_escapes_agree);
+    RUN(test_escape_at_every_offset);
     RUN(test_refuses);
     RUN(test_unescape_refuses);
     RUN(test_get);

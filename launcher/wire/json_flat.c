@@ -14,29 +14,175 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
-/* A string starting after its opening quote; i ends after the closing one. An out message's
- * text is up to 64 KiB with a "\n" every line: a memchr to each quote (rare in text), which is
- * escaped when an odd run of backslashes comes right before it (a backslash always takes the
- * byte after it, so a run pairs off from its start), and one memchr to the first backslash for
- * *escaped. A memchr to every backslash (one per line) was 2% of the controller in a flood. */
+/* Eight bytes at a time (the byte order of x86 and arm64): the first quote or backslash of a
+ * word. A line of JSON text escapes every quote and ends in "\n", so a string of a few hundred
+ * bytes has a dozen of them: a memchr to each (and a walk back over the backslashes before
+ * every quote) cost more in calls than in bytes, a quarter of the controller's CPU in a replay
+ * of 16 nodes' JSON lines (docs/performance.md). */
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The index (0-7) of the first quote or backslash in the 8 bytes at p, or 8. The zero-byte
+ * test ((x - 1) & ~x & 0x80 per byte) can mark a byte above a true match (the borrow), never
+ * one below it, so the lowest mark is exact. */
+static unsigned first_special(const char *p)
+{
+    uint64_t w, q, b, m;
+    memcpy(&w, p, 8);
+    q = w ^ (ONES * '"');
+    b = w ^ (ONES * '\\');
+    m = (((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
+    return m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+}
+#define WORDS 1
+#else
+#define WORDS 0
+#endif
+
+/* The index of the first quote or backslash at or after k, or n. */
+static size_t next_special(const char *s, size_t n, size_t k)
+{
+#if WORDS
+    while (n - k >= 8) {
+        unsigned z = first_special(s + k);
+        if (z < 8) return k + z;
+        k += 8;
+    }
+#endif
+    while (k < n && s[k] != '"' && s[k] != '\\') k++;
+    return k;
+}
+
+static int hex4(const char *s, size_t len, size_t i, unsigned *out)
+{
+    unsigned v = 0;
+    if (len - i < 4) return -1;
+    for (size_t k = i; k < i + 4; k++) {
+        char c = s[k];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* What each one-letter escape stands for (0: not one) */
+static const char simple_escape[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
+};
+
+/* One escape, s[*i] its backslash, decoded at out + *o; *i ends after it. False: an escape
+ * cJSON would refuse (a lone surrogate, a bad \u, \u0000 where cJSON's strings end). A \uXXXX
+ * (6 bytes in) never makes more than 3 bytes out, a pair (12) never more than 4. */
+static bool unescape_one(const char *s, size_t len, size_t *i, char *out, size_t *o)
+{
+    size_t k = *i + 1;
+    unsigned cp;
+    char c = k < len ? simple_escape[(unsigned char)s[k]] : 0;
+    if (c) {
+        out[(*o)++] = c;
+        *i = k + 1;
+        return true;
+    }
+    if (k >= len || s[k] != 'u') return false;
+    if (hex4(s, len, k + 1, &cp) < 0) return false;
+    k += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return false;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        unsigned lo;
+        if (len - k < 7 || s[k + 1] != '\\' || s[k + 2] != 'u' || hex4(s, len, k + 3, &lo) < 0 || lo < 0xDC00 ||
+            lo > 0xDFFF)
+            return false;
+        k += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (cp == 0) return false;
+    char *p = out + *o;
+    if (cp < 0x80) {
+        *p++ = (char)cp;
+    } else if (cp < 0x800) {
+        *p++ = (char)(0xC0 | (cp >> 6));
+        *p++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *p++ = (char)(0xE0 | (cp >> 12));
+        *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *p++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+        *p++ = (char)(0xF0 | (cp >> 18));
+        *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+        *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *p++ = (char)(0x80 | (cp & 0x3F));
+    }
+    *o = (size_t)(p - out);
+    *i = k + 1;
+    return true;
+}
+
+/* A string starting after its opening quote; *i ends after the closing one. A backslash always
+ * takes the byte after it, so the closing quote is the first quote not so taken. */
 static bool scan_string(const char *s, size_t n, size_t *i, const char **str, size_t *len, bool *escaped)
 {
     size_t k = *i;
-    const char *q, *start = s + *i;
     *escaped = false;
     for (;;) {
-        const char *p;
+        k = next_special(s, n, k);
         if (k >= n) return false;
-        q = memchr(s + k, '"', n - k);
-        if (!q) return false;
-        for (p = q; p > start && p[-1] == '\\';) p--;
-        if ((q - p) % 2 == 0) break;  /* the run pairs off: the quote closes the string */
-        k = (size_t)(q - s) + 1;
+        if (s[k] == '"') break;
+        if (n - k < 2) return false;
+        *escaped = true;
+        k += 2;
     }
-    *escaped = memchr(start, '\\', (size_t)(q - start)) != NULL;
-    *str = start;
-    *len = (size_t)(q - start);
-    *i = (size_t)(q - s) + 1;
+    *str = s + *i;
+    *len = k - *i;
+    *i = k + 1;
+    return true;
+}
+
+/* The same, decoding as it goes: a string without escapes stays where it is; one with escapes
+ * is decoded at out (room for n - *i bytes: its text, the NUL, and a word's store past the
+ * text, all inside the bytes still to read), the words before each escape copied whole. False
+ * also for an escape cJSON would refuse. */
+static bool scan_string_decode(const char *s, size_t n, size_t *i, char *out, const char **str, size_t *len)
+{
+    size_t k = next_special(s, n, *i), o;
+    if (k >= n) return false;
+    if (s[k] == '"') {
+        *str = s + *i;
+        *len = k - *i;
+        *i = k + 1;
+        return true;
+    }
+    o = k - *i;
+    memcpy(out, s + *i, o);
+    for (;;) {
+        char c = k + 1 < n ? simple_escape[(unsigned char)s[k + 1]] : 0;
+        if (c) {    /* \" and \n, one every 8 bytes of a JSON line's text: here, not in a call */
+            out[o++] = c;
+            k += 2;
+        } else if (!unescape_one(s, n, &k, out, &o)) {
+            return false;
+        }
+#if WORDS
+        while (n - k >= 8) {
+            unsigned z = first_special(s + k);
+            memcpy(out + o, s + k, 8);
+            k += z;
+            o += z;
+            if (z < 8) break;
+        }
+#endif
+        while (k < n && s[k] != '"' && s[k] != '\\') out[o++] = s[k++];
+        if (k >= n) return false;
+        if (s[k] == '"') break;
+    }
+    out[o] = '\0';
+    *str = out;
+    *len = o;
+    *i = k + 1;
     return true;
 }
 
@@ -103,14 +249,11 @@ static bool scan_word(const char *s, size_t n, size_t *i, const char *w)
     return true;
 }
 
-bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
+/* buf: NULL, or room for n bytes where string values with escapes are decoded (each begins no
+ * later in buf than its text in s, so with its word stores it stays inside n). */
+static size_t scan_object(const char *s, size_t n, struct json_flat *out, char *buf)
 {
-    return json_flat_scan_at(s, n, out) != 0;
-}
-
-size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out)
-{
-    size_t i = skip_ws(s, n, 0);
+    size_t i = skip_ws(s, n, 0), used = 0;
     out->n = 0;
     if (i >= n || s[i++] != '{') return 0;
     i = skip_ws(s, n, i);
@@ -132,7 +275,12 @@ size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out)
         if (s[i] == '"') {
             i++;
             f->type = JF_STRING;
-            if (!scan_string(s, n, &i, &f->str, &f->str_len, &f->str_escaped)) return 0;
+            if (!buf) {
+                if (!scan_string(s, n, &i, &f->str, &f->str_len, &f->str_escaped)) return 0;
+            } else {
+                if (!scan_string_decode(s, n, &i, buf + used, &f->str, &f->str_len)) return 0;
+                if (f->str == buf + used) used += f->str_len + 1;
+            }
         } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
             f->type = JF_NUMBER;
             if (!scan_number(s, n, &i, &f->num)) return 0;
@@ -154,6 +302,21 @@ size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out)
     }
 }
 
+bool json_flat_scan(const char *s, size_t n, struct json_flat *out)
+{
+    return scan_object(s, n, out, NULL) != 0;
+}
+
+size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out)
+{
+    return scan_object(s, n, out, NULL);
+}
+
+bool json_flat_scan_decoded(const char *s, size_t n, struct json_flat *out, char *buf)
+{
+    return scan_object(s, n, out, buf) != 0;
+}
+
 const struct json_flat_field *json_flat_get(const struct json_flat *o, const char *key)
 {
     size_t l = strlen(key);
@@ -162,74 +325,16 @@ const struct json_flat_field *json_flat_get(const struct json_flat *o, const cha
     return NULL;
 }
 
-static int hex4(const char *s, size_t len, size_t i, unsigned *out)
-{
-    unsigned v = 0;
-    if (len - i < 4) return -1;
-    for (size_t k = i; k < i + 4; k++) {
-        char c = s[k];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 size_t json_flat_unescape(const char *s, size_t len, char *out)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned cp;
-        if (s[i] != '\\') {          /* the run up to the next backslash, in one copy */
-            const char *b = memchr(s + i, '\\', len - i);
-            size_t run = b ? (size_t)(b - (s + i)) : len - i;
-            memcpy(out + o, s + i, run);
-            o += run;
-            i += run - 1;
-            continue;
-        }
-        if (++i >= len) return (size_t)-1;
-        switch (s[i]) {
-        case '"': case '\\': case '/': out[o++] = s[i]; continue;
-        case 'b': out[o++] = '\b'; continue;
-        case 'f': out[o++] = '\f'; continue;
-        case 'n': out[o++] = '\n'; continue;
-        case 'r': out[o++] = '\r'; continue;
-        case 't': out[o++] = '\t'; continue;
-        case 'u': break;
-        default: return (size_t)-1;
-        }
-        /* \uXXXX (6 bytes in) never makes more than 3 bytes out; a pair (12) never more than 4 */
-        if (hex4(s, len, i + 1, &cp) < 0) return (size_t)-1;
-        i += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) return (size_t)-1;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned lo;
-            if (len - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || hex4(s, len, i + 3, &lo) < 0 ||
-                lo < 0xDC00 || lo > 0xDFFF)
-                return (size_t)-1;
-            i += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        if (cp == 0) return (size_t)-1; /* cJSON's strings end there: let it decide */
-        if (cp < 0x80) {
-            out[o++] = (char)cp;
-        } else if (cp < 0x800) {
-            out[o++] = (char)(0xC0 | (cp >> 6));
-            out[o++] = (char)(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out[o++] = (char)(0xE0 | (cp >> 12));
-            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-            out[o++] = (char)(0x80 | (cp & 0x3F));
-        } else {
-            out[o++] = (char)(0xF0 | (cp >> 18));
-            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-            out[o++] = (char)(0x80 | (cp & 0x3F));
-        }
+    size_t o = 0, i = 0;
+    while (i < len) {
+        const char *b = memchr(s + i, '\\', len - i);   /* the run up to it, in one copy */
+        size_t run = b ? (size_t)(b - (s + i)) : len - i;
+        memcpy(out + o, s + i, run);
+        o += run;
+        i += run;
+        if (i < len && !unescape_one(s, len, &i, out, &o)) return (size_t)-1;
     }
     out[o] = '\0';
     return o;

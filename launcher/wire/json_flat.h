@@ -36,6 +36,12 @@ bool json_flat_scan(const char *s, size_t n, struct json_flat *out);
  * with its closing brace, or 0 when it is not a flat object. */
 size_t json_flat_scan_at(const char *s, size_t n, struct json_flat *out);
 
+/* The same, with every string value's escapes decoded in the same pass: a value with escapes
+ * is decoded into buf (room for n bytes) and its field's str points there, NUL-terminated;
+ * str_escaped is never set. False also for an escape cJSON would refuse (json_flat_unescape's
+ * -1). The controller's "out" messages: one pass over their text instead of two. */
+bool json_flat_scan_decoded(const char *s, size_t n, struct json_flat *out, char *buf);
+
 /* The first member named key, or NULL (cJSON_GetObjectItemCaseSensitive's answer). */
 const struct json_flat_field *json_flat_get(const struct json_flat *o, const char *key);
 
