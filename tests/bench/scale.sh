@@ -21,7 +21,10 @@
 # BENCH_SCALE_PHASES (default "check plain pre"): the phases to run, e.g. "plain" alone to
 # compare two builds (DDPTOP_BUILD=DIR picks the build, tests/lib/scale.sh); BENCH_SCALE_PERF=FILE
 # records the controller with `perf record -g` over the CPU window of phase 2 into FILE;
-# BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there; BENCH_SCALE_SETTLE (default 5) is
+# BENCH_SCALE_PASSES=1 traces the controller's loop over the CPU window and the keys (`perf
+# record -a` of its poll() calls and context switches, tests/bench/loop_passes.py): each pass
+# between two polls on the CPU and waiting for a core, ddptop's own part of a key's latency
+# apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there; BENCH_SCALE_SETTLE (default 5) is
 # how long after every rank's first line the CPU window begins.
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
@@ -38,7 +41,9 @@ RANKS=$((NODES * RPN))
 TICKER=$SCALE_BUILD/bench/bench_ticker
 SOCK=ddpt-scale-$$
 . tests/lib/tmux.sh
+PASSES_PID=""
 cleanup() {
+    [ -n "$PASSES_PID" ] && kill -INT "$PASSES_PID" 2>/dev/null   # a perf still tracing (BENCH_SCALE_PASSES)
     scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
     tmux_cleanup
     # the NCCL directories of the bench's runs, whose agents the bed's end killed
@@ -194,6 +199,13 @@ FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
 sleep "${BENCH_SCALE_SETTLE:-5}"   # the lines the agents held during the flood, caught up
 LB0=$(log_bytes plain)
+PASSES_PID=""
+if [ -n "${BENCH_SCALE_PASSES:-}" ]; then   # the loop's passes over the CPU window and the keys
+    perf record -q -a -o "$SCALE_DIR/passes.data" \
+        -e syscalls:sys_enter_poll --filter "common_pid == $CTL" -e syscalls:sys_exit_poll --filter "common_pid == $CTL" \
+        -e sched:sched_switch --filter "prev_pid == $CTL || next_pid == $CTL" >/dev/null 2>&1 &
+    PASSES_PID=$!
+fi
 c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
 if [ -n "${BENCH_SCALE_PERF:-}" ]; then
     perf record -q ${BENCH_SCALE_PERF_CG:--g} -p "$CTL" -o "$BENCH_SCALE_PERF" -- sleep "$SECS" >/dev/null 2>&1
@@ -219,6 +231,13 @@ for ((k = 0; k < KEYS; k++)); do
     sleep 0.3
 done
 read -r K_MED K_MAX <<<"$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
+PASSES=""
+if [ -n "$PASSES_PID" ]; then
+    kill -INT "$PASSES_PID" 2>/dev/null
+    wait "$PASSES_PID" 2>/dev/null
+    PASSES=$(perf script -i "$SCALE_DIR/passes.data" -F time,event,trace 2>/dev/null |
+        /usr/bin/python3 tests/bench/loop_passes.py "$CTL")
+fi
 # The floor this machine sets: the same presses, timed the same way, to a bash loop in another
 # tmux session that shows "this help" on every other ?: tmux, the terminal and the scheduler
 # with the bed's processes and no ddptop in the way.
@@ -269,6 +288,7 @@ phase plain && echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS"
 phase pre && echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
 phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)); worst under 250 ms ($(verdict "$K_MAX" 250)) |"
 phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
+[ -n "${PASSES:-}" ] && printf '%s\n' "$PASSES"
 phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
 if [ -n "${REFUSED_PRE:-}" ]; then
