@@ -133,11 +133,12 @@ static void out_block(struct controller *c, int rank, int attempt, uint64_t q, e
     job_rank_output(c->job, rank, attempt, q, stream, flags, t, len, c->metrics, &obs);
 }
 
-static unsigned out_flags(const char *f)
+/* The "f" member (len bytes; NULL: absent) as LOG_LINE_* flags. */
+static unsigned out_flags(const char *f, size_t len)
 {
     unsigned flags = 0;
-    if (f && strchr(f, 'p')) flags |= LOG_LINE_PARTIAL;
-    if (f && strchr(f, 's')) flags |= LOG_LINE_SPLIT;
+    if (f && memchr(f, 'p', len)) flags |= LOG_LINE_PARTIAL;
+    if (f && memchr(f, 's', len)) flags |= LOG_LINE_SPLIT;
     return flags;
 }
 
@@ -172,23 +173,15 @@ static void on_out(struct controller *c, size_t i, struct wire_msg *wm)
     } else {
         return;
     }
-    out_block(c, rank, attempt, (uint64_t)q, stream, out_flags(f), t, len);
+    out_block(c, rank, attempt, (uint64_t)q, stream, out_flags(f, f ? strlen(f) : 0), t, len);
     free(raw);
 }
 
-/* A short string member (already decoded), or NULL when absent or not a string; *bad when it
- * is too long to be one the protocol sends. */
-static const char *flat_short_str(const struct json_flat *o, const char *key, char *buf, size_t cap, bool *bad)
+/* A string member (decoded by the scan), or NULL when absent or not a string. */
+static const struct json_flat_field *flat_str(const struct json_flat *o, const char *key)
 {
     const struct json_flat_field *v = json_flat_get(o, key);
-    if (!v || v->type != JF_STRING) return NULL;
-    if (v->str_len >= cap) {
-        *bad = true;
-        return NULL;
-    }
-    memcpy(buf, v->str, v->str_len);
-    buf[v->str_len] = '\0';
-    return buf;
+    return v && v->type == JF_STRING ? v : NULL;
 }
 
 /* "out", the message that comes 10,000 times a second with 1,024 ranks, without building a
@@ -199,10 +192,7 @@ static bool fast_out(struct controller *c, size_t i, const char *line, size_t n)
 {
     static const char head[] = "{\"ev\":\"out\",";
     struct json_flat o;
-    const struct json_flat_field *rk, *t, *q, *a;
-    char sbuf[16], fbuf[16];
-    const char *s, *f;
-    bool bad = false;
+    const struct json_flat_field *rk, *t, *q, *a, *s, *f;
     long long rank = -1, seq = 0, attempt = -1;
     if (n < sizeof head - 1 || memcmp(line, head, sizeof head - 1) != 0) return false;
     if (n > c->unesc_cap) {
@@ -211,11 +201,10 @@ static bool fast_out(struct controller *c, size_t i, const char *line, size_t n)
         c->unesc = xmalloc(c->unesc_cap);
     }
     if (!json_flat_scan_decoded(line, n, &o, c->unesc)) return false;
-    t = json_flat_get(&o, "t");
-    if (!t || t->type != JF_STRING || json_flat_get(&o, "dropped")) return false;
-    s = flat_short_str(&o, "s", sbuf, sizeof sbuf, &bad);
-    f = flat_short_str(&o, "f", fbuf, sizeof fbuf, &bad);
-    if (bad) return false;
+    t = flat_str(&o, "t");
+    if (!t || json_flat_get(&o, "dropped")) return false;
+    s = flat_str(&o, "s");
+    f = flat_str(&o, "f");
     ctl_link_heard(c, i);
     rk = json_flat_get(&o, "rank");
     q = json_flat_get(&o, "q");
@@ -226,8 +215,9 @@ static bool fast_out(struct controller *c, size_t i, const char *line, size_t n)
         (a && (a->type != JF_NUMBER || !json_whole_in(a->num, 0, INT_MAX, &attempt))))
         return false;
     if (ctl_rank_on_node(c, i, (int)rank) && seq_take(c, (int)rank, (uint64_t)seq))
-        out_block(c, (int)rank, (int)attempt, (uint64_t)seq, s && s[0] == 'e' ? LOG_STDERR : LOG_STDOUT,
-                  out_flags(f), t->str, t->str_len);
+        out_block(c, (int)rank, (int)attempt, (uint64_t)seq,
+                  s && s->str_len && s->str[0] == 'e' ? LOG_STDERR : LOG_STDOUT,
+                  out_flags(f ? f->str : NULL, f ? f->str_len : 0), t->str, t->str_len);
     return true;
 }
 

@@ -24,8 +24,8 @@
 # BENCH_SCALE_PASSES=1 traces the controller's loop over the CPU window and the keys (`perf
 # record -a` of its poll() calls and context switches, tests/bench/loop_passes.py): each pass
 # between two polls on the CPU and waiting for a core, ddptop's own part of a key's latency
-# apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there; BENCH_SCALE_SETTLE (default 5) is
-# how long after every rank's first line the CPU window begins.
+# apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there;
+# BENCH_SCALE_SETTLE (default 5) is how long after every rank's first line the CPU window begins.
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
 scale_bed_reexec "$@"
@@ -199,7 +199,6 @@ FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
 sleep "${BENCH_SCALE_SETTLE:-5}"   # the lines the agents held during the flood, caught up
 LB0=$(log_bytes plain)
-PASSES_PID=""
 if [ -n "${BENCH_SCALE_PASSES:-}" ]; then   # the loop's passes over the CPU window and the keys
     perf record -q -a -o "$SCALE_DIR/passes.data" \
         -e syscalls:sys_enter_poll --filter "common_pid == $CTL" -e syscalls:sys_exit_poll --filter "common_pid == $CTL" \
