@@ -26,6 +26,10 @@
 # BENCH_RECONNECT_PERF_ALL=FILE (`perf record -a -g` of the whole machine over the same window:
 #   the agents, bridges, sshd and ranks beside the controller),
 # BENCH_RECONNECT_KEEP=FILE (the run's events.jsonl kept there),
+# BENCH_RECONNECT_PIN=1 (the controller's machine apart from the nodes': the nodes' sshds, with
+#   all they start (agents, ranks, logins), and this script on CPU 0; ddptop, and the baseline's
+#   ssh clients, on CPU 1 alone: what a login node whose nodes are other machines would see,
+#   on a machine of two cores),
 # DDPTOP_BUILD=DIR (another build, e.g. the one before a change, to compare in the same hour).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -35,6 +39,8 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/run_job.sh
 ulimit -c 0
 
+PIN=${BENCH_RECONNECT_PIN:-0}
+NCPU=$(nproc)   # before the pinning below narrows this script to one
 NODES=${BENCH_RECONNECT_NODES:-16}
 PART_S=${BENCH_PARTITION_S:-60}
 REPEAT=${BENCH_REPEAT:-3}
@@ -86,6 +92,16 @@ for ((i = 0; i < NODES; i++)); do
     sshd_known_hosts_line "${A[i]}" 22 >>"$D/known_hosts"
     echo "$BUSER@${A[i]} slots=1" >>"$D/hosts"
 done
+CLIENT=()   # what runs the controller's side: ddptop and the baseline's ssh clients
+if [ "$PIN" = 1 ]; then
+    [ "$NCPU" -ge 2 ] || fail "BENCH_RECONNECT_PIN=1 needs 2 CPUs"
+    # every sshd (and so every agent, rank and login it starts later) and this script on CPU 0
+    for ((i = 0; i < NODES; i++)); do
+        for p in $(ip netns pids "${NETNS_NODE[i]}"); do taskset -a -p -c 0 "$p" >/dev/null || fail "taskset $p"; done
+    done
+    taskset -p -c 0 $$ >/dev/null || fail "taskset $$"
+    CLIENT=(taskset -c 1)
+fi
 SSH=(ssh -i "$KEY" -F "$D/ssh_config" -o "UserKnownHostsFile=$D/known_hosts" -o StrictHostKeyChecking=yes
      -o BatchMode=yes -o IdentitiesOnly=yes)
 "${SSH[@]}" "$BUSER@${A[0]}" true || fail "plain ssh to ${A[0]} as $BUSER failed"
@@ -94,6 +110,13 @@ now_ns() { date +%s%N; }
 links() { # links up|down: every node's eth0
     local i
     for ((i = 0; i < NODES; i++)); do ip -n "${NETNS_NODE[i]}" link set eth0 "$1" || return 1; done
+}
+cpu_snap() { # the busy and total jiffies of CPU 0 and CPU 1 (/proc/stat), for cpu_busy
+    awk '$1 == "cpu0" || $1 == "cpu1" { t = 0; for (i = 2; i <= NF; i++) t += $i; printf "%d %d ", t - $5 - $6, t }' /proc/stat
+}
+cpu_busy() { # cpu_busy "SNAP0" "SNAP1": "CPU 0 X%, CPU 1 Y% busy" between the two
+    awk -v a="$1" -v b="$2" 'BEGIN { split(a, x); split(b, y)
+        printf "CPU 0 %.0f%%, CPU 1 %.0f%% busy", 100 * (y[1] - x[1]) / (y[2] - x[2]), 100 * (y[3] - x[3]) / (y[4] - x[4]) }'
 }
 sample_for() { # sample_for SECONDS: rj_sample every 0.2 s for that long (the controller's RSS)
     local end=$(($(now_ns) + $1 * 1000000000))
@@ -109,6 +132,7 @@ T_START=$(now_ns)
 rj_start "$D/run.out" "$D/hosts" --headless --no-check --node-timeout 10 --known-hosts "$D/known_hosts" \
     -i "$KEY" -F "$D/ssh_config" --agent-dir "$D/agent" --log-dir "$D/logs" --workdir "$UHOME" \
     --run-id "$RID" -- "$D/bin/bench_ticker" 1
+[ "$PIN" = 1 ] && { taskset -a -p -c 1 "$RJ_PID" >/dev/null || fail "taskset ddptop"; }
 all_printing() {
     local r
     kill -0 "$RJ_PID" 2>/dev/null || return 0   # ended: checked below
@@ -140,6 +164,7 @@ elif [ -n "${BENCH_RECONNECT_PERF_ALL:-}" ]; then   # the whole machine over the
 fi
 links up || fail "could not bring the links up"
 T_UP=$(now_ns)
+SNAP_UP=$(cpu_snap)
 echo "links up; waiting until all $NODES nodes caught up (at most $CATCHUP_LIMIT_S s) ..."
 # The wait takes bash's builtins only: a grep, a date and a sleep every tenth of a second (and
 # the sample's awk and cat) took 7% of the two cores while the nodes replayed (a whole-machine
@@ -160,6 +185,7 @@ while [ "$caught" -lt "$NODES" ] && [ "${EPOCHREALTIME/./}" -lt "$deadline_us" ]
 done
 exec {EVFD}<&- {ZFD}<&-
 T_CAUGHT=$(now_ns)
+SNAP_CAUGHT=$(cpu_snap)
 [ -n "${BENCH_RECONNECT_KEEP:-}" ] && cp "$EV" "$BENCH_RECONNECT_KEEP"
 echo "link-up at $(date -u -d @$((T_UP / 1000000000)) +%H:%M:%S).$(printf %09d $((T_UP % 1000000000)) | cut -c1-3) UTC"
 [ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
@@ -307,7 +333,7 @@ ssh_all() { # ssh_all null|disk: prints the ms of NODES parallel ssh cat, fails 
     for ((i = 0; i < NODES; i++)); do
         dest=/dev/null
         [ "$1" = disk ] && dest=$D/base/out/n$i.dat
-        "${SSH[@]}" "$BUSER@${A[i]}" cat "$D/base/n$i.dat" >"$dest" </dev/null &
+        "${CLIENT[@]}" "${SSH[@]}" "$BUSER@${A[i]}" cat "$D/base/n$i.dat" >"$dest" </dev/null &
         BASE_PIDS+=($!)
     done
     for i in "${BASE_PIDS[@]}"; do wait "$i" || rc=1; done
@@ -324,7 +350,9 @@ best_of() { # best_of null|disk: the smallest ms of REPEAT runs
     done
     echo "$best"
 }
+SNAP_B0=$(cpu_snap)
 SSH_NULL_MS=$(best_of null) || fail "plain ssh cat failed"
+SNAP_B1=$(cpu_snap)
 SSH_DISK_MS=$(best_of disk) || fail "plain ssh cat > file failed"
 got=$(cat "$D/base/out"/n*.dat | wc -c)
 [ "$got" = "$SSH_TOTAL" ] || fail "plain ssh wrote $got bytes, want $SSH_TOTAL"
@@ -341,9 +369,11 @@ ratio() { if [ -n "$1" ] && [ "$1" != - ]; then awk -v a="$1" -v b="$2" 'BEGIN {
 
 echo
 echo "--- for docs/performance.md ---"
-echo "reconnect after a partition: measured $DATE on $(nproc) CPU cores ($CPU); load average $LOAD0 before, $LOAD1 after"
+echo "reconnect after a partition: measured $DATE on $NCPU CPU cores ($CPU); load average $LOAD0 before, $LOAD1 after"
 echo "setup: $NODES nodes (network namespaces on one bridge, sshd each, login user with a plain shell), 1 rank each printing"
 echo "  1,000 lines/s ($LOG_LINE_B-byte JSON lines), \`ddptop run --headless --no-check --node-timeout 10\`; every link down for $PART_S s, then up"
+[ "$PIN" = 1 ] && echo "pinned: ddptop and the baseline's ssh clients on CPU 1 alone; the nodes' sshds, agents, ranks and logins (and this script) on CPU 0;" \
+    "from link-up until all caught up: $(cpu_busy "$SNAP_UP" "$SNAP_CAUGHT"); the baseline's rounds (> /dev/null): $(cpu_busy "$SNAP_B0" "$SNAP_B1")"
 echo "all $NODES ranks printing $(awk -v ms="$START_MS" 'BEGIN { printf "%.1f", ms / 1000 }') s after the start"
 echo "unreachable: first $UNREACH_FIRST s, last $UNREACH_LAST s after link-down ($UNREACH_N/$NODES nodes)"
 echo "reconnected: first $RECON_FIRST s, last $RECON_LAST s after link-up ($RECON_N/$NODES nodes; $TRY_FAIL_EVENTS \"reconnect attempt failed\" events)"

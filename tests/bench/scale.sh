@@ -25,7 +25,11 @@
 # record -a` of its poll() calls and context switches, tests/bench/loop_passes.py): each pass
 # between two polls on the CPU and waiting for a core, ddptop's own part of a key's latency
 # apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there;
-# BENCH_SCALE_SETTLE (default 5) is how long after every rank's first line the CPU window begins.
+# BENCH_SCALE_SETTLE (default 5) is how long after every rank's first line the CPU window begins;
+# BENCH_SCALE_PIN=1: once every rank reports (phase 2), ddptop's side (the controller, the session
+# server and the dashboard's client, tmux and this script: the login node and its terminal) on
+# CPU 1 alone and the bed's nodes (pbs_tmrsh, agents, ranks) on CPU 0, for the CPU window, the
+# keys and the floor: what a login node whose nodes are other machines would see, on two cores.
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
 scale_bed_reexec "$@"
@@ -38,6 +42,7 @@ KEYS=${BENCH_SCALE_KEYS:-9}
 PHASES=" ${BENCH_SCALE_PHASES:-check plain pre} "
 phase() { [[ $PHASES == *" $1 "* ]]; }
 RANKS=$((NODES * RPN))
+NCPU=$(nproc)   # before BENCH_SCALE_PIN narrows this script to one
 TICKER=$SCALE_BUILD/bench/bench_ticker
 SOCK=ddpt-scale-$$
 . tests/lib/tmux.sh
@@ -61,7 +66,7 @@ command -v tmux >/dev/null || { echo "bench: tmux missing (make deps)" >&2; exit
 
 echo "scale benchmark: $NODES simulated nodes x $RPN ranks = $RANKS ranks, one metrics line a second each."
 echo "WARNING: this starts $((RANKS * 2 + NODES)) processes on this machine and keeps all its"
-echo "$(nproc) cores busy for several minutes (three phases of 1-3 minutes each at 1,024 x 8)."
+echo "$NCPU cores busy for several minutes (three phases of 1-3 minutes each at 1,024 x 8)."
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 scale_bed_start "$NODES" "$RPN" || exit 1
 mkdir -m 700 "$SCALE_DIR/xdg" && export XDG_RUNTIME_DIR=$SCALE_DIR/xdg
@@ -138,6 +143,39 @@ else:
     print("n/a")
 PY
 }
+# pin_sides TMUX_PID: every thread of the bed's processes on CPU 0, but ddptop's own (comm ddptop
+# or ddptop-session), tmux's server and this script on CPU 1 (BENCH_SCALE_PIN). Prints a summary.
+pin_sides() {
+    [ "$NCPU" -ge 2 ] || { echo "bench: BENCH_SCALE_PIN=1 needs 2 CPUs" >&2; return 1; }
+    scale_bed_procs >"$SCALE_DIR/bed.pids"   # python's stdin is its program
+    /usr/bin/python3 - "$1" "$$" "$SCALE_DIR/bed.pids" <<'PY'
+import os, sys
+ours, nodes = [int(sys.argv[1]), int(sys.argv[2])], []
+for line in open(sys.argv[3]):
+    pid = int(line)
+    try:
+        comm = open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        continue
+    (ours if comm in ("ddptop", "ddptop-session") else nodes).append(pid)
+def pin(pids, cpu):
+    n = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                os.sched_setaffinity(int(t), {cpu})
+                n += 1
+            except OSError:
+                pass
+    return n
+a, b = pin(nodes, 0), pin(ours, 1)
+print(f"{b} threads of ddptop, tmux and the bench on CPU 1; {a} threads of the bed's {len(nodes)} processes on CPU 0")
+PY
+}
 # start_run RUN [ARGS...]: the run in a new tmux session RUN; sets CTL (the controller) and
 # FIRST_MS (time to every rank's first line), or fails saying why.
 FLOOD_KEYS=""
@@ -198,6 +236,10 @@ FLOOD_KEYS=1 start_run plain --no-check || exit 1
 FIRST_PLAIN=$FIRST_MS
 LAUNCH_PLAIN=$(launch_s plain "$RUN_T0")
 sleep "${BENCH_SCALE_SETTLE:-5}"   # the lines the agents held during the flood, caught up
+PINNED=""
+if [ "${BENCH_SCALE_PIN:-0}" = 1 ]; then
+    PINNED=$(pin_sides "$(T display -p '#{pid}')") || exit 1
+fi
 LB0=$(log_bytes plain)
 if [ -n "${BENCH_SCALE_PASSES:-}" ]; then   # the loop's passes over the CPU window and the keys
     perf record -q -a -o "$SCALE_DIR/passes.data" \
@@ -257,6 +299,7 @@ SCREEN=$(T capture-pane -p -t plain | head -3)
 PROCS=$(scale_bed_count)
 scale_bed_kill
 T kill-session -t plain 2>/dev/null
+[ -n "$PINNED" ] && taskset -p -c "0-$((NCPU - 1))" $$ >/dev/null   # phase 3 on every core again
 sleep 2
 fi
 
@@ -288,6 +331,7 @@ phase pre && echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE"
 phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)); worst under 250 ms ($(verdict "$K_MAX" 250)) |"
 phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
 [ -n "${PASSES:-}" ] && printf '%s\n' "$PASSES"
+[ -n "$PINNED" ] && echo "| (the CPU window, the keys and the floor above ran pinned: $PINNED) | | |"
 phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
 if [ -n "${REFUSED_PRE:-}" ]; then
@@ -299,6 +343,6 @@ if phase plain; then
     printf '%s\n' "$SCREEN"
 fi
 echo "build: $SCALE_BUILD ($(git -C "$SCALE_BUILD/.." rev-parse --short HEAD 2>/dev/null || echo '?'))"
-echo "machine: $(nproc) cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
+echo "machine: $NCPU cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
      "$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)), $(uname -sr);" \
      "load average $LOAD0 before, $LOAD1 after; $(date -u '+%Y-%m-%d %H:%M UTC')"
