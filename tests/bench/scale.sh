@@ -22,7 +22,8 @@
 # compare two builds (DDPTOP_BUILD=DIR picks the build, tests/lib/scale.sh); BENCH_SCALE_PERF=FILE
 # records the controller with `perf record -g` over the CPU window of phase 2 into FILE;
 # BENCH_SCALE_PASSES=1 traces the controller's loop over the CPU window and the keys (`perf
-# record -a` of its poll() calls and context switches, tests/bench/loop_passes.py): each pass
+# record -a` of its poll() calls and context switches, tests/bench/loop_passes.py), and over the
+# flood of first lines of phase 2, from the moment the controller is found: each pass
 # between two polls on the CPU and waiting for a core, ddptop's own part of a key's latency
 # apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there;
 # BENCH_SCALE_SETTLE (default 5) is how long after every rank's first line the CPU window begins;
@@ -48,7 +49,7 @@ SOCK=ddpt-scale-$$
 . tests/lib/tmux.sh
 PASSES_PID=""
 cleanup() {
-    [ -n "$PASSES_PID" ] && kill -INT "$PASSES_PID" 2>/dev/null   # a perf still tracing (BENCH_SCALE_PASSES)
+    [ -n "$PASSES_PID" ] && passes_stop   # a perf still tracing (BENCH_SCALE_PASSES)
     scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
     tmux_cleanup
     # the NCCL directories of the bench's runs, whose agents the bed's end killed
@@ -176,9 +177,34 @@ a, b = pin(nodes, 0), pin(ours, 1)
 print(f"{b} threads of ddptop, tmux and the bench on CPU 1; {a} threads of the bed's {len(nodes)} processes on CPU 0")
 PY
 }
+# passes_begin NAME / passes_stop / passes_report NAME (BENCH_SCALE_PASSES): traces the
+# controller's poll() calls and its context switches into SCALE_DIR/NAME.data until passes_stop;
+# passes_report prints tests/bench/loop_passes.py's table of the loop's passes.
+passes_begin() {
+    perf record -q -a -o "$SCALE_DIR/$1.data" \
+        -e syscalls:sys_enter_poll --filter "common_pid == $CTL" -e syscalls:sys_exit_poll --filter "common_pid == $CTL" \
+        -e sched:sched_switch --filter "prev_pid == $CTL || next_pid == $CTL" >/dev/null 2>&1 &
+    PASSES_PID=$!
+}
+passes_stop() { # perf ends on SIGINT, but one that comes while it still sets up is lost (a
+    # background job of this script starts with SIGINT ignored): sent again until perf is gone
+    local i
+    for ((i = 0; i < 60; i++)); do
+        kill -INT "$PASSES_PID" 2>/dev/null || break
+        [ "$(awk '{ print $3 }' "/proc/$PASSES_PID/stat" 2>/dev/null)" = Z ] && break
+        sleep 0.5
+    done
+    kill -KILL "$PASSES_PID" 2>/dev/null
+    wait "$PASSES_PID" 2>/dev/null
+    PASSES_PID=""
+}
+passes_report() {
+    perf script -i "$SCALE_DIR/$1.data" -F time,event,trace 2>/dev/null | /usr/bin/python3 tests/bench/loop_passes.py "$CTL"
+}
 # start_run RUN [ARGS...]: the run in a new tmux session RUN; sets CTL (the controller) and
 # FIRST_MS (time to every rank's first line), or fails saying why.
 FLOOD_KEYS=""
+FLOOD_PASSES=""
 start_run() {
     local run=$1 t0 n=0 end
     shift
@@ -190,7 +216,10 @@ start_run() {
     CTL=""
     REFUSED=""
     while [ $SECONDS -lt $end ]; do
-        [ -z "$CTL" ] && CTL=$(controller_pid)
+        if [ -z "$CTL" ]; then
+            CTL=$(controller_pid)
+            [ -n "$CTL" ] && [ -n "$FLOOD_KEYS" ] && [ -n "${BENCH_SCALE_PASSES:-}" ] && passes_begin flood
+        fi
         n=$(reporting "$run")
         [ "$n" -ge "$RANKS" ] && break
         # the dashboard answers keys while the first lines pour in (issue 32): a press of ? to
@@ -208,6 +237,7 @@ start_run() {
         sleep 0.5
     done
     FIRST_MS=$(($(now_ms) - t0))
+    [ -n "$PASSES_PID" ] && passes_stop && FLOOD_PASSES=$(passes_report flood)
     if [ "$n" -lt "$RANKS" ] || [ -z "$CTL" ]; then
         echo "bench: $run: $n of $RANKS ranks reported within 600 s (controller ${CTL:-not found}); the screen:" >&2
         T capture-pane -p -t "$run" | head -20 >&2
@@ -241,12 +271,7 @@ if [ "${BENCH_SCALE_PIN:-0}" = 1 ]; then
     PINNED=$(pin_sides "$(T display -p '#{pid}')") || exit 1
 fi
 LB0=$(log_bytes plain)
-if [ -n "${BENCH_SCALE_PASSES:-}" ]; then   # the loop's passes over the CPU window and the keys
-    perf record -q -a -o "$SCALE_DIR/passes.data" \
-        -e syscalls:sys_enter_poll --filter "common_pid == $CTL" -e syscalls:sys_exit_poll --filter "common_pid == $CTL" \
-        -e sched:sched_switch --filter "prev_pid == $CTL || next_pid == $CTL" >/dev/null 2>&1 &
-    PASSES_PID=$!
-fi
+[ -n "${BENCH_SCALE_PASSES:-}" ] && passes_begin passes   # over the CPU window and the keys
 c0=$(cpu_ticks "$CTL"); t0=$(date +%s%N)
 if [ -n "${BENCH_SCALE_PERF:-}" ]; then
     perf record -q ${BENCH_SCALE_PERF_CG:--g} -p "$CTL" -o "$BENCH_SCALE_PERF" -- sleep "$SECS" >/dev/null 2>&1
@@ -273,12 +298,7 @@ for ((k = 0; k < KEYS; k++)); do
 done
 read -r K_MED K_MAX <<<"$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[NR] }')"
 PASSES=""
-if [ -n "$PASSES_PID" ]; then
-    kill -INT "$PASSES_PID" 2>/dev/null
-    wait "$PASSES_PID" 2>/dev/null
-    PASSES=$(perf script -i "$SCALE_DIR/passes.data" -F time,event,trace 2>/dev/null |
-        /usr/bin/python3 tests/bench/loop_passes.py "$CTL")
-fi
+[ -n "$PASSES_PID" ] && passes_stop && PASSES=$(passes_report passes)
 # The floor this machine sets: the same presses, timed the same way, to a bash loop in another
 # tmux session that shows "this help" on every other ?: tmux, the terminal and the scheduler
 # with the bed's processes and no ddptop in the way.
@@ -332,6 +352,7 @@ phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | medi
 phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
 [ -n "${PASSES:-}" ] && printf '%s\n' "$PASSES"
 [ -n "$PINNED" ] && echo "| (the CPU window, the keys and the floor above ran pinned: $PINNED) | | |"
+[ -n "${FLOOD_PASSES:-}" ] && printf '%s\n' "$FLOOD_PASSES" | sed 's/^| the /| during the flood: the /'
 phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
 if [ -n "${REFUSED_PRE:-}" ]; then
