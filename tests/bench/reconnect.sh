@@ -37,6 +37,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/sshd.sh
 . tests/lib/netns.sh
 . tests/lib/run_job.sh
+. tests/lib/perf.sh
 ulimit -c 0
 
 PIN=${BENCH_RECONNECT_PIN:-0}
@@ -188,7 +189,7 @@ T_CAUGHT=$(now_ns)
 SNAP_CAUGHT=$(cpu_snap)
 [ -n "${BENCH_RECONNECT_KEEP:-}" ] && cp "$EV" "$BENCH_RECONNECT_KEEP"
 echo "link-up at $(date -u -d @$((T_UP / 1000000000)) +%H:%M:%S).$(printf %09d $((T_UP % 1000000000)) | cut -c1-3) UTC"
-[ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
+[ -n "$PERF_PID" ] && perf_stop "$PERF_PID"
 rj_sample
 HWM_KB=$RJ_HWM_KB
 CPU_CATCHUP=$(awk -v t="$((RJ_CPU_TICKS - TICKS_UP))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')

@@ -47,6 +47,7 @@ NCPU=$(nproc)   # before BENCH_SCALE_PIN narrows this script to one
 TICKER=$SCALE_BUILD/bench/bench_ticker
 SOCK=ddpt-scale-$$
 . tests/lib/tmux.sh
+. tests/lib/perf.sh
 PASSES_PID=""
 cleanup() {
     [ -n "$PASSES_PID" ] && passes_stop   # a perf still tracing (BENCH_SCALE_PASSES)
@@ -186,18 +187,7 @@ passes_begin() {
         -e sched:sched_switch --filter "prev_pid == $CTL || next_pid == $CTL" >/dev/null 2>&1 &
     PASSES_PID=$!
 }
-passes_stop() { # perf ends on SIGINT, but one that comes while it still sets up is lost (a
-    # background job of this script starts with SIGINT ignored): sent again until perf is gone
-    local i
-    for ((i = 0; i < 60; i++)); do
-        kill -INT "$PASSES_PID" 2>/dev/null || break
-        [ "$(awk '{ print $3 }' "/proc/$PASSES_PID/stat" 2>/dev/null)" = Z ] && break
-        sleep 0.5
-    done
-    kill -KILL "$PASSES_PID" 2>/dev/null
-    wait "$PASSES_PID" 2>/dev/null
-    PASSES_PID=""
-}
+passes_stop() { perf_stop "$PASSES_PID"; PASSES_PID=""; }
 passes_report() {
     perf script -i "$SCALE_DIR/$1.data" -F time,event,trace 2>/dev/null | /usr/bin/python3 tests/bench/loop_passes.py "$CTL"
 }
