@@ -78,6 +78,23 @@ else
         "$(for p in $(scale_bed_procs); do echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-100)"; done | head -10)"
 fi
 
+# 1b. The launch's spawns spread over the loop's passes (ctl_spawn_more), one node a pass here
+# (DDPTOP_TEST_SPAWN_PASS_NODES=1, the tests' own: 256 passes, as 1,024 nodes' spawns spread on
+# a slow machine): rank 0 fails at once, while most nodes' spawns are still due. The stop reaches
+# every node after its spawn: the job fails with rank 0 as the root cause, every rank's exit is
+# recorded, and nothing of the job is left running.
+DDPTOP_TEST_SPAWN_PASS_NODES=1 rj_run "$D/spread.out" --limit 90 --pbs --headless --no-check --log-dir "$D/logs" \
+    --run-id spread --max-restarts 0 -- sh -c 'if [ "$RANK" = 0 ]; then echo "rank 0 gives up" >&2; exit 3; fi; exec sleep 600'
+rj_expect_rc "spawns spread one node a pass, rank 0 fails at once: the job fails (exit 1)" 1
+ev_assert "the root cause is rank 0's exit 3; every one of the $RANKS ranks has its exit" "$D/logs/spread/events.jsonl" \
+    'cause is not None and cause["rank"] == 0 and cause.get("exit_code") == 3' \
+    "sorted(set(e['rank'] for e in ev('exit') + ev('failure') if e['rank'] is not None)) == list(range($RANKS))"
+if wait_until 20 bed_empty; then
+    tap_ok "after the spread launch's failure, nothing of it is left running"
+else
+    tap_fail "after the spread launch's failure, nothing of it is left running" "$(scale_bed_count) processes in the bed"
+fi
+
 # 2. ddptop check over the 256 nodes.
 t0=$(date +%s)
 timeout 90 "$SCALE_DDPTOP" check --pbs --json >"$D/check.json" 2>"$D/check.err"

@@ -193,6 +193,26 @@ static void test_defaults_scale_with_ranks(void)
     tjob_free(j);
 }
 
+/* At 8,192 ranks (1,024 nodes x 8) the per-rank floors stay within the job-wide budgets: the
+ * controller's memory for the rings does not grow with the run past about 200 MiB. */
+static void test_defaults_8192_ranks_within_budget(void)
+{
+    int per_node[1024];
+    for (int i = 0; i < 1024; i++) per_node[i] = 8;
+    struct job *j = tjob_new("huge", tmpdir, 0, NULL, NULL, per_node, 1024, err, sizeof err);
+    if (!j) { CHECK(0); return; }
+    CHECK_INT(j->n_ranks, 8192);
+    CHECK(j->log_max_lines * 8192 <= 1000000);
+    CHECK(j->log_max_bytes * 8192 <= 128u * 1024 * 1024);
+    CHECK(j->series_max * 8192 <= 1000000);
+    CHECK(j->log_max_lines >= 100 && j->series_max >= 100); /* a screen of lines, a chart */
+    /* a full ring: its lines stop at the bound (the oldest dropped) */
+    for (int k = 0; k < 300; k++) job_log_append(j, 8191, LOG_STDOUT, 0, "a metrics line of seventy bytes or so", 37);
+    CHECK_INT(j->ranks[8191].log.count, j->log_max_lines);
+    CHECK(j->ranks[8191].log.cap <= j->log_max_lines);
+    tjob_free(j);
+}
+
 /* 1024 ranks keep 1024 log files open: a low soft descriptor limit is raised. */
 static void test_many_ranks_fd_limit(void)
 {
@@ -647,6 +667,7 @@ int main(void)
     RUN(test_ring_reuses_buffers);
     RUN(test_ring_grows_on_demand);
     RUN(test_defaults_scale_with_ranks);
+    RUN(test_defaults_8192_ranks_within_budget);
     RUN(test_many_ranks_fd_limit);
     RUN(test_log_file_exact);
     RUN(test_attempt_dirs);

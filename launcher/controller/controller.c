@@ -49,6 +49,10 @@ void ctl_launch_begin(struct controller *c)
     connect_nodes(c);
 }
 
+/* How long a pass sends spawn requests (ctl_spawn_more): the rest go in the next passes, which
+ * do not wait. A key waits for the end of the pass it came in (controller_run.c). */
+#define SPAWN_PASS_MS 10
+
 static void spawn_all(struct controller *c)
 {
     char err[512];
@@ -78,11 +82,13 @@ static void spawn_all(struct controller *c)
         nd->stop_id = 0;
         nd->stopped = false;
         nd->holds_ranks = true;
-        ctl_send(c, i, ctl_spawn_request(c, i, &nd->spawn_id));
+        ctl_spawn_due(c, i); /* sent from this pass on, a few ms a pass (ctl_spawn_more) */
         job_node_running(j, i);
     }
+    c->spawn_next = 0;
     job_running(j);
     ctl_record_write(c); /* what `ddptop attach` needs to take the run over */
+    ctl_spawn_more(c, SPAWN_PASS_MS);
 }
 
 /* LAUNCHING: spawn once every node greeted; a node that never does is lost, and without it
@@ -337,6 +343,7 @@ static void decide(struct controller *c)
 
 void ctl_progress(struct controller *c)
 {
+    if (c->spawns_due) ctl_spawn_more(c, SPAWN_PASS_MS); /* the launch's spawns, spread over passes */
     decide(c);
     if (c->job->state == JOB_CHECKING) check_progress(c);
     else if (c->job->state == JOB_LAUNCHING) connect_progress(c);

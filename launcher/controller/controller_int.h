@@ -97,6 +97,7 @@ struct cnode {
     bool no_reconnect;        /* the agent said it cannot be reached again (no socket) */
     bool watchdog_fired;      /* --agent-grace 0: its agent said its watchdog ended it */
     int spawn_id;             /* the request of this attempt; 0: not sent */
+    bool spawn_due;           /* its spawn waits its turn (ctl_spawn_due), spawn_id still 0 */
     bool spawn_answered;
     int stop_id;              /* the stop request in flight; 0: none */
     bool stopped;             /* answered the stop (or lost) */
@@ -167,6 +168,9 @@ struct controller {
     int64_t fe_due_ms;
     bool more_lines;            /* a node has lines left unread: poll without waiting */
     size_t pump_from;           /* the node the next pass reads first (a pass cut short) */
+    size_t spawns_due;          /* nodes whose spawn waits its turn (ctl_spawn_more) */
+    size_t spawn_next;          /* the node ctl_spawn_more looks at first */
+    size_t spawn_pass_nodes;    /* the tests' DDPTOP_TEST_SPAWN_PASS_NODES: at most this many a pass */
     int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
     uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
     bool transport_noticed;     /* how the agents start was said in an event (once per run) */
@@ -415,6 +419,12 @@ int64_t ctl_hello_timeout_ms(const struct controller *c);
 struct rank_env_in ctl_rank_env_in(const struct controller *c, size_t node, int k);
 /* The spawn request of node i for the present attempt (its id in *id). */
 cJSON *ctl_spawn_request(struct controller *c, size_t node, int *id);
+/* Node i's spawn for the present attempt is due: ctl_spawn_more sends it in its turn, or
+ * ctl_send before any other request to that node, whichever comes first. */
+void ctl_spawn_due(struct controller *c, size_t node);
+/* Sends due spawns, in node order, until budget_ms have passed; true while some remain (the
+ * loop does not sleep then). */
+bool ctl_spawn_more(struct controller *c, int64_t budget_ms);
 /* Asks node's agent to stop its ranks (SIGTERM, SIGKILL after --term-timeout). */
 void ctl_send_stop(struct controller *c, size_t node);
 /* One agent no longer needed (a spare after the preflight, a node out of the active set, or

@@ -18,8 +18,13 @@
 
 extern char **environ;
 
+static void spawn_send(struct controller *c, size_t node);
+
 void ctl_send(struct controller *c, size_t node, cJSON *msg)
 {
+    /* whatever else the agent hears this attempt comes after its spawn, as when every spawn
+     * went in one pass (a stop, a stack dump's request) */
+    if (c->nodes[node].spawn_due) spawn_send(c, node);
     char *s = wire_line(msg);
     ctl_send_line(c, node, s);
     free(s);
@@ -151,6 +156,14 @@ void ctl_connect_nodes(struct controller *c, bool *renewed)
 
 /* ---- spawning, stopping --------------------------------------------------------------------- */
 
+/* Where node i is reached: its transport's address, or (while it has none: away, its spawn
+ * still due) the one it had. */
+static const char *node_address(const struct controller *c, size_t i)
+{
+    if (c->nodes[i].t) return transport_address(c->nodes[i].t);
+    return c->job->nodes[i].addr ? c->job->nodes[i].addr : "127.0.0.1";
+}
+
 struct rank_env_in ctl_rank_env_in(const struct controller *c, size_t i, int k)
 {
     const struct job *j = c->job;
@@ -159,7 +172,7 @@ struct rank_env_in ctl_rank_env_in(const struct controller *c, size_t i, int k)
         .rank = ni->first_rank + k, .local_rank = k, .node = ni->node_rank, .local_world_size = ni->n_ranks,
         .world_size = j->world_size, .nnodes = (int)ctl_active_count(c),
         /* the first active node: node 0 unless it was excluded (--nnodes) */
-        .master_addr = transport_address(c->nodes[ctl_first_active(c)].t),
+        .master_addr = node_address(c, ctl_first_active(c)),
         .master_port = c->o.nodes.master_port, .attempt = j->attempt, .max_restarts = j->max_restarts,
         .run_id = j->run_id, .token = c->token, .exports = &c->exports, .cli_env = c->o.nodes.env,
         .n_cli_env = c->o.nodes.n_env, .host = c->hl ? &c->hl->hosts[i] : NULL,
@@ -174,7 +187,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     bool remote = c->hl != NULL; /* hosts named: the nodes are other machines */
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
-    if (remote) job_node_address(j, i, transport_address(c->nodes[i].t));   /* a peer's address finds it */
+    if (remote && c->nodes[i].t) job_node_address(j, i, transport_address(c->nodes[i].t)); /* a peer's address finds it */
     argv = cJSON_AddArrayToObject(m, "argv");
     if (c->user_argv) {
         for (size_t k = 0; c->user_argv[k]; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(c->user_argv[k]));
@@ -193,10 +206,12 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     cJSON_AddStringToObject(m, "run", j->run_id);
     cJSON_AddNumberToObject(m, "node", (double)i);
     ranks = cJSON_AddArrayToObject(m, "ranks");
+    struct rank_env_in in = ctl_rank_env_in(c, i, 0); /* its node's count: once a node, not a rank */
     for (int k = 0; k < ni->n_ranks; k++) {
         struct env_list env = {0};
-        struct rank_env_in in = ctl_rank_env_in(c, i, k);
         cJSON *r = cJSON_CreateObject(), *e;
+        in.rank = ni->first_rank + k;
+        in.local_rank = k;
         plan_rank_env(&in, &env);
         if (k == 0) { /* the same for every rank of a node: run id, attempt, the node's keys */
             const char *prefix = plan_trace_prefix(&env);
@@ -231,6 +246,45 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     return m;
 }
 
+/* At 1,024 nodes x 8 ranks the spawn requests took 190 ms of CPU on the developers' machine
+ * (8,192 environments made and printed), and a key waits for the end of the pass they are sent
+ * in (issue 32): spawn_all marks them due, and each pass sends them for a few ms. Their order
+ * for each agent stays as if all went at once: ctl_send sends a node's due spawn before
+ * anything else to that node; the pings (ctl_send_line) may go before it, as they did before
+ * the spawn. */
+void ctl_spawn_due(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    if (!nd->spawn_due) c->spawns_due++;
+    nd->spawn_due = true;
+    nd->spawn_id = 0;  /* an answer to the last attempt's spawn is not this one's */
+}
+
+static void spawn_send(struct controller *c, size_t i)
+{
+    struct cnode *nd = &c->nodes[i];
+    nd->spawn_due = false;
+    c->spawns_due--;
+    ctl_send(c, i, ctl_spawn_request(c, i, &nd->spawn_id));
+}
+
+bool ctl_spawn_more(struct controller *c, int64_t budget_ms)
+{
+    int64_t from = mono_ms();
+    size_t sent = 0;
+    for (size_t k = 0; c->spawns_due && k < c->n; k++) {
+        size_t i = (c->spawn_next + k) % c->n;
+        if (!c->nodes[i].spawn_due) continue;
+        spawn_send(c, i);
+        if (mono_ms() - from >= budget_ms || ++sent == c->spawn_pass_nodes) {
+            c->spawn_next = (i + 1) % c->n;
+            return c->spawns_due > 0;
+        }
+    }
+    c->spawn_next = 0;
+    return c->spawns_due > 0;
+}
+
 void ctl_send_stop(struct controller *c, size_t i)
 {
     cJSON *m = ctl_request(c, i, WIRE_OP_STOP, WIRE_TAG_STOP, &c->nodes[i].stop_id);
@@ -247,6 +301,10 @@ void ctl_release_node(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
     if (!nd->t || nd->released) return;
+    if (nd->spawn_due) { /* never sent: nothing to start only to stop */
+        nd->spawn_due = false;
+        c->spawns_due--;
+    }
     if (ctl_node_usable(nd)) {
         int id;
         ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
@@ -262,6 +320,7 @@ void ctl_release_all(struct controller *c, bool abandon)
         struct cnode *nd = &c->nodes[i];
         if (!nd->t || nd->released) continue;
         if (abandon || (nd->away && !nd->lost)) {
+            if (nd->spawn_due) spawn_send(c, i); /* the record says its ranks run: the agent keeps them */
             transport_detach(nd->t);
             continue;
         }

@@ -138,6 +138,10 @@ struct controller *controller_new(const struct run_opts *o, const struct hostlis
             env_list_set(&c->exports, job_vars[i], getenv(job_vars[i]));
     c->metrics = metrics_parser_new(o->loss_regex, err, errlen);
     if (!c->metrics) goto fail;
+    /* The tests' own (never set it elsewhere): the launch's spawns spread over at least
+     * nodes / N passes, as 1,024 nodes' spawns are on a slow machine (ctl_spawn_more). */
+    const char *spn = getenv("DDPTOP_TEST_SPAWN_PASS_NODES");
+    c->spawn_pass_nodes = spn ? strtoul(spn, NULL, 10) : 0;
     hang_opts_init(&c->hang);
     c->hang.hang_timeout_s = o->hang_timeout_s;
     c->hang.straggler_steps = o->straggler_steps;
@@ -297,7 +301,7 @@ static void timers(struct controller *c)
 static int loop_timeout(struct controller *c, bool any_node)
 {
     int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.nodes.transport.kind) : 1000);
-    if (c->more_lines && !c->writer_full) return 0;
+    if ((c->more_lines && !c->writer_full) || c->spawns_due) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
     if ((job_is_running(c->job) || job_is_stopping(c->job)) && c->next_link_ms < wake) wake = c->next_link_ms;

@@ -16,6 +16,9 @@
 #include "util/util.h"
 
 #define RANK_BUF (64 * 1024)
+/* A rank's buffer starts this small: 8,192 ranks at a line a second each touched a page of a
+ * 64 KiB buffer, 40 MiB of the controller's memory in the writer's arena (issue 32). */
+#define RANK_BUF_MIN 1024
 /* With a kicking loop (logw_kick), rank bytes queued past this wake the thread at once. */
 #define LOGW_WAKE_BYTES (1024 * 1024)
 #define FREE_STALL_S 30
@@ -53,7 +56,7 @@ struct wrank {
     int fd, attempt;          /* the open log (-1) and its attempt */
     uint64_t bytes;           /* its size */
     char *buf;
-    size_t len;
+    size_t len, cap;          /* cap: RANK_BUF_MIN, doubled up to RANK_BUF as the rank needs */
     uint64_t buf_seq, buf_base;
     int buf_attempt;
     /* what is written (not only buffered): what the next index says */

@@ -9,7 +9,8 @@
 #  2. `ddptop run --no-check` with the dashboard open in tmux (200x50): the time to every
 #     rank's first line, then, once every rank reports, the controller's CPU over
 #     BENCH_SCALE_SECONDS (default 30) (utime + stime of the controller process, /proc/PID/stat),
-#     its VmRSS and VmHWM, and the time the dashboard takes to answer a key (BENCH_SCALE_KEYS
+#     its VmRSS and VmHWM (and where that memory is: the heap, thread arenas, large
+#     allocations, files, from /proc/PID/smaps), and the time the dashboard takes to answer a key (BENCH_SCALE_KEYS
 #     presses of ?, opening and closing the help, each timed from send-keys until capture-pane
 #     shows the change; median and worst);
 #  3. the same run with the preflight (no --no-check): the time to every rank's first line and
@@ -25,7 +26,9 @@
 # record -a` of its poll() calls and context switches, tests/bench/loop_passes.py), and over the
 # flood of first lines of phase 2, from the moment the controller is found: each pass
 # between two polls on the CPU and waiting for a core, ddptop's own part of a key's latency
-# apart from the scheduler's; BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there;
+# apart from the scheduler's; BENCH_SCALE_PASSES=2 also samples the controller's stacks (`perf
+# record --call-graph dwarf -p`) and prints, on stderr, what its longest passes on the CPU did
+# (tests/bench/pass_profile.py); BENCH_SCALE_KEEP=FILE keeps phase 2's events.jsonl there;
 # BENCH_SCALE_SETTLE (default 5) is how long after every rank's first line the CPU window begins;
 # BENCH_SCALE_PIN=1: once every rank reports (phase 2), ddptop's side (the controller, the session
 # server and the dashboard's client, tmux and this script: the login node and its terminal) on
@@ -49,6 +52,7 @@ SOCK=ddpt-scale-$$
 . tests/lib/tmux.sh
 . tests/lib/perf.sh
 PASSES_PID=""
+PROF_PID=""
 cleanup() {
     [ -n "$PASSES_PID" ] && passes_stop   # a perf still tracing (BENCH_SCALE_PASSES)
     scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
@@ -130,6 +134,27 @@ log_bytes() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -printf '%s
 reporting() { find "$SCALE_DIR/logs/$1/attempt-0" -name 'rank-*.log' -size +0 2>/dev/null | wc -l; }
 cpu_ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# mem_where PID: where its resident memory is (/proc/PID/smaps): the main heap, glibc's
+# per-thread arenas (the log writer's), other anonymous mappings (large allocations), files
+mem_where() {
+    /usr/bin/python3 - "$1" <<'PY' 2>/dev/null
+import re, sys
+r, n, kind = {}, 0, None
+for line in open(f"/proc/{sys.argv[1]}/smaps"):
+    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(\S*)", line)
+    if m:
+        start, kb, name = int(m.group(1), 16), (int(m.group(2), 16) - int(m.group(1), 16)) // 1024, m.group(3)
+        # a thread's arena: heaps of up to 64 MiB, each aligned to 64 MiB (glibc's HEAP_MAX_SIZE)
+        kind = ("heap" if name == "[heap]" else "file" if name.startswith("/") else "other" if name
+                else "arena" if start % (64 << 20) == 0 and kb <= 65536 else "anon")
+    elif line.startswith("Rss:"):
+        kb = int(line.split()[1])
+        r[kind] = r.get(kind, 0) + kb
+        n += kind == "arena" and kb > 0
+print("heap %d MiB, thread arenas %d MiB (%d), other anonymous %d MiB, files %d MiB" %
+      tuple(x // 1024 if i != 2 else x for i, x in enumerate([r.get("heap", 0), r.get("arena", 0), n, r.get("anon", 0), r.get("file", 0)])))
+PY
+}
 # launch_s RUN T0_MS: seconds from T0 to the run's launch event
 launch_s() {
     /usr/bin/python3 - "$SCALE_DIR/logs/$1/events.jsonl" "$2" <<'PY'
@@ -186,10 +211,22 @@ passes_begin() {
         -e syscalls:sys_enter_poll --filter "common_pid == $CTL" -e syscalls:sys_exit_poll --filter "common_pid == $CTL" \
         -e sched:sched_switch --filter "prev_pid == $CTL || next_pid == $CTL" >/dev/null 2>&1 &
     PASSES_PID=$!
+    PROF_PID=""
+    if [ "${BENCH_SCALE_PASSES:-}" = 2 ]; then
+        perf record -q --call-graph dwarf,16384 -F 997 -p "$CTL" -o "$SCALE_DIR/$1-prof.data" >/dev/null 2>&1 &
+        PROF_PID=$!
+    fi
 }
-passes_stop() { perf_stop "$PASSES_PID"; PASSES_PID=""; }
+passes_stop() {
+    perf_stop "$PASSES_PID"; PASSES_PID=""
+    [ -n "$PROF_PID" ] && perf_stop "$PROF_PID"; PROF_PID=""
+}
 passes_report() {
-    perf script -i "$SCALE_DIR/$1.data" -F time,event,trace 2>/dev/null | /usr/bin/python3 tests/bench/loop_passes.py "$CTL"
+    perf script -i "$SCALE_DIR/$1.data" -F time,event,trace 2>/dev/null >"$SCALE_DIR/$1.txt"
+    /usr/bin/python3 tests/bench/loop_passes.py "$CTL" <"$SCALE_DIR/$1.txt"
+    [ -f "$SCALE_DIR/$1-prof.data" ] || return 0
+    perf script -i "$SCALE_DIR/$1-prof.data" -F tid,time,event,ip,sym 2>/dev/null >"$SCALE_DIR/$1-prof.txt"
+    /usr/bin/python3 tests/bench/pass_profile.py "$CTL" "$SCALE_DIR/$1.txt" "$SCALE_DIR/$1-prof.txt" 4 >&2
 }
 # start_run RUN [ARGS...]: the run in a new tmux session RUN; sets CTL (the controller) and
 # FIRST_MS (time to every rank's first line), or fails saying why.
@@ -279,6 +316,7 @@ PER_MB=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v x="$LB0" -v y="$LB1" \
     'BEGIN { printf "%.2f s per MB (%.1f MB written)", (y > x) ? (b - a) / hz / ((y - x) / 1e6) : 0, (y - x) / 1e6 }')
 RSS=$(status_kb "$CTL" VmRSS)
 HWM=$(status_kb "$CTL" VmHWM)
+MEM_WHERE=$(mem_where "$CTL")
 LAT=()
 for ((k = 0; k < KEYS; k++)); do
     LAT+=("$(key_ms plain 1)")
@@ -337,6 +375,7 @@ phase check && echo "| the preflight's TCP probes per node | $P_MED (min $P_MIN,
 phase plain && echo "| controller CPU, dashboard open, ${SECS} s | $CPU% of a core | under 10% ($(verdict "$CPU" 10)) |"
 phase plain && echo "| controller CPU for the rank output written in that window | $PER_MB | |"
 phase plain && echo "| controller resident memory (VmRSS / VmHWM) | $(mib "$RSS") / $(mib "$HWM") | under 256 MiB ($(verdict "$HWM" 262144)) |"
+phase plain && echo "| where the controller's memory is | $MEM_WHERE | |"
 phase pre && echo "| controller VmHWM, run with the preflight | $(mib "$HWM_PRE") | under 256 MiB ($(verdict "$HWM_PRE" 262144)) |"
 phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | median $K_MED ms, worst $K_MAX ms | under 100 ms ($(verdict "$K_MED" 100)); worst under 250 ms ($(verdict "$K_MAX" 250)) |"
 phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
