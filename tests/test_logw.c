@@ -37,6 +37,25 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* A writer of n ranks in a new directory tmpdir/name (*dir, the caller's to free), its
+ * attempt 0 begun; NULL (said) when it cannot be made. */
+static struct logw *writer_in(const char *name, size_t n, char **dir)
+{
+    char err[256] = "";
+    *dir = xasprintf("%s/%s", tmpdir, name);
+    mkdir(*dir, 0700);
+    struct logw *w = logw_new(*dir, n, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) {
+        printf("# logw_new: %s\n", err);
+        free(*dir);
+        *dir = NULL;
+        return NULL;
+    }
+    logw_attempt(w, 0);
+    return w;
+}
+
 static void line(struct logw *w, int rank, int attempt, uint64_t seq, uint64_t base, const char *text)
 {
     logw_rank(w, rank, attempt, seq, base, text, strlen(text), true);
@@ -243,6 +262,41 @@ static void test_idle_writer_writes(void)
     free(dir);
 }
 
+/* A rank's buffer starts at 1 KiB and grows as the rank prints more (8,192 ranks at a line a
+ * second kept 40 MiB of mostly empty 64 KiB buffers): pieces of every size, across each
+ * doubling and past 64 KiB, reach the file whole and in order. */
+static void test_rank_buffer_grows(void)
+{
+    char *dir = NULL;
+    struct logw *w = writer_in("grow", 1, &dir);
+    if (!w) return;
+    size_t total = 0, cap = 400000;
+    char *want = xmalloc(cap);
+    uint64_t seq = 0;
+    for (size_t n = 1; total + n + 1 <= cap && n < 90000; n = n * 3 / 2 + 7) {
+        char *piece = xmalloc(n + 1);
+        for (size_t k = 0; k < n; k++) piece[k] = (char)('a' + (seq + k) % 26);
+        piece[n] = '\n';
+        logw_rank(w, 0, 0, ++seq, 0, piece, n + 1, false);
+        memcpy(want + total, piece, n + 1);
+        total += n + 1;
+        free(piece);
+    }
+    CHECK(logw_drain(w, 10000));
+    logw_free(w);
+    char *p = xasprintf("%s/attempt-0/rank-0.log", dir);
+    FILE *f = fopen(p, "rb");
+    char *got = xmalloc(cap + 1);
+    size_t n = f ? fread(got, 1, cap + 1, f) : 0;
+    if (f) fclose(f);
+    CHECK_INT((long long)n, (long long)total);
+    CHECK(n == total && memcmp(got, want, total) == 0);
+    free(got);
+    free(want);
+    free(p);
+    free(dir);
+}
+
 /* The run's files are private (0600, directories 0700) until logw_set_mode, which changes
  * those open and those made afterwards; the reserve is gone after logw_free. */
 static void test_modes(void)
@@ -433,6 +487,7 @@ int main(void)
     RUN(test_cut_back_to_the_index);
     RUN(test_no_index_no_acknowledgement);
     RUN(test_idle_writer_writes);
+    RUN(test_rank_buffer_grows);
     RUN(test_modes);
     RUN(test_log_mode_parse);
     RUN(test_read_incomplete);

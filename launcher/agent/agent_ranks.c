@@ -94,7 +94,7 @@ static struct agent_rank *rank_add(int rank, int attempt, const struct rank_hand
     r->spawn_wall_ns = h->spawn_wall_ns;
     r->starting = 1;
     r->spawn = q;
-    r->start_deadline_ms = mono_ms() + SPAWN_START_TIMEOUT_MS;
+    r->start_deadline_ms = mono_ms() + ranks_start_timeout_ms();
     int fds[2] = { h->k.out_fd, h->k.err_fd };
     for (int i = 0; i < 2; i++) {
         struct rank_stream *s = &r->st[i];
@@ -164,12 +164,23 @@ static void rank_first_msg(struct agent_rank *r, const struct keeper_msg *m)
     rank_start_failed(r, err);
 }
 
+int ranks_start_timeout_ms(void)
+{
+    static int ms;
+    if (!ms) {
+        const char *t = getenv("DDPTOP_TEST_RANK_START_MS");
+        long v = t ? strtol(t, NULL, 10) : 0;
+        ms = v > 0 && v <= 3600000 ? (int)v : SPAWN_START_TIMEOUT_MS;
+    }
+    return ms;
+}
+
 static void rank_check_start_timeout(struct agent_rank *r, int64_t now_ms)
 {
     char err[512];
     if (!r->starting || now_ms < r->start_deadline_ms) return;
     snprintf(err, sizeof err, "'%s' did not start within %d ms (its keeper was killed)",
-             r->spawn ? r->spawn->argv[0] : "?", SPAWN_START_TIMEOUT_MS);
+             r->spawn ? r->spawn->argv[0] : "?", ranks_start_timeout_ms());
     /* Its rank follows by PDEATHSIG; the keeper is reaped at its status pipe's end. */
     kill(r->k.keeper_pid, SIGKILL);
     rank_start_failed(r, err);

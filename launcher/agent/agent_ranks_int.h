@@ -147,6 +147,10 @@ void rank_say_at(struct agent_rank *r, const char *text, int64_t ns);
 
 /* How long a rank's keeper has to report the exec, before the rank is given up. */
 #define SPAWN_START_TIMEOUT_MS 10000
+/* SPAWN_START_TIMEOUT_MS, or the benches' DDPTOP_TEST_RANK_START_MS (never set it elsewhere):
+ * 1,024 simulated nodes' 17,408 processes starting on one core of the scale bed take longer
+ * (tests/bench/scale.sh, BENCH_SCALE_NICE). */
+int ranks_start_timeout_ms(void);
 
 /* What became of one rank of a spawn request. */
 struct spawn_slot {

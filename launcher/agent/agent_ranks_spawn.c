@@ -215,7 +215,7 @@ int spawn_fork(struct spawn_req *q, int i, struct rank_handle *h)
     cJSON_Delete(with_old);
     cJSON_Delete(with_defaults);
     struct keeper_spec spec = { .argv = q->argv, .envp = envp, .workdir = q->workdir,
-                                .start_timeout_ms = SPAWN_START_TIMEOUT_MS };
+                                .start_timeout_ms = ranks_start_timeout_ms() };
     int64_t t0 = wall_ns();
     int rc = keeper_fork(&spec, &h->k, err, sizeof err);
     free_env(envp, owned);

@@ -171,6 +171,7 @@ struct controller {
     size_t spawns_due;          /* nodes whose spawn waits its turn (ctl_spawn_more) */
     size_t spawn_next;          /* the node ctl_spawn_more looks at first */
     size_t spawn_pass_nodes;    /* the tests' DDPTOP_TEST_SPAWN_PASS_NODES: at most this many a pass */
+    bool starts_pending;        /* ctl_start_queued stopped for this pass with starts left to do */
     int64_t in_win_ms;          /* what the nodes sent lately (loop_once's coalescing): the */
     uint64_t in_win_bytes, in_prev_bytes; /* window's start, its bytes, the window before's */
     bool transport_noticed;     /* how the agents start was said in an event (once per run) */
@@ -411,6 +412,8 @@ void ctl_open_nodes(struct controller *c, const bool *need, bool bridge);
  * not NULL: their requests in flight are gone), and starts as many as --fanout allows;
  * ctl_start_queued starts more as others finish connecting. */
 void ctl_connect_nodes(struct controller *c, bool *renewed);
+/* Starts queued transports, up to --fanout connecting at once, for a few ms a pass (the rest
+ * next pass: starts_pending); called every pass while the nodes connect. */
 void ctl_start_queued(struct controller *c);
 /* How long a node's agent may take to greet once its transport is up: --timeout, and what its
  * kind adds (a Slurm step's creation: srun --immediate waits up to 60 s for it). */

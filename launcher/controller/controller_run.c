@@ -302,6 +302,7 @@ static int loop_timeout(struct controller *c, bool any_node)
 {
     int64_t now = mono_ms(), wake = now + (any_node ? transport_kind_idle_ms(c->o.nodes.transport.kind) : 1000);
     if ((c->more_lines && !c->writer_full) || c->spawns_due) return 0;
+    if (c->starts_pending && (c->job->state == JOB_CHECKING || c->job->state == JOB_LAUNCHING)) return 0;
     if (c->writer_full && now + 50 < wake) wake = now + 50; /* watch the writer's queue go down */
     if (c->next_ping_ms < wake) wake = c->next_ping_ms;
     if ((job_is_running(c->job) || job_is_stopping(c->job)) && c->next_link_ms < wake) wake = c->next_link_ms;

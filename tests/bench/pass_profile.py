@@ -2,61 +2,30 @@
 """What the controller loop's longest passes did (tests/bench/scale.sh, BENCH_SCALE_PASSES=2).
 Reads two `perf script` outputs: PASSES (`-F time,event,trace` of the loop thread's poll() calls
 and context switches, as tests/bench/loop_passes.py) and SAMPLES (`-F tid,time,event,ip,sym`
-of `perf record --call-graph dwarf -p CONTROLLER`). Splits the passes as loop_passes.py does,
+of `perf record --call-graph dwarf -p CONTROLLER`). Splits the passes with loop_passes.py's read_passes,
 puts each sample of the loop thread into its pass, and for the TOP passes with the most time on
 the CPU prints when they ran (seconds from the first event), their CPU, and the functions their
 samples were in, inclusive (a sample counts once for each function on its stack): ddptop's own
 functions first, then the leaves (where the time was spent: a system call, libc).
 Usage: pass_profile.py TID PASSES_TXT SAMPLES_TXT [TOP]"""
+import bisect
 import collections
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loop_passes import read_passes  # noqa: E402
 
 tid = int(sys.argv[1])
 top = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 
-ev = []
 with open(sys.argv[2], errors="replace") as f:
-    for line in f:
-        m = re.match(r"\s*([\d.]+):\s+(\S+):\s*(.*)", line)
-        if not m:
-            continue
-        t, name, rest = float(m.group(1)), m.group(2), m.group(3)
-        if name == "sched:sched_switch":
-            s = re.search(r"prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)", rest)
-            if not s:
-                continue
-            if int(s.group(1)) == tid:
-                ev.append((t, "out"))
-            if int(s.group(3)) == tid:
-                ev.append((t, "in"))
-        elif name.endswith("sys_enter_poll"):
-            ev.append((t, "enter"))
-        elif name.endswith("sys_exit_poll"):
-            ev.append((t, "exit"))
-ev.sort()
-passes = []  # [start, end, on CPU (s)]
-start = None
-for t, kind in ev:
-    if kind == "exit":
-        start, run_from, on = t, t, 0.0
-    elif start is None:
-        continue
-    elif kind == "out":
-        if run_from is not None:
-            on += t - run_from
-        run_from = None
-    elif kind == "in":
-        run_from = t
-    elif kind == "enter":
-        if run_from is not None:
-            on += t - run_from
-        passes.append([start, t, on])
-        start = None
+    passes = read_passes(f, tid)  # (start, end, on the CPU, waiting), s
 if not passes:
     print("pass profile: no passes recorded")
     sys.exit(1)
-t_first = ev[0][0]
+t_first = passes[0][0]
 
 # samples: a header line "TID TIME: PERIOD EVENT:" then one frame a line, a blank line between
 samples = []  # (time, [frames, leaf first])
@@ -82,7 +51,6 @@ with open(sys.argv[3], errors="replace") as f:
         cur[1].append(sym)
 samples.sort()
 
-import bisect
 starts = [p[0] for p in passes]
 per_pass = collections.defaultdict(list)
 for t, frames in samples:
@@ -97,7 +65,7 @@ own = re.compile(r"^(ctl_|controller|run_|job_|transport_|tm_|logw_|agent_|wire_
                  r"notify|headless|session|frame|view|pane|layout|tui_|screen|spawn|ssh_|lines_|metrics|"
                  r"on_|watches_|logs_|fe_)")
 for i in order[:top]:
-    s, e, on = passes[i]
+    s, e, on, _ = passes[i]
     fr = per_pass.get(i, [])
     print("\n- pass at %.2f s: %.1f ms on the CPU, %.0f ms by the clock, %d samples" %
           (s - t_first, on * 1e3, (e - s) * 1e3, len(fr)))

@@ -33,7 +33,10 @@
 # BENCH_SCALE_PIN=1: once every rank reports (phase 2), ddptop's side (the controller, the session
 # server and the dashboard's client, tmux and this script: the login node and its terminal) on
 # CPU 1 alone and the bed's nodes (pbs_tmrsh, agents, ranks) on CPU 0, for the CPU window, the
-# keys and the floor: what a login node whose nodes are other machines would see, on two cores.
+# keys and the floor: what a login node whose nodes are other machines would see, on two cores;
+# BENCH_SCALE_NICE=1: the bed's nodes at nice 19 from their start (a pbs_tmrsh wrapper), the
+# flood of first lines included, so that ddptop's side gets a core as soon as it wants one
+# (the kernel's autogroups are turned off for the run, and back on at its end).
 set -u
 . "$(dirname "$0")/../lib/scale.sh"
 scale_bed_reexec "$@"
@@ -53,7 +56,9 @@ SOCK=ddpt-scale-$$
 . tests/lib/perf.sh
 PASSES_PID=""
 PROF_PID=""
+AUTOGROUP=""
 cleanup() {
+    [ "$AUTOGROUP" = 1 ] && echo 1 >/proc/sys/kernel/sched_autogroup_enabled   # BENCH_SCALE_NICE
     [ -n "$PASSES_PID" ] && passes_stop   # a perf still tracing (BENCH_SCALE_PASSES)
     scale_bed_stop   # first: tmux_cleanup walks the tree under tmux, a pgrep per process
     tmux_cleanup
@@ -76,6 +81,23 @@ echo "$NCPU cores busy for several minutes (three phases of 1-3 minutes each at 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 scale_bed_start "$NODES" "$RPN" || exit 1
 mkdir -m 700 "$SCALE_DIR/xdg" && export XDG_RUNTIME_DIR=$SCALE_DIR/xdg
+NICED=""
+if [ "${BENCH_SCALE_NICE:-0}" = 1 ]; then
+    # the nodes' processes at the lowest priority from their start: pbs_tmrsh through a wrapper
+    # first on PATH, whose nice 19 the agents and ranks inherit (the flood included, which
+    # BENCH_SCALE_PIN cannot pin: ranks on one core miss the agent's start limit)
+    mkdir -m 700 "$SCALE_DIR/nicebin"
+    # (their agents give a rank 3 minutes to start, not 10 s: the bed's starts share one core)
+    printf '#!/bin/sh\nexec env DDPTOP_TEST_RANK_START_MS=180000 nice -n 19 %s "$@"\n' "$SCALE_ROOT/tests/pbs/pbs_tmrsh" >"$SCALE_DIR/nicebin/pbs_tmrsh"
+    chmod 700 "$SCALE_DIR/nicebin/pbs_tmrsh"
+    export PATH=$SCALE_DIR/nicebin:$PATH
+    # A nice value counts only inside its autogroup (one per session), and every agent, keeper
+    # and rank leads a session: with autogroups the 9,000 sessions of the bed share the cores
+    # as equals with ddptop's, whatever their nice. Off for the run, as it was after.
+    AUTOGROUP=$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)
+    [ "$AUTOGROUP" = 1 ] && echo 0 >/proc/sys/kernel/sched_autogroup_enabled
+    NICED="the bed's nodes (pbs_tmrsh, agents, ranks) at nice 19 from their start, autogroups off; ddptop, tmux and the bench at 0"
+fi
 HZ=$(getconf CLK_TCK)
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 sec() { awk -v ms="$1" 'BEGIN { printf "%.1f s", ms / 1000 }'; }
@@ -249,6 +271,8 @@ start_run() {
         fi
         n=$(reporting "$run")
         [ "$n" -ge "$RANKS" ] && break
+        # a job that failed before every rank reported (a rank that missed its start) ends the wait
+        T capture-pane -p -t "$run" | head -1 | grep -q ' FAILED ' && break
         # the dashboard answers keys while the first lines pour in (issue 32): a press of ? to
         # open the help and one to close it, timed like the keys below, in place of the sleep
         if [ -n "$FLOOD_KEYS" ] && [ "$n" -gt 0 ]; then
@@ -381,6 +405,7 @@ phase plain && echo "| dashboard answers a key (?, $((KEYS * 2)) presses) | medi
 phase plain && echo "| the same key to a bash loop in tmux, no ddptop (the machine's floor) | median $FL_MED ms, worst $FL_MAX ms | |"
 [ -n "${PASSES:-}" ] && printf '%s\n' "$PASSES"
 [ -n "$PINNED" ] && echo "| (the CPU window, the keys and the floor above ran pinned: $PINNED) | | |"
+[ -n "$NICED" ] && echo "| (the whole run: $NICED) | | |"
 [ -n "${FLOOD_PASSES:-}" ] && printf '%s\n' "$FLOOD_PASSES" | sed 's/^| the /| during the flood: the /'
 phase plain && echo "| the same during the flood of first lines (${#FLOOD_LAT[@]} presses) | median ${F_MED:-n/a} ms, worst ${F_MAX:-n/a} ms | worst under 250 ms ($(verdict "${F_MAX:-99999}" 250)) |"
 echo
