@@ -157,6 +157,10 @@ void ctl_connect_nodes(struct controller *c, bool *renewed)
         if (renewed) renewed[i] = need[i];
         if (!need[i]) continue;
         wire_client_reset(&nd->cl); /* answers on the old connection never come */
+        if (nd->spawn_due) { /* the last attempt's, for an agent that is gone */
+            nd->spawn_due = false;
+            c->spawns_due--;
+        }
         nd->queued = true;
         nd->hello = nd->lost = nd->released = nd->away = nd->bridge = nd->holds_ranks = false;
         nd->last_msg_ms = nd->quiet_from_ms = mono_ms();
@@ -277,6 +281,14 @@ static void spawn_send(struct controller *c, size_t i)
     struct cnode *nd = &c->nodes[i];
     nd->spawn_due = false;
     c->spawns_due--;
+    /* Away or lost since spawn_all: as if its link had dropped the spawn. The resume of a node
+     * that comes back sends it again (controller_link.c: a spawn id, no answer, no rank
+     * started); a lost node's attempt ends. Sent now, it would reach a bridge before its
+     * attach line, or a transport renewed for the next attempt. */
+    if (!ctl_node_usable(nd)) {
+        nd->spawn_id = wire_client_begin(&nd->cl, WIRE_TAG_SPAWN);
+        return;
+    }
     ctl_send(c, i, ctl_spawn_request(c, i, &nd->spawn_id));
 }
 

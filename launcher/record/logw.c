@@ -168,13 +168,14 @@ static void rank_put(struct logw *w, const struct chunk *c)
     if (c->rank < 0 || (size_t)c->rank >= w->n) return;
     struct wrank *r = &w->r[c->rank];
     if (r->attempt != c->attempt) rank_open(w, (size_t)c->rank, c->attempt);
-    if (r->len + c->len > r->cap && r->cap < RANK_BUF) { /* grow before flushing: the rank prints more */
+    bool whole = c->len > RANK_BUF || (r->len == 0 && c->len >= RANK_BUF / 2); /* written as it is */
+    if (!whole && r->len + c->len > r->cap && r->cap < RANK_BUF) { /* grow before flushing: the rank prints more */
         size_t cap = r->cap ? r->cap : RANK_BUF_MIN;
         while (cap < r->len + c->len && cap < RANK_BUF) cap *= 2;
         r->buf = xrealloc(r->buf, cap);
         r->cap = cap;
     }
-    if (r->len + c->len > r->cap) rank_flush(w, (size_t)c->rank);
+    if (r->len && r->len + c->len > r->cap) rank_flush(w, (size_t)c->rank);
     /* a large piece (a streaming rank's 64 KiB blocks) with nothing buffered goes to the file
      * as it is: the buffer would take a copy of it for one write all the same */
     bool direct = c->len > RANK_BUF || (r->len == 0 && c->len >= RANK_BUF / 2);
