@@ -269,7 +269,9 @@ rj_start "$D/hang.out" "$D/hosts.txt" "${COMMON[@]}" --no-check --master-port "$
 hang_seen() { grep -q '^\[r4 [^]]*\] .*hang at step 15' "$D/hang.out"; }
 if wait_until 60 hang_seen; then
     T_HANG=$(date +%s.%N)
-    stall_seen() { grep -q '"kind":"stall"' "$D/logs/$RID-hang/events.jsonl" 2>/dev/null; }
+    # rank 4's own stall event: the others' (waiting for it in the collective) may come a tick
+    # sooner, when their last step line came sooner
+    stall_seen() { grep -q '"kind":"stall","attempt":0,"rank":4,' "$D/logs/$RID-hang/events.jsonl" 2>/dev/null; }
     wait_until 12 stall_seen
     delay=$($PY -c '
 import json, sys, datetime
