@@ -88,7 +88,6 @@ static void spawn_all(struct controller *c)
     c->spawn_next = 0;
     job_running(j);
     ctl_record_write(c); /* what `ddptop attach` needs to take the run over */
-    ctl_spawn_more(c, SPAWN_PASS_MS);
 }
 
 /* LAUNCHING: spawn once every node greeted; a node that never does is lost, and without it
@@ -343,7 +342,6 @@ static void decide(struct controller *c)
 
 void ctl_progress(struct controller *c)
 {
-    if (c->spawns_due) ctl_spawn_more(c, SPAWN_PASS_MS); /* the launch's spawns, spread over passes */
     decide(c);
     if (c->job->state == JOB_CHECKING) check_progress(c);
     else if (c->job->state == JOB_LAUNCHING) connect_progress(c);
@@ -357,4 +355,5 @@ void ctl_progress(struct controller *c)
     }
     /* a takeover acts on the state adopt.json says (a stall, a stop under way): it follows */
     if (c->record_state >= 0 && c->record_state != (int)c->job->state) ctl_record_write(c);
+    if (c->spawns_due) ctl_spawn_more(c, SPAWN_PASS_MS); /* the launch's spawns, this pass's share */
 }

@@ -19,6 +19,7 @@
 extern char **environ;
 
 static void spawn_send(struct controller *c, size_t node);
+static void spawn_forget(struct controller *c, size_t node);
 
 void ctl_send(struct controller *c, size_t node, cJSON *msg)
 {
@@ -157,10 +158,7 @@ void ctl_connect_nodes(struct controller *c, bool *renewed)
         if (renewed) renewed[i] = need[i];
         if (!need[i]) continue;
         wire_client_reset(&nd->cl); /* answers on the old connection never come */
-        if (nd->spawn_due) { /* the last attempt's, for an agent that is gone */
-            nd->spawn_due = false;
-            c->spawns_due--;
-        }
+        spawn_forget(c, i); /* the last attempt's, for an agent that is gone */
         nd->queued = true;
         nd->hello = nd->lost = nd->released = nd->away = nd->bridge = nd->holds_ranks = false;
         nd->last_msg_ms = nd->quiet_from_ms = mono_ms();
@@ -203,7 +201,7 @@ cJSON *ctl_spawn_request(struct controller *c, size_t i, int *id)
     cJSON *m = ctl_request(c, i, WIRE_OP_SPAWN, WIRE_TAG_SPAWN, id), *argv, *ranks;
     bool remote = c->hl != NULL; /* hosts named: the nodes are other machines */
     cJSON_AddNumberToObject(m, "attempt", j->attempt);
-    if (remote && c->nodes[i].t) job_node_address(j, i, transport_address(c->nodes[i].t)); /* a peer's address finds it */
+    if (remote) job_node_address(j, i, transport_address(c->nodes[i].t));   /* a peer's address finds it */
     argv = cJSON_AddArrayToObject(m, "argv");
     if (c->user_argv) {
         for (size_t k = 0; c->user_argv[k]; k++) cJSON_AddItemToArray(argv, cJSON_CreateString(c->user_argv[k]));
@@ -276,11 +274,18 @@ void ctl_spawn_due(struct controller *c, size_t i)
     nd->spawn_id = 0;  /* an answer to the last attempt's spawn is not this one's */
 }
 
+/* A due spawn that will not be sent (or is being sent now) is no longer counted. */
+static void spawn_forget(struct controller *c, size_t i)
+{
+    if (!c->nodes[i].spawn_due) return;
+    c->nodes[i].spawn_due = false;
+    c->spawns_due--;
+}
+
 static void spawn_send(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
-    nd->spawn_due = false;
-    c->spawns_due--;
+    spawn_forget(c, i);
     /* Away or lost since spawn_all: as if its link had dropped the spawn. The resume of a node
      * that comes back sends it again (controller_link.c: a spawn id, no answer, no rank
      * started); a lost node's attempt ends. Sent now, it would reach a bridge before its
@@ -325,10 +330,7 @@ void ctl_release_node(struct controller *c, size_t i)
 {
     struct cnode *nd = &c->nodes[i];
     if (!nd->t || nd->released) return;
-    if (nd->spawn_due) { /* never sent: nothing to start only to stop */
-        nd->spawn_due = false;
-        c->spawns_due--;
-    }
+    spawn_forget(c, i); /* never sent: nothing to start only to stop */
     if (ctl_node_usable(nd)) {
         int id;
         ctl_send(c, i, ctl_request(c, i, WIRE_OP_EXIT, WIRE_TAG_NONE, &id));
